@@ -1,0 +1,75 @@
+#include "graph/attributes.h"
+
+namespace iosfarm::graph {
+
+std::string_view ActivationName(Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return "none";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kClip:
+      return "clip";
+    case Activation::kSigmoid:
+      return "sigmoid";
+    case Activation::kTanh:
+      return "tanh";
+  }
+  return "?";
+}
+
+std::string_view PadModeName(PadMode mode) {
+  switch (mode) {
+    case PadMode::kConstant:
+      return "constant";
+    case PadMode::kReflect:
+      return "reflect";
+    case PadMode::kEdge:
+      return "edge";
+  }
+  return "?";
+}
+
+Attributes DefaultAttributes(OpType type) {
+  switch (type) {
+    case OpType::kConv:
+      return ConvAttrs{};
+    case OpType::kMaxPool:
+    case OpType::kAveragePool:
+      return PoolAttrs{};
+    case OpType::kClip:
+      return ClipAttrs{};
+    case OpType::kHardSigmoid:
+      return HardSigmoidAttrs{};
+    case OpType::kConcat:
+      return ConcatAttrs{};
+    case OpType::kSplit:
+      return SplitAttrs{};
+    case OpType::kSlice:
+      return SliceAttrs{};
+    case OpType::kPad:
+      return PadAttrs{};
+    case OpType::kReshape:
+      return ReshapeAttrs{};
+    case OpType::kFlatten:
+      return FlattenAttrs{};
+    case OpType::kTranspose:
+      return TransposeAttrs{};
+    case OpType::kReduceMean:
+      return ReduceMeanAttrs{};
+    case OpType::kGemm:
+      return GemmAttrs{};
+    case OpType::kSoftmax:
+      return SoftmaxAttrs{};
+    case OpType::kBatchNormalization:
+      return BatchNormAttrs{};
+    default:
+      return NoAttrs{};
+  }
+}
+
+bool AttributesMatch(OpType type, const Attributes& attrs) {
+  return DefaultAttributes(type).index() == attrs.index();
+}
+
+}  // namespace iosfarm::graph

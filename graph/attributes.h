@@ -1,0 +1,157 @@
+// Per-operator attributes of the graph IR.
+//
+// Every node carries one `Attributes` variant alternative matching its OpType
+// (see AttributesMatch). Spatial fields are (height, width); pads are
+// {top, left, bottom, right}. Lists such as axes are normalised to
+// non-negative axes by importers and builders.
+#ifndef IOSFARM_GRAPH_ATTRIBUTES_H_
+#define IOSFARM_GRAPH_ATTRIBUTES_H_
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "graph/op_type.h"
+
+namespace iosfarm::graph {
+
+// Activation fused into a Conv (applied after bias).
+enum class Activation { kNone, kRelu, kClip, kSigmoid, kTanh };
+std::string_view ActivationName(Activation activation);
+
+struct NoAttrs {
+  bool operator==(const NoAttrs&) const = default;
+};
+
+// Conv: input [N, C, H, W]; weight "W" [out_channels, C/groups, kh, kw];
+// optional weight "B" [out_channels] when has_bias.
+struct ConvAttrs {
+  int64_t out_channels = 0;
+  std::array<int64_t, 2> kernel = {1, 1};
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> dilation = {1, 1};
+  std::array<int64_t, 4> pads = {0, 0, 0, 0};  // top, left, bottom, right
+  int64_t groups = 1;
+  bool has_bias = false;
+  Activation activation = Activation::kNone;
+  float clip_min = 0.0f;  // used when activation == kClip
+  float clip_max = 6.0f;
+  bool operator==(const ConvAttrs&) const = default;
+};
+
+// MaxPool / AveragePool (global pools use NoAttrs).
+struct PoolAttrs {
+  std::array<int64_t, 2> kernel = {1, 1};
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 4> pads = {0, 0, 0, 0};  // top, left, bottom, right
+  bool ceil_mode = false;
+  bool count_include_pad = false;  // AveragePool only
+  bool operator==(const PoolAttrs&) const = default;
+};
+
+struct ClipAttrs {
+  float min = -std::numeric_limits<float>::infinity();
+  float max = std::numeric_limits<float>::infinity();
+  bool operator==(const ClipAttrs&) const = default;
+};
+
+// y = max(0, min(1, alpha * x + beta)).
+struct HardSigmoidAttrs {
+  float alpha = 0.2f;
+  float beta = 0.5f;
+  bool operator==(const HardSigmoidAttrs&) const = default;
+};
+
+struct ConcatAttrs {
+  int64_t axis = 1;
+  bool operator==(const ConcatAttrs&) const = default;
+};
+
+// Splits one input into sizes.size() outputs along axis.
+struct SplitAttrs {
+  int64_t axis = 1;
+  std::vector<int64_t> sizes;
+  bool operator==(const SplitAttrs&) const = default;
+};
+
+// Static slice; starts/ends already clamped to [0, dim], steps > 0.
+struct SliceAttrs {
+  std::vector<int64_t> axes;
+  std::vector<int64_t> starts;
+  std::vector<int64_t> ends;
+  std::vector<int64_t> steps;
+  bool operator==(const SliceAttrs&) const = default;
+};
+
+enum class PadMode { kConstant, kReflect, kEdge };
+std::string_view PadModeName(PadMode mode);
+
+// pads as in ONNX: [x1_begin, x2_begin, ..., x1_end, x2_end, ...], >= 0.
+struct PadAttrs {
+  std::vector<int64_t> pads;
+  PadMode mode = PadMode::kConstant;
+  float value = 0.0f;
+  bool operator==(const PadAttrs&) const = default;
+};
+
+// Target shape, fully resolved (no 0 or -1 entries).
+struct ReshapeAttrs {
+  std::vector<int64_t> shape;
+  bool operator==(const ReshapeAttrs&) const = default;
+};
+
+struct FlattenAttrs {
+  int64_t axis = 1;
+  bool operator==(const FlattenAttrs&) const = default;
+};
+
+struct TransposeAttrs {
+  std::vector<int64_t> perm;
+  bool operator==(const TransposeAttrs&) const = default;
+};
+
+struct ReduceMeanAttrs {
+  std::vector<int64_t> axes;  // sorted, unique
+  bool keepdims = true;
+  bool operator==(const ReduceMeanAttrs&) const = default;
+};
+
+// Gemm: Y = alpha * A' * B' + beta * C with A the node's input [M, K] (or
+// [K, M] when trans_a), weight "B" and optional weight "C" (broadcast to [M, N]).
+struct GemmAttrs {
+  float alpha = 1.0f;
+  float beta = 1.0f;
+  bool trans_a = false;
+  bool trans_b = false;
+  bool operator==(const GemmAttrs&) const = default;
+};
+
+struct SoftmaxAttrs {
+  int64_t axis = -1;  // normalised to a non-negative axis
+  bool operator==(const SoftmaxAttrs&) const = default;
+};
+
+// BatchNormalization (inference): weights "scale", "bias", "mean", "var", [C].
+struct BatchNormAttrs {
+  float epsilon = 1e-5f;
+  bool operator==(const BatchNormAttrs&) const = default;
+};
+
+using Attributes =
+    std::variant<NoAttrs, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
+                 ConcatAttrs, SplitAttrs, SliceAttrs, PadAttrs, ReshapeAttrs,
+                 FlattenAttrs, TransposeAttrs, ReduceMeanAttrs, GemmAttrs,
+                 SoftmaxAttrs, BatchNormAttrs>;
+
+// True when `attrs` holds the alternative that `type` requires.
+bool AttributesMatch(OpType type, const Attributes& attrs);
+
+// Default-constructed attributes of the alternative `type` requires.
+Attributes DefaultAttributes(OpType type);
+
+}  // namespace iosfarm::graph
+
+#endif  // IOSFARM_GRAPH_ATTRIBUTES_H_

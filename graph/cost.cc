@@ -1,0 +1,116 @@
+#include "graph/cost.h"
+
+namespace iosfarm::graph {
+namespace {
+
+constexpr int64_t kBytesPerElement = 4;  // fp32
+
+// Arithmetic operations per output element of element-wise ops.
+int64_t ElementwiseFlops(OpType type) {
+  switch (type) {
+    case OpType::kRelu:
+    case OpType::kClip:
+    case OpType::kAdd:
+    case OpType::kSub:
+    case OpType::kMul:
+    case OpType::kDiv:
+      return 1;
+    case OpType::kHardSigmoid:
+      return 3;
+    case OpType::kHardSwish:
+    case OpType::kSigmoid:
+    case OpType::kTanh:
+      return 4;
+    case OpType::kBatchNormalization:
+      return 2;
+    case OpType::kSoftmax:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
+int64_t ActivationFlops(Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return 0;
+    case Activation::kRelu:
+    case Activation::kClip:
+      return 1;
+    case Activation::kSigmoid:
+    case Activation::kTanh:
+      return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+OpCost& OpCost::operator+=(const OpCost& other) {
+  macs += other.macs;
+  flops += other.flops;
+  params += other.params;
+  bytes_read += other.bytes_read;
+  bytes_written += other.bytes_written;
+  return *this;
+}
+
+OpCost ComputeOpCost(const Graph& graph, const Node& node) {
+  OpCost cost;
+  int64_t input_elements = 0;
+  for (ValueId v : node.inputs) input_elements += NumElements(graph.value(v).shape);
+  int64_t output_elements = 0;
+  for (ValueId v : node.outputs) output_elements += NumElements(graph.value(v).shape);
+  for (const auto& [role, tensor] : node.weights) cost.params += tensor.num_elements();
+  cost.bytes_read = kBytesPerElement * (input_elements + cost.params);
+  cost.bytes_written = kBytesPerElement * output_elements;
+
+  switch (node.type) {
+    case OpType::kConv: {
+      const auto& a = std::get<ConvAttrs>(node.attrs);
+      const Shape& in = graph.value(node.inputs[0]).shape;
+      const int64_t per_output = in[1] / a.groups * a.kernel[0] * a.kernel[1];
+      cost.macs = output_elements * per_output;
+      cost.flops = 2 * cost.macs + (a.has_bias ? output_elements : 0) +
+                   ActivationFlops(a.activation) * output_elements;
+      break;
+    }
+    case OpType::kGemm: {
+      const auto& a = std::get<GemmAttrs>(node.attrs);
+      const Shape& in = graph.value(node.inputs[0]).shape;
+      const int64_t k = a.trans_a ? in[0] : in[1];
+      cost.macs = output_elements * k;
+      cost.flops = 2 * cost.macs + (node.weights.count("C") ? output_elements : 0);
+      break;
+    }
+    case OpType::kMatMul: {
+      const Shape& a = graph.value(node.inputs[0]).shape;
+      cost.macs = output_elements * a.back();
+      cost.flops = 2 * cost.macs;
+      break;
+    }
+    case OpType::kMaxPool:
+    case OpType::kAveragePool: {
+      const auto& a = std::get<PoolAttrs>(node.attrs);
+      cost.flops = output_elements * a.kernel[0] * a.kernel[1];
+      break;
+    }
+    case OpType::kGlobalAveragePool:
+    case OpType::kGlobalMaxPool:
+    case OpType::kReduceMean:
+      cost.flops = input_elements;
+      break;
+    default:
+      cost.flops = ElementwiseFlops(node.type) * output_elements;
+      break;
+  }
+  return cost;
+}
+
+OpCost ComputeGraphCost(const Graph& graph) {
+  OpCost total;
+  for (const Node& node : graph.nodes()) total += ComputeOpCost(graph, node);
+  return total;
+}
+
+}  // namespace iosfarm::graph

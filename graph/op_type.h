@@ -1,0 +1,58 @@
+// The operator types of the graph IR and their names.
+#ifndef IOSFARM_GRAPH_OP_TYPE_H_
+#define IOSFARM_GRAPH_OP_TYPE_H_
+
+#include <optional>
+#include <string_view>
+
+namespace iosfarm::graph {
+
+enum class OpType {
+  kConstant,  // no inputs; one output whose value is the node's "value" weight
+  kConv,
+  kMaxPool,
+  kAveragePool,
+  kGlobalAveragePool,
+  kGlobalMaxPool,
+  kRelu,
+  kClip,  // Relu6 is Clip(0, 6)
+  kSigmoid,
+  kHardSigmoid,
+  kHardSwish,
+  kTanh,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kConcat,
+  kSplit,
+  kSlice,
+  kPad,
+  kReshape,
+  kFlatten,
+  kTranspose,
+  kReduceMean,
+  kGemm,
+  kMatMul,
+  kSoftmax,
+  kBatchNormalization,
+  kIdentity,  // removed by Simplify
+  kDropout,   // removed by Simplify (inference)
+};
+
+inline constexpr int kNumOpTypes = static_cast<int>(OpType::kDropout) + 1;
+
+// Stable name of an op type, e.g. "Conv", "AveragePool" (ONNX spelling).
+std::string_view OpTypeName(OpType type);
+
+// Inverse of OpTypeName; nullopt for unknown names.
+std::optional<OpType> OpTypeFromName(std::string_view name);
+
+// True for Add/Sub/Mul/Div.
+bool IsElementwiseBinary(OpType type);
+// True for Relu/Clip/Sigmoid/HardSigmoid/HardSwish/Tanh.
+bool IsActivation(OpType type);
+
+}  // namespace iosfarm::graph
+
+#endif  // IOSFARM_GRAPH_OP_TYPE_H_

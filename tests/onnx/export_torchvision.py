@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""Exports torchvision classification CNNs to ONNX with random weights, offline.
+
+Usage: export_torchvision.py OUT_DIR MODEL [MODEL ...] [--opset 13] [--batch 1]
+
+Each model is written to OUT_DIR/MODEL.onnx (skipped if it already exists).
+Exits 3 with a message on stderr when torch or torchvision is missing, so callers
+can skip with a clear reason.
+"""
+import argparse
+import os
+import sys
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out_dir")
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--opset", type=int, default=13)
+    parser.add_argument("--batch", type=int, default=1)
+    args = parser.parse_args()
+    try:
+        import torch
+        import torchvision
+    except ImportError as error:
+        print(f"torch/torchvision not available: {error}", file=sys.stderr)
+        return 3
+    torch.manual_seed(0)
+    os.makedirs(args.out_dir, exist_ok=True)
+    for name in args.models:
+        path = os.path.join(args.out_dir, f"{name}.onnx")
+        if os.path.exists(path):
+            continue
+        builder = getattr(torchvision.models, name, None)
+        if builder is None:
+            print(f"unknown torchvision model: {name}", file=sys.stderr)
+            return 2
+        kwargs = {"weights": None}
+        if name in ("inception_v3", "googlenet"):
+            kwargs["aux_logits"] = False
+            kwargs["init_weights"] = False
+        model = builder(**kwargs).eval()
+        size = 299 if name == "inception_v3" else 224
+        example = torch.randn(args.batch, 3, size, size)
+        tmp = path + ".tmp"
+        with torch.no_grad():
+            torch.onnx.export(model, example, tmp, opset_version=args.opset,
+                              input_names=["input"], output_names=["output"],
+                              do_constant_folding=True)
+        os.replace(tmp, path)
+        print(f"exported {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
