@@ -66,6 +66,10 @@ class Graph {
   // Otherwise the given output values get this node as producer. Returns the id.
   NodeId AddNode(Node node, int num_outputs = 1);
 
+  // Marks an existing value that no node produces as a graph input (used by
+  // deserialisation, which keeps value ids).
+  void MarkInput(ValueId value) { inputs_.push_back(value); }
+
   // Marks a value as a graph output (order is kept).
   void AddOutput(ValueId value) { outputs_.push_back(value); }
 
