@@ -20,7 +20,7 @@ if(NOT IOSFARM_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 75 90)
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 flags for nvcc
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     add_library(iosfarm::cudnn UNKNOWN IMPORTED)

@@ -1,0 +1,34 @@
+# iosfarm: the two entry points. `make run` and `make test` install what is
+# missing (Debian packages), configure, build, then run the main job or all
+# tests. Other targets are conveniences.
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
+CTEST_ARGS ?=
+
+.PHONY: run test deps configure build clean fuzz
+
+run: build
+	./scripts/run-main-job.sh $(BUILD_DIR)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+deps:
+	./scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# libFuzzer target for the ONNX importer (clang); see graph/onnx/FUZZING.md.
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD_DIR)-fuzz -G "$(GENERATOR)" \
+	  -DIOSFARM_FUZZ=ON -DIOSFARM_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD_DIR)-fuzz -j $(JOBS) --target onnx_import_fuzzer
+
+clean:
+	rm -rf $(BUILD_DIR) $(BUILD_DIR)-fuzz
