@@ -2,15 +2,14 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
+#include "common/strings.h"
 
 namespace iosfarm::graph::models {
 
 Status CheckZooBatch(std::string_view model, int64_t batch) {
   if (batch < 1 || batch > kMaxZooBatch) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", model, "': batch size ", batch,
-                                                   " is out of range [1, ", kMaxZooBatch,
-                                                   "]"));
+    return absl::InvalidArgumentError(StrCat("model '", model, "': batch size ", batch,
+                                             " is out of range [1, ", kMaxZooBatch, "]"));
   }
   return absl::OkStatus();
 }

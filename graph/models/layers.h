@@ -30,8 +30,9 @@ inline constexpr int64_t kNumClasses = 1000;
 // OK for 1 <= batch <= kMaxZooBatch, else InvalidArgument naming the model.
 Status CheckZooBatch(std::string_view model, int64_t batch);
 
-// Conv with folded BN: bias, and the given fused activation (ReLU by default).
-// `padding` is symmetric {h, w}.
+// Conv with a bias (a folded BN, or the conv's own bias where the architecture
+// has no BN) and the given fused activation (ReLU by default). `padding` is
+// symmetric {h, w}.
 ValueId ConvBn(GraphBuilder& b, ValueId x, int64_t out_channels,
                std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
                std::array<int64_t, 2> padding, const std::string& name,

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "absl/strings/str_cat.h"
+#include "common/strings.h"
 #include "graph/graph_builder.h"
 #include "graph/models/layers.h"
 
@@ -16,10 +16,10 @@ ValueId Bottleneck(GraphBuilder& b, ValueId x, int64_t width, int64_t stride,
   ValueId y = ConvBn(b, x, width, {1, 1}, {1, 1}, {0, 0}, name + "/conv1");
   y = ConvBn(b, y, width, {3, 3}, {stride, stride}, {1, 1}, name + "/conv2");
   y = ConvBn(b, y, 4 * width, {1, 1}, {1, 1}, {0, 0}, name + "/conv3", Activation::kNone);
-  const ValueId shortcut =
-      project ? ConvBn(b, x, 4 * width, {1, 1}, {stride, stride}, {0, 0},
-                       name + "/downsample", Activation::kNone)
-              : x;
+  const ValueId shortcut = project
+                               ? ConvBn(b, x, 4 * width, {1, 1}, {stride, stride}, {0, 0},
+                                        name + "/downsample", Activation::kNone)
+                               : x;
   return b.Relu(b.Add(y, shortcut, name + "/add"), name + "/relu");
 }
 
@@ -41,7 +41,7 @@ StatusOr<Graph> BuildResNet50(int64_t batch) {
     for (int i = 0; i < kStages[s].blocks; ++i) {
       const bool first = i == 0;
       x = Bottleneck(b, x, kStages[s].width, first ? kStages[s].stride : 1, first,
-                     absl::StrCat("layer", s + 1, ".", i));
+                     StrCat("layer", s + 1, ".", i));
     }
   }
   ClassifierHead(b, x);
