@@ -22,7 +22,7 @@ struct Result {
   std::string err;
 };
 
-Result Run(std::vector<std::string> args) {
+Result RunIosfarm(std::vector<std::string> args) {
   args.insert(args.begin(), "iosfarm");
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
@@ -32,13 +32,13 @@ Result Run(std::vector<std::string> args) {
 }
 
 TEST(CliTest, ModelsListsTheSixZooModels) {
-  Result r = Run({"models"});
+  Result r = RunIosfarm({"models"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   for (const char* name :
        {"inception_v3", "resnet50", "squeezenet", "randwire", "nasnet_a", "nasnet_a_mobile"}) {
     EXPECT_THAT(r.out, HasSubstr(name));
   }
-  Result json = Run({"models", "--format", "json"});
+  Result json = RunIosfarm({"models", "--format", "json"});
   ASSERT_EQ(json.code, kExitOk);
   auto parsed = nlohmann::json::parse(json.out);
   EXPECT_EQ(parsed["models"].size(), 6u);
@@ -46,7 +46,7 @@ TEST(CliTest, ModelsListsTheSixZooModels) {
 }
 
 TEST(CliTest, InspectZooModelAsJson) {
-  Result r = Run({"inspect", "resnet50", "--batch", "2", "--format", "json"});
+  Result r = RunIosfarm({"inspect", "resnet50", "--batch", "2", "--format", "json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["format_version"], 1);
@@ -63,7 +63,7 @@ TEST(CliTest, InspectZooModelAsJson) {
 
 TEST(CliTest, InspectTextAndDot) {
   const std::string dot = (std::filesystem::temp_directory_path() / "iosfarm_cli_test.dot").string();
-  Result r = Run({"inspect", "squeezenet", "--dot", dot});
+  Result r = RunIosfarm({"inspect", "squeezenet", "--dot", dot});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.out, StartsWith("model     squeezenet (zoo)"));
   EXPECT_THAT(r.out, HasSubstr("Conv"));
@@ -75,7 +75,7 @@ TEST(CliTest, InspectTextAndDot) {
 }
 
 TEST(CliTest, FailuresExitOneWithOneLineMessage) {
-  Result r = Run({"inspect", "no_such_model"});
+  Result r = RunIosfarm({"inspect", "no_such_model"});
   EXPECT_EQ(r.code, kExitFailure);
   EXPECT_THAT(r.err, StartsWith("iosfarm: error: model 'no_such_model'"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
@@ -83,28 +83,28 @@ TEST(CliTest, FailuresExitOneWithOneLineMessage) {
 
   const std::string bad = (std::filesystem::temp_directory_path() / "iosfarm_bad.onnx").string();
   std::ofstream(bad) << "this is not an onnx model";
-  Result b = Run({"inspect", bad});
+  Result b = RunIosfarm({"inspect", bad});
   EXPECT_EQ(b.code, kExitFailure);
   EXPECT_THAT(b.err, HasSubstr(bad));
   std::remove(bad.c_str());
 }
 
 TEST(CliTest, UsageErrorsExitTwo) {
-  EXPECT_EQ(Run({}).code, kExitUsage);
-  EXPECT_EQ(Run({"frobnicate"}).code, kExitUsage);
-  EXPECT_EQ(Run({"inspect"}).code, kExitUsage);
-  EXPECT_EQ(Run({"inspect", "resnet50", "--batch", "0"}).code, kExitUsage);
-  EXPECT_EQ(Run({"inspect", "resnet50", "--format", "xml"}).code, kExitUsage);
-  Result r = Run({"models", "--bogus"});
+  EXPECT_EQ(RunIosfarm({}).code, kExitUsage);
+  EXPECT_EQ(RunIosfarm({"frobnicate"}).code, kExitUsage);
+  EXPECT_EQ(RunIosfarm({"inspect"}).code, kExitUsage);
+  EXPECT_EQ(RunIosfarm({"inspect", "resnet50", "--batch", "0"}).code, kExitUsage);
+  EXPECT_EQ(RunIosfarm({"inspect", "resnet50", "--format", "xml"}).code, kExitUsage);
+  Result r = RunIosfarm({"models", "--bogus"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("--bogus"));
 }
 
 TEST(CliTest, HelpExitsZero) {
-  Result r = Run({"--help"});
+  Result r = RunIosfarm({"--help"});
   EXPECT_EQ(r.code, kExitOk);
   EXPECT_THAT(r.out, HasSubstr("inspect"));
-  Result sub = Run({"inspect", "--help"});
+  Result sub = RunIosfarm({"inspect", "--help"});
   EXPECT_EQ(sub.code, kExitOk);
   EXPECT_THAT(sub.out, HasSubstr("--batch"));
 }
