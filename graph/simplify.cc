@@ -1,7 +1,9 @@
 #include "graph/simplify.h"
 
+#include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/strings.h"
@@ -22,6 +24,7 @@ struct Plan {
   std::map<NodeId, std::vector<NodeId>> chains;  // conv -> nodes fused into it
   std::map<ValueId, NodeId> tail_owner;     // final value of a fused chain -> conv
   std::vector<bool> live;
+  std::map<NodeId, std::array<int64_t, 4>> extra_pads;  // consumer -> folded Pad amounts
 
   ValueId Resolve(ValueId v) const {
     while (alias[v] != v) v = alias[v];
@@ -45,6 +48,59 @@ Status PlanIdentities(const Graph& graph, const std::vector<NodeId>& order, Plan
     plan.alias[node.outputs[0]] = node.inputs[0];
   }
   return absl::OkStatus();
+}
+
+// A zero constant Pad of H and W only, as {top, left, bottom, right}.
+std::optional<std::array<int64_t, 4>> SpatialZeroPad(const Graph& graph, const Node& node) {
+  const auto& a = std::get<PadAttrs>(node.attrs);
+  if (a.mode != PadMode::kConstant || a.value != 0.0f) return std::nullopt;
+  if (graph.value(node.inputs[0]).shape.size() != 4 || a.pads.size() != 8) return std::nullopt;
+  if (a.pads[0] != 0 || a.pads[1] != 0 || a.pads[4] != 0 || a.pads[5] != 0) return std::nullopt;
+  return std::array<int64_t, 4>{a.pads[2], a.pads[3], a.pads[6], a.pads[7]};
+}
+
+// Folds a zero Pad into the Conv or AveragePool that alone reads it: the
+// consumer pads instead (an AveragePool then counts the padding, as the Pad
+// made it do).
+void PlanPadFolding(const Graph& graph, const std::vector<NodeId>& order, Plan& plan) {
+  std::vector<std::set<NodeId>> consumers(graph.num_values());
+  for (NodeId n = 0; n < graph.num_nodes(); ++n) {
+    if (plan.removed[n]) continue;
+    for (ValueId v : graph.node(n).inputs) consumers[plan.Resolve(v)].insert(n);
+  }
+  std::set<ValueId> outputs;
+  for (ValueId v : graph.outputs()) outputs.insert(plan.Resolve(v));
+  for (NodeId n : order) {
+    const Node& node = graph.node(n);
+    if (plan.removed[n] || node.type != OpType::kPad) continue;
+    const auto pads = SpatialZeroPad(graph, node);
+    const ValueId out = node.outputs[0];
+    if (!pads || consumers[out].size() != 1 || outputs.count(out) > 0) continue;
+    const NodeId c = *consumers[out].begin();
+    const Node& consumer = graph.node(c);
+    if (plan.extra_pads.count(c) > 0) continue;
+    if (consumer.type == OpType::kAveragePool) {
+      const auto& pool = std::get<PoolAttrs>(consumer.attrs);
+      if (pool.pads != std::array<int64_t, 4>{0, 0, 0, 0}) continue;
+      bool fits = true;  // pool pads must stay smaller than the kernel
+      for (int i = 0; i < 4; ++i) fits = fits && (*pads)[i] < pool.kernel[i % 2];
+      if (!fits) continue;
+    } else if (consumer.type != OpType::kConv) {
+      continue;
+    }
+    plan.removed[n] = true;
+    plan.alias[out] = node.inputs[0];
+    plan.extra_pads[c] = *pads;
+  }
+}
+
+void ApplyExtraPads(const std::array<int64_t, 4>& pads, Node& node) {
+  if (auto* conv = std::get_if<ConvAttrs>(&node.attrs)) {
+    for (int i = 0; i < 4; ++i) conv->pads[i] += pads[i];
+  } else if (auto* pool = std::get_if<PoolAttrs>(&node.attrs)) {
+    pool->pads = pads;
+    pool->count_include_pad = true;
+  }
 }
 
 void PlanFusions(const Graph& graph, const std::vector<NodeId>& order,
@@ -175,6 +231,7 @@ StatusOr<Graph> Simplify(const Graph& graph, const SimplifyOptions& options) {
   plan.removed.assign(graph.num_nodes(), false);
   plan.live.assign(graph.num_nodes(), false);
   RETURN_IF_ERROR(PlanIdentities(graph, order, plan));
+  if (options.fold_pads) PlanPadFolding(graph, order, plan);
   PlanFusions(graph, order, options, plan);
   PlanLiveness(graph, plan);
 
@@ -187,6 +244,9 @@ StatusOr<Graph> Simplify(const Graph& graph, const SimplifyOptions& options) {
     if (plan.removed[n] || !plan.live[n]) continue;
     Node node = graph.node(n);
     for (ValueId& in : node.inputs) in = mapped[plan.Resolve(in)];
+    if (auto pads = plan.extra_pads.find(n); pads != plan.extra_pads.end()) {
+      ApplyExtraPads(pads->second, node);
+    }
     std::vector<ValueId> old_outputs = node.outputs;
     auto chain = plan.chains.find(n);
     if (chain != plan.chains.end() && !chain->second.empty()) {

@@ -7,6 +7,9 @@
 //    hold data; the Conv gains a bias either way);
 //  - a Relu, Clip, Sigmoid or Tanh whose input is a Conv output read by
 //    nothing else (and not a graph output) is fused into the Conv;
+//  - a constant zero Pad of only H and W whose output is read by one Conv, or
+//    by one AveragePool without padding, is folded into that node's pads
+//    (the AveragePool then counts padding, as the Pad made it do);
 //  - nodes whose outputs reach no graph output are dropped.
 // Graph outputs keep their names. The input must validate.
 #ifndef IOSFARM_GRAPH_SIMPLIFY_H_
@@ -20,6 +23,7 @@ namespace iosfarm::graph {
 struct SimplifyOptions {
   bool fold_batch_norm = true;
   bool fuse_activations = true;
+  bool fold_pads = true;
 };
 
 StatusOr<Graph> Simplify(const Graph& graph, const SimplifyOptions& options = {});

@@ -99,3 +99,37 @@ TEST(SimplifyTest, DropsDeadNodesAndKeepsOutputNames) {
 
 }  // namespace
 }  // namespace iosfarm::graph
+
+namespace iosfarm::graph {
+namespace {
+
+TEST(SimplifyTest, FoldsZeroPadIntoAveragePoolAndConv) {
+  GraphBuilder b("g");
+  ValueId x = b.Input("x", {1, 4, 8, 8});
+  ValueId p1 = b.Pad(x, {0, 0, 1, 1, 0, 0, 1, 1}, "pad1");
+  ValueId pool = b.AveragePool(p1, {3, 3}, {1, 1}, {0, 0, 0, 0}, false, "avg");
+  ValueId p2 = b.Pad(pool, {0, 0, 0, 1, 0, 0, 2, 0}, "pad2");
+  ConvSpec spec;
+  spec.out_channels = 4;
+  spec.kernel = {3, 3};
+  spec.pads = {1, 0, 0, 1};
+  ValueId conv = b.Conv(p2, spec, "conv");
+  // A Pad on the channel axis stays.
+  ValueId p3 = b.Pad(conv, {0, 1, 0, 0, 0, 0, 0, 0}, "pad_channels");
+  b.Output(b.Conv(p3, ConvSpec{.out_channels = 2}, "conv2"));
+  Graph g = *std::move(b).Finish();
+  auto simplified = Simplify(g);
+  ASSERT_TRUE(simplified.ok()) << simplified.status();
+  EXPECT_EQ(Count(*simplified, OpType::kPad), 1);
+  const auto& pool_attrs = std::get<PoolAttrs>(Find(*simplified, "avg")->attrs);
+  EXPECT_EQ(pool_attrs.pads, (std::array<int64_t, 4>{1, 1, 1, 1}));
+  EXPECT_TRUE(pool_attrs.count_include_pad);
+  const auto& conv_attrs = std::get<ConvAttrs>(Find(*simplified, "conv")->attrs);
+  EXPECT_EQ(conv_attrs.pads, (std::array<int64_t, 4>{1, 1, 2, 1}));
+  // Shapes are unchanged by the folding.
+  EXPECT_EQ(simplified->value(simplified->outputs()[0]).shape,
+            g.value(g.outputs()[0]).shape);
+}
+
+}  // namespace
+}  // namespace iosfarm::graph
