@@ -21,7 +21,7 @@ const std::vector<ZooModel>& ZooModels() {
       {"squeezenet", "SqueezeNet 1.1 (torchvision), 224x224, 0.35 G MACs", 224,
        &BuildSqueezeNet},
       {"randwire",
-       "RandWire-WS small regime (C=78, WS(32,4,0.75), seed 1), 224x224, 0.58 G MACs",
+       "RandWire-WS regular regime (C=154, WS(32,4,0.75), seed 1), 224x224, 7.9 G MACs",
        224, &BuildRandWire},
       {"nasnet_a", "NASNet-A Large 6@4032, 331x331, 23.8 G MACs", 331,
        &BuildNasNetALarge},
