@@ -42,12 +42,18 @@ def main() -> int:
         model = builder(**kwargs).eval()
         size = 299 if name == "inception_v3" else 224
         example = torch.randn(args.batch, 3, size, size)
-        tmp = path + ".tmp"
-        with torch.no_grad():
-            torch.onnx.export(model, example, tmp, opset_version=args.opset,
-                              input_names=["input"], output_names=["output"],
-                              do_constant_folding=True)
-        os.replace(tmp, path)
+        # Unique per process: parallel test processes may export the same
+        # model; os.replace makes the final write atomic.
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with torch.no_grad():
+                torch.onnx.export(model, example, tmp, opset_version=args.opset,
+                                  input_names=["input"], output_names=["output"],
+                                  do_constant_folding=True)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
         print(f"exported {path}")
     return 0
 

@@ -1,0 +1,176 @@
+#include "graph/onnx/import_context.h"
+
+#include <utility>
+
+#include "graph/shape_inference.h"
+
+namespace iosfarm::graph::onnx_import {
+
+ImportContext::ImportContext(Graph& graph, int64_t max_tensor_elements,
+                             std::optional<BatchRewrite> batch, std::set<std::string> used)
+    : graph_(graph),
+      max_tensor_elements_(max_tensor_elements),
+      batch_(batch),
+      used_(std::move(used)),
+      // Folded constants may allocate as many elements in total as one
+      // tensor may hold; real models fold only small shape arithmetic.
+      budget_(max_tensor_elements, max_tensor_elements),
+      weight_elements_left_(max_tensor_elements) {}
+
+void ImportContext::AddInitializer(const std::string& name, const onnx::TensorProto& proto) {
+  entries_[name].initializer = &proto;
+}
+
+void ImportContext::AddGraphInput(const std::string& name, Shape shape) {
+  entries_[name].value = graph_.AddInput(name, std::move(shape));
+}
+
+void ImportContext::SetConstant(const std::string& name, ConstPtr value) {
+  Entry& entry = entries_[name];
+  entry.constant = std::move(value);
+  entry.initializer = nullptr;
+  entry.value = -1;
+}
+
+bool ImportContext::IsConstant(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it != entries_.end() &&
+         (it->second.constant != nullptr || it->second.initializer != nullptr);
+}
+
+StatusOr<ConstPtr> ImportContext::Constant(const std::string& name) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return absl::InvalidArgumentError(
+        StrCat("value '", name, "' is not available (its producer has no such output)"));
+  }
+  Entry& entry = it->second;
+  if (entry.constant == nullptr && entry.initializer != nullptr) {
+    ASSIGN_OR_RETURN(ConstTensor tensor,
+                     ConstTensorFromProto(*entry.initializer, max_tensor_elements_,
+                                          StrCat("initializer '", name, "'")));
+    entry.constant = std::make_shared<const ConstTensor>(std::move(tensor));
+    entry.initializer = nullptr;
+  }
+  if (entry.constant == nullptr) {
+    return absl::InvalidArgumentError(StrCat("value '", name, "' is not a constant"));
+  }
+  return entry.constant;
+}
+
+StatusOr<ConstPtr> ImportContext::OptionalConstantInput(const NodeView& node, int i,
+                                                        std::string_view role) {
+  if (!node.has_input(i)) return ConstPtr();
+  const std::string& name = node.input(i);
+  if (!IsConstant(name)) {
+    return node.Errorf("input ", i, " ('", role, "', value '", name,
+                       "') must be a constant (initializer or foldable subgraph)");
+  }
+  auto constant = Constant(name);
+  if (!constant.ok()) return node.Error(ToStd(constant.status().message()));
+  return constant;
+}
+
+StatusOr<ConstPtr> ImportContext::ConstantInput(const NodeView& node, int i,
+                                                std::string_view role) {
+  if (!node.has_input(i)) return node.Errorf("missing input ", i, " ('", role, "')");
+  return OptionalConstantInput(node, i, role);
+}
+
+Status ImportContext::ReserveWeightElements(int64_t count, std::string_view what) {
+  if (count > weight_elements_left_) {
+    return absl::InvalidArgumentError(
+        StrCat(what, " of ", count, " elements exceeds what remains of the limit of ",
+               max_tensor_elements_, " weight elements per model"));
+  }
+  weight_elements_left_ -= count;
+  return absl::OkStatus();
+}
+
+StatusOr<Tensor> ImportContext::WeightTensor(const NodeView& node, const ConstTensor& constant,
+                                             std::string_view role) {
+  const std::string what = StrCat(node.Label(), ": weight '", role, "'");
+  RETURN_IF_ERROR(ReserveWeightElements(constant.num_elements(), what));
+  return ToIrTensor(constant, what);
+}
+
+std::string ImportContext::UniqueNodeName(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; node_names_.count(name) > 0; ++k) name = StrCat(base, "_", k);
+  node_names_.insert(name);
+  return name;
+}
+
+StatusOr<ValueId> ImportContext::MaterializeConstant(const std::string& name, Entry& entry) {
+  const std::string what = StrCat("constant '", name, "'");
+  RETURN_IF_ERROR(ReserveWeightElements(entry.constant->num_elements(), what));
+  ASSIGN_OR_RETURN(Tensor tensor, ToIrTensor(*entry.constant, what));
+  Node node;
+  node.name = UniqueNodeName(StrCat(name, "_const"));
+  node.type = OpType::kConstant;
+  node.attrs = NoAttrs{};
+  const Shape shape = tensor.shape;
+  node.weights.emplace("value", std::move(tensor));
+  node.outputs.push_back(graph_.AddValue(name));
+  const ValueId value = node.outputs[0];
+  graph_.AddNode(std::move(node));
+  graph_.mutable_value(value).shape = shape;
+  entry.value = value;
+  return value;
+}
+
+StatusOr<ValueId> ImportContext::Value(const std::string& name) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return absl::InvalidArgumentError(
+        StrCat("value '", name, "' is not available (its producer has no such output)"));
+  }
+  if (it->second.value >= 0) return it->second.value;
+  RETURN_IF_ERROR(Constant(name).status());
+  return MaterializeConstant(name, it->second);
+}
+
+StatusOr<ValueId> ImportContext::ActivationInput(const NodeView& node, int i) {
+  if (!node.has_input(i)) return node.Errorf("missing input ", i);
+  auto value = Value(node.input(i));
+  if (!value.ok()) return node.Error(ToStd(value.status().message()));
+  return value;
+}
+
+StatusOr<std::vector<ValueId>> ImportContext::AddNode(const NodeView& node, OpType type,
+                                                      Attributes attrs,
+                                                      std::vector<ValueId> inputs,
+                                                      std::map<std::string, Tensor> weights,
+                                                      int num_outputs) {
+  Node ir;
+  ir.name = node.name();
+  node_names_.insert(ir.name);
+  ir.type = type;
+  ir.attrs = std::move(attrs);
+  ir.inputs = std::move(inputs);
+  ir.weights = std::move(weights);
+  std::vector<Shape> input_shapes;
+  for (ValueId v : ir.inputs) input_shapes.push_back(graph_.value(v).shape);
+  ASSIGN_OR_RETURN(std::vector<Shape> shapes, InferNodeShapes(ir, input_shapes));
+  if (static_cast<int>(shapes.size()) != num_outputs) {
+    return node.Errorf("produces ", shapes.size(), " outputs, expected ", num_outputs);
+  }
+  for (int i = 0; i < num_outputs; ++i) {
+    const std::string name = i < node.num_outputs() && !node.output(i).empty()
+                                 ? node.output(i)
+                                 : StrCat(node.name(), ":", i);
+    RETURN_IF_ERROR(CheckedElementCount(shapes[i], max_tensor_elements_,
+                                        StrCat(node.Label(), " output '", name, "'"))
+                        .status());
+    const ValueId value = graph_.AddValue(name);
+    graph_.mutable_value(value).shape = shapes[i];
+    ir.outputs.push_back(value);
+    // Unnamed ONNX outputs get a display name only: nothing can read them.
+    if (i < node.num_outputs() && !node.output(i).empty()) entries_[name].value = value;
+  }
+  std::vector<ValueId> outputs = ir.outputs;
+  graph_.AddNode(std::move(ir));
+  return outputs;
+}
+
+}  // namespace iosfarm::graph::onnx_import

@@ -1,0 +1,47 @@
+// Conversion of ONNX nodes (those not folded to constants) into IR nodes.
+//
+// ConvertNode maps one ONNX node onto one IR node (or none: Cast to float is
+// an Identity), reading weights and shape operands as constants from the
+// ImportContext. Supported: Conv, MaxPool, AveragePool, GlobalAveragePool,
+// GlobalMaxPool, Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Add, Sub,
+// Mul, Div, Gemm, MatMul, BatchNormalization, Identity, Dropout (layer ops,
+// op_converters.cc) and Concat, Split, Slice, Pad, Reshape, Flatten,
+// Transpose, Squeeze, Unsqueeze, ReduceMean, Softmax, Cast (tensor ops,
+// tensor_op_converters.cc). Anything else, and any unsupported attribute
+// value, is InvalidArgument naming the node and the field.
+#ifndef IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
+#define IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
+
+#include "common/status.h"
+#include "graph/onnx/import_context.h"
+#include "graph/onnx/onnx_node.h"
+
+namespace iosfarm::graph::onnx_import {
+
+Status ConvertNode(const NodeView& node, ImportContext& ctx);
+
+namespace converters_internal {
+
+// Fails unless the node has between min and max inputs (absent optional
+// inputs count) and exactly `outputs` outputs, or at most `outputs` when
+// the extra ones are unused.
+Status CheckArity(const NodeView& node, const ImportContext& ctx, int min_inputs,
+                  int max_inputs, int outputs);
+
+// Tensor ops (tensor_op_converters.cc).
+Status ConvertConcat(const NodeView& node, ImportContext& ctx);
+Status ConvertSplit(const NodeView& node, ImportContext& ctx);
+Status ConvertSlice(const NodeView& node, ImportContext& ctx);
+Status ConvertPad(const NodeView& node, ImportContext& ctx);
+Status ConvertReshape(const NodeView& node, ImportContext& ctx);
+Status ConvertFlatten(const NodeView& node, ImportContext& ctx);
+Status ConvertTranspose(const NodeView& node, ImportContext& ctx);
+Status ConvertSqueezeOrUnsqueeze(const NodeView& node, ImportContext& ctx);
+Status ConvertReduceMean(const NodeView& node, ImportContext& ctx);
+Status ConvertSoftmax(const NodeView& node, ImportContext& ctx);
+Status ConvertCast(const NodeView& node, ImportContext& ctx);
+
+}  // namespace converters_internal
+}  // namespace iosfarm::graph::onnx_import
+
+#endif  // IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
