@@ -58,6 +58,9 @@ TEST(CliTest, InspectZooModelAsJson) {
   EXPECT_EQ(j["inputs"][0]["shape"], (std::vector<int64_t>{2, 3, 224, 224}));
   EXPECT_EQ(j["outputs"][0]["shape"], (std::vector<int64_t>{2, 1000}));
   EXPECT_GE(j["width"].get<int>(), 2);
+  EXPECT_EQ(j["block_size"], 50);
+  EXPECT_GE(j["blocks"]["num_blocks"].get<int>(), 2);
+  EXPECT_EQ(j["blocks"]["num_ops"], j["ops"]);
   EXPECT_TRUE(r.err.empty());
 }
 

@@ -1,4 +1,4 @@
-// `iosfarm inspect MODEL [--batch N] [--format text|json] [--dot FILE]`.
+// `iosfarm inspect MODEL [--batch N] [--format text|json] [--dot FILE] [--block-size B]`.
 #include <fstream>
 #include <optional>
 
@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "graph/dot_export.h"
 #include "graph/stats.h"
+#include "scheduler/ios/blocks.h"
 
 namespace iosfarm::client {
 namespace {
@@ -17,11 +18,16 @@ struct InspectOptions {
   std::optional<int64_t> batch;
   std::string format = "text";
   std::string dot_path;
+  int block_size = 50;
 };
 
 Status RunInspect(const InspectOptions& options, CommandContext& context) {
   ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options.model, options.batch));
   ASSIGN_OR_RETURN(graph::GraphStats stats, graph::ComputeStats(model.graph));
+  scheduler::ios::BlockOptions block_options;
+  block_options.max_block_ops = options.block_size;
+  ASSIGN_OR_RETURN(scheduler::ios::BlockPartition blocks,
+                   scheduler::ios::PartitionIntoBlocks(model.graph, block_options));
   if (!options.dot_path.empty()) {
     std::ofstream dot(options.dot_path);
     dot << graph::ExportDot(model.graph);
@@ -30,9 +36,13 @@ Status RunInspect(const InspectOptions& options, CommandContext& context) {
     }
   }
   if (options.format == "json") {
-    context.out << InspectJson(model, stats).dump(2) << "\n";
+    nlohmann::json json = InspectJson(model, stats);
+    json["block_size"] = options.block_size;
+    json["blocks"] = scheduler::ios::BlockPartitionJson(model.graph, blocks);
+    context.out << json.dump(2) << "\n";
   } else {
-    context.out << InspectText(model, stats);
+    context.out << InspectText(model, stats)
+                << scheduler::ios::BlockPartitionText(model.graph, blocks);
   }
   return absl::OkStatus();
 }
@@ -50,6 +60,9 @@ void AddInspectCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--format", options->format, "Output format")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--dot", options->dot_path, "Also write the graph as Graphviz DOT to FILE");
+  cmd->add_option("--block-size", options->block_size,
+                  "Largest block of the IOS block partition (ops)")
+      ->check(CLI::Range(1, 1024));
   cmd->callback([&context, options] { context.result = RunInspect(*options, context); });
 }
 

@@ -16,5 +16,5 @@ function(iosfarm_test name)
   target_compile_options(${name} PRIVATE ${IOSFARM_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-    PROPERTIES ENVIRONMENT "IOSFARM_SOURCE_DIR=${PROJECT_SOURCE_DIR};IOSFARM_BINARY_DIR=${PROJECT_BINARY_DIR}")
+    PROPERTIES ENVIRONMENT "IOSFARM_SOURCE_DIR=${PROJECT_SOURCE_DIR}\\;IOSFARM_BINARY_DIR=${PROJECT_BINARY_DIR}")
 endfunction()

@@ -50,8 +50,7 @@ bool IsFoldableOp(std::string_view op_type);
 // Evaluates `node`. inputs[i] is null for an absent optional input (and
 // inputs.size() == node.num_inputs()). Returns one constant per node output;
 // outputs the op does not produce (e.g. an unused Dropout mask) are null.
-StatusOr<std::vector<ConstPtr>> FoldNode(const NodeView& node,
-                                         const std::vector<ConstPtr>& inputs,
+StatusOr<std::vector<ConstPtr>> FoldNode(const NodeView& node, const std::vector<ConstPtr>& inputs,
                                          FoldBudget& budget);
 
 // Shape (with opset-15 start/end) or Size of a value whose static shape is

@@ -1,5 +1,6 @@
 // Internal helpers of constant folding, shared by constant_folding.cc
-// (dispatch, element-wise math, Cast, Constant, Range, ...) and
+// (dispatch, Constant, Shape, Identity, Dropout), constant_folding_math.cc
+// (element-wise math, Cast, Where, Range, ConstantOfShape) and
 // constant_folding_shape_ops.cc (ops that move elements: Gather, Slice,
 // Concat, Transpose, Reshape, ...). Not part of the importer's API.
 #ifndef IOSFARM_GRAPH_ONNX_CONSTANT_FOLDING_INTERNAL_H_
@@ -40,12 +41,14 @@ ConstTensor MoveElements(const ConstTensor& src, std::vector<int64_t> dims, int6
   out.dims = std::move(dims);
   if (src.is_float()) {
     out.floats.reserve(static_cast<size_t>(count));
-    ForEachIndex(out.dims, count,
-                 [&](const std::vector<int64_t>& i) { out.floats.push_back(src.floats[source_offset(i)]); });
+    ForEachIndex(out.dims, count, [&](const std::vector<int64_t>& i) {
+      out.floats.push_back(src.floats[source_offset(i)]);
+    });
   } else {
     out.ints.reserve(static_cast<size_t>(count));
-    ForEachIndex(out.dims, count,
-                 [&](const std::vector<int64_t>& i) { out.ints.push_back(src.ints[source_offset(i)]); });
+    ForEachIndex(out.dims, count, [&](const std::vector<int64_t>& i) {
+      out.ints.push_back(src.ints[source_offset(i)]);
+    });
   }
   return out;
 }
@@ -69,8 +72,7 @@ StatusOr<ConstTensor> FoldConcat(const NodeView& node, const std::vector<ConstPt
                                  FoldBudget& budget);
 StatusOr<ConstTensor> FoldSlice(const NodeView& node, const std::vector<ConstPtr>& inputs,
                                 FoldBudget& budget);
-StatusOr<std::vector<ConstPtr>> FoldSplit(const NodeView& node,
-                                          const std::vector<ConstPtr>& inputs,
+StatusOr<std::vector<ConstPtr>> FoldSplit(const NodeView& node, const std::vector<ConstPtr>& inputs,
                                           FoldBudget& budget);
 StatusOr<ConstTensor> FoldReshape(const NodeView& node, const std::vector<ConstPtr>& inputs,
                                   FoldBudget& budget);
@@ -80,6 +82,18 @@ StatusOr<ConstTensor> FoldTranspose(const NodeView& node, const std::vector<Cons
                                     FoldBudget& budget);
 StatusOr<ConstTensor> FoldExpand(const NodeView& node, const std::vector<ConstPtr>& inputs,
                                  FoldBudget& budget);
+
+// Value-computing ops (constant_folding_math.cc). FoldElementwise handles
+// the binary, variadic (Min/Max) and unary element-wise ops.
+StatusOr<ConstTensor> FoldElementwise(const NodeView& node, const std::vector<ConstPtr>& inputs,
+                                      FoldBudget& budget);
+StatusOr<ConstTensor> FoldWhere(const NodeView& node, const std::vector<ConstPtr>& inputs,
+                                FoldBudget& budget);
+StatusOr<ConstTensor> FoldCast(const NodeView& node, const ConstTensor& x, FoldBudget& budget);
+StatusOr<ConstTensor> FoldConstantOfShape(const NodeView& node, const std::vector<ConstPtr>& inputs,
+                                          FoldBudget& budget);
+StatusOr<ConstTensor> FoldRange(const NodeView& node, const std::vector<ConstPtr>& inputs,
+                                FoldBudget& budget);
 
 // Broadcast of several shapes (numpy rules); error naming the node.
 StatusOr<std::vector<int64_t>> BroadcastDims(const NodeView& node,

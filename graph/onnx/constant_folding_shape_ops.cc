@@ -216,8 +216,7 @@ StatusOr<ConstTensor> FoldSlice(const NodeView& node, const std::vector<ConstPtr
   });
 }
 
-StatusOr<std::vector<ConstPtr>> FoldSplit(const NodeView& node,
-                                          const std::vector<ConstPtr>& inputs,
+StatusOr<std::vector<ConstPtr>> FoldSplit(const NodeView& node, const std::vector<ConstPtr>& inputs,
                                           FoldBudget& budget) {
   ASSIGN_OR_RETURN(const ConstTensor* data, RequiredInput(node, inputs, 0));
   if (data->rank() < 1) return node.Error("input must have rank >= 1");
@@ -253,9 +252,9 @@ StatusOr<ConstTensor> FoldReshape(const NodeView& node, const std::vector<ConstP
   ASSIGN_OR_RETURN(const ConstTensor* shape_t, RequiredInput(node, inputs, 1));
   ASSIGN_OR_RETURN(std::vector<int64_t> target, ToIntList(*shape_t, node.Label() + " shape"));
   ASSIGN_OR_RETURN(int64_t allow_zero, node.GetInt("allowzero", 0));
-  ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                   ResolveReshapeTarget(node, data->dims, std::move(target), allow_zero != 0,
-                                        std::nullopt));
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> dims,
+      ResolveReshapeTarget(node, data->dims, std::move(target), allow_zero != 0, std::nullopt));
   RETURN_IF_ERROR(ReserveDims(node, dims, budget).status());
   return Relabel(*data, std::move(dims));
 }

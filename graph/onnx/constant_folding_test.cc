@@ -92,9 +92,9 @@ TEST_F(ConstantFoldingTest, ConcatAndArithmetic) {
 
 TEST_F(ConstantFoldingTest, SliceWithNegativeStepAndClamping) {
   MakeNode("Slice", 5);
-  auto out = Fold({Ints({5}, {0, 1, 2, 3, 4}), Ints({1}, {-1}),
-                   Ints({1}, {std::numeric_limits<int64_t>::min()}), Ints({1}, {0}),
-                   Ints({1}, {-2})});
+  auto out =
+      Fold({Ints({5}, {0, 1, 2, 3, 4}), Ints({1}, {-1}),
+            Ints({1}, {std::numeric_limits<int64_t>::min()}), Ints({1}, {0}), Ints({1}, {-2})});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(out->ints, ElementsAre(4, 2, 0));
 }
@@ -123,8 +123,7 @@ TEST_F(ConstantFoldingTest, CastRangeWhereExpandConstantOfShape) {
   auto r = Fold({Ints({}, {10}), Ints({}, {0}), Ints({}, {-3})});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(r->ints, ElementsAre(10, 7, 4, 1));
-  auto huge = Fold({Ints({}, {0}), Ints({}, {std::numeric_limits<int64_t>::max()}),
-                    Ints({}, {1})});
+  auto huge = Fold({Ints({}, {0}), Ints({}, {std::numeric_limits<int64_t>::max()}), Ints({}, {1})});
   ASSERT_FALSE(huge.ok());
 
   MakeNode("Where", 3);

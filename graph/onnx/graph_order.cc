@@ -19,8 +19,7 @@ std::vector<std::string> DisplayNames(const onnx::GraphProto& graph) {
     const onnx::NodeProto& node = graph.node(i);
     std::string name = node.name();
     if (name.empty() || taken.count(name) > 0) {
-      const std::string base =
-          StrCat(node.op_type().empty() ? "node" : node.op_type(), "_", i);
+      const std::string base = StrCat(node.op_type().empty() ? "node" : node.op_type(), "_", i);
       name = base;
       for (int k = 1; taken.count(name) > 0; ++k) name = StrCat(base, "_", k);
     }

@@ -79,9 +79,9 @@ StatusOr<ConstPtr> ImportContext::ConstantInput(const NodeView& node, int i,
 
 Status ImportContext::ReserveWeightElements(int64_t count, std::string_view what) {
   if (count > weight_elements_left_) {
-    return absl::InvalidArgumentError(
-        StrCat(what, " of ", count, " elements exceeds what remains of the limit of ",
-               max_tensor_elements_, " weight elements per model"));
+    return absl::InvalidArgumentError(StrCat(what, " of ", count,
+                                             " elements exceeds what remains of the limit of ",
+                                             max_tensor_elements_, " weight elements per model"));
   }
   weight_elements_left_ -= count;
   return absl::OkStatus();
@@ -138,8 +138,7 @@ StatusOr<ValueId> ImportContext::ActivationInput(const NodeView& node, int i) {
 }
 
 StatusOr<std::vector<ValueId>> ImportContext::AddNode(const NodeView& node, OpType type,
-                                                      Attributes attrs,
-                                                      std::vector<ValueId> inputs,
+                                                      Attributes attrs, std::vector<ValueId> inputs,
                                                       std::map<std::string, Tensor> weights,
                                                       int num_outputs) {
   Node ir;

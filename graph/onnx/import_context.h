@@ -88,9 +88,9 @@ class ImportContext {
 
  private:
   struct Entry {
-    ConstPtr constant;                            // set for constants
+    ConstPtr constant;                               // set for constants
     const onnx::TensorProto* initializer = nullptr;  // undecoded initializer
-    ValueId value = -1;                           // IR value, once there is one
+    ValueId value = -1;                              // IR value, once there is one
   };
 
   std::string UniqueNodeName(const std::string& base);

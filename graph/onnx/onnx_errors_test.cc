@@ -213,8 +213,13 @@ TEST(OnnxErrorsTest, HugeConstantOfShapeIsRefusedBeforeAllocating) {
 TEST(OnnxErrorsTest, NegativeAndHugeInputDims) {
   OnnxModelBuilder neg;
   neg.Input("x", {1, 3, 8, 8}).Output("y");
-  neg.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()
-      ->mutable_dim(2)->set_dim_value(-5);
+  neg.graph()
+      .mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(2)
+      ->set_dim_value(-5);
   neg.Node("Relu", {"x"}, {"y"});
   ExpectError(Import(neg), {"graph input 'x'", "dimension 2 is -5"});
 

@@ -79,7 +79,8 @@ StatusOr<std::vector<GraphInput>> ReadGraphInputs(const onnx::GraphProto& graph,
     const onnx::TypeProto::Tensor& type = info.type().tensor_type();
     if (type.elem_type() != onnx::TensorProto::FLOAT) {
       return Invalid(StrCat("graph input '", name, "' has element type ",
-                            OnnxDataTypeName(type.elem_type()), "; only FLOAT inputs are supported"));
+                            OnnxDataTypeName(type.elem_type()),
+                            "; only FLOAT inputs are supported"));
     }
     if (!type.has_shape()) {
       return Invalid(StrCat("graph input '", name, "' has no shape (dynamic rank)"));
@@ -101,10 +102,10 @@ StatusOr<std::vector<GraphInput>> ReadGraphInputs(const onnx::GraphProto& graph,
       if (!is_static) {
         const std::string label =
             dim.has_dim_param() ? StrCat(" ('", dim.dim_param(), "')") : std::string();
-        return Invalid(StrCat(
-            "graph input '", name, "' dimension ", i, label, " is dynamic; ",
-            i == 0 ? "set a batch override (--batch) to fix it"
-                   : "only the batch dimension (0) can be fixed with a batch override"));
+        return Invalid(
+            StrCat("graph input '", name, "' dimension ", i, label, " is dynamic; ",
+                   i == 0 ? "set a batch override (--batch) to fix it"
+                          : "only the batch dimension (0) can be fixed with a batch override"));
       }
       if (dim.dim_value() < 1) {
         return Invalid(StrCat("graph input '", name, "' dimension ", i, " is ", dim.dim_value(),
@@ -122,8 +123,8 @@ StatusOr<std::vector<GraphInput>> ReadGraphInputs(const onnx::GraphProto& graph,
 }
 
 // Compares a shape the file declares with the imported one.
-Status CheckDeclaredShape(const onnx::ValueInfoProto& info, const Shape& actual,
-                          bool skip_batch, std::string_view kind) {
+Status CheckDeclaredShape(const onnx::ValueInfoProto& info, const Shape& actual, bool skip_batch,
+                          std::string_view kind) {
   if (!info.has_type() || !info.type().has_tensor_type()) return absl::OkStatus();
   const onnx::TypeProto::Tensor& type = info.type().tensor_type();
   if (!type.has_shape()) return absl::OkStatus();
@@ -131,8 +132,7 @@ Status CheckDeclaredShape(const onnx::ValueInfoProto& info, const Shape& actual,
   std::string declared = "[";
   for (int i = 0; i < shape.dim_size(); ++i) {
     if (i > 0) declared += ",";
-    declared += shape.dim(i).has_dim_value() ? StrCat(shape.dim(i).dim_value())
-                                             : std::string("?");
+    declared += shape.dim(i).has_dim_value() ? StrCat(shape.dim(i).dim_value()) : std::string("?");
   }
   declared += "]";
   bool match = shape.dim_size() == static_cast<int>(actual.size());
@@ -163,10 +163,15 @@ Status CheckDeclaredShapes(const onnx::GraphProto& proto, const Graph& graph,
   }
   if (batch_overridden) return absl::OkStatus();
   std::unordered_map<std::string, ValueId> by_name;
-  for (ValueId v = 0; v < graph.num_values(); ++v) by_name.emplace(graph.value(v).name, v);
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    const NodeId producer = graph.value(v).producer;
+    // Constants (scalars become [1]) are not activations the file describes.
+    if (producer != kNoNode && graph.node(producer).type == OpType::kConstant) continue;
+    by_name.emplace(graph.value(v).name, v);
+  }
   for (const onnx::ValueInfoProto& info : proto.value_info()) {
     auto it = by_name.find(info.name());
-    if (it == by_name.end()) continue;  // folded to a constant
+    if (it == by_name.end()) continue;  // a constant or folded away
     RETURN_IF_ERROR(CheckDeclaredShape(info, graph.value(it->second).shape, false, "value"));
   }
   return absl::OkStatus();
@@ -206,13 +211,11 @@ Status ImportNode(const NodeView& node, ImportContext& ctx) {
     ctx.SetConstant(node.output(0), std::move(shape));
     return absl::OkStatus();
   }
-  Status status = ConvertNode(node, ctx);
-  if (!status.ok() && IsFoldableOp(op) && ToStd(status.message()).find("unsupported op type") !=
-                                              std::string_view::npos) {
+  if (IsFoldableOp(op) && !HasConverter(op)) {
     return node.Errorf("op type '", op,
                        "' is only supported on constant inputs (it is folded at import)");
   }
-  return status;
+  return ConvertNode(node, ctx);
 }
 
 StatusOr<Graph> ImportModel(const onnx::ModelProto& model, std::string_view graph_name,
@@ -221,8 +224,8 @@ StatusOr<Graph> ImportModel(const onnx::ModelProto& model, std::string_view grap
   ASSIGN_OR_RETURN(int64_t opset, DefaultOpset(model));
   const onnx::GraphProto& proto = model.graph();
   if (proto.node_size() > options.max_nodes) {
-    return Invalid(StrCat("has ", proto.node_size(), " nodes, over the limit of ",
-                          options.max_nodes));
+    return Invalid(
+        StrCat("has ", proto.node_size(), " nodes, over the limit of ", options.max_nodes));
   }
   std::set<std::string> initializers;
   for (const onnx::TensorProto& init : proto.initializer()) {
@@ -257,8 +260,8 @@ StatusOr<Graph> ImportModel(const onnx::ModelProto& model, std::string_view grap
   for (const onnx::ValueInfoProto& output : proto.output()) {
     auto value = ctx.Value(output.name());
     if (!value.ok()) {
-      return Invalid(StrCat("graph output '", output.name(), "': ",
-                            ToStd(value.status().message())));
+      return Invalid(
+          StrCat("graph output '", output.name(), "': ", ToStd(value.status().message())));
     }
     graph.AddOutput(*value);
   }
@@ -325,8 +328,8 @@ StatusOr<Graph> ImportOnnxFile(const std::string& path, const OnnxImportOptions&
   }
   if (options.max_model_bytes > 0 && size > static_cast<std::uintmax_t>(options.max_model_bytes)) {
     return absl::InvalidArgumentError(StrCat("ONNX model '", path, "': is ", size,
-                                             " bytes, over the limit of ",
-                                             options.max_model_bytes, " bytes"));
+                                             " bytes, over the limit of ", options.max_model_bytes,
+                                             " bytes"));
   }
   std::string bytes;
   try {

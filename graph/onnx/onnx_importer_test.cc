@@ -93,19 +93,21 @@ TEST_P(AutoPadTest, ResolvesExplicitPads) {
   EXPECT_EQ(OutputShape(*graph), (Shape{1, 4, c.output, c.output}));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllModes, AutoPadTest,
-    ::testing::Values(AutoPadCase{"NOTSET", 8, 1, {0, 0, 0, 0}, 6},
-                      AutoPadCase{"VALID", 8, 2, {0, 0, 0, 0}, 3},
-                      AutoPadCase{"SAME_UPPER", 8, 1, {1, 1, 1, 1}, 8},
-                      AutoPadCase{"SAME_UPPER", 8, 2, {0, 0, 1, 1}, 4},
-                      AutoPadCase{"SAME_LOWER", 8, 2, {1, 1, 0, 0}, 4},
-                      AutoPadCase{"SAME_UPPER", 7, 2, {1, 1, 1, 1}, 4}));
+INSTANTIATE_TEST_SUITE_P(AllModes, AutoPadTest,
+                         ::testing::Values(AutoPadCase{"NOTSET", 8, 1, {0, 0, 0, 0}, 6},
+                                           AutoPadCase{"VALID", 8, 2, {0, 0, 0, 0}, 3},
+                                           AutoPadCase{"SAME_UPPER", 8, 1, {1, 1, 1, 1}, 8},
+                                           AutoPadCase{"SAME_UPPER", 8, 2, {0, 0, 1, 1}, 4},
+                                           AutoPadCase{"SAME_LOWER", 8, 2, {1, 1, 0, 0}, 4},
+                                           AutoPadCase{"SAME_UPPER", 7, 2, {1, 1, 1, 1}, 4}));
 
 TEST(OnnxImporterTest, ConvBatchNormReluFoldsIntoOneConv) {
   OnnxModelBuilder b;
   b.Input("x", {1, 3, 8, 8}).Output("z").Weight("W", {4, 3, 1, 1});
-  b.Weight("s", {4}, {1, 1, 1, 1}).Weight("bb", {4}).Weight("m", {4}).Weight("v", {4}, {1, 1, 1, 1});
+  b.Weight("s", {4}, {1, 1, 1, 1})
+      .Weight("bb", {4})
+      .Weight("m", {4})
+      .Weight("v", {4}, {1, 1, 1, 1});
   b.Node("Conv", {"x", "W"}, {"y"});
   b.Node("BatchNormalization", {"y", "s", "bb", "m", "v"}, {"bn"});
   b.Node("Relu", {"bn"}, {"z"});
@@ -288,7 +290,8 @@ TEST(OnnxImporterTest, ConcatTransposeReduceMeanPad) {
   auto graph = Import(b);
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(std::get<ConcatAttrs>(FindNode(*graph, OpType::kConcat)->attrs).axis, 1);
-  const auto& reduce_attrs = std::get<ReduceMeanAttrs>(FindNode(*graph, OpType::kReduceMean)->attrs);
+  const auto& reduce_attrs =
+      std::get<ReduceMeanAttrs>(FindNode(*graph, OpType::kReduceMean)->attrs);
   EXPECT_THAT(reduce_attrs.axes, ElementsAre(2, 3));
   EXPECT_FALSE(reduce_attrs.keepdims);
   const auto& pad_attrs = std::get<PadAttrs>(FindNode(*graph, OpType::kPad)->attrs);
@@ -519,6 +522,34 @@ TEST(OnnxImporterTest, DeclaredOutputShapeIsChecked) {
   ASSERT_FALSE(graph.ok());
   EXPECT_THAT(graph.status().message(), HasSubstr("graph output 'y'"));
   EXPECT_THAT(graph.status().message(), HasSubstr("shape mismatch"));
+}
+
+TEST(OnnxImporterTest, DeclaredValueInfoIsChecked) {
+  OnnxModelBuilder b;
+  b.Input("x", {1, 4}).Output("y").Weight("half", {}, {0.5f});
+  b.Node("Mul", {"x", "half"}, {"m"});
+  b.Node("Relu", {"m"}, {"y"});
+  auto add_info = [&](const std::string& name, const std::vector<int64_t>& dims) {
+    auto* info = b.graph().add_value_info();
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = tensor->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  };
+  add_info("half", {});  // a scalar constant: not compared
+  add_info("m", {1, 4});
+  ASSERT_TRUE(Import(b).ok());
+  b.graph()
+      .mutable_value_info(1)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_value(3);
+  auto graph = Import(b);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("value 'm' has shape [1,4]"));
 }
 
 TEST(OnnxImporterTest, ImportOnnxFileNamesGraphAfterStem) {

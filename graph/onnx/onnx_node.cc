@@ -85,8 +85,7 @@ StatusOr<float> NodeView::GetFloat(std::string_view name, float default_value) c
   return attr == nullptr ? default_value : attr->f();
 }
 
-StatusOr<std::string> NodeView::GetString(std::string_view name,
-                                          std::string default_value) const {
+StatusOr<std::string> NodeView::GetString(std::string_view name, std::string default_value) const {
   ASSIGN_OR_RETURN(const AttributeProto* attr, FindTyped(name, AttributeProto::STRING));
   return attr == nullptr ? default_value : attr->s();
 }

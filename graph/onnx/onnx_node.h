@@ -68,8 +68,8 @@ class NodeView {
   std::string Label() const;
 
  private:
-  StatusOr<const onnx::AttributeProto*> FindTyped(
-      std::string_view name, onnx::AttributeProto::AttributeType type) const;
+  StatusOr<const onnx::AttributeProto*> FindTyped(std::string_view name,
+                                                  onnx::AttributeProto::AttributeType type) const;
 
   const onnx::NodeProto& proto_;
   std::string name_;

@@ -149,8 +149,7 @@ Status CheckCount(int64_t have, int64_t want, std::string_view field, std::strin
 }
 
 // Decodes the typed (non-raw) field of `proto` into `out`.
-Status DecodeTyped(const TensorProto& proto, int64_t n, ConstTensor& out,
-                   std::string_view what) {
+Status DecodeTyped(const TensorProto& proto, int64_t n, ConstTensor& out, std::string_view what) {
   const int32_t type = proto.data_type();
   switch (type) {
     case TensorProto::FLOAT:
@@ -245,8 +244,8 @@ ConstTensor MakeZeroTensor(ConstKind kind, std::vector<int64_t> dims, int64_t co
   return t;
 }
 
-StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& dims,
-                                      int64_t max_elements, std::string_view what) {
+StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& dims, int64_t max_elements,
+                                      std::string_view what) {
   // The product of the non-zero dimensions is bounded too, so that any
   // partial product of an empty tensor's dimensions is safe to compute.
   if (static_cast<int64_t>(dims.size()) > kMaxRank) {
@@ -313,9 +312,8 @@ StatusOr<ConstTensor> ConstTensorFromProto(const TensorProto& proto, int64_t max
     const int64_t size = RawElementSize(proto.data_type());
     const int64_t bytes = static_cast<int64_t>(proto.raw_data().size());
     if (size == 0 || n > std::numeric_limits<int64_t>::max() / 8 || bytes != n * size) {
-      return TensorError(what, StrCat("raw_data has ", bytes, " bytes but ",
-                                      ShapeToString(dims), " ",
-                                      OnnxDataTypeName(proto.data_type()), " needs ", n * size,
+      return TensorError(what, StrCat("raw_data has ", bytes, " bytes but ", ShapeToString(dims),
+                                      " ", OnnxDataTypeName(proto.data_type()), " needs ", n * size,
                                       " (wrong data length)"));
     }
     ConstTensor out = MakeZeroTensor(kind, std::move(dims), n);
@@ -333,17 +331,26 @@ StatusOr<ConstTensor> ConstTensorFromProto(const TensorProto& proto, int64_t max
   out.dims = std::move(dims);
   int64_t stored = 0;
   switch (proto.data_type()) {
-    case TensorProto::FLOAT: stored = proto.float_data_size(); break;
-    case TensorProto::DOUBLE: stored = proto.double_data_size(); break;
-    case TensorProto::INT64: stored = proto.int64_data_size(); break;
+    case TensorProto::FLOAT:
+      stored = proto.float_data_size();
+      break;
+    case TensorProto::DOUBLE:
+      stored = proto.double_data_size();
+      break;
+    case TensorProto::INT64:
+      stored = proto.int64_data_size();
+      break;
     case TensorProto::UINT32:
-    case TensorProto::UINT64: stored = proto.uint64_data_size(); break;
-    default: stored = proto.int32_data_size(); break;
+    case TensorProto::UINT64:
+      stored = proto.uint64_data_size();
+      break;
+    default:
+      stored = proto.int32_data_size();
+      break;
   }
   if (stored != n) {
     return TensorError(what, StrCat("holds ", stored, " values but dimensions ",
-                                    ShapeToString(out.dims), " need ", n,
-                                    " (wrong data length)"));
+                                    ShapeToString(out.dims), " need ", n, " (wrong data length)"));
   }
   if (kind == ConstKind::kFloat) {
     out.floats.resize(static_cast<size_t>(n));
@@ -359,16 +366,16 @@ StatusOr<std::vector<int64_t>> ToIntList(const ConstTensor& tensor, std::string_
     return TensorError(what, "must be an integer tensor, got float");
   }
   if (tensor.rank() > 1) {
-    return TensorError(what, StrCat("must be a scalar or 1-D, got shape ",
-                                    ShapeToString(tensor.dims)));
+    return TensorError(what,
+                       StrCat("must be a scalar or 1-D, got shape ", ShapeToString(tensor.dims)));
   }
   return tensor.ints;
 }
 
 StatusOr<double> ToScalar(const ConstTensor& tensor, std::string_view what) {
   if (tensor.num_elements() != 1) {
-    return TensorError(what, StrCat("must hold exactly one value, got shape ",
-                                    ShapeToString(tensor.dims)));
+    return TensorError(
+        what, StrCat("must hold exactly one value, got shape ", ShapeToString(tensor.dims)));
   }
   return tensor.AsDouble(0);
 }
@@ -378,8 +385,8 @@ StatusOr<Tensor> ToIrTensor(const ConstTensor& tensor, std::string_view what) {
   out.shape = tensor.dims.empty() ? Shape{1} : tensor.dims;
   for (int64_t d : out.shape) {
     if (d < 1) {
-      return TensorError(what, StrCat("has shape ", ShapeToString(tensor.dims),
-                                      " with a zero dimension"));
+      return TensorError(
+          what, StrCat("has shape ", ShapeToString(tensor.dims), " with a zero dimension"));
     }
   }
   if (tensor.is_float()) {

@@ -35,9 +35,9 @@ std::string_view ConstKindName(ConstKind kind);
 
 struct ConstTensor {
   ConstKind kind = ConstKind::kFloat;
-  std::vector<int64_t> dims;   // empty for a scalar; each >= 0
-  std::vector<float> floats;   // kind == kFloat: one value per element
-  std::vector<int64_t> ints;   // kind == kInt or kBool (0/1): one per element
+  std::vector<int64_t> dims;  // empty for a scalar; each >= 0
+  std::vector<float> floats;  // kind == kFloat: one value per element
+  std::vector<int64_t> ints;  // kind == kInt or kBool (0/1): one per element
 
   int64_t num_elements() const {
     return static_cast<int64_t>(kind == ConstKind::kFloat ? floats.size() : ints.size());
@@ -56,10 +56,10 @@ ConstTensor MakeFloatTensor(std::vector<int64_t> dims, std::vector<float> values
 ConstTensor MakeZeroTensor(ConstKind kind, std::vector<int64_t> dims, int64_t count);
 
 // Product of `dims`; InvalidArgument naming `what` when the rank exceeds
-// kMaxRank, a dimension is negative or the product of the non-zero dimensions exceeds `max_elements`
-// (checked without overflow, so partial products of valid dims are safe).
-StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& dims,
-                                      int64_t max_elements, std::string_view what);
+// kMaxRank, a dimension is negative or the product of the non-zero dimensions exceeds
+// `max_elements` (checked without overflow, so partial products of valid dims are safe).
+StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& dims, int64_t max_elements,
+                                      std::string_view what);
 
 // ONNX element type name, e.g. "FLOAT16"; "type <n>" for unknown numbers.
 std::string OnnxDataTypeName(int32_t data_type);
@@ -70,8 +70,8 @@ StatusOr<ConstKind> KindOfDataType(int32_t data_type, std::string_view what);
 // Decodes `proto` (raw_data or the typed field) into a ConstTensor. Errors:
 // external or segmented data, unsupported element types, negative or
 // oversized dimensions, data length that does not match the dimensions.
-StatusOr<ConstTensor> ConstTensorFromProto(const onnx::TensorProto& proto,
-                                           int64_t max_elements, std::string_view what);
+StatusOr<ConstTensor> ConstTensorFromProto(const onnx::TensorProto& proto, int64_t max_elements,
+                                           std::string_view what);
 
 // The tensor as a list of integers (integer or bool kind, rank 0 or 1).
 StatusOr<std::vector<int64_t>> ToIntList(const ConstTensor& tensor, std::string_view what);

@@ -27,8 +27,8 @@ inline onnx::TensorProto FloatTensor(const std::string& name, const std::vector<
   if (values.empty()) {
     for (int64_t i = 0; i < Count(dims); ++i) values.push_back(0.01f * static_cast<float>(i % 97));
   }
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                             values.size() * sizeof(float)));
+  t.set_raw_data(
+      std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   return t;
 }
 

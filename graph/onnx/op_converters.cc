@@ -4,18 +4,19 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "graph/onnx/shape_helpers.h"
 
 namespace iosfarm::graph::onnx_import {
 namespace converters_internal {
 
-Status CheckArity(const NodeView& node, const ImportContext& ctx, int min_inputs,
-                  int max_inputs, int outputs) {
+Status CheckArity(const NodeView& node, const ImportContext& ctx, int min_inputs, int max_inputs,
+                  int outputs) {
   if (node.num_inputs() < min_inputs || node.num_inputs() > max_inputs) {
-    return node.Errorf("has ", node.num_inputs(), " inputs, expected ",
-                       min_inputs == max_inputs ? StrCat(min_inputs)
-                                                : StrCat(min_inputs, " to ", max_inputs));
+    return node.Errorf(
+        "has ", node.num_inputs(), " inputs, expected ",
+        min_inputs == max_inputs ? StrCat(min_inputs) : StrCat(min_inputs, " to ", max_inputs));
   }
   if (node.num_outputs() < outputs) {
     return node.Errorf("has ", node.num_outputs(), " outputs, expected ", outputs);
@@ -204,8 +205,9 @@ Status ConvertBatchNorm(const NodeView& node, ImportContext& ctx) {
   int outputs = 0;
   for (int i = 0; i < node.num_outputs(); ++i) outputs += node.output(i).empty() ? 0 : 1;
   if (training != 0 || outputs > 1) {
-    return node.Error("training-mode node (training_mode=1 or running statistics outputs) "
-                      "is not supported");
+    return node.Error(
+        "training-mode node (training_mode=1 or running statistics outputs) "
+        "is not supported");
   }
   RETURN_IF_ERROR(CheckArity(node, ctx, 5, 5, 1));
   ASSIGN_OR_RETURN(ValueId x, ctx.ActivationInput(node, 0));
@@ -217,8 +219,7 @@ Status ConvertBatchNorm(const NodeView& node, ImportContext& ctx) {
     ASSIGN_OR_RETURN(ConstPtr w, ctx.ConstantInput(node, i + 1, roles[i]));
     ASSIGN_OR_RETURN(weights[roles[i]], Weight(node, ctx, w, roles[i]));
   }
-  return ctx.AddNode(node, OpType::kBatchNormalization, attrs, {x}, std::move(weights))
-      .status();
+  return ctx.AddNode(node, OpType::kBatchNormalization, attrs, {x}, std::move(weights)).status();
 }
 
 Status ConvertDropout(const NodeView& node, ImportContext& ctx) {
@@ -232,43 +233,70 @@ Status ConvertDropout(const NodeView& node, ImportContext& ctx) {
   return ctx.AddNode(node, OpType::kDropout, NoAttrs{}, {x}).status();
 }
 
+using Converter = Status (*)(const NodeView&, ImportContext&);
+
+template <OpType kType>
+Status Unary(const NodeView& node, ImportContext& ctx) {
+  return ConvertUnary(node, ctx, kType);
+}
+template <OpType kType>
+Status Binary(const NodeView& node, ImportContext& ctx) {
+  return ConvertBinary(node, ctx, kType);
+}
+template <OpType kType>
+Status Pool(const NodeView& node, ImportContext& ctx) {
+  return ConvertPool(node, ctx, kType);
+}
+
+const std::map<std::string_view, Converter>& Converters() {
+  namespace ci = converters_internal;
+  static const auto* const kConverters = new std::map<std::string_view, Converter>{
+      {"Conv", ConvertConv},
+      {"MaxPool", Pool<OpType::kMaxPool>},
+      {"AveragePool", Pool<OpType::kAveragePool>},
+      {"GlobalAveragePool", Unary<OpType::kGlobalAveragePool>},
+      {"GlobalMaxPool", Unary<OpType::kGlobalMaxPool>},
+      {"Relu", Unary<OpType::kRelu>},
+      {"Sigmoid", Unary<OpType::kSigmoid>},
+      {"Tanh", Unary<OpType::kTanh>},
+      {"HardSwish", Unary<OpType::kHardSwish>},
+      {"Identity", Unary<OpType::kIdentity>},
+      {"HardSigmoid", ConvertHardSigmoid},
+      {"Clip", ConvertClip},
+      {"Add", Binary<OpType::kAdd>},
+      {"Sub", Binary<OpType::kSub>},
+      {"Mul", Binary<OpType::kMul>},
+      {"Div", Binary<OpType::kDiv>},
+      {"Gemm", ConvertGemm},
+      {"MatMul", ConvertMatMul},
+      {"BatchNormalization", ConvertBatchNorm},
+      {"Dropout", ConvertDropout},
+      {"Concat", ci::ConvertConcat},
+      {"Split", ci::ConvertSplit},
+      {"Slice", ci::ConvertSlice},
+      {"Pad", ci::ConvertPad},
+      {"Reshape", ci::ConvertReshape},
+      {"Flatten", ci::ConvertFlatten},
+      {"Transpose", ci::ConvertTranspose},
+      {"Squeeze", ci::ConvertSqueezeOrUnsqueeze},
+      {"Unsqueeze", ci::ConvertSqueezeOrUnsqueeze},
+      {"ReduceMean", ci::ConvertReduceMean},
+      {"Softmax", ci::ConvertSoftmax},
+      {"Cast", ci::ConvertCast},
+  };
+  return *kConverters;
+}
+
 }  // namespace
 
+bool HasConverter(std::string_view op_type) { return Converters().count(op_type) > 0; }
+
 Status ConvertNode(const NodeView& node, ImportContext& ctx) {
-  using namespace converters_internal;  // NOLINT(build/namespaces): tensor-op converters
-  const std::string& op = node.op_type();
-  if (op == "Conv") return ConvertConv(node, ctx);
-  if (op == "MaxPool") return ConvertPool(node, ctx, OpType::kMaxPool);
-  if (op == "AveragePool") return ConvertPool(node, ctx, OpType::kAveragePool);
-  if (op == "GlobalAveragePool") return ConvertUnary(node, ctx, OpType::kGlobalAveragePool);
-  if (op == "GlobalMaxPool") return ConvertUnary(node, ctx, OpType::kGlobalMaxPool);
-  if (op == "Relu") return ConvertUnary(node, ctx, OpType::kRelu);
-  if (op == "Sigmoid") return ConvertUnary(node, ctx, OpType::kSigmoid);
-  if (op == "Tanh") return ConvertUnary(node, ctx, OpType::kTanh);
-  if (op == "HardSwish") return ConvertUnary(node, ctx, OpType::kHardSwish);
-  if (op == "Identity") return ConvertUnary(node, ctx, OpType::kIdentity);
-  if (op == "HardSigmoid") return ConvertHardSigmoid(node, ctx);
-  if (op == "Clip") return ConvertClip(node, ctx);
-  if (op == "Add") return ConvertBinary(node, ctx, OpType::kAdd);
-  if (op == "Sub") return ConvertBinary(node, ctx, OpType::kSub);
-  if (op == "Mul") return ConvertBinary(node, ctx, OpType::kMul);
-  if (op == "Div") return ConvertBinary(node, ctx, OpType::kDiv);
-  if (op == "Gemm") return ConvertGemm(node, ctx);
-  if (op == "MatMul") return ConvertMatMul(node, ctx);
-  if (op == "BatchNormalization") return ConvertBatchNorm(node, ctx);
-  if (op == "Dropout") return ConvertDropout(node, ctx);
-  if (op == "Concat") return ConvertConcat(node, ctx);
-  if (op == "Split") return ConvertSplit(node, ctx);
-  if (op == "Slice") return ConvertSlice(node, ctx);
-  if (op == "Pad") return ConvertPad(node, ctx);
-  if (op == "Reshape") return ConvertReshape(node, ctx);
-  if (op == "Flatten") return ConvertFlatten(node, ctx);
-  if (op == "Transpose") return ConvertTranspose(node, ctx);
-  if (op == "Squeeze" || op == "Unsqueeze") return ConvertSqueezeOrUnsqueeze(node, ctx);
-  if (op == "ReduceMean") return ConvertReduceMean(node, ctx);
-  if (op == "Softmax") return ConvertSoftmax(node, ctx);
-  if (op == "Cast") return ConvertCast(node, ctx);
-  return node.Errorf("unsupported op type '", op, "'");
+  auto it = Converters().find(node.op_type());
+  if (it == Converters().end()) {
+    return node.Errorf("unsupported op type '", node.op_type(), "'");
+  }
+  return it->second(node, ctx);
 }
 
 }  // namespace iosfarm::graph::onnx_import

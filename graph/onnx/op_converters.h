@@ -12,6 +12,8 @@
 #ifndef IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
 #define IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
 
+#include <string_view>
+
 #include "common/status.h"
 #include "graph/onnx/import_context.h"
 #include "graph/onnx/onnx_node.h"
@@ -20,13 +22,16 @@ namespace iosfarm::graph::onnx_import {
 
 Status ConvertNode(const NodeView& node, ImportContext& ctx);
 
+// True when ConvertNode handles `op_type` (default domain).
+bool HasConverter(std::string_view op_type);
+
 namespace converters_internal {
 
 // Fails unless the node has between min and max inputs (absent optional
 // inputs count) and exactly `outputs` outputs, or at most `outputs` when
 // the extra ones are unused.
-Status CheckArity(const NodeView& node, const ImportContext& ctx, int min_inputs,
-                  int max_inputs, int outputs);
+Status CheckArity(const NodeView& node, const ImportContext& ctx, int min_inputs, int max_inputs,
+                  int outputs);
 
 // Tensor ops (tensor_op_converters.cc).
 Status ConvertConcat(const NodeView& node, ImportContext& ctx);

@@ -16,9 +16,8 @@ StatusOr<int64_t> NormalizeAxis(const NodeView& node, int64_t axis, int64_t rank
   return axis < 0 ? axis + rank : axis;
 }
 
-StatusOr<std::vector<int64_t>> NormalizeAxes(const NodeView& node,
-                                             const std::vector<int64_t>& axes, int64_t rank,
-                                             std::string_view field) {
+StatusOr<std::vector<int64_t>> NormalizeAxes(const NodeView& node, const std::vector<int64_t>& axes,
+                                             int64_t rank, std::string_view field) {
   std::vector<int64_t> out;
   std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
   for (int64_t axis : axes) {
@@ -48,16 +47,15 @@ StatusOr<int64_t> CheckedAdd(const NodeView& node, int64_t a, int64_t b, std::st
 
 StatusOr<std::vector<int64_t>> ResolveReshapeTarget(const NodeView& node,
                                                     const std::vector<int64_t>& input,
-                                                    std::vector<int64_t> target,
-                                                    bool allow_zero,
+                                                    std::vector<int64_t> target, bool allow_zero,
                                                     const std::optional<BatchRewrite>& batch) {
   const std::string shown = StrCat("[", absl::StrJoin(target, ","), "]");
   int64_t input_count = 1;
   for (int64_t d : input) {
     ASSIGN_OR_RETURN(input_count, CheckedMul(node, input_count, d, "input element count"));
   }
-  if (batch.has_value() && batch->original != batch->batch && !target.empty() &&
-      !input.empty() && target[0] == batch->original && input[0] == batch->batch) {
+  if (batch.has_value() && batch->original != batch->batch && !target.empty() && !input.empty() &&
+      target[0] == batch->original && input[0] == batch->batch) {
     target[0] = batch->batch;
   }
   int infer_index = -1;
@@ -85,8 +83,8 @@ StatusOr<std::vector<int64_t>> ResolveReshapeTarget(const NodeView& node,
     }
     target[infer_index] = input_count / known;
   } else if (known != input_count) {
-    return node.Errorf("cannot reshape ", ShapeToString(input), " (", input_count,
-                       " elements) to ", shown, " (", known, " elements)");
+    return node.Errorf("cannot reshape ", ShapeToString(input), " (", input_count, " elements) to ",
+                       shown, " (", known, " elements)");
   }
   return target;
 }
@@ -138,8 +136,7 @@ StatusOr<std::vector<int64_t>> ResolveSplitSizes(const NodeView& node, int64_t d
     return *split;
   }
   if (dim % num_outputs != 0) {
-    return node.Errorf("dimension ", dim, " does not split evenly into ", num_outputs,
-                       " outputs");
+    return node.Errorf("dimension ", dim, " does not split evenly into ", num_outputs, " outputs");
   }
   return std::vector<int64_t>(static_cast<size_t>(num_outputs), dim / num_outputs);
 }
@@ -188,7 +185,7 @@ StatusOr<std::array<int64_t, 4>> ResolveWindowPads(
     ASSIGN_OR_RETURN(reach, CheckedAdd(node, reach, span, "auto_pad"));
     const int64_t total = std::max<int64_t>(0, reach - in);
     const int64_t small = total / 2, large = total - total / 2;
-    out[i] = auto_pad == "SAME_UPPER" ? small : large;  // begin
+    out[i] = auto_pad == "SAME_UPPER" ? small : large;      // begin
     out[i + 2] = auto_pad == "SAME_UPPER" ? large : small;  // end
   }
   return out;

@@ -30,9 +30,8 @@ StatusOr<int64_t> NormalizeAxis(const NodeView& node, int64_t axis, int64_t rank
                                 std::string_view field);
 
 // Normalises a list of axes; error on out-of-range or repeated axes.
-StatusOr<std::vector<int64_t>> NormalizeAxes(const NodeView& node,
-                                             const std::vector<int64_t>& axes, int64_t rank,
-                                             std::string_view field);
+StatusOr<std::vector<int64_t>> NormalizeAxes(const NodeView& node, const std::vector<int64_t>& axes,
+                                             int64_t rank, std::string_view field);
 
 // a * b and a + b, or an error naming `what` on int64 overflow.
 StatusOr<int64_t> CheckedMul(const NodeView& node, int64_t a, int64_t b, std::string_view what);
@@ -45,8 +44,7 @@ StatusOr<int64_t> CheckedAdd(const NodeView& node, int64_t a, int64_t b, std::st
 // new batch (exporters bake the traced batch into Reshape constants).
 StatusOr<std::vector<int64_t>> ResolveReshapeTarget(const NodeView& node,
                                                     const std::vector<int64_t>& input,
-                                                    std::vector<int64_t> target,
-                                                    bool allow_zero,
+                                                    std::vector<int64_t> target, bool allow_zero,
                                                     const std::optional<BatchRewrite>& batch);
 
 // One axis of a Slice after ONNX clamping: elements start, start+step, ...

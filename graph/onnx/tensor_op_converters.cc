@@ -24,13 +24,13 @@ StatusOr<std::optional<std::vector<int64_t>>> OptionalIntsInput(const NodeView& 
 
 // From constant input i at opset >= input_opset, else from the attribute.
 StatusOr<std::optional<std::vector<int64_t>>> IntsFromInputOrAttr(const NodeView& node,
-                                                                 ImportContext& ctx, int i,
-                                                                 std::string_view name,
-                                                                 int64_t input_opset) {
+                                                                  ImportContext& ctx, int i,
+                                                                  std::string_view name,
+                                                                  int64_t input_opset) {
   if (node.opset() >= input_opset) return OptionalIntsInput(node, ctx, i, name);
   if (node.has_input(i)) {
-    return node.Errorf("input ", i, " is not defined at opset ", node.opset(), "; use the '",
-                       name, "' attribute");
+    return node.Errorf("input ", i, " is not defined at opset ", node.opset(), "; use the '", name,
+                       "' attribute");
   }
   return node.GetInts(name);
 }
@@ -87,7 +87,8 @@ Status ConvertSlice(const NodeView& node, ImportContext& ctx) {
   if (ends->size() != n || axes->size() != n || steps->size() != n) {
     return node.Error("starts, ends, axes and steps must have equal lengths");
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> normalized, NormalizeAxes(node, *axes, Rank(shape), "axes"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
+                   NormalizeAxes(node, *axes, Rank(shape), "axes"));
   SliceAttrs attrs;
   for (size_t i = 0; i < n; ++i) {
     const int64_t axis = normalized[i];
@@ -146,9 +147,9 @@ Status ConvertReshape(const NodeView& node, ImportContext& ctx) {
   ASSIGN_OR_RETURN(auto target, OptionalIntsInput(node, ctx, 1, "shape"));
   if (!target.has_value()) return node.Error("missing input 'shape'");
   ASSIGN_OR_RETURN(int64_t allow_zero, node.GetInt("allowzero", 0));
-  ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                   ResolveReshapeTarget(node, ctx.ShapeOf(x), std::move(*target), allow_zero != 0,
-                                        ctx.batch()));
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> shape,
+      ResolveReshapeTarget(node, ctx.ShapeOf(x), std::move(*target), allow_zero != 0, ctx.batch()));
   return AddReshape(node, ctx, x, std::move(shape));
 }
 
@@ -188,7 +189,8 @@ Status ConvertSqueezeOrUnsqueeze(const NodeView& node, ImportContext& ctx) {
   if (squeeze) {
     std::vector<bool> drop(in.size(), false);
     if (axes.has_value()) {
-      ASSIGN_OR_RETURN(std::vector<int64_t> normalized, NormalizeAxes(node, *axes, Rank(in), "axes"));
+      ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
+                       NormalizeAxes(node, *axes, Rank(in), "axes"));
       for (int64_t a : normalized) {
         if (in[a] != 1) return node.Errorf("cannot squeeze axis ", a, " of size ", in[a]);
         drop[a] = true;

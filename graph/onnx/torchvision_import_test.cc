@@ -2,9 +2,12 @@
 // 13, random weights) on the fly by tests/onnx/export_torchvision.py into the
 // build dir (cached by file existence). Skipped, never passed, when
 // python3/torch/torchvision are missing.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -22,32 +25,61 @@ namespace {
 
 struct ZooCase {
   const char* model;
-  int convs;           // Conv nodes after import (BatchNorms folded into them)
-  double giga_macs;    // published multiply-accumulates at batch 1
+  int convs;         // Conv nodes after import (BatchNorms folded into them)
+  double giga_macs;  // published multiply-accumulates at batch 1
 };
 
 // MACs as published by torchvision / the papers.
 const ZooCase kZoo[] = {
-    {"inception_v3", 94, 5.7},     {"resnet50", 53, 4.1},
-    {"squeezenet1_1", 26, 0.35},   {"googlenet", 57, 1.5},
-    {"densenet121", 120, 2.9},     {"mobilenet_v2", 52, 0.30},
+    {"inception_v3", 94, 5.7},        {"resnet50", 53, 4.1},
+    {"squeezenet1_1", 26, 0.35},      {"googlenet", 57, 1.5},
+    {"densenet121", 120, 2.9},        {"mobilenet_v2", 52, 0.30},
     {"mobilenet_v3_small", 52, 0.06}, {"shufflenet_v2_x1_0", 56, 0.15},
-    {"efficientnet_b0", 81, 0.39}, {"mnasnet1_0", 52, 0.31},
+    {"efficientnet_b0", 81, 0.39},    {"mnasnet1_0", 52, 0.31},
     {"regnet_y_400mf", 85, 0.4},
 };
+
+void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.model; }
 
 std::string SourceDir() {
   if (const char* dir = std::getenv("IOSFARM_SOURCE_DIR")) return dir;
   return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
 }
 
+// <build dir>/onnx_models; without IOSFARM_BINARY_DIR (test run by hand),
+// next to the test binary.
 std::string ModelDir() {
-  const char* dir = std::getenv("IOSFARM_BINARY_DIR");
-  return (std::filesystem::path(dir != nullptr ? dir : ::testing::TempDir()) / "onnx_models")
-      .string();
+  std::filesystem::path dir;
+  if (const char* env = std::getenv("IOSFARM_BINARY_DIR")) {
+    dir = env;
+  } else {
+    std::error_code error;
+    dir = std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
+    if (error) dir = ::testing::TempDir();
+  }
+  return (dir / "onnx_models").string();
 }
 
-// Exports `model` unless already there. Returns the path, or sets `skip`.
+// Holds an exclusive flock on `path` while alive (test processes run in
+// parallel under ctest; one exports, the others wait and reuse its files).
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(open(path.c_str(), O_CREAT | O_RDWR, 0644)) {
+    if (fd_ >= 0) flock(fd_, LOCK_EX);
+  }
+  ~FileLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+// Exports `model` unless already there (exporting every zoo model in the same
+// python run, which costs about as much as one). Returns the path, or sets
+// `skip`.
 std::string ExportModel(const std::string& model, std::string& skip) {
   const std::string dir = ModelDir();
   const std::string path = dir + "/" + model + ".onnx";
@@ -57,22 +89,24 @@ std::string ExportModel(const std::string& model, std::string& skip) {
     skip = "python3 is not installed (" + python + ")";
     return "";
   }
-  const std::string script = SourceDir() + "/tests/onnx/export_torchvision.py";
-  const std::string log = dir + "/" + model + ".export.log";
   std::filesystem::create_directories(dir);
-  const std::string command =
-      python + " '" + script + "' '" + dir + "' " + model + " --opset 13 > '" + log + "' 2>&1";
+  FileLock lock(dir + "/.export.lock");
+  if (std::filesystem::exists(path)) return path;  // exported while we waited
+  const std::string script = SourceDir() + "/tests/onnx/export_torchvision.py";
+  const std::string log = dir + "/export.log";
+  std::string command = python + " '" + script + "' '" + dir + "' --opset 13";
+  for (const ZooCase& c : kZoo) command += std::string(" ") + c.model;
+  command += " > '" + log + "' 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream log_file(log);
   std::stringstream output;
   output << log_file.rdbuf();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-    skip = "torch/torchvision not available: " + output.str();
+    skip = "cannot export torchvision models: " + output.str();
     return "";
   }
   if (status != 0 || !std::filesystem::exists(path)) {
-    ADD_FAILURE() << "export of " << model << " failed (status " << status
-                  << "): " << output.str();
+    ADD_FAILURE() << "export of " << model << " failed (status " << status << "): " << output.str();
     return "";
   }
   return path;

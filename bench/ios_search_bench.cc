@@ -1,0 +1,245 @@
+// ios_search_bench: cost of the IOS search itself (no GPU), per zoo model and
+// pruning bound, with every latency coming from the analytic oracle.
+//
+//   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N]
+//                    [--block-size B] [--no-reuse] [--markdown]
+//
+// Each (model, r, s) runs in a forked child so that its peak RSS is its own.
+// Columns: blocks (reused identical ones in parentheses), DP states,
+// transitions ((state, candidate) pairs), distinct candidate stages (summed
+// per block) and the unique signatures they collapse into, CPU seconds of the
+// whole search (partition, enumeration, signatures, oracle, DP), the
+// sequential / greedy / IOS analytic latencies, and the child's peak RSS.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
+#include "graph/models/zoo.h"
+#include "scheduler/ios/analytic_oracle.h"
+#include "scheduler/ios/baselines.h"
+#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/schedule.h"
+
+namespace {
+
+using iosfarm::StrCat;
+namespace ios = iosfarm::scheduler::ios;
+
+struct Row {
+  int blocks = 0, reused = 0;
+  long long states = 0, transitions = 0, candidates = 0, merges = 0, signatures = 0;
+  double cpu_s = 0, seq_ms = 0, greedy_ms = 0, ios_ms = 0;
+  int ok = 0;
+  char error[200] = {0};
+};
+
+double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+bool g_show_blocks = false;
+
+Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bool reuse) {
+  Row row;
+  auto graph = iosfarm::graph::models::BuildZooModel(model, batch);
+  if (!graph.ok()) {
+    std::snprintf(row.error, sizeof(row.error), "%s", graph.status().ToString().c_str());
+    return row;
+  }
+  ios::SearchOptions options;
+  options.max_group_ops = r;
+  options.max_groups = s;
+  options.max_block_ops = block_size;
+  options.reuse_identical_blocks = reuse;
+  const double start = CpuSeconds();
+  auto oracle = ios::MakeAnalyticOracle(*graph);
+  auto result = ios::RunSearch(*graph, options, oracle);
+  row.cpu_s = CpuSeconds() - start;
+  if (!result.ok()) {
+    std::snprintf(row.error, sizeof(row.error), "%s", result.status().ToString().c_str());
+    return row;
+  }
+  if (auto status = ios::ValidateSchedule(*graph, result->schedule); !status.ok()) {
+    std::snprintf(row.error, sizeof(row.error), "invalid schedule: %s",
+                  status.ToString().c_str());
+    return row;
+  }
+  auto sequential = ios::SequentialSchedule(*graph);
+  auto greedy = ios::GreedySchedule(*graph, s);
+  if (!sequential.ok() || !greedy.ok() ||
+      !ios::CostSchedule(*graph, *sequential, oracle).ok() ||
+      !ios::CostSchedule(*graph, *greedy, oracle).ok()) {
+    std::snprintf(row.error, sizeof(row.error), "baselines failed");
+    return row;
+  }
+  if (g_show_blocks) {
+    for (size_t b = 0; b < result->blocks.size(); ++b) {
+      const ios::BlockReport& br = result->blocks[b];
+      std::printf("  block %3zu: %3d ops  twin %3d  states %9lld  transitions %11lld  stages %9lld  "
+                  "-> %d stages, %.4f ms\n",
+                  b, br.num_ops, br.twin, static_cast<long long>(br.dp.states),
+                  static_cast<long long>(br.dp.transitions),
+                  static_cast<long long>(br.dp.distinct_stages), br.num_stages, br.latency_ms);
+    }
+    std::fflush(stdout);
+  }
+  const ios::SearchStats& st = result->stats;
+  row.blocks = st.blocks;
+  row.reused = st.reused_blocks;
+  row.states = st.dp_states;
+  row.transitions = st.transitions;
+  row.candidates = st.candidate_stages;
+  row.merges = st.merge_stages;
+  row.signatures = st.unique_signatures;
+  row.seq_ms = sequential->latency_ms;
+  row.greedy_ms = greedy->latency_ms;
+  row.ios_ms = result->schedule.latency_ms;
+  row.ok = 1;
+  return row;
+}
+
+// Runs RunOne in a child; returns its row and peak RSS in MiB.
+bool RunInChild(const std::string& model, int r, int s, int batch, int block_size, bool reuse,
+                Row* row, double* rss_mib) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    close(fds[0]);
+    Row result = RunOne(model, r, s, batch, block_size, reuse);
+    const ssize_t written = write(fds[1], &result, sizeof(result));
+    _exit(written == static_cast<ssize_t>(sizeof(result)) ? 0 : 1);
+  }
+  close(fds[1]);
+  size_t got = 0;
+  while (got < sizeof(Row)) {
+    const ssize_t n = read(fds[0], reinterpret_cast<char*>(row) + got, sizeof(Row) - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  *rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  if (got != sizeof(Row)) {
+    std::snprintf(row->error, sizeof(row->error), "child died (status %d)", status);
+    row->ok = 0;
+  }
+  return true;
+}
+
+std::vector<std::string> Split(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> models;
+  for (const auto& m : iosfarm::graph::models::ZooModels()) models.emplace_back(m.name);
+  std::vector<std::pair<int, int>> bounds = {{1, 3}, {2, 8}, {3, 8}};
+  int batch = 1, block_size = 50;
+  bool reuse = true, markdown = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--models") {
+      models = Split(next());
+    } else if (arg == "--bounds") {
+      bounds.clear();
+      for (const std::string& b : Split(next())) {
+        int r = 0, s = 0;
+        if (std::sscanf(b.c_str(), "%dx%d", &r, &s) != 2) {
+          std::fprintf(stderr, "bad bound '%s' (want RxS)\n", b.c_str());
+          return 2;
+        }
+        bounds.emplace_back(r, s);
+      }
+    } else if (arg == "--batch") {
+      batch = std::atoi(next().c_str());
+    } else if (arg == "--block-size") {
+      block_size = std::atoi(next().c_str());
+    } else if (arg == "--no-reuse") {
+      reuse = false;
+    } else if (arg == "--blocks") {
+      g_show_blocks = true;
+    } else if (arg == "--markdown") {
+      markdown = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: ios_search_bench [--models a,b] [--bounds 1x3,2x8,3x8] [--batch N] "
+                   "[--block-size B] [--no-reuse] [--blocks] [--markdown]\n");
+      return 2;
+    }
+  }
+  if (markdown) {
+    std::printf(
+        "| model | r,s | blocks (reused) | DP states | transitions | candidate stages (merge) "
+        "| unique signatures | search CPU s | peak RSS MiB | sequential ms | greedy ms | IOS ms |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  } else {
+    std::printf("%-16s %-5s %-10s %12s %14s %20s %10s %9s %8s %8s %8s %8s\n", "model", "r,s",
+                "blocks", "states", "transitions", "stages(merge)", "sigs", "cpu_s", "rss_MiB",
+                "seq_ms", "greedy", "ios_ms");
+  }
+  std::fflush(stdout);
+  int failures = 0;
+  for (const std::string& model : models) {
+    for (auto [r, s] : bounds) {
+      Row row;
+      double rss = 0;
+      if (!RunInChild(model, r, s, batch, block_size, reuse, &row, &rss)) {
+        std::fprintf(stderr, "fork failed\n");
+        return 1;
+      }
+      if (!row.ok) {
+        ++failures;
+        std::printf("%s r=%d s=%d: FAILED: %s (cpu %.2f s, rss %.0f MiB)\n", model.c_str(), r, s,
+                    row.error, row.cpu_s, rss);
+        std::fflush(stdout);
+        continue;
+      }
+      const std::string blocks = StrCat(row.blocks, " (", row.reused, ")");
+      const std::string stages = StrCat(row.candidates, " (", row.merges, ")");
+      if (markdown) {
+        std::printf("| %s | %d,%d | %s | %lld | %lld | %s | %lld | %.3f | %.0f | %.3f | %.3f | %.3f |\n",
+                    model.c_str(), r, s, blocks.c_str(), row.states, row.transitions,
+                    stages.c_str(), row.signatures, row.cpu_s, rss, row.seq_ms, row.greedy_ms,
+                    row.ios_ms);
+      } else {
+        std::printf("%-16s %d,%-3d %-10s %12lld %14lld %20s %10lld %9.3f %8.0f %8.3f %8.3f %8.3f\n",
+                    model.c_str(), r, s, blocks.c_str(), row.states, row.transitions,
+                    stages.c_str(), row.signatures, row.cpu_s, rss, row.seq_ms, row.greedy_ms,
+                    row.ios_ms);
+      }
+      std::fflush(stdout);
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,294 @@
+#include "scheduler/ios/block_dp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/strings.h"
+#include "scheduler/ios/merge.h"
+#include "scheduler/ios/op_bits_map.h"
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+template <int W>
+class BlockDp {
+ public:
+  BlockDp(const BlockGraph& block, const DpOptions& options, LatencySource& source)
+      : block_(block),
+        options_(options),
+        source_(source),
+        enumerator_(block, options.bounds),
+        local_k_(block.size(), -1),
+        group_of_(block.size(), -1),
+        scratch_(block.size() + 2) {}
+
+  StatusOr<BlockSolution> Run() {
+    BlockSolution solution;
+    const OpBits<W> all = OpBits<W>::FirstN(block_.size());
+    if (block_.size() > 0) Visit(all, 0);
+    RETURN_IF_ERROR(status_);
+    solution.stats = stats_;
+    solution.stats.states = static_cast<int64_t>(states_.size());
+    solution.stats.distinct_stages = static_cast<int64_t>(endings_.size()) + merges_;
+    solution.stats.merge_stages = merges_;
+    solution.complete = complete_;
+    if (!complete_ || block_.size() == 0) return solution;
+    // Read the schedule back from the argmins (they give the last stage first).
+    OpBits<W> remaining = all;
+    while (!remaining.Empty()) {
+      const StateValue& state = *states_.Find(remaining, remaining.Hash());
+      const EndingValue& ending = *endings_.Find(state.best, state.best.Hash());
+      const bool merge = state.merge != 0;
+      PlannedStage planned;
+      planned.stage = BuildStage(state.best, merge, &planned.signature);
+      planned.latency_ms = merge ? ending.merge_latency : ending.latency;
+      solution.stages.push_back(std::move(planned));
+      remaining = remaining.Minus(state.best);
+    }
+    std::reverse(solution.stages.begin(), solution.stages.end());
+    solution.latency_ms = states_.Find(all, all.Hash())->cost;
+    return solution;
+  }
+
+ private:
+  struct StateValue {
+    double cost = 0;
+    OpBits<W> best;  // the last stage of the best schedule of this state
+    uint8_t merge = 0;
+  };
+  struct EndingValue {
+    double latency = 0;                // NaN while unknown
+    double merge_latency = kInfinity;  // +inf: not mergeable; NaN: unknown
+  };
+  // Per recursion depth: the state's endings and their children.
+  struct Scratch {
+    std::vector<OpBits<W>> endings;
+    std::vector<uint64_t> hashes;
+    std::vector<EndingValue> values;
+  };
+
+  // Solves `remaining` (non-empty, not solved yet) and returns its cost.
+  double Visit(const OpBits<W>& remaining, int depth) {
+    if (options_.max_states > 0 && static_cast<int64_t>(states_.size()) >= options_.max_states) {
+      if (status_.ok()) {
+        status_ = absl::ResourceExhaustedError(
+            StrCat("block starting at '", block_.graph().node(block_.node(0)).name,
+                   "' needs more than ", options_.max_states,
+                   " DP states; lower r/s or the block size"));
+      }
+    }
+    if (!status_.ok()) return 0;
+    Scratch& sc = scratch_[depth];
+    sc.endings.clear();
+    sc.hashes.clear();
+    enumerator_.Enumerate(remaining, [&](const OpBits<W>& ops, const EndingGroup<W>*, int) {
+      const uint64_t hash = ops.Hash();
+      endings_.Prefetch(hash);
+      sc.endings.push_back(ops);
+      sc.hashes.push_back(hash);
+    });
+    const size_t count = sc.endings.size();
+    stats_.transitions += static_cast<int64_t>(count);
+    // Latencies of the endings; prefetch the children's states meanwhile.
+    sc.values.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      const EndingValue* value = endings_.Find(sc.endings[i], sc.hashes[i]);
+      sc.values[i] = value != nullptr ? *value : NewEnding(sc.endings[i], sc.hashes[i]);
+      const OpBits<W> child = remaining.Minus(sc.endings[i]);
+      sc.hashes[i] = child.Hash();
+      states_.Prefetch(sc.hashes[i]);
+    }
+    double best = kInfinity;
+    size_t best_index = 0;
+    uint8_t best_merge = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const OpBits<W> child = remaining.Minus(sc.endings[i]);
+      double child_cost = 0;
+      if (!child.Empty()) {
+        const StateValue* state = states_.Find(child, sc.hashes[i]);
+        child_cost = state != nullptr ? state->cost : Visit(child, depth + 1);
+        if (!status_.ok()) return 0;
+      }
+      const EndingValue& value = sc.values[i];
+      // Unknown latencies count as 0: such a pass is incomplete anyway.
+      double cost = child_cost + (std::isnan(value.latency) ? 0 : value.latency);
+      if (cost < best) {
+        best = cost;
+        best_index = i;
+        best_merge = 0;
+      }
+      if (value.merge_latency != kInfinity) {
+        cost = child_cost + (std::isnan(value.merge_latency) ? 0 : value.merge_latency);
+        if (cost < best) {
+          best = cost;
+          best_index = i;
+          best_merge = 1;
+        }
+      }
+    }
+    StateValue state;
+    state.cost = best;
+    state.best = sc.endings[best_index];
+    state.merge = best_merge;
+    states_.Insert(remaining, remaining.Hash(), state);
+    return best;
+  }
+
+  // Creates the record of a new ending: its groups, signatures and latencies.
+  EndingValue NewEnding(const OpBits<W>& ops, uint64_t hash) {
+    const int num_groups = FindGroups(ops);
+    EndingValue value;
+    Signature signature = Canonicalize(ops, Strategy::kConcurrent);
+    value.latency = Lookup(signature, ops, Strategy::kConcurrent);
+    if (options_.enable_merge && IsMergeable(ops, num_groups)) {
+      signature = Canonicalize(ops, Strategy::kMerge);
+      value.merge_latency = Lookup(signature, ops, Strategy::kMerge);
+      ++merges_;
+    }
+    endings_.Insert(ops, hash, value);
+    return value;
+  }
+
+  // Labels the connected components of `ops` in group_of_; returns their
+  // number.
+  int FindGroups(const OpBits<W>& ops) {
+    int num_groups = 0;
+    ops.ForEach([&](int i) { group_of_[i] = -1; });
+    ops.ForEach([&](int i) {
+      if (group_of_[i] >= 0) return;
+      stack_.assign(1, i);
+      group_of_[i] = num_groups;
+      while (!stack_.empty()) {
+        const int x = stack_.back();
+        stack_.pop_back();
+        for (const std::vector<int>* adjacent : {&block_.preds(x), &block_.succs(x)}) {
+          for (int y : *adjacent) {
+            if (ops.Test(y) && group_of_[y] < 0) {
+              group_of_[y] = num_groups;
+              stack_.push_back(y);
+            }
+          }
+        }
+      }
+      ++num_groups;
+    });
+    return num_groups;
+  }
+
+  // A merge needs two or more groups of one conv each, all of one merge class
+  // (group_of_ holds the groups).
+  bool IsMergeable(const OpBits<W>& ops, int num_groups) const {
+    if (num_groups < 2 || ops.Count() != num_groups) return false;
+    const uint64_t key = block_.merge_key(ops.First());
+    if (key == 0) return false;
+    bool same = true;
+    ops.ForEach([&](int i) { same = same && block_.merge_key(i) == key; });
+    return same;
+  }
+
+  // Feeds the stage `ops` (groups in group_of_) to the builder and returns
+  // its signature; the builder then holds the canonical order.
+  Signature Canonicalize(const OpBits<W>& ops, Strategy strategy) {
+    builder_.Begin(strategy);
+    int k = 0;
+    ops.ForEach([&](int i) {
+      local_k_[i] = k++;
+      builder_.AddOp(block_.content_hash(i), group_of_[i]);
+      for (const BlockGraph::Input& input : block_.inputs(i)) {
+        if (input.producer >= 0 && ops.Test(input.producer)) {
+          builder_.AddInternalInput(input.port, local_k_[input.producer], input.output);
+        } else {
+          builder_.AddExternalInput(input.port, input.value);
+        }
+      }
+    });
+    return builder_.Finish();
+  }
+
+  // The canonical stage the builder currently describes.
+  Stage StageFromBuilder(const OpBits<W>& ops, Strategy strategy) const {
+    std::vector<graph::NodeId> by_k;
+    ops.ForEach([&](int i) { by_k.push_back(block_.node(i)); });
+    Stage stage;
+    stage.strategy = strategy;
+    for (int g : builder_.canonical_groups()) {
+      std::vector<graph::NodeId> group;
+      for (int k : builder_.canonical_ops(g)) group.push_back(by_k[k]);
+      stage.groups.push_back(std::move(group));
+    }
+    if (strategy == Strategy::kMerge) {
+      std::vector<graph::NodeId> convs;
+      for (const auto& group : stage.groups) convs.push_back(group[0]);
+      StatusOr<MergedConv> merged = MergeConvs(block_.graph(), convs);
+      if (merged.ok()) stage.merged = *std::move(merged);  // else the oracle reports it
+    }
+    return stage;
+  }
+
+  double Lookup(Signature signature, const OpBits<W>& ops, Strategy strategy) {
+    std::optional<double> latency =
+        source_.Lookup(signature, [&]() { return StageFromBuilder(ops, strategy); });
+    if (!source_.status().ok() && status_.ok()) status_ = source_.status();
+    if (!latency) {
+      complete_ = false;
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    return *latency;
+  }
+
+  Stage BuildStage(const OpBits<W>& ops, bool merge, Signature* signature) {
+    FindGroups(ops);
+    const Strategy strategy = merge ? Strategy::kMerge : Strategy::kConcurrent;
+    *signature = Canonicalize(ops, strategy);
+    return StageFromBuilder(ops, strategy);
+  }
+
+  const BlockGraph& block_;
+  const DpOptions& options_;
+  LatencySource& source_;
+  EndingEnumerator<W> enumerator_;
+  SignatureBuilder builder_;
+  std::vector<int> local_k_, group_of_, stack_;
+  std::vector<Scratch> scratch_;
+  OpBitsMap<W, StateValue> states_;
+  OpBitsMap<W, EndingValue> endings_;
+  int64_t merges_ = 0;
+  DpStats stats_;
+  bool complete_ = true;
+  Status status_;
+};
+
+template <int W>
+StatusOr<BlockSolution> Solve(const BlockGraph& block, const DpOptions& options,
+                              LatencySource& latencies) {
+  BlockDp<W> dp(block, options, latencies);
+  return dp.Run();
+}
+
+}  // namespace
+
+StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
+                                   LatencySource& latencies) {
+  if (options.bounds.max_group_ops < 1 || options.bounds.max_groups < 1) {
+    return absl::InvalidArgumentError(StrCat("r and s must be >= 1, got r=",
+                                             options.bounds.max_group_ops,
+                                             " s=", options.bounds.max_groups));
+  }
+  switch (block.words()) {
+    case 1:
+      return Solve<1>(block, options, latencies);
+    case 2:
+      return Solve<2>(block, options, latencies);
+    case 4:
+      return Solve<4>(block, options, latencies);
+    case 8:
+      return Solve<8>(block, options, latencies);
+    default:
+      return Solve<16>(block, options, latencies);
+  }
+}
+
+}  // namespace iosfarm::scheduler::ios

@@ -1,0 +1,90 @@
+// The IOS dynamic program over one block.
+//
+// cost[S] = min over endings S' of S (endings.h, within the r/s bounds) of
+// cost[S - S'] + latency(S'), cost[{}] = 0, where latency(S') is the cheaper
+// of the concurrent stage and, when legal (merge.h), the merge stage. States
+// are the remaining sets reachable from the whole block, memoised in a hash
+// map keyed by OpBits (the narrowest width that holds the block); each
+// distinct candidate stage is canonicalised and looked up once per block.
+// The schedule is read back from the per-state argmins. Ties keep the first
+// candidate in enumeration order and prefer concurrent over merge, so results
+// are deterministic.
+//
+// Latencies come from a LatencySource. When some are unknown the DP still
+// visits every reachable state (the state space does not depend on
+// latencies), so one pass lists every stage the block needs; the solution is
+// then marked incomplete and must be recomputed once the latencies are known.
+#ifndef IOSFARM_SCHEDULER_IOS_BLOCK_DP_H_
+#define IOSFARM_SCHEDULER_IOS_BLOCK_DP_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "common/status.h"
+#include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/endings.h"
+#include "scheduler/ios/signature.h"
+#include "scheduler/ios/stage.h"
+
+namespace iosfarm::scheduler::ios {
+
+// What the DP asks for latencies. Not required to be thread-safe.
+class LatencySource {
+ public:
+  virtual ~LatencySource() = default;
+  // The latency (ms) of stages with signature `signature`, or nullopt while
+  // unknown. `stage` builds the canonical stage; call it only when needed
+  // (to measure it or to queue a request), during this call.
+  virtual std::optional<double> Lookup(Signature signature,
+                                       absl::FunctionRef<Stage()> stage) = 0;
+  // The first error the source hit (e.g. a failing oracle); the DP stops
+  // and returns it.
+  virtual Status status() const = 0;
+};
+
+struct DpOptions {
+  EndingBounds bounds;
+  bool enable_merge = true;
+  // Abort with ResourceExhausted when a block needs more states (0: no limit).
+  int64_t max_states = 0;
+};
+
+struct DpStats {
+  int64_t states = 0;           // reachable remaining sets (the empty set excluded)
+  int64_t transitions = 0;      // (state, ending) pairs evaluated
+  int64_t distinct_stages = 0;  // distinct candidate stages (concurrent + merge)
+  int64_t merge_stages = 0;     // of which merge stages
+
+  DpStats& operator+=(const DpStats& o) {
+    states += o.states;
+    transitions += o.transitions;
+    distinct_stages += o.distinct_stages;
+    merge_stages += o.merge_stages;
+    return *this;
+  }
+};
+
+struct PlannedStage {
+  Stage stage;  // canonical order
+  Signature signature = 0;
+  double latency_ms = 0;
+};
+
+struct BlockSolution {
+  bool complete = false;  // every latency was known; the fields below are valid
+  double latency_ms = 0;
+  std::vector<PlannedStage> stages;  // in execution order
+  DpStats stats;
+};
+
+// Runs the DP over the whole block. Errors: InvalidArgument for bounds < 1,
+// ResourceExhausted past max_states (naming the block's first op), or the
+// source's error.
+StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
+                                   LatencySource& latencies);
+
+}  // namespace iosfarm::scheduler::ios
+
+#endif  // IOSFARM_SCHEDULER_IOS_BLOCK_DP_H_

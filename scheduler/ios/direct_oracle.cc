@@ -1,0 +1,27 @@
+#include "scheduler/ios/direct_oracle.h"
+
+namespace iosfarm::scheduler::ios {
+
+Status DirectOracle::Finish(SearchSession& session) {
+  const StageLatencyFn counted = [this](const Stage& stage) {
+    ++measurements_;
+    return measure_(stage);
+  };
+  return session.RunInline(counted);
+}
+
+StatusOr<SearchResult> DirectOracle::Search(const graph::Graph& graph,
+                                            const SearchOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<SearchSession> session,
+                   SearchSession::Create(graph, options));
+  RETURN_IF_ERROR(Finish(*session));
+  return session->Result();
+}
+
+StatusOr<SearchResult> RunSearch(const graph::Graph& graph, const SearchOptions& options,
+                                 const StageLatencyFn& oracle) {
+  DirectOracle direct(oracle);
+  return direct.Search(graph, options);
+}
+
+}  // namespace iosfarm::scheduler::ios

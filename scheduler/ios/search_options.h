@@ -1,0 +1,30 @@
+// Options of an IOS search.
+#ifndef IOSFARM_SCHEDULER_IOS_SEARCH_OPTIONS_H_
+#define IOSFARM_SCHEDULER_IOS_SEARCH_OPTIONS_H_
+
+#include <cstdint>
+
+#include "common/status.h"
+
+namespace iosfarm::scheduler::ios {
+
+struct SearchOptions {
+  int max_group_ops = 3;   // r: ops per group (IOS default 3), 1..64
+  int max_groups = 8;      // s: groups per stage (IOS default 8), 1..64
+  int max_block_ops = 50;  // block size limit (IOPS default 50), 1..1024
+  bool enable_merge = true;
+  // Solve each distinct block structure once and map the schedule onto
+  // identical blocks (e.g. repeated NASNet cells). Changes nothing in the
+  // result, only the work.
+  bool reuse_identical_blocks = true;
+  // Per-block cap on DP states, to bound memory (0: none). The default keeps
+  // a block under roughly 2 GiB.
+  int64_t max_states_per_block = 30'000'000;
+};
+
+// InvalidArgument naming the field when an option is out of range.
+Status ValidateSearchOptions(const SearchOptions& options);
+
+}  // namespace iosfarm::scheduler::ios
+
+#endif  // IOSFARM_SCHEDULER_IOS_SEARCH_OPTIONS_H_

@@ -1,0 +1,154 @@
+// SearchSession: an IOS search that can stop to wait for latencies.
+//
+// The session partitions the graph into blocks (blocks.h) and solves them in
+// order with the block DP (block_dp.h). Latencies are keyed by stage
+// signature. When a block needs signatures whose latency is unknown, the
+// session queues one StageRequest per signature and moves on; the caller
+// measures them (in batches, anywhere) and hands them back with Provide().
+// Blocks whose latencies are all known are then solved. This is the enumerate
+// / profile / update loop of a farm job:
+//
+//   auto session = SearchSession::Create(graph, options).value();
+//   // Optional: session->Provide(sig, ms) for everything a database knows.
+//   while (true) {
+//     auto batch = session->NextUnknown(64);          // enumerate / update
+//     if (!batch.ok()) return batch.status();
+//     if (batch->empty()) break;
+//     for (auto& request : *batch) session->Provide(request.signature, Measure(request.stage));
+//   }
+//   if (session->Done()) result = session->Result();
+//
+// Each unknown signature is requested exactly once per session; a block with
+// unknowns is enumerated once to list them and solved in a second pass once
+// they are known. Provide() accepts any signature at any time (a latency that
+// no block needs is kept and harmless).
+//
+// The graph must outlive the session. Not thread-safe: one caller at a time.
+#ifndef IOSFARM_SCHEDULER_IOS_SEARCH_SESSION_H_
+#define IOSFARM_SCHEDULER_IOS_SEARCH_SESSION_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "common/status.h"
+#include "graph/graph.h"
+#include "scheduler/ios/block_dp.h"
+#include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/blocks.h"
+#include "scheduler/ios/latency_oracle.h"
+#include "scheduler/ios/schedule.h"
+#include "scheduler/ios/search_options.h"
+
+namespace iosfarm::scheduler::ios {
+
+struct SearchStats {
+  int blocks = 0;
+  int reused_blocks = 0;          // solved by mapping an identical earlier block
+  int64_t dp_states = 0;          // over the blocks actually solved
+  int64_t transitions = 0;        // (state, candidate) pairs evaluated
+  // Distinct candidate stages per block (concurrent and merge), summed over
+  // all blocks (a reused block counts its twin's), and how many of them are
+  // merge stages.
+  int64_t candidate_stages = 0;
+  int64_t merge_stages = 0;
+  int64_t unique_signatures = 0;  // distinct signatures looked up (or provided)
+  int64_t requests = 0;           // StageRequests handed out by NextUnknown
+  int64_t dp_passes = 0;          // block DP runs (a block with unknowns takes two)
+};
+
+// What the search did for one block.
+struct BlockReport {
+  int num_ops = 0;
+  int twin = -1;         // the earlier identical block it was mapped from, or -1
+  DpStats dp;            // of the block's first DP pass (its twin's when mapped)
+  int num_stages = 0;    // in the block's schedule
+  double latency_ms = 0; // of the block's schedule
+};
+
+struct SearchResult {
+  Schedule schedule;  // stages carry block index, signature and latency
+  SearchStats stats;
+  std::vector<BlockReport> blocks;  // one per block of the partition
+};
+
+class SearchSession {
+ public:
+  // InvalidArgument for bad options or a graph that cannot be partitioned
+  // (cycle); shapes must be inferred.
+  static StatusOr<std::unique_ptr<SearchSession>> Create(const graph::Graph& graph,
+                                                         const SearchOptions& options);
+
+  // Advances the search as far as the known latencies allow and returns up to
+  // `max_batch` (>= 1) requests for signatures whose latency is unknown and
+  // that were never handed out before. Empty: either Done(), or every unknown
+  // is already handed out and awaits Provide(). Errors: InvalidArgument for
+  // max_batch < 1, ResourceExhausted when a block exceeds the state cap.
+  StatusOr<std::vector<StageRequest>> NextUnknown(int max_batch);
+
+  // Records the latency (ms) of stages with `signature`. InvalidArgument for
+  // a negative or non-finite latency; a second value for a known signature
+  // is ignored (the first measurement wins, keeping results reproducible).
+  Status Provide(Signature signature, double latency_ms);
+
+  // Solves every remaining block, measuring unknown signatures on the spot
+  // with `measure` (each at most once). Used by RunSearch; also finishes a
+  // session that was driven with NextUnknown/Provide for a while.
+  Status RunInline(const StageLatencyFn& measure);
+
+  // True once every block is solved (after NextUnknown returned empty with
+  // nothing outstanding, or after RunInline).
+  bool Done() const { return solved_blocks_ == static_cast<int>(blocks_.size()); }
+
+  // The schedule; FailedPrecondition until Done().
+  StatusOr<SearchResult> Result() const;
+
+  const BlockPartition& partition() const { return partition_; }
+  const SearchStats& stats() const { return stats_; }
+  int solved_blocks() const { return solved_blocks_; }
+  // Signatures handed out and not yet provided.
+  int64_t outstanding() const { return static_cast<int64_t>(requested_.size()); }
+
+ private:
+  enum class BlockPhase { kNotStarted, kWaiting, kSolved };
+  struct BlockState {
+    BlockGraph graph;
+    BlockPhase phase = BlockPhase::kNotStarted;
+    int twin = -1;                   // earlier block with an identical structure
+    std::vector<Signature> unknown;  // what a waiting block needs
+    BlockSolution solution;
+  };
+  class CollectingSource;
+  class InlineSource;
+
+  SearchSession(const graph::Graph& graph, const SearchOptions& options)
+      : graph_(graph), options_(options) {}
+
+  // Solves or re-solves block b with `source`; updates its phase.
+  Status SolveWith(int b, LatencySource& source);
+  // Marks twins of solved blocks solved. Returns true if anything changed.
+  bool ResolveTwins();
+  // Re-solves waiting blocks whose unknowns are all known now.
+  Status SolveReadyBlocks();
+  void MarkSolved(int b);
+  bool IsKnown(Signature signature) const;
+
+  const graph::Graph& graph_;
+  SearchOptions options_;
+  BlockPartition partition_;
+  std::vector<BlockState> blocks_;
+  int next_block_ = 0;  // first block never started
+  int solved_blocks_ = 0;
+  // Every signature looked up or provided; NaN while unknown.
+  absl::flat_hash_map<Signature, double> latencies_;
+  absl::flat_hash_set<Signature> requested_;  // queued or handed out, not provided
+  std::deque<StageRequest> queue_;            // requests not handed out yet
+  SearchStats stats_;
+};
+
+}  // namespace iosfarm::scheduler::ios
+
+#endif  // IOSFARM_SCHEDULER_IOS_SEARCH_SESSION_H_

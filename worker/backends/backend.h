@@ -1,0 +1,107 @@
+// Backend: how a worker executes and times IOS stages and whole schedules.
+//
+// Three implementations: `cuda` (cuDNN/cuBLAS/own kernels, worker/backends/cuda),
+// `cpu` (oneDNN, worker/backends/cpu) and `sim` (analytic device model, for
+// tests and simulation only, worker/backends/sim). A conformance suite runs
+// the same op and stage tests against every backend and compares with the
+// plain reference executor (worker/backends/reference).
+//
+// Phases (DESIGN.md): Build runs on the worker's CPU and never touches the
+// device; Profile runs on the device. One Backend instance never runs two
+// Profile or RunSchedule calls at once: calls are serialised by the backend
+// itself (a second concurrent caller waits). Build may run while a Profile of
+// other plans is in flight.
+//
+// Weights: a weight tensor without data (zoo models) is filled with the
+// deterministic values of MaterializeWeights (worker/backends/weights.h), so
+// every backend computes the same function and --verify can compare them.
+#ifndef IOSFARM_WORKER_BACKENDS_BACKEND_H_
+#define IOSFARM_WORKER_BACKENDS_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "graph/graph.h"
+#include "graph/tensor.h"
+#include "scheduler/ios/schedule.h"
+#include "scheduler/ios/stage.h"
+
+namespace iosfarm::worker {
+
+// The profiling protocol (docs/profiling.md): `warmup` untimed runs, then
+// timed runs until at least `min_repeats` were made and the median moved by
+// less than `stable_fraction` over the last `min_repeats` runs, or until
+// `max_repeats` runs or `max_seconds` of timed work. Device time is measured
+// with device events where the backend has them (CUDA events), else a
+// monotonic clock around a synchronised run.
+struct ProfileOptions {
+  int warmup = 3;
+  int min_repeats = 10;
+  int max_repeats = 200;
+  double stable_fraction = 0.01;
+  double max_seconds = 2.0;
+};
+
+// Robust statistics of repeated timings, milliseconds.
+struct LatencyStats {
+  double median_ms = 0;
+  double p10_ms = 0;
+  double p90_ms = 0;
+  double cv = 0;  // coefficient of variation (stddev / mean)
+  int repeats = 0;
+};
+
+// An executable stage: built on the CPU by Build, timed by Profile. Opaque;
+// owned by the caller; valid only with the backend that built it.
+class StagePlan {
+ public:
+  virtual ~StagePlan() = default;
+};
+
+struct RunOptions {
+  ProfileOptions profile;
+  bool return_outputs = false;  // fill RunResult::outputs
+  bool cuda_graph = false;      // cuda only: capture the schedule as one CUDA graph
+  uint64_t input_seed = 1;      // graph inputs are deterministic random values
+};
+
+struct RunResult {
+  LatencyStats latency;
+  std::vector<graph::Tensor> outputs;  // graph outputs in order, if requested
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "cuda", "cpu" or "sim".
+  virtual std::string name() const = 0;
+  // Human-readable device, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
+  virtual std::string device_description() const = 0;
+
+  // OK if every operator of `graph` can be executed; otherwise Unimplemented
+  // naming the first unsupported node and op type. Never executes anything.
+  virtual Status CheckSupported(const graph::Graph& graph) const = 0;
+
+  // Turns stages of `graph` into executable plans (weights laid out, merged
+  // conv weights assembled, memory planned, algorithm choices that need no
+  // device). CPU only. `graph` must outlive the plans.
+  virtual StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
+      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) = 0;
+
+  // Times each plan on the device (inputs: deterministic random data).
+  virtual StatusOr<std::vector<LatencyStats>> Profile(const std::vector<const StagePlan*>& plans,
+                                                      const ProfileOptions& options) = 0;
+
+  // Executes a whole schedule end to end (schedule validated against graph).
+  virtual StatusOr<RunResult> RunSchedule(const graph::Graph& graph,
+                                          const scheduler::ios::Schedule& schedule,
+                                          const RunOptions& options) = 0;
+};
+
+}  // namespace iosfarm::worker
+
+#endif  // IOSFARM_WORKER_BACKENDS_BACKEND_H_

@@ -1,0 +1,89 @@
+#include "worker/backends/backend_factory.h"
+
+#include "common/strings.h"
+#include "worker/backends/sim/device_model.h"
+
+#ifdef IOSFARM_HAVE_CUDA
+#include "worker/backends/cuda/cuda_device.h"
+#endif
+
+namespace iosfarm::worker {
+namespace {
+
+constexpr std::string_view kSimPrefix = "sim:";
+
+StatusOr<std::unique_ptr<Backend>> CreateSim(std::string_view name, const BackendConfig& config) {
+  sim::SimOptions options = config.sim;
+  if (name != "sim") {
+    ASSIGN_OR_RETURN(options.device, sim::SimDevicePreset(name.substr(kSimPrefix.size())));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> backend,
+                   sim::SimBackend::Create(std::move(options)));
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+StatusOr<std::unique_ptr<Backend>> CreateCpu(const BackendConfig& /*config*/) {
+  return absl::UnimplementedError(
+      "the cpu backend (oneDNN) is not available in this build yet; use --backend sim "
+      "for a simulated device");
+}
+
+// OK when CUDA device `index` is listed; the errors of CreateBackend("cuda").
+Status CheckCudaDevice(int index) {
+#ifdef IOSFARM_HAVE_CUDA
+  ASSIGN_OR_RETURN(std::vector<cuda::CudaDeviceInfo> devices, cuda::ListCudaDevices());
+  if (index < 0 || index >= static_cast<int>(devices.size())) {
+    return absl::NotFoundError(StrCat("CUDA device ", index, " not found (", devices.size(),
+                                      " device", devices.size() == 1 ? "" : "s", ")"));
+  }
+  return absl::OkStatus();
+#else
+  (void)index;
+  return absl::UnimplementedError(
+      "the cuda backend is not compiled in: this build has no CUDA/cuDNN "
+      "(configure with nvcc and cuDNN present, IOSFARM_CUDA=ON)");
+#endif
+}
+
+StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendConfig& config) {
+  RETURN_IF_ERROR(CheckCudaDevice(config.cuda_device));
+  return absl::UnimplementedError(StrCat(
+      "the cuda backend's stage executor is not part of this build yet (CUDA device ",
+      config.cuda_device, " is present); use --backend sim for a simulated device"));
+}
+
+}  // namespace
+
+std::vector<std::string_view> BackendNames() { return {"cuda", "cpu", "sim"}; }
+
+StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name,
+                                                 const BackendConfig& config) {
+  if (name == "cuda") return CreateCuda(config);
+  if (name == "cpu") return CreateCpu(config);
+  if (name == "sim" || name.substr(0, kSimPrefix.size()) == kSimPrefix) {
+    return CreateSim(name, config);
+  }
+  std::string presets;
+  for (std::string_view preset : sim::SimDevicePresetNames()) {
+    presets += presets.empty() ? std::string(preset) : StrCat("|", preset);
+  }
+  return absl::InvalidArgumentError(StrCat("unknown backend \"", name,
+                                           "\" (valid: cuda, cpu, sim, sim:<", presets, ">)"));
+}
+
+std::string BestAvailableBackendName(const BackendConfig& config) {
+#ifdef IOSFARM_HAVE_CUDA
+  if (CheckCudaDevice(config.cuda_device).ok() && cuda::ProbeDevice(config.cuda_device).ok()) {
+    return "cuda";
+  }
+#else
+  (void)config;
+#endif
+  return "cpu";
+}
+
+StatusOr<std::unique_ptr<Backend>> BestAvailableBackend(const BackendConfig& config) {
+  return CreateBackend(BestAvailableBackendName(config), config);
+}
+
+}  // namespace iosfarm::worker

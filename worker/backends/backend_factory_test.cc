@@ -1,0 +1,104 @@
+#include "worker/backends/backend_factory.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#ifdef IOSFARM_HAVE_CUDA
+#include "worker/backends/cuda/cuda_device.h"
+#endif
+
+namespace iosfarm::worker {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Message(const Status& status) { return std::string(status.message()); }
+
+TEST(BackendFactoryTest, ListsTheBackends) {
+  EXPECT_THAT(BackendNames(), ElementsAre("cuda", "cpu", "sim"));
+}
+
+TEST(BackendFactoryTest, CreatesTheSimBackend) {
+  StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("sim");
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_EQ((*backend)->name(), "sim");
+  EXPECT_THAT((*backend)->device_description(), StartsWith("sim v100 (80 SMs"));
+}
+
+TEST(BackendFactoryTest, SimPresetAndOptionsComeThrough) {
+  BackendConfig config;
+  config.sim.noise_sigma = 0.02;
+  config.sim.seed = 9;
+  StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("sim:h100", config);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_THAT((*backend)->device_description(), StartsWith("sim h100 (132 SMs"));
+  const auto* sim = dynamic_cast<const sim::SimBackend*>(backend->get());
+  ASSERT_NE(sim, nullptr);
+  EXPECT_EQ(sim->options().noise_sigma, 0.02);
+  EXPECT_EQ(sim->options().seed, 9u);
+  EXPECT_EQ(sim->options().device.sm_count, 132);
+
+  StatusOr<std::unique_ptr<Backend>> unknown = CreateBackend("sim:p100");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(unknown.status()), HasSubstr("\"p100\" (valid: v100, a100, h100"));
+  EXPECT_EQ(CreateBackend("sim:").status().code(), absl::StatusCode::kNotFound);
+
+  config.sim.noise_sigma = -1;
+  EXPECT_EQ(CreateBackend("sim", config).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(BackendFactoryTest, UnknownNameListsTheValidOnes) {
+  StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("tpu");
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(backend.status()),
+              HasSubstr("unknown backend \"tpu\" (valid: cuda, cpu, sim, sim:<v100|a100|"));
+}
+
+TEST(BackendFactoryTest, CpuIsNotAvailableYet) {
+  StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cpu");
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(backend.status()), HasSubstr("cpu backend (oneDNN) is not available"));
+}
+
+TEST(BackendFactoryTest, CudaSaysWhyItCannotRun) {
+  StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cuda");
+  ASSERT_FALSE(backend.ok());
+#ifdef IOSFARM_HAVE_CUDA
+  if (!cuda::ListCudaDevices().ok()) {
+    EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(Message(backend.status()), StartsWith("no CUDA device"));
+  } else {
+    EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(Message(backend.status()), HasSubstr("stage executor is not part of this build"));
+    BackendConfig config;
+    config.cuda_device = 1000;
+    StatusOr<std::unique_ptr<Backend>> missing = CreateBackend("cuda", config);
+    EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(Message(missing.status()), HasSubstr("CUDA device 1000 not found"));
+  }
+#else
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(backend.status()), HasSubstr("cuda backend is not compiled in"));
+#endif
+}
+
+TEST(BackendFactoryTest, BestAvailableIsCudaOnlyWhenAGpuAnswers) {
+  const std::string best = BestAvailableBackendName();
+#ifdef IOSFARM_HAVE_CUDA
+  EXPECT_EQ(best, cuda::ListCudaDevices().ok() ? "cuda" : "cpu");
+#else
+  EXPECT_EQ(best, "cpu");
+#endif
+  // Whatever it picks, creating it gives that backend or that backend's error.
+  StatusOr<std::unique_ptr<Backend>> backend = BestAvailableBackend();
+  StatusOr<std::unique_ptr<Backend>> direct = CreateBackend(best);
+  EXPECT_EQ(backend.status().code(), direct.status().code());
+  if (backend.ok()) {
+    EXPECT_EQ((*backend)->name(), best);
+  }
+}
+
+}  // namespace
+}  // namespace iosfarm::worker

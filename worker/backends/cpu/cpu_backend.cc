@@ -1,0 +1,267 @@
+#include "worker/backends/cpu/cpu_backend.h"
+
+#include <chrono>
+#include <set>
+
+#include "common/strings.h"
+#include "scheduler/ios/schedule.h"
+#include "worker/backends/cpu/cpu_device.h"
+#include "worker/backends/cpu/layout.h"
+#include "worker/backends/cpu/op_compiler.h"
+#include "worker/backends/cpu/stage_program.h"
+#include "worker/backends/cpu/value_store.h"
+#include "worker/backends/profiling.h"
+#include "worker/backends/weights.h"
+
+namespace iosfarm::worker::cpu {
+namespace {
+
+// A stage compiled against its own memories; external inputs hold
+// deterministic random data.
+class CpuStagePlan final : public StagePlan {
+ public:
+  CpuStagePlan(const CpuBackend* owner, dnnl::engine engine, ActivationLayout layout)
+      : owner(owner), values(std::move(engine), layout) {}
+
+  const CpuBackend* owner;
+  ValueStore values;
+  std::unique_ptr<StageProgram> program;
+};
+
+// Values the stage reads that none of its ops produce.
+std::vector<graph::ValueId> ExternalInputs(const graph::Graph& graph,
+                                           const scheduler::ios::Stage& stage) {
+  std::set<graph::ValueId> produced, read;
+  if (stage.strategy == scheduler::ios::Strategy::kMerge && stage.merged.has_value()) {
+    read.insert(stage.merged->input);
+  }
+  for (const auto& group : stage.groups) {
+    for (graph::NodeId id : group) {
+      if (id < 0 || id >= graph.num_nodes()) continue;  // reported by the compiler
+      const graph::Node& node = graph.node(id);
+      produced.insert(node.outputs.begin(), node.outputs.end());
+      if (stage.strategy != scheduler::ios::Strategy::kMerge) {
+        read.insert(node.inputs.begin(), node.inputs.end());
+      }
+    }
+  }
+  std::vector<graph::ValueId> external;
+  for (graph::ValueId v : read) {
+    if (produced.count(v) == 0) external.push_back(v);
+  }
+  return external;
+}
+
+double ElapsedMs(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+template <typename F>
+auto CatchDnnl(const F& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(StrCat("oneDNN: ", e.what()));
+  }
+}
+
+}  // namespace
+
+bool CpuSupportsOp(graph::OpType type) {
+  switch (type) {
+    case graph::OpType::kConstant:
+    case graph::OpType::kConv:
+    case graph::OpType::kMaxPool:
+    case graph::OpType::kAveragePool:
+    case graph::OpType::kGlobalAveragePool:
+    case graph::OpType::kGlobalMaxPool:
+    case graph::OpType::kRelu:
+    case graph::OpType::kClip:
+    case graph::OpType::kSigmoid:
+    case graph::OpType::kHardSigmoid:
+    case graph::OpType::kHardSwish:
+    case graph::OpType::kTanh:
+    case graph::OpType::kAdd:
+    case graph::OpType::kSub:
+    case graph::OpType::kMul:
+    case graph::OpType::kDiv:
+    case graph::OpType::kConcat:
+    case graph::OpType::kSplit:
+    case graph::OpType::kSlice:
+    case graph::OpType::kPad:
+    case graph::OpType::kReshape:
+    case graph::OpType::kFlatten:
+    case graph::OpType::kTranspose:
+    case graph::OpType::kReduceMean:
+    case graph::OpType::kGemm:
+    case graph::OpType::kMatMul:
+    case graph::OpType::kSoftmax:
+    case graph::OpType::kBatchNormalization:
+    case graph::OpType::kIdentity:
+    case graph::OpType::kDropout:
+      return true;
+  }
+  return false;
+}
+
+CpuBackend::CpuBackend(dnnl::engine engine, int threads, ActivationLayout layout,
+                       std::string description)
+    : engine_(engine),
+      threads_(threads),
+      layout_(layout),
+      description_(std::move(description)),
+      stream_(engine),
+      pool_(engine) {}
+
+StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CpuBackendOptions& options) {
+  if (options.num_threads < 0) {
+    return absl::InvalidArgumentError("cpu backend: num_threads must be >= 0");
+  }
+  ASSIGN_OR_RETURN(CpuDeviceInfo info, DescribeCpuDevice());
+  return CatchDnnl([&]() -> StatusOr<std::unique_ptr<CpuBackend>> {
+    dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    const int threads = options.num_threads > 0 ? options.num_threads : OmpMaxThreads();
+    const ActivationLayout layout =
+        options.layout.has_value() ? *options.layout : DetectActivationLayout(engine);
+    std::string description =
+        StrCat("CPU (oneDNN ", info.onednn_version, ", ", info.isa, ", ", threads, " thread",
+               threads == 1 ? "" : "s", ", ", ActivationLayoutName(layout), " activations)");
+    return std::unique_ptr<CpuBackend>(
+        new CpuBackend(std::move(engine), threads, layout, std::move(description)));
+  });
+}
+
+Status CpuBackend::CheckSupported(const graph::Graph& graph) const {
+  for (const graph::Node& node : graph.nodes()) {
+    if (!CpuSupportsOp(node.type)) {
+      return absl::UnimplementedError(StrCat("cpu backend: node '", node.name, "' has op type ",
+                                             graph::OpTypeName(node.type),
+                                             ", which it does not implement"));
+    }
+    if (!graph::AttributesMatch(node.type, node.attrs)) {
+      return absl::InvalidArgumentError(StrCat("node '", node.name, "' (",
+                                               graph::OpTypeName(node.type),
+                                               "): attributes do not match the op type"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<std::vector<std::unique_ptr<StagePlan>>> CpuBackend::Build(
+    const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
+  RETURN_IF_ERROR(CheckSupported(graph));
+  return CatchDnnl([&]() -> StatusOr<std::vector<std::unique_ptr<StagePlan>>> {
+    dnnl::stream stream(engine_);  // Build's own: it may run during a Profile
+    std::vector<std::unique_ptr<StagePlan>> plans;
+    for (size_t s = 0; s < stages.size(); ++s) {
+      const scheduler::ios::Stage& stage = stages[s];
+      auto plan = std::make_unique<CpuStagePlan>(this, engine_, layout_);
+      CompileContext ctx(graph, plan->values, stream);
+      for (graph::ValueId v : ExternalInputs(graph, stage)) {
+        const graph::Value& value = graph.value(v);
+        if (value.producer != graph::kNoNode &&
+            graph.node(value.producer).type == graph::OpType::kConstant) {
+          continue;  // the compiler writes constants
+        }
+        if (value.shape.empty()) {
+          return absl::InvalidArgumentError(
+              StrCat("stage ", s, ": value '", value.name, "' has no inferred shape"));
+        }
+        RETURN_IF_ERROR(plan->values.Write(
+            v, RandomTensor(value.shape, WeightSeed(value.name, "stage input")), stream));
+      }
+      auto program = StageProgram::Compile(ctx, stage, threads_);
+      if (!program.ok()) {
+        return Status(program.status().code(),
+                      StrCat("stage ", s, " (", scheduler::ios::StageToString(graph, stage),
+                             "): ", ToStd(program.status().message())));
+      }
+      plan->program = std::move(*program);
+      plans.push_back(std::move(plan));
+    }
+    return plans;
+  });
+}
+
+StatusOr<std::vector<LatencyStats>> CpuBackend::Profile(const std::vector<const StagePlan*>& plans,
+                                                        const ProfileOptions& options) {
+  RETURN_IF_ERROR(ValidateProfileOptions(options));
+  std::vector<const CpuStagePlan*> own;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const auto* plan = dynamic_cast<const CpuStagePlan*>(plans[i]);
+    if (plan == nullptr || plan->owner != this) {
+      return absl::InvalidArgumentError(
+          StrCat("plan ", i, " was not built by this cpu backend instance"));
+    }
+    own.push_back(plan);
+  }
+  absl::MutexLock lock(&run_mu_);
+  std::vector<LatencyStats> results;
+  for (const CpuStagePlan* plan : own) {
+    ASSIGN_OR_RETURN(LatencyStats stats, MeasureLatency(
+                                             [&]() -> StatusOr<double> {
+                                               const auto start = std::chrono::steady_clock::now();
+                                               RETURN_IF_ERROR(plan->program->Run(pool_, stream_));
+                                               return ElapsedMs(start);
+                                             },
+                                             options));
+    results.push_back(stats);
+  }
+  return results;
+}
+
+StatusOr<RunResult> CpuBackend::RunSchedule(const graph::Graph& graph,
+                                            const scheduler::ios::Schedule& schedule,
+                                            const RunOptions& options) {
+  RETURN_IF_ERROR(ValidateProfileOptions(options.profile));
+  RETURN_IF_ERROR(CheckSupported(graph));
+  RETURN_IF_ERROR(scheduler::ios::ValidateSchedule(graph, schedule));
+  absl::MutexLock lock(&run_mu_);
+  return CatchDnnl([&]() -> StatusOr<RunResult> {
+    ValueStore values(engine_, layout_);
+    const std::vector<graph::Tensor> inputs = MakeGraphInputs(graph, options.input_seed);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      RETURN_IF_ERROR(values.Write(graph.inputs()[i], inputs[i], stream_));
+    }
+    CompileContext ctx(graph, values, stream_);
+    std::vector<std::unique_ptr<StageProgram>> programs;
+    for (size_t s = 0; s < schedule.stages.size(); ++s) {
+      auto program = StageProgram::Compile(ctx, schedule.stages[s].stage, threads_);
+      if (!program.ok()) {
+        return Status(program.status().code(),
+                      StrCat("stage ", s, ": ", ToStd(program.status().message())));
+      }
+      programs.push_back(std::move(*program));
+    }
+    // Outputs that no stage computes (graph inputs, constants) need memory.
+    for (graph::ValueId v : graph.outputs()) RETURN_IF_ERROR(ctx.Value(v).status());
+
+    RunResult result;
+    ASSIGN_OR_RETURN(result.latency,
+                     MeasureLatency(
+                         [&]() -> StatusOr<double> {
+                           const auto start = std::chrono::steady_clock::now();
+                           for (const auto& program : programs) {
+                             RETURN_IF_ERROR(program->Run(pool_, stream_));
+                           }
+                           return ElapsedMs(start);
+                         },
+                         options.profile));
+    if (options.return_outputs) {
+      for (graph::ValueId v : graph.outputs()) {
+        ASSIGN_OR_RETURN(graph::Tensor t, values.Read(v, graph.value(v).shape, stream_));
+        result.outputs.push_back(std::move(t));
+      }
+    }
+    return result;
+  });
+}
+
+std::vector<std::string> CpuBackend::DescribePlan(const StagePlan& plan) const {
+  const auto* own = dynamic_cast<const CpuStagePlan*>(&plan);
+  if (own == nullptr || own->owner != this) return {};
+  return own->program->Describe();
+}
+
+}  // namespace iosfarm::worker::cpu

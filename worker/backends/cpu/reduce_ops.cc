@@ -1,0 +1,55 @@
+// Softmax and ReduceMean on oneDNN.
+#include <variant>
+
+#include "worker/backends/cpu/layout.h"
+#include "worker/backends/cpu/op_compilers_internal.h"
+
+namespace iosfarm::worker::cpu::internal {
+
+OpOrNull CompileSoftmax(CompileContext& ctx, const graph::Node& node) {
+  const int64_t axis = std::get<graph::SoftmaxAttrs>(node.attrs).axis;
+  const graph::Shape& shape = ctx.Shape(node.inputs[0]);
+  ASSIGN_OR_RETURN(dnnl::memory src, ctx.Value(node.inputs[0]));
+  ASSIGN_OR_RETURN(dnnl::memory dst, ctx.Value(node.outputs[0]));
+  auto op = std::make_unique<CpuOp>(node.name);
+  // oneDNN's fast softmax wants a plain layout.
+  const dnnl::memory plain_src = AddPlainInput(*op, src, shape);
+  const dnnl::memory plain_dst = PlainOutputBuffer(dst, shape);
+  dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, PlainDesc(shape),
+                                   static_cast<int>(axis));
+  dnnl::softmax_forward::primitive_desc pd(desc, ScratchpadAttr(), ctx.engine());
+  op->set_implementation(pd.impl_info_str());
+  AddWithScratchpad(*op, dnnl::softmax_forward(pd), pd,
+                    {{DNNL_ARG_SRC, plain_src}, {DNNL_ARG_DST, plain_dst}});
+  FinishPlainOutput(*op, plain_dst, dst);
+  return op;
+}
+
+OpOrNull CompileReduceMean(CompileContext& ctx, const graph::Node& node) {
+  const auto& a = std::get<graph::ReduceMeanAttrs>(node.attrs);
+  const graph::Shape& in = ctx.Shape(node.inputs[0]);
+  graph::Shape kept = in;
+  for (size_t d = 0; d < kept.size(); ++d) {
+    bool reduced = a.axes.empty();
+    for (int64_t axis : a.axes) reduced = reduced || axis == static_cast<int64_t>(d);
+    if (reduced) kept[d] = 1;
+  }
+  ASSIGN_OR_RETURN(dnnl::memory src, ctx.Value(node.inputs[0]));
+  ASSIGN_OR_RETURN(dnnl::memory dst, ctx.Value(node.outputs[0]));
+  dnnl::memory reduce_dst = dst;
+  if (ctx.Shape(node.outputs[0]) != kept) {
+    // keepdims = false: the same elements, described with the kept dims.
+    if (!IsPlain(dst.get_desc())) return std::unique_ptr<CpuOp>();
+    reduce_dst = dnnl::memory(PlainDesc(kept), ctx.engine(), dst.get_data_handle());
+  }
+  dnnl::reduction::desc desc(dnnl::algorithm::reduction_mean, src.get_desc(),
+                             reduce_dst.get_desc(), 0.0f, 0.0f);
+  dnnl::reduction::primitive_desc pd(desc, ScratchpadAttr(), ctx.engine());
+  auto op = std::make_unique<CpuOp>(node.name);
+  op->set_implementation(pd.impl_info_str());
+  AddWithScratchpad(*op, dnnl::reduction(pd), pd,
+                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, reduce_dst}});
+  return op;
+}
+
+}  // namespace iosfarm::worker::cpu::internal

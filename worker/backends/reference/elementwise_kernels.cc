@@ -1,0 +1,138 @@
+// Reference element-wise, normalisation and reduction kernels.
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+#include "worker/backends/reference/kernels.h"
+#include "worker/backends/reference/shape_util.h"
+
+namespace iosfarm::worker::reference {
+namespace {
+
+float UnaryValue(graph::OpType type, const graph::Attributes& attrs, float v) {
+  const double x = v;
+  switch (type) {
+    case graph::OpType::kRelu:
+      return v > 0.0f ? v : 0.0f;
+    case graph::OpType::kClip: {
+      const auto& a = std::get<graph::ClipAttrs>(attrs);
+      return std::min(std::max(v, a.min), a.max);
+    }
+    case graph::OpType::kSigmoid:
+      return static_cast<float>(1.0 / (1.0 + std::exp(-x)));
+    case graph::OpType::kHardSigmoid: {
+      const auto& a = std::get<graph::HardSigmoidAttrs>(attrs);
+      return static_cast<float>(std::clamp(a.alpha * x + a.beta, 0.0, 1.0));
+    }
+    case graph::OpType::kHardSwish:
+      return static_cast<float>(x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0));
+    case graph::OpType::kTanh:
+      return static_cast<float>(std::tanh(x));
+    default:
+      return v;
+  }
+}
+
+double BinaryValue(graph::OpType type, double a, double b) {
+  switch (type) {
+    case graph::OpType::kAdd:
+      return a + b;
+    case graph::OpType::kSub:
+      return a - b;
+    case graph::OpType::kMul:
+      return a * b;
+    case graph::OpType::kDiv:
+      return a / b;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+void Unary(graph::OpType type, const graph::Attributes& attrs, const ConstView& x,
+           const MutableView& y) {
+  const int64_t n = graph::NumElements(x.shape);
+  for (int64_t i = 0; i < n; ++i) y.data[i] = UnaryValue(type, attrs, x.data[i]);
+}
+
+void Binary(graph::OpType type, const ConstView& a, const ConstView& b, const MutableView& y) {
+  const size_t rank = y.shape.size();
+  const std::vector<int64_t> sa = BroadcastStrides(a.shape, rank);
+  const std::vector<int64_t> sb = BroadcastStrides(b.shape, rank);
+  std::vector<int64_t> index(rank, 0);
+  int64_t out = 0;
+  do {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      ia += index[d] * sa[d];
+      ib += index[d] * sb[d];
+    }
+    // The operation in fp32, as every backend computes it.
+    y.data[out++] = static_cast<float>(BinaryValue(type, a.data[ia], b.data[ib]));
+  } while (NextIndex(y.shape, index));
+}
+
+void BatchNorm(float epsilon, const ConstView& x, const float* scale, const float* bias,
+               const float* mean, const float* var, const MutableView& y) {
+  const int64_t batch = x.shape[0], channels = x.shape[1];
+  const int64_t inner = Product(x.shape, 2, x.shape.size());
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const double inv_std = 1.0 / std::sqrt(static_cast<double>(var[c]) + epsilon);
+      const int64_t base = (n * channels + c) * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        y.data[base + i] = static_cast<float>(
+            (x.data[base + i] - static_cast<double>(mean[c])) * inv_std * scale[c] + bias[c]);
+      }
+    }
+  }
+}
+
+void Softmax(int64_t axis, const ConstView& x, const MutableView& y) {
+  const int64_t outer = Product(x.shape, 0, static_cast<size_t>(axis));
+  const int64_t size = x.shape[static_cast<size_t>(axis)];
+  const int64_t inner = Product(x.shape, static_cast<size_t>(axis) + 1, x.shape.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * size * inner + i;
+      double max = x.data[base];
+      for (int64_t k = 1; k < size; ++k) max = std::max(max, double{x.data[base + k * inner]});
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k) sum += std::exp(x.data[base + k * inner] - max);
+      for (int64_t k = 0; k < size; ++k) {
+        y.data[base + k * inner] =
+            static_cast<float>(std::exp(x.data[base + k * inner] - max) / sum);
+      }
+    }
+  }
+}
+
+void ReduceMean(const graph::ReduceMeanAttrs& attrs, const ConstView& x, const MutableView& y) {
+  const size_t rank = x.shape.size();
+  std::vector<bool> reduced(rank, attrs.axes.empty());
+  for (int64_t axis : attrs.axes) reduced[static_cast<size_t>(axis)] = true;
+  // The output with kept (size 1) reduced dimensions; same element order.
+  graph::Shape kept = x.shape;
+  int64_t count = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (reduced[d]) {
+      count *= kept[d];
+      kept[d] = 1;
+    }
+  }
+  const std::vector<int64_t> out_strides = BroadcastStrides(kept, rank);
+  std::vector<double> sums(static_cast<size_t>(graph::NumElements(kept)), 0.0);
+  std::vector<int64_t> index(rank, 0);
+  int64_t in = 0;
+  do {
+    int64_t out = 0;
+    for (size_t d = 0; d < rank; ++d) out += index[d] * out_strides[d];
+    sums[static_cast<size_t>(out)] += x.data[in++];
+  } while (NextIndex(x.shape, index));
+  for (size_t i = 0; i < sums.size(); ++i) {
+    y.data[i] = static_cast<float>(sums[i] / static_cast<double>(count));
+  }
+}
+
+}  // namespace iosfarm::worker::reference

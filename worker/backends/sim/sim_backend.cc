@@ -1,0 +1,183 @@
+#include "worker/backends/sim/sim_backend.h"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "common/strings.h"
+#include "scheduler/ios/schedule.h"
+#include "scheduler/ios/stable_hash.h"
+#include "worker/backends/profiling.h"
+#include "worker/backends/sim/noise.h"
+#include "worker/backends/sim/sim_stage.h"
+
+namespace iosfarm::worker::sim {
+namespace {
+
+using scheduler::ios::HashCombine;
+
+class SimStagePlan final : public StagePlan {
+ public:
+  SimStagePlan(const SimBackend* owner, SimStage stage) : owner_(owner), stage_(std::move(stage)) {}
+  const SimBackend* owner() const { return owner_; }
+  const SimStage& stage() const { return stage_; }
+
+ private:
+  const SimBackend* owner_;
+  SimStage stage_;
+};
+
+}  // namespace
+
+Status ValidateSimOptions(const SimOptions& o) {
+  RETURN_IF_ERROR(ValidateSimDeviceModel(o.device));
+  if (!(o.noise_sigma >= 0 && std::isfinite(o.noise_sigma))) {
+    return absl::InvalidArgumentError(
+        StrCat("sim option noise_sigma = ", o.noise_sigma, " must be >= 0"));
+  }
+  if (!(o.failure_probability >= 0 && o.failure_probability <= 1)) {
+    return absl::InvalidArgumentError(StrCat("sim option failure_probability = ",
+                                             o.failure_probability, " must be in [0, 1]"));
+  }
+  if (o.fail_every_n < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("sim option fail_every_n = ", o.fail_every_n, " must be >= 0"));
+  }
+  if (!(o.time_scale >= 0 && std::isfinite(o.time_scale))) {
+    return absl::InvalidArgumentError(
+        StrCat("sim option time_scale = ", o.time_scale, " must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(SimOptions options) {
+  RETURN_IF_ERROR(ValidateSimOptions(options));
+  return std::unique_ptr<SimBackend>(new SimBackend(std::move(options)));
+}
+
+std::string SimBackend::device_description() const { return DescribeSimDevice(options_.device); }
+
+Status SimBackend::CheckSupported(const graph::Graph& /*graph*/) const {
+  return absl::OkStatus();
+}
+
+StatusOr<std::vector<std::unique_ptr<StagePlan>>> SimBackend::Build(
+    const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
+  std::vector<std::unique_ptr<StagePlan>> plans;
+  plans.reserve(stages.size());
+  for (size_t i = 0; i < stages.size(); ++i) {
+    StatusOr<SimStage> stage = BuildSimStage(graph, stages[i], options_.device);
+    if (!stage.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("sim Build: stage ", i, ": ", ToStd(stage.status().message())));
+    }
+    plans.push_back(std::make_unique<SimStagePlan>(this, *std::move(stage)));
+  }
+  return plans;
+}
+
+StatusOr<std::vector<LatencyStats>> SimBackend::Profile(const std::vector<const StagePlan*>& plans,
+                                                        const ProfileOptions& options) {
+  RETURN_IF_ERROR(ValidateProfileOptions(options));
+  std::vector<const SimStage*> stages;
+  stages.reserve(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const auto* plan = dynamic_cast<const SimStagePlan*>(plans[i]);
+    if (plan == nullptr || plan->owner() != this) {
+      return absl::InvalidArgumentError(
+          StrCat("sim Profile: plan ", i, " was not built by this sim backend"));
+    }
+    stages.push_back(&plan->stage());
+  }
+
+  absl::MutexLock lock(&device_mutex_);
+  const int64_t call = ++profile_calls_;
+  if ((options_.fail_every_n > 0 && call % options_.fail_every_n == 0) ||
+      InjectFailure(options_.seed, static_cast<uint64_t>(call), options_.failure_probability)) {
+    return absl::UnavailableError(
+        StrCat("sim backend: injected failure (Profile call ", call, ")"));
+  }
+  std::vector<LatencyStats> results;
+  results.reserve(stages.size());
+  double simulated_ms = 0;
+  for (const SimStage* stage : stages) {
+    uint64_t repeat = 0;
+    ASSIGN_OR_RETURN(
+        LatencyStats stats,
+        MeasureLatency(
+            [&]() -> StatusOr<double> {
+              const double ms = stage->time_us / 1e3 *
+                                LognormalNoise(options_.seed, stage->key, repeat++,
+                                               options_.noise_sigma);
+              simulated_ms += ms;
+              return ms;
+            },
+            options));
+    results.push_back(stats);
+  }
+  SleepScaled(simulated_ms);
+  return results;
+}
+
+StatusOr<RunResult> SimBackend::RunSchedule(const graph::Graph& graph,
+                                            const scheduler::ios::Schedule& schedule,
+                                            const RunOptions& options) {
+  if (options.return_outputs) {
+    return absl::UnimplementedError(
+        "the sim backend computes no tensor values: RunSchedule with return_outputs needs "
+        "the cpu or cuda backend");
+  }
+  RETURN_IF_ERROR(ValidateProfileOptions(options.profile));
+  RETURN_IF_ERROR(scheduler::ios::ValidateSchedule(graph, schedule));
+  std::vector<SimStage> stages;
+  stages.reserve(schedule.stages.size());
+  for (size_t s = 0; s < schedule.stages.size(); ++s) {
+    StatusOr<SimStage> stage = BuildSimStage(graph, schedule.stages[s].stage, options_.device);
+    if (!stage.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("sim RunSchedule: stage ", s, ": ", ToStd(stage.status().message())));
+    }
+    // Key by position too, so equal stages of one schedule get independent noise.
+    stage->key = HashCombine(stage->key, s);
+    stages.push_back(*std::move(stage));
+  }
+
+  absl::MutexLock lock(&device_mutex_);
+  uint64_t repeat = 0;
+  double simulated_ms = 0;
+  RunResult result;
+  ASSIGN_OR_RETURN(result.latency, MeasureLatency(
+                                       [&]() -> StatusOr<double> {
+                                         double ms = 0;
+                                         for (const SimStage& stage : stages) {
+                                           ms += stage.time_us / 1e3 *
+                                                 LognormalNoise(options_.seed, stage.key, repeat,
+                                                                options_.noise_sigma);
+                                         }
+                                         ++repeat;
+                                         simulated_ms += ms;
+                                         return ms;
+                                       },
+                                       options.profile));
+  SleepScaled(simulated_ms);
+  return result;
+}
+
+StatusOr<double> SimBackend::StageLatencyMs(const graph::Graph& graph,
+                                            const scheduler::ios::Stage& stage) const {
+  ASSIGN_OR_RETURN(SimStage sim, BuildSimStage(graph, stage, options_.device));
+  return sim.time_us / 1e3;
+}
+
+int64_t SimBackend::profile_calls() const {
+  absl::MutexLock lock(&device_mutex_);
+  return profile_calls_;
+}
+
+void SimBackend::SleepScaled(double simulated_ms) const {
+  const double wall_ms = simulated_ms * options_.time_scale;
+  if (wall_ms <= 0) return;
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(wall_ms));
+}
+
+}  // namespace iosfarm::worker::sim

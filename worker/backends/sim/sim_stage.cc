@@ -1,0 +1,38 @@
+#include "worker/backends/sim/sim_stage.h"
+
+#include "scheduler/ios/op_content.h"
+#include "scheduler/ios/stable_hash.h"
+#include "worker/backends/sim/kernel_model.h"
+#include "worker/backends/sim/stage_validation.h"
+
+namespace iosfarm::worker::sim {
+
+using scheduler::ios::HashCombine;
+using scheduler::ios::Strategy;
+
+StatusOr<SimStage> BuildSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
+                                 const SimDeviceModel& model) {
+  RETURN_IF_ERROR(ValidateStage(graph, stage));
+  SimStage sim;
+  sim.key = HashCombine(0x51u, static_cast<uint64_t>(stage.strategy));
+  for (const auto& group : stage.groups) {
+    sim.key = HashCombine(sim.key, group.size());
+    for (graph::NodeId id : group) {
+      sim.key = HashCombine(sim.key, scheduler::ios::OpContentHash(graph, graph.node(id)));
+    }
+  }
+  if (stage.strategy == Strategy::kMerge) {
+    sim.groups = {{MergedConvKernel(graph, *stage.merged, model)}};
+  } else {
+    for (const auto& group : stage.groups) {
+      std::vector<SimKernel>& kernels = sim.groups.emplace_back();
+      for (graph::NodeId id : group) {
+        if (auto kernel = OpKernel(graph, graph.node(id), model)) kernels.push_back(*kernel);
+      }
+    }
+  }
+  sim.time_us = SimulateStageUs(sim.groups, model);
+  return sim;
+}
+
+}  // namespace iosfarm::worker::sim

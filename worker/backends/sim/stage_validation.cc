@@ -1,0 +1,124 @@
+#include "worker/backends/sim/stage_validation.h"
+
+#include <vector>
+
+#include "common/strings.h"
+#include "scheduler/ios/merge.h"
+
+namespace iosfarm::worker::sim {
+namespace {
+
+using scheduler::ios::MergedBranch;
+using scheduler::ios::MergedConv;
+using scheduler::ios::Stage;
+using scheduler::ios::Strategy;
+
+bool SameMerged(const MergedConv& a, const MergedConv& b) {
+  if (a.input != b.input || !(a.attrs == b.attrs) || a.branches.size() != b.branches.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.branches.size(); ++i) {
+    const MergedBranch& x = a.branches[i];
+    const MergedBranch& y = b.branches[i];
+    if (x.op != y.op || x.channel_begin != y.channel_begin || x.channel_end != y.channel_end ||
+        x.kernel_offset != y.kernel_offset) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status CheckShapes(const graph::Graph& graph, const graph::Node& node) {
+  for (const auto* values : {&node.inputs, &node.outputs}) {
+    for (graph::ValueId v : *values) {
+      if (v < 0 || v >= graph.num_values()) {
+        return absl::InvalidArgumentError(
+            StrCat("stage op '", node.name, "' refers to value id ", v, " out of range"));
+      }
+      if (graph.value(v).shape.empty()) {
+        return absl::InvalidArgumentError(StrCat("stage op '", node.name, "': tensor '",
+                                                 graph.value(v).name, "' has no shape"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status CheckMerge(const graph::Graph& graph, const Stage& stage) {
+  std::vector<graph::NodeId> convs;
+  for (size_t g = 0; g < stage.groups.size(); ++g) {
+    if (stage.groups[g].size() != 1) {
+      return absl::InvalidArgumentError(
+          StrCat("merge stage: group ", g, " has ", stage.groups[g].size(), " ops, not 1"));
+    }
+    convs.push_back(stage.groups[g][0]);
+  }
+  StatusOr<MergedConv> merged = scheduler::ios::MergeConvs(graph, convs);
+  if (!merged.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("merge stage: illegal merge: ", ToStd(merged.status().message())));
+  }
+  if (!stage.merged || !SameMerged(*stage.merged, *merged)) {
+    return absl::InvalidArgumentError(
+        StrCat("merge stage of '", graph.node(convs[0]).name,
+               "': merged description does not match its convolutions"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Status ValidateStage(const graph::Graph& graph, const Stage& stage) {
+  if (stage.groups.empty()) return absl::InvalidArgumentError("stage has no group");
+  const int n = graph.num_nodes();
+  // Group and position of each op of the stage; -1 outside it.
+  std::vector<int> group_of(n, -1), index_of(n, -1);
+  for (size_t g = 0; g < stage.groups.size(); ++g) {
+    if (stage.groups[g].empty()) {
+      return absl::InvalidArgumentError(StrCat("stage group ", g, " is empty"));
+    }
+    for (size_t i = 0; i < stage.groups[g].size(); ++i) {
+      const graph::NodeId id = stage.groups[g][i];
+      if (id < 0 || id >= n) {
+        return absl::InvalidArgumentError(StrCat("stage node id ", id, " out of range"));
+      }
+      const graph::Node& node = graph.node(id);
+      if (node.type == graph::OpType::kConstant) {
+        return absl::InvalidArgumentError(
+            StrCat("stage op '", node.name, "' is a Constant, not an operator"));
+      }
+      if (group_of[id] >= 0) {
+        return absl::InvalidArgumentError(
+            StrCat("stage op '", node.name, "' is listed twice"));
+      }
+      RETURN_IF_ERROR(CheckShapes(graph, node));
+      group_of[id] = static_cast<int>(g);
+      index_of[id] = static_cast<int>(i);
+    }
+  }
+  for (const auto& group : stage.groups) {
+    for (graph::NodeId id : group) {
+      const graph::Node& node = graph.node(id);
+      for (graph::ValueId v : node.inputs) {
+        const graph::NodeId p = graph.value(v).producer;
+        if (p == graph::kNoNode || group_of[p] < 0) continue;  // from an earlier stage
+        if (group_of[p] != group_of[id]) {
+          return absl::InvalidArgumentError(StrCat("stage: '", graph.node(p).name, "' feeds '",
+                                                   node.name, "' from another group"));
+        }
+        if (index_of[p] >= index_of[id]) {
+          return absl::InvalidArgumentError(StrCat("stage: '", node.name,
+                                                   "' is listed before its producer '",
+                                                   graph.node(p).name, "' in its group"));
+        }
+      }
+    }
+  }
+  if (stage.strategy == Strategy::kMerge) return CheckMerge(graph, stage);
+  if (stage.merged) {
+    return absl::InvalidArgumentError("concurrent stage with a merged description");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace iosfarm::worker::sim
