@@ -25,9 +25,11 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # libFuzzer target for the ONNX importer (clang); see graph/onnx/FUZZING.md.
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_DIR)-fuzz -G "$(GENERATOR)" \
-	  -DIOSFARM_FUZZ=ON -DIOSFARM_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	  -DIOSFARM_FUZZ=ON -DIOSFARM_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_C_FLAGS="$(FUZZ_FLAGS)"
 	cmake --build $(BUILD_DIR)-fuzz -j $(JOBS) --target onnx_import_fuzzer
 
 clean:
