@@ -2,7 +2,8 @@
 // pruning bound, with every latency coming from the analytic oracle.
 //
 //   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N]
-//                    [--block-size B] [--no-reuse] [--markdown]
+//                    [--block-size B] [--window OPS] [--no-reuse] [--blocks]
+//                    [--markdown]
 //
 // Each (model, r, s) runs in a forked child so that its peak RSS is its own.
 // Columns: blocks (reused identical ones in parentheses), DP states,
@@ -36,6 +37,7 @@ namespace ios = iosfarm::scheduler::ios;
 struct Row {
   int blocks = 0, reused = 0;
   long long states = 0, transitions = 0, candidates = 0, merges = 0, signatures = 0;
+  int stages = 0, merged_stages = 0;
   double cpu_s = 0, seq_ms = 0, greedy_ms = 0, ios_ms = 0;
   int ok = 0;
   char error[200] = {0};
@@ -48,6 +50,7 @@ double CpuSeconds() {
 }
 
 bool g_show_blocks = false;
+int g_window_ops = -1;
 
 Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bool reuse) {
   Row row;
@@ -61,6 +64,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   options.max_groups = s;
   options.max_block_ops = block_size;
   options.reuse_identical_blocks = reuse;
+  if (g_window_ops >= 0) options.boundary_window_ops = g_window_ops;
   const double start = CpuSeconds();
   auto oracle = ios::MakeAnalyticOracle(*graph);
   auto result = ios::RunSearch(*graph, options, oracle);
@@ -104,6 +108,10 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   row.seq_ms = sequential->latency_ms;
   row.greedy_ms = greedy->latency_ms;
   row.ios_ms = result->schedule.latency_ms;
+  row.stages = static_cast<int>(result->schedule.stages.size());
+  for (const auto& stage : result->schedule.stages) {
+    row.merged_stages += stage.stage.strategy == ios::Strategy::kMerge ? 1 : 0;
+  }
   row.ok = 1;
   return row;
 }
@@ -187,6 +195,8 @@ int main(int argc, char** argv) {
       block_size = std::atoi(next().c_str());
     } else if (arg == "--no-reuse") {
       reuse = false;
+    } else if (arg == "--window") {
+      g_window_ops = std::atoi(next().c_str());
     } else if (arg == "--blocks") {
       g_show_blocks = true;
     } else if (arg == "--markdown") {
@@ -194,19 +204,20 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: ios_search_bench [--models a,b] [--bounds 1x3,2x8,3x8] [--batch N] "
-                   "[--block-size B] [--no-reuse] [--blocks] [--markdown]\n");
+                   "[--block-size B] [--window OPS] [--no-reuse] [--blocks] [--markdown]\n");
       return 2;
     }
   }
   if (markdown) {
     std::printf(
         "| model | r,s | blocks (reused) | DP states | transitions | candidate stages (merge) "
-        "| unique signatures | search CPU s | peak RSS MiB | sequential ms | greedy ms | IOS ms |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        "| unique signatures | search CPU s | peak RSS MiB | sequential ms | greedy ms | IOS ms "
+        "| IOS stages (merge) |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   } else {
-    std::printf("%-16s %-5s %-10s %12s %14s %20s %10s %9s %8s %8s %8s %8s\n", "model", "r,s",
-                "blocks", "states", "transitions", "stages(merge)", "sigs", "cpu_s", "rss_MiB",
-                "seq_ms", "greedy", "ios_ms");
+    std::printf("%-16s %-5s %-10s %12s %14s %20s %10s %9s %8s %8s %8s %8s %s\n", "model",
+                "r,s", "blocks", "states", "transitions", "stages(merge)", "sigs", "cpu_s",
+                "rss_MiB", "seq_ms", "greedy", "ios_ms", "ios_stages(merge)");
   }
   std::fflush(stdout);
   int failures = 0;
@@ -228,15 +239,17 @@ int main(int argc, char** argv) {
       const std::string blocks = StrCat(row.blocks, " (", row.reused, ")");
       const std::string stages = StrCat(row.candidates, " (", row.merges, ")");
       if (markdown) {
-        std::printf("| %s | %d,%d | %s | %lld | %lld | %s | %lld | %.3f | %.0f | %.3f | %.3f | %.3f |\n",
-                    model.c_str(), r, s, blocks.c_str(), row.states, row.transitions,
-                    stages.c_str(), row.signatures, row.cpu_s, rss, row.seq_ms, row.greedy_ms,
-                    row.ios_ms);
+        std::printf(
+            "| %s | %d,%d | %s | %lld | %lld | %s | %lld | %.3f | %.0f | %.3f | %.3f | %.3f | %d (%d) |\n",
+            model.c_str(), r, s, blocks.c_str(), row.states, row.transitions, stages.c_str(),
+            row.signatures, row.cpu_s, rss, row.seq_ms, row.greedy_ms, row.ios_ms, row.stages,
+            row.merged_stages);
       } else {
-        std::printf("%-16s %d,%-3d %-10s %12lld %14lld %20s %10lld %9.3f %8.0f %8.3f %8.3f %8.3f\n",
-                    model.c_str(), r, s, blocks.c_str(), row.states, row.transitions,
-                    stages.c_str(), row.signatures, row.cpu_s, rss, row.seq_ms, row.greedy_ms,
-                    row.ios_ms);
+        std::printf(
+            "%-16s %d,%-3d %-10s %12lld %14lld %20s %10lld %9.3f %8.0f %8.3f %8.3f %8.3f %d (%d)\n",
+            model.c_str(), r, s, blocks.c_str(), row.states, row.transitions, stages.c_str(),
+            row.signatures, row.cpu_s, rss, row.seq_ms, row.greedy_ms, row.ios_ms, row.stages,
+            row.merged_stages);
       }
       std::fflush(stdout);
     }

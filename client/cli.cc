@@ -12,6 +12,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CommandContext context{out, err, absl::OkStatus()};
   AddModelsCommand(app, context);
   AddInspectCommand(app, context);
+  AddSearchCommand(app, context);
+  AddRunCommand(app, context);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -20,6 +20,8 @@ struct CommandContext {
 // context.result (errors become exit code 1 with the message).
 void AddModelsCommand(CLI::App& app, CommandContext& context);
 void AddInspectCommand(CLI::App& app, CommandContext& context);
+void AddSearchCommand(CLI::App& app, CommandContext& context);
+void AddRunCommand(CLI::App& app, CommandContext& context);
 
 }  // namespace iosfarm::client
 

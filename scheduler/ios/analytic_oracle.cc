@@ -35,7 +35,9 @@ OpTime NodeTime(const graph::Graph& graph, const graph::Node& node,
                 static_cast<double>(cost.bytes_read + cost.bytes_written), outputs, m);
 }
 
-// Time of the merged convolution plus its channel split, in us.
+// Time of the merged convolution plus its channel split, in us. At batch 1
+// the channel slices of an NCHW output are contiguous, so consumers read them
+// in place; larger batches need a split kernel.
 double MergedTime(const graph::Graph& graph, const MergedConv& merged,
                   const AnalyticDeviceModel& m) {
   const graph::Shape& in = graph.value(merged.input).shape;
@@ -51,6 +53,7 @@ double MergedTime(const graph::Graph& graph, const MergedConv& merged,
       4.0 * (static_cast<double>(graph::NumElements(in)) + weights + out_elements);
   const double flops = 2.0 * macs + 2.0 * out_elements;
   const OpTime conv = TimeOf(flops, bytes, out_elements, m);
+  if (out[0] == 1) return conv.alone_us + m.issue_us;
   const OpTime split = TimeOf(0.0, 8.0 * out_elements, out_elements, m);
   return conv.alone_us + split.alone_us + 2.0 * m.issue_us;
 }

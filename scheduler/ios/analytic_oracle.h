@@ -8,7 +8,8 @@
 // Concurrent stage: stage_sync + max(longest group (sum of its ops' times),
 // device-bound time = total work * (1 + contention * (groups - 1)) + issue *
 // total ops). Merge stage: one convolution with the zero-padded merged
-// kernel (merge.h), plus one channel-split kernel over its output.
+// kernel (merge.h), plus one channel-split kernel over its output when the
+// batch is above 1 (at batch 1 the channel slices are contiguous views).
 // Latencies are in milliseconds.
 #ifndef IOSFARM_SCHEDULER_IOS_ANALYTIC_ORACLE_H_
 #define IOSFARM_SCHEDULER_IOS_ANALYTIC_ORACLE_H_

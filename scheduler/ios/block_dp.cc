@@ -85,10 +85,8 @@ class BlockDp {
     sc.endings.clear();
     sc.hashes.clear();
     enumerator_.Enumerate(remaining, [&](const OpBits<W>& ops, const EndingGroup<W>*, int) {
-      const uint64_t hash = ops.Hash();
-      endings_.Prefetch(hash);
       sc.endings.push_back(ops);
-      sc.hashes.push_back(hash);
+      sc.hashes.push_back(ops.Hash());
     });
     const size_t count = sc.endings.size();
     stats_.transitions += static_cast<int64_t>(count);
@@ -139,17 +137,71 @@ class BlockDp {
 
   // Creates the record of a new ending: its groups, signatures and latencies.
   EndingValue NewEnding(const OpBits<W>& ops, uint64_t hash) {
-    const int num_groups = FindGroups(ops);
+    const Signature signature = HashStage(ops);
     EndingValue value;
-    Signature signature = Canonicalize(ops, Strategy::kConcurrent);
-    value.latency = Lookup(signature, ops, Strategy::kConcurrent);
-    if (options_.enable_merge && IsMergeable(ops, num_groups)) {
-      signature = Canonicalize(ops, Strategy::kMerge);
-      value.merge_latency = Lookup(signature, ops, Strategy::kMerge);
+    value.latency = Lookup(signature, Strategy::kConcurrent);
+    if (options_.enable_merge && IsMergeable(ops)) {
+      value.merge_latency = Lookup(hasher_.Finish(Strategy::kMerge), Strategy::kMerge);
       ++merges_;
     }
     endings_.Insert(ops, hash, value);
     return value;
+  }
+
+  // Splits `ops` into its groups (group_bits_) and feeds their cached hashes
+  // to hasher_; returns the concurrent signature (hasher_ can give others).
+  Signature HashStage(const OpBits<W>& ops) {
+    const int num_groups = FindGroups(ops);
+    group_bits_.assign(num_groups, OpBits<W>());
+    ops.ForEach([&](int i) { group_bits_[group_of_[i]].Set(i); });
+    group_hashes_.resize(num_groups);
+    hasher_.Begin();
+    for (int g = 0; g < num_groups; ++g) {
+      const GroupInfo info = GroupFor(group_bits_[g]);
+      group_hashes_[g] = info.hash;
+      hasher_.AddGroup(info.hash, reads_.data() + info.reads_begin,
+                       static_cast<int>(info.reads_count));
+    }
+    return hasher_.Finish(Strategy::kConcurrent);
+  }
+
+  struct GroupInfo {
+    uint64_t hash = 0;
+    uint32_t reads_begin = 0;  // its external reads in reads_
+    uint32_t reads_count = 0;
+  };
+
+  // The canonical hash and external reads of a group, cached per block.
+  GroupInfo GroupFor(const OpBits<W>& bits) {
+    const uint64_t key = bits.Hash();
+    if (const GroupInfo* info = groups_.Find(bits, key)) return *info;
+    GroupInfo info;
+    info.hash = CanonicalizeGroup(bits);
+    info.reads_begin = static_cast<uint32_t>(reads_.size());
+    info.reads_count = static_cast<uint32_t>(canonicalizer_.external_reads().size());
+    reads_.insert(reads_.end(), canonicalizer_.external_reads().begin(),
+                  canonicalizer_.external_reads().end());
+    groups_.Insert(bits, key, info);
+    return info;
+  }
+
+  // Runs the canonicaliser over the group `bits` (ops in local, hence
+  // topological, order) and returns its hash.
+  uint64_t CanonicalizeGroup(const OpBits<W>& bits) {
+    canonicalizer_.Begin();
+    int k = 0;
+    bits.ForEach([&](int i) {
+      local_k_[i] = k++;
+      canonicalizer_.AddOp(block_.content_hash(i));
+      for (const BlockGraph::Input& input : block_.inputs(i)) {
+        if (input.producer >= 0 && bits.Test(input.producer)) {
+          canonicalizer_.AddInternalInput(input.port, local_k_[input.producer], input.output);
+        } else {
+          canonicalizer_.AddExternalInput(input.port, input.value);
+        }
+      }
+    });
+    return canonicalizer_.Finish();
   }
 
   // Labels the connected components of `ops` in group_of_; returns their
@@ -179,8 +231,9 @@ class BlockDp {
   }
 
   // A merge needs two or more groups of one conv each, all of one merge class
-  // (group_of_ holds the groups).
-  bool IsMergeable(const OpBits<W>& ops, int num_groups) const {
+  // (group_bits_ holds the groups).
+  bool IsMergeable(const OpBits<W>& ops) const {
+    const int num_groups = static_cast<int>(group_bits_.size());
     if (num_groups < 2 || ops.Count() != num_groups) return false;
     const uint64_t key = block_.merge_key(ops.First());
     if (key == 0) return false;
@@ -189,34 +242,23 @@ class BlockDp {
     return same;
   }
 
-  // Feeds the stage `ops` (groups in group_of_) to the builder and returns
-  // its signature; the builder then holds the canonical order.
-  Signature Canonicalize(const OpBits<W>& ops, Strategy strategy) {
-    builder_.Begin(strategy);
-    int k = 0;
-    ops.ForEach([&](int i) {
-      local_k_[i] = k++;
-      builder_.AddOp(block_.content_hash(i), group_of_[i]);
-      for (const BlockGraph::Input& input : block_.inputs(i)) {
-        if (input.producer >= 0 && ops.Test(input.producer)) {
-          builder_.AddInternalInput(input.port, local_k_[input.producer], input.output);
-        } else {
-          builder_.AddExternalInput(input.port, input.value);
-        }
-      }
+  // The canonical stage of the groups in group_bits_ (see CanonicalizeStage):
+  // groups by hash then smallest node id, ops in canonical order.
+  Stage CanonicalStage(Strategy strategy) {
+    std::vector<int> order(group_bits_.size());
+    for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      if (group_hashes_[a] != group_hashes_[b]) return group_hashes_[a] < group_hashes_[b];
+      return block_.node(group_bits_[a].First()) < block_.node(group_bits_[b].First());
     });
-    return builder_.Finish();
-  }
-
-  // The canonical stage the builder currently describes.
-  Stage StageFromBuilder(const OpBits<W>& ops, Strategy strategy) const {
-    std::vector<graph::NodeId> by_k;
-    ops.ForEach([&](int i) { by_k.push_back(block_.node(i)); });
     Stage stage;
     stage.strategy = strategy;
-    for (int g : builder_.canonical_groups()) {
+    for (int g : order) {
+      CanonicalizeGroup(group_bits_[g]);
+      std::vector<graph::NodeId> by_k;
+      group_bits_[g].ForEach([&](int i) { by_k.push_back(block_.node(i)); });
       std::vector<graph::NodeId> group;
-      for (int k : builder_.canonical_ops(g)) group.push_back(by_k[k]);
+      for (int k : canonicalizer_.canonical_order()) group.push_back(by_k[k]);
       stage.groups.push_back(std::move(group));
     }
     if (strategy == Strategy::kMerge) {
@@ -228,9 +270,10 @@ class BlockDp {
     return stage;
   }
 
-  double Lookup(Signature signature, const OpBits<W>& ops, Strategy strategy) {
+  double Lookup(Signature signature, Strategy strategy) {
     std::optional<double> latency =
-        source_.Lookup(signature, [&]() { return StageFromBuilder(ops, strategy); });
+        source_.Lookup(signature, [&]() { return CanonicalStage(strategy); });
+
     if (!source_.status().ok() && status_.ok()) status_ = source_.status();
     if (!latency) {
       complete_ = false;
@@ -240,17 +283,22 @@ class BlockDp {
   }
 
   Stage BuildStage(const OpBits<W>& ops, bool merge, Signature* signature) {
-    FindGroups(ops);
+    *signature = HashStage(ops);
     const Strategy strategy = merge ? Strategy::kMerge : Strategy::kConcurrent;
-    *signature = Canonicalize(ops, strategy);
-    return StageFromBuilder(ops, strategy);
+    if (merge) *signature = hasher_.Finish(Strategy::kMerge);
+    return CanonicalStage(strategy);
   }
 
   const BlockGraph& block_;
   const DpOptions& options_;
   LatencySource& source_;
   EndingEnumerator<W> enumerator_;
-  SignatureBuilder builder_;
+  GroupCanonicalizer canonicalizer_;
+  StageHasher hasher_;
+  OpBitsMap<W, GroupInfo> groups_;
+  std::vector<ExternalRead> reads_;
+  std::vector<OpBits<W>> group_bits_;
+  std::vector<uint64_t> group_hashes_;
   std::vector<int> local_k_, group_of_, stack_;
   std::vector<Scratch> scratch_;
   OpBitsMap<W, StateValue> states_;

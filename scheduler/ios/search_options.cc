@@ -18,6 +18,10 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(StrCat("max_block_ops must be in 1..", kMaxBlockOps,
                                              ", got ", options.max_block_ops));
   }
+  if (options.boundary_window_ops < 0 || options.boundary_window_ops > kMaxBlockOps) {
+    return absl::InvalidArgumentError(StrCat("boundary_window_ops must be in 0..", kMaxBlockOps,
+                                             ", got ", options.boundary_window_ops));
+  }
   if (options.max_states_per_block < 0) {
     return absl::InvalidArgumentError(
         StrCat("max_states_per_block must be >= 0, got ", options.max_states_per_block));

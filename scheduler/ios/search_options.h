@@ -17,6 +17,12 @@ struct SearchOptions {
   // identical blocks (e.g. repeated NASNet cells). Changes nothing in the
   // result, only the work.
   bool reuse_identical_blocks = true;
+  // Boundary windows (IOPS's local search around split points): after the
+  // blocks are solved, the last stages of a block and the first stages of the
+  // next one across every size cut, up to this many ops in all, are solved
+  // again as one small block and replaced when that is cheaper. It recovers
+  // parallelism that a size cut separated. 0 disables.
+  int boundary_window_ops = 24;
   // Per-block cap on DP states, to bound memory (0: none). The default keeps
   // a block under roughly 2 GiB.
   int64_t max_states_per_block = 30'000'000;

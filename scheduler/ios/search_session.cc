@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "scheduler/ios/merge.h"
+#include "scheduler/ios/op_dag.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -85,19 +86,71 @@ StatusOr<std::unique_ptr<SearchSession>> SearchSession::Create(const graph::Grap
   std::unique_ptr<SearchSession> session(new SearchSession(graph, options));
   ASSIGN_OR_RETURN(session->partition_,
                    PartitionIntoBlocks(graph, BlockOptions{options.max_block_ops}));
-  std::map<std::vector<uint64_t>, int> first_with_structure;
+  ASSIGN_OR_RETURN(OpDag dag, BuildOpDag(graph));
+  session->position_ = std::move(dag.position);
   for (const Block& block : session->partition_.blocks) {
     BlockState state;
     ASSIGN_OR_RETURN(state.graph, BlockGraph::Build(graph, block.ops));
-    if (options.reuse_identical_blocks) {
-      const int index = static_cast<int>(session->blocks_.size());
-      auto [it, inserted] = first_with_structure.emplace(state.graph.structure_key(), index);
-      if (!inserted) state.twin = it->second;
-    }
-    session->blocks_.push_back(std::move(state));
+    session->AddBlock(std::move(state));
   }
-  session->stats_.blocks = static_cast<int>(session->blocks_.size());
+  session->num_blocks_ = static_cast<int>(session->blocks_.size());
+  session->stats_.blocks = session->num_blocks_;
+  if (session->num_blocks_ == 0) session->windows_created_ = true;
   return session;
+}
+
+void SearchSession::AddBlock(BlockState state) {
+  if (options_.reuse_identical_blocks) {
+    const int index = static_cast<int>(blocks_.size());
+    auto [it, inserted] = first_with_structure_.emplace(state.graph.structure_key(), index);
+    if (!inserted) state.twin = it->second;
+  }
+  blocks_.push_back(std::move(state));
+}
+
+Status SearchSession::CreateWindows() {
+  windows_created_ = true;
+  if (options_.boundary_window_ops <= 0) return absl::OkStatus();
+  const int half = std::max(1, options_.boundary_window_ops / 2);
+  std::vector<int> claimed(num_blocks_, 0);  // stages taken from each block's start
+  for (int right = 1; right < num_blocks_; ++right) {
+    if (partition_.blocks[right].start != BlockStart::kSizeSplit) continue;
+    const std::vector<PlannedStage>& left_stages = blocks_[right - 1].solution.stages;
+    const std::vector<PlannedStage>& right_stages = blocks_[right].solution.stages;
+    BlockState window;
+    window.right = right;
+    int left_ops = 0, right_ops = 0;
+    const int left_available = static_cast<int>(left_stages.size()) - claimed[right - 1];
+    while (window.left_stages < left_available) {
+      const int ops = left_stages[left_stages.size() - 1 - window.left_stages].stage.num_ops();
+      if (window.left_stages > 0 && left_ops + ops > half) break;
+      left_ops += ops;
+      ++window.left_stages;
+    }
+    while (window.right_stages < static_cast<int>(right_stages.size())) {
+      const int ops = right_stages[window.right_stages].stage.num_ops();
+      if (window.right_stages > 0 && right_ops + ops > half) break;
+      right_ops += ops;
+      ++window.right_stages;
+    }
+    if (window.left_stages == 0 || window.right_stages == 0) continue;
+    std::vector<graph::NodeId> ops;
+    auto take = [&](const PlannedStage& planned) {
+      window.old_latency_ms += planned.latency_ms;
+      for (const auto& group : planned.stage.groups) ops.insert(ops.end(), group.begin(), group.end());
+    };
+    for (int i = 0; i < window.left_stages; ++i) {
+      take(left_stages[left_stages.size() - 1 - i]);
+    }
+    for (int i = 0; i < window.right_stages; ++i) take(right_stages[i]);
+    std::sort(ops.begin(), ops.end(),
+              [&](graph::NodeId a, graph::NodeId b) { return position_[a] < position_[b]; });
+    ASSIGN_OR_RETURN(window.graph, BlockGraph::Build(graph_, ops));
+    claimed[right] = window.right_stages;
+    AddBlock(std::move(window));
+    ++stats_.windows;
+  }
+  return absl::OkStatus();
 }
 
 Status SearchSession::SolveWith(int b, LatencySource& source) {
@@ -192,17 +245,17 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
     return absl::InvalidArgumentError(StrCat("max_batch must be >= 1, got ", max_batch));
   }
   RETURN_IF_ERROR(SolveReadyBlocks());
-  while (static_cast<int>(queue_.size()) < max_batch &&
-         next_block_ < static_cast<int>(blocks_.size())) {
-    const int b = next_block_++;
-    if (blocks_[b].twin >= 0) {
-      blocks_[b].phase = BlockPhase::kWaiting;
-      continue;
+  while (true) {
+    while (static_cast<int>(queue_.size()) < max_batch &&
+           next_block_ < static_cast<int>(blocks_.size())) {
+      const int b = next_block_++;
+      CollectingSource source(*this, blocks_[b].unknown);
+      RETURN_IF_ERROR(StartBlock(b, source));
     }
-    CollectingSource source(*this, blocks_[b].unknown);
-    RETURN_IF_ERROR(SolveWith(b, source));
+    ResolveTwins();
+    if (windows_created_ || solved_blocks_ < num_blocks_) break;
+    RETURN_IF_ERROR(CreateWindows());
   }
-  ResolveTwins();
   std::vector<StageRequest> batch;
   while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch) {
     StageRequest request = std::move(queue_.front());
@@ -224,19 +277,31 @@ Status SearchSession::Provide(Signature signature, double latency_ms) {
 
 Status SearchSession::RunInline(const StageLatencyFn& measure) {
   InlineSource source(*this, measure);
-  for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
-    BlockState& state = blocks_[b];
-    if (state.phase == BlockPhase::kSolved) continue;
-    if (state.twin >= 0) {
-      state.phase = BlockPhase::kWaiting;
-      continue;
+  while (true) {
+    for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
+      BlockState& state = blocks_[b];
+      if (state.phase == BlockPhase::kSolved) continue;
+      if (state.phase == BlockPhase::kNotStarted) {
+        RETURN_IF_ERROR(StartBlock(b, source));
+      } else if (state.twin < 0) {
+        RETURN_IF_ERROR(SolveWith(b, source));
+      }
+      ResolveTwins();
     }
-    RETURN_IF_ERROR(SolveWith(b, source));
+    next_block_ = static_cast<int>(blocks_.size());
+    if (windows_created_) break;
+    RETURN_IF_ERROR(CreateWindows());
   }
-  next_block_ = static_cast<int>(blocks_.size());
   queue_.clear();
-  ResolveTwins();
   return absl::OkStatus();
+}
+
+Status SearchSession::StartBlock(int b, LatencySource& source) {
+  if (blocks_[b].twin >= 0) {
+    blocks_[b].phase = BlockPhase::kWaiting;  // for its twin
+    return absl::OkStatus();
+  }
+  return SolveWith(b, source);
 }
 
 StatusOr<SearchResult> SearchSession::Result() const {
@@ -246,26 +311,53 @@ StatusOr<SearchResult> SearchSession::Result() const {
                                                 requested_.size(), " latencies outstanding"));
   }
   SearchResult result;
-  for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
-    BlockReport report;
-    report.num_ops = blocks_[b].graph.size();
-    report.twin = blocks_[b].twin;
-    report.dp = blocks_[b].solution.stats;
-    report.num_stages = static_cast<int>(blocks_[b].solution.stages.size());
-    report.latency_ms = blocks_[b].solution.latency_ms;
-    result.blocks.push_back(report);
-    for (const PlannedStage& planned : blocks_[b].solution.stages) {
-      ScheduledStage stage;
-      stage.stage = planned.stage;
-      stage.block = b;
-      stage.signature = planned.signature;
-      stage.latency_ms = planned.latency_ms;
-      result.schedule.latency_ms += planned.latency_ms;
-      result.schedule.stages.push_back(std::move(stage));
-    }
-  }
   result.stats = stats_;
   result.stats.unique_signatures = static_cast<int64_t>(latencies_.size());
+  // Windows by the block they start, and how many stages they take from
+  // each side.
+  std::vector<int> window_at(num_blocks_, -1);
+  std::vector<int> skip_front(num_blocks_, 0), skip_back(num_blocks_, 0);
+  for (int w = num_blocks_; w < static_cast<int>(blocks_.size()); ++w) {
+    const BlockState& window = blocks_[w];
+    window_at[window.right] = w;
+    skip_back[window.right - 1] = window.left_stages;
+    skip_front[window.right] = window.right_stages;
+  }
+  auto emit = [&](const PlannedStage& planned, int block) {
+    ScheduledStage stage;
+    stage.stage = planned.stage;
+    stage.block = block;
+    stage.signature = planned.signature;
+    stage.latency_ms = planned.latency_ms;
+    result.schedule.latency_ms += planned.latency_ms;
+    result.schedule.stages.push_back(std::move(stage));
+  };
+  for (int b = 0; b < num_blocks_; ++b) {
+    const BlockState& state = blocks_[b];
+    BlockReport report;
+    report.num_ops = state.graph.size();
+    report.twin = state.twin;
+    report.dp = state.solution.stats;
+    report.num_stages = static_cast<int>(state.solution.stages.size());
+    report.latency_ms = state.solution.latency_ms;
+    result.blocks.push_back(report);
+    if (window_at[b] >= 0) {
+      const BlockState& window = blocks_[window_at[b]];
+      const std::vector<PlannedStage>& left = blocks_[b - 1].solution.stages;
+      if (window.solution.latency_ms < window.old_latency_ms - 1e-12) {
+        for (const PlannedStage& planned : window.solution.stages) emit(planned, b - 1);
+        ++result.stats.improved_windows;
+        result.stats.window_gain_ms += window.old_latency_ms - window.solution.latency_ms;
+      } else {
+        for (size_t i = left.size() - window.left_stages; i < left.size(); ++i) {
+          emit(left[i], b - 1);
+        }
+        for (int i = 0; i < window.right_stages; ++i) emit(state.solution.stages[i], b);
+      }
+    }
+    const auto& stages = state.solution.stages;
+    for (size_t i = skip_front[b]; i + skip_back[b] < stages.size(); ++i) emit(stages[i], b);
+  }
   return result;
 }
 

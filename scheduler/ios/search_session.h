@@ -20,7 +20,8 @@
 //
 // Each unknown signature is requested exactly once per session; a block with
 // unknowns is enumerated once to list them and solved in a second pass once
-// they are known. Provide() accepts any signature at any time (a latency that
+// they are known. Once every block is solved, the boundary windows
+// (SearchOptions::boundary_window_ops) go through the same loop. Provide() accepts any signature at any time (a latency that
 // no block needs is kept and harmless).
 //
 // The graph must outlive the session. Not thread-safe: one caller at a time.
@@ -29,6 +30,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -58,6 +60,9 @@ struct SearchStats {
   int64_t unique_signatures = 0;  // distinct signatures looked up (or provided)
   int64_t requests = 0;           // StageRequests handed out by NextUnknown
   int64_t dp_passes = 0;          // block DP runs (a block with unknowns takes two)
+  int windows = 0;                // boundary windows re-solved
+  int improved_windows = 0;       // of which replaced their stages
+  double window_gain_ms = 0;      // latency saved by boundary windows
 };
 
 // What the search did for one block.
@@ -99,9 +104,11 @@ class SearchSession {
   // session that was driven with NextUnknown/Provide for a while.
   Status RunInline(const StageLatencyFn& measure);
 
-  // True once every block is solved (after NextUnknown returned empty with
-  // nothing outstanding, or after RunInline).
-  bool Done() const { return solved_blocks_ == static_cast<int>(blocks_.size()); }
+  // True once every block and boundary window is solved (after NextUnknown
+  // returned empty with nothing outstanding, or after RunInline).
+  bool Done() const {
+    return windows_created_ && solved_blocks_ == static_cast<int>(blocks_.size());
+  }
 
   // The schedule; FailedPrecondition until Done().
   StatusOr<SearchResult> Result() const;
@@ -114,12 +121,20 @@ class SearchSession {
 
  private:
   enum class BlockPhase { kNotStarted, kWaiting, kSolved };
+  // A block of the partition, or a boundary window (after the blocks).
   struct BlockState {
     BlockGraph graph;
     BlockPhase phase = BlockPhase::kNotStarted;
     int twin = -1;                   // earlier block with an identical structure
     std::vector<Signature> unknown;  // what a waiting block needs
     BlockSolution solution;
+    // Windows: the boundary between blocks right - 1 and right, the number
+    // of stages taken from the end of the left block and from the start of
+    // the right one, and their latency before re-solving.
+    int right = -1;
+    int left_stages = 0;
+    int right_stages = 0;
+    double old_latency_ms = 0;
   };
   class CollectingSource;
   class InlineSource;
@@ -127,6 +142,8 @@ class SearchSession {
   SearchSession(const graph::Graph& graph, const SearchOptions& options)
       : graph_(graph), options_(options) {}
 
+  // Appends a block or window, noting an identical earlier one as its twin.
+  void AddBlock(BlockState state);
   // Solves or re-solves block b with `source`; updates its phase.
   Status SolveWith(int b, LatencySource& source);
   // Marks twins of solved blocks solved. Returns true if anything changed.
@@ -135,11 +152,19 @@ class SearchSession {
   Status SolveReadyBlocks();
   void MarkSolved(int b);
   bool IsKnown(Signature signature) const;
+  // Appends the boundary windows (all blocks of the partition are solved).
+  Status CreateWindows();
+  // Starts block or window b (its first DP pass, or waits for its twin).
+  Status StartBlock(int b, LatencySource& source);
 
   const graph::Graph& graph_;
   SearchOptions options_;
   BlockPartition partition_;
-  std::vector<BlockState> blocks_;
+  std::vector<BlockState> blocks_;  // the partition's blocks, then windows
+  int num_blocks_ = 0;               // of the partition
+  bool windows_created_ = false;
+  std::vector<int> position_;        // node id -> topological position
+  std::map<std::vector<uint64_t>, int> first_with_structure_;
   int next_block_ = 0;  // first block never started
   int solved_blocks_ = 0;
   // Every signature looked up or provided; NaN while unknown.

@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kExternalTag = 0x65787465726e616cULL;  // "external"
 constexpr uint64_t kGroupTag = 0x67726f7570ULL;           // "group"
 constexpr uint64_t kStageTag = 0x7374616765ULL;           // "stage"
+constexpr uint64_t kSharedTag = 0x736861726564ULL;        // "shared"
 
 uint64_t PortKey(int port, int output) {
   return (static_cast<uint64_t>(port) << 32) | static_cast<uint32_t>(output);
@@ -22,29 +23,26 @@ uint64_t PortKey(int port, int output) {
 
 }  // namespace
 
-void SignatureBuilder::Begin(Strategy strategy) {
-  strategy_ = strategy;
+void GroupCanonicalizer::Begin() {
   content_.clear();
-  group_.clear();
   port_begin_.clear();
   ports_.clear();
 }
 
-void SignatureBuilder::AddOp(uint64_t content, int group) {
+void GroupCanonicalizer::AddOp(uint64_t content) {
   content_.push_back(content);
-  group_.push_back(group);
   port_begin_.push_back(static_cast<int>(ports_.size()));
 }
 
-void SignatureBuilder::AddInternalInput(int port, int producer, int output_index) {
+void GroupCanonicalizer::AddInternalInput(int port, int producer, int output_index) {
   ports_.push_back({static_cast<int>(content_.size()) - 1, port, producer, output_index, -1});
 }
 
-void SignatureBuilder::AddExternalInput(int port, int64_t tensor_key) {
+void GroupCanonicalizer::AddExternalInput(int port, int64_t tensor_key) {
   ports_.push_back({static_cast<int>(content_.size()) - 1, port, -1, 0, tensor_key});
 }
 
-Signature SignatureBuilder::Finish() {
+uint64_t GroupCanonicalizer::Finish() {
   const int n = static_cast<int>(content_.size());
   port_begin_.push_back(static_cast<int>(ports_.size()));
   const int num_ports = static_cast<int>(ports_.size());
@@ -69,12 +67,11 @@ Signature SignatureBuilder::Finish() {
     for (int p = port_begin_[k]; p < port_begin_[k + 1]; ++p) {
       const Port& port = ports_[p];
       if (port.producer >= 0) {
-        down_acc_[port.producer] +=
-            Mix64(HashCombine(down_[k], PortKey(port.port, port.output)));
+        down_acc_[port.producer] += Mix64(HashCombine(down_[k], PortKey(port.port, port.output)));
       }
     }
   }
-  // External tensors: labelled by the multiset of their readers.
+  // External tensors: labelled by the multiset of their readers in the group.
   ext_keys_.clear();
   ext_acc_.clear();
   ext_of_port_.assign(num_ports, -1);
@@ -100,80 +97,94 @@ Signature SignatureBuilder::Finish() {
     }
     final_[k] = HashCombine(down_[k], shared);
   }
-
-  // Groups: canonical topological order inside each, then the group hash.
-  int num_group_ids = 0;
-  for (int g : group_) num_group_ids = std::max(num_group_ids, g + 1);
-  if (static_cast<int>(group_ops_.size()) < num_group_ids) group_ops_.resize(num_group_ids);
-  for (int g = 0; g < num_group_ids; ++g) group_ops_[g].clear();
-  pending_preds_.assign(n, 0);
+  // Canonical topological order: the ready op with the smallest final label.
+  pending_.assign(n, 0);
   for (const Port& port : ports_) {
-    if (port.producer >= 0) ++pending_preds_[port.op];
+    if (port.producer >= 0) ++pending_[port.op];
+  }
+  ready_.clear();
+  for (int k = 0; k < n; ++k) {
+    if (pending_[k] == 0) ready_.push_back(k);
   }
   canonical_index_.assign(n, -1);
-  group_hash_.assign(num_group_ids, 0);
-  group_order_.clear();
-  std::vector<int>& ready = ready_;
-  for (int g = 0; g < num_group_ids; ++g) {
-    ready.clear();
-    int size = 0;
-    for (int k = 0; k < n; ++k) {
-      if (group_[k] != g) continue;
-      ++size;
-      if (pending_preds_[k] == 0) ready.push_back(k);
-    }
-    if (size == 0) continue;
-    group_order_.push_back(g);
-    std::vector<int>& order = group_ops_[g];
-    uint64_t h = HashCombine(kGroupTag, static_cast<uint64_t>(size));
-    while (!ready.empty()) {
-      size_t best = 0;
-      for (size_t i = 1; i < ready.size(); ++i) {
-        if (final_[ready[i]] < final_[ready[best]] ||
-            (final_[ready[i]] == final_[ready[best]] && ready[i] < ready[best])) {
-          best = i;
-        }
-      }
-      const int k = ready[best];
-      ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(best));
-      canonical_index_[k] = static_cast<int>(order.size());
-      order.push_back(k);
-      h = HashCombine(h, final_[k]);
-      for (int p = port_begin_[k]; p < port_begin_[k + 1]; ++p) {
-        const Port& port = ports_[p];
-        if (port.producer >= 0) {
-          h = HashCombine(h, PortKey(port.port, port.output));
-          h = HashCombine(h, static_cast<uint64_t>(canonical_index_[port.producer]));
-        }
-      }
-      // Release consumers of k (ports after k's position only).
-      for (int p = port_begin_[k + 1]; p < num_ports; ++p) {
-        if (ports_[p].producer == k && --pending_preds_[ports_[p].op] == 0 &&
-            group_[ports_[p].op] == g) {
-          ready.push_back(ports_[p].op);
-        }
+  order_.clear();
+  reads_.clear();
+  uint64_t h = HashCombine(kGroupTag, static_cast<uint64_t>(n));
+  while (!ready_.empty()) {
+    size_t best = 0;
+    for (size_t i = 1; i < ready_.size(); ++i) {
+      if (final_[ready_[i]] < final_[ready_[best]] ||
+          (final_[ready_[i]] == final_[ready_[best]] && ready_[i] < ready_[best])) {
+        best = i;
       }
     }
-    group_hash_[g] = h;
+    const int k = ready_[best];
+    ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(best));
+    const int index = static_cast<int>(order_.size());
+    canonical_index_[k] = index;
+    order_.push_back(k);
+    h = HashCombine(h, final_[k]);
+    for (int p = port_begin_[k]; p < port_begin_[k + 1]; ++p) {
+      const Port& port = ports_[p];
+      if (port.producer >= 0) {
+        h = HashCombine(h, PortKey(port.port, port.output));
+        h = HashCombine(h, static_cast<uint64_t>(canonical_index_[port.producer]));
+      } else {
+        reads_.push_back({port.tensor, HashCombine(static_cast<uint64_t>(index),
+                                                   PortKey(port.port, 0))});
+      }
+    }
+    // Release consumers of k (their ports come after k's).
+    for (int p = port_begin_[k + 1]; p < num_ports; ++p) {
+      if (ports_[p].producer == k && --pending_[ports_[p].op] == 0) ready_.push_back(ports_[p].op);
+    }
   }
-  std::sort(group_order_.begin(), group_order_.end(), [this](int a, int b) {
-    if (group_hash_[a] != group_hash_[b]) return group_hash_[a] < group_hash_[b];
-    return group_ops_[a].front() < group_ops_[b].front();
-  });
-  uint64_t h = HashCombine(kStageTag, kSignatureVersion);
-  h = HashCombine(h, static_cast<uint64_t>(strategy_));
-  h = HashCombine(h, static_cast<uint64_t>(group_order_.size()));
-  for (int g : group_order_) h = HashCombine(h, group_hash_[g]);
   port_begin_.pop_back();
   return h;
 }
 
+void StageHasher::Begin() {
+  num_groups_ = 0;
+  groups_sum_ = 0;
+  tensors_.clear();
+}
+
+void StageHasher::AddGroup(uint64_t group_hash, const ExternalRead* reads, int num_reads) {
+  groups_sum_ += Mix64(group_hash);
+  for (int i = 0; i < num_reads; ++i) {
+    const ExternalRead& read = reads[i];
+    auto it = std::find_if(tensors_.begin(), tensors_.end(),
+                           [&](const Tensor& t) { return t.key == read.tensor; });
+    if (it == tensors_.end()) {
+      tensors_.push_back({read.tensor, 0, num_groups_, false});
+      it = tensors_.end() - 1;
+    } else if (it->last_group != num_groups_) {
+      it->shared = true;
+      it->last_group = num_groups_;
+    }
+    it->readers += Mix64(HashCombine(group_hash, read.slot));
+  }
+  ++num_groups_;
+}
+
+Signature StageHasher::Finish(Strategy strategy) const {
+  uint64_t sharing = 0;
+  for (const Tensor& t : tensors_) {
+    if (t.shared) sharing += Mix64(HashCombine(kSharedTag, t.readers));
+  }
+  uint64_t h = HashCombine(kStageTag, kSignatureVersion);
+  h = HashCombine(h, static_cast<uint64_t>(strategy));
+  h = HashCombine(h, static_cast<uint64_t>(num_groups_));
+  h = HashCombine(h, groups_sum_);
+  return HashCombine(h, sharing);
+}
+
 StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage) {
-  // Ops of the stage in a topological order of the stage (Kahn on the
-  // induced subgraph, ties by node id), with their group.
   std::unordered_map<graph::NodeId, int> group_of;
-  std::vector<graph::NodeId> ops;
   for (size_t g = 0; g < stage.groups.size(); ++g) {
+    if (stage.groups[g].empty()) {
+      return absl::InvalidArgumentError(StrCat("stage: group ", g, " is empty"));
+    }
     for (graph::NodeId id : stage.groups[g]) {
       if (id < 0 || id >= graph.num_nodes()) {
         return absl::InvalidArgumentError(StrCat("stage lists node id ", id, " out of range"));
@@ -186,71 +197,86 @@ StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage) {
         return absl::InvalidArgumentError(
             StrCat("stage lists '", graph.node(id).name, "' twice"));
       }
-      ops.push_back(id);
     }
   }
-  std::sort(ops.begin(), ops.end());
-  std::unordered_map<graph::NodeId, int> pending;
-  for (graph::NodeId id : ops) {
-    int count = 0;
-    for (graph::ValueId v : graph.node(id).inputs) {
-      const graph::NodeId producer = graph.value(v).producer;
-      if (producer == graph::kNoNode || !group_of.count(producer)) continue;
-      if (group_of[producer] != group_of[id]) {
-        return absl::InvalidArgumentError(
-            StrCat("stage: '", graph.node(producer).name, "' feeds '", graph.node(id).name,
-                   "' but they are in different groups"));
+  struct CanonicalGroup {
+    uint64_t hash;
+    graph::NodeId smallest;
+    std::vector<graph::NodeId> ops;
+    std::vector<ExternalRead> reads;
+  };
+  std::vector<CanonicalGroup> groups;
+  GroupCanonicalizer canonicalizer;
+  for (size_t g = 0; g < stage.groups.size(); ++g) {
+    // A topological order of the group (Kahn, ties by node id).
+    std::vector<graph::NodeId> ops = stage.groups[g];
+    std::sort(ops.begin(), ops.end());
+    std::unordered_map<graph::NodeId, int> pending;
+    for (graph::NodeId id : ops) {
+      int count = 0;
+      for (graph::ValueId v : graph.node(id).inputs) {
+        const graph::NodeId producer = graph.value(v).producer;
+        if (producer == graph::kNoNode || !group_of.count(producer)) continue;
+        if (group_of[producer] != static_cast<int>(g)) {
+          return absl::InvalidArgumentError(
+              StrCat("stage: '", graph.node(producer).name, "' feeds '", graph.node(id).name,
+                     "' but they are in different groups"));
+        }
+        ++count;
       }
-      ++count;
+      pending[id] = count;
     }
-    pending[id] = count;
-  }
-  std::vector<graph::NodeId> topo;
-  std::vector<graph::NodeId> ready;
-  for (graph::NodeId id : ops) {
-    if (pending[id] == 0) ready.push_back(id);
-  }
-  while (!ready.empty()) {
-    auto it = std::min_element(ready.begin(), ready.end());
-    const graph::NodeId id = *it;
-    ready.erase(it);
-    topo.push_back(id);
-    for (graph::NodeId other : ops) {
-      for (graph::ValueId v : graph.node(other).inputs) {
-        if (graph.value(v).producer == id && --pending[other] == 0) ready.push_back(other);
-      }
+    std::vector<graph::NodeId> topo, ready;
+    for (graph::NodeId id : ops) {
+      if (pending[id] == 0) ready.push_back(id);
     }
-  }
-  if (topo.size() != ops.size()) {
-    return absl::InvalidArgumentError("stage contains a cycle");
-  }
-  std::unordered_map<graph::NodeId, int> index_of;
-  for (size_t k = 0; k < topo.size(); ++k) index_of[topo[k]] = static_cast<int>(k);
-
-  SignatureBuilder builder;
-  builder.Begin(stage.strategy);
-  for (graph::NodeId id : topo) {
-    const graph::Node& node = graph.node(id);
-    builder.AddOp(OpContentHash(graph, node), group_of[id]);
-    for (size_t port = 0; port < node.inputs.size(); ++port) {
-      const graph::Value& value = graph.value(node.inputs[port]);
-      if (value.producer != graph::kNoNode && IsFreeNode(graph.node(value.producer))) continue;
-      if (value.producer != graph::kNoNode && index_of.count(value.producer)) {
-        builder.AddInternalInput(static_cast<int>(port), index_of[value.producer],
-                                 value.producer_output);
-      } else {
-        builder.AddExternalInput(static_cast<int>(port), node.inputs[port]);
+    while (!ready.empty()) {
+      auto it = std::min_element(ready.begin(), ready.end());
+      const graph::NodeId id = *it;
+      ready.erase(it);
+      topo.push_back(id);
+      for (graph::NodeId other : ops) {
+        for (graph::ValueId v : graph.node(other).inputs) {
+          if (graph.value(v).producer == id && --pending[other] == 0) ready.push_back(other);
+        }
       }
     }
-  }
-  const Signature signature = builder.Finish();
-  std::vector<std::vector<graph::NodeId>> groups;
-  for (int g : builder.canonical_groups()) {
-    std::vector<graph::NodeId> group;
-    for (int k : builder.canonical_ops(g)) group.push_back(topo[k]);
+    if (topo.size() != ops.size()) return absl::InvalidArgumentError("stage contains a cycle");
+    std::unordered_map<graph::NodeId, int> index_of;
+    for (size_t k = 0; k < topo.size(); ++k) index_of[topo[k]] = static_cast<int>(k);
+    canonicalizer.Begin();
+    for (graph::NodeId id : topo) {
+      const graph::Node& node = graph.node(id);
+      canonicalizer.AddOp(OpContentHash(graph, node));
+      for (size_t port = 0; port < node.inputs.size(); ++port) {
+        const graph::Value& value = graph.value(node.inputs[port]);
+        if (value.producer != graph::kNoNode && IsFreeNode(graph.node(value.producer))) continue;
+        if (value.producer != graph::kNoNode && index_of.count(value.producer)) {
+          canonicalizer.AddInternalInput(static_cast<int>(port), index_of[value.producer],
+                                         value.producer_output);
+        } else {
+          canonicalizer.AddExternalInput(static_cast<int>(port), node.inputs[port]);
+        }
+      }
+    }
+    CanonicalGroup group;
+    group.hash = canonicalizer.Finish();
+    group.smallest = ops.front();
+    for (int k : canonicalizer.canonical_order()) group.ops.push_back(topo[k]);
+    group.reads = canonicalizer.external_reads();
     groups.push_back(std::move(group));
   }
-  stage.groups = std::move(groups);
+  StageHasher hasher;
+  hasher.Begin();
+  for (const CanonicalGroup& group : groups) {
+    hasher.AddGroup(group.hash, group.reads.data(), static_cast<int>(group.reads.size()));
+  }
+  const Signature signature = hasher.Finish(stage.strategy);
+  std::sort(groups.begin(), groups.end(), [](const CanonicalGroup& a, const CanonicalGroup& b) {
+    return a.hash != b.hash ? a.hash < b.hash : a.smallest < b.smallest;
+  });
+  stage.groups.clear();
+  for (CanonicalGroup& group : groups) stage.groups.push_back(std::move(group.ops));
   if (stage.strategy == Strategy::kMerge) {
     std::vector<graph::NodeId> convs;
     for (const auto& group : stage.groups) {

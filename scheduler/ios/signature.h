@@ -8,15 +8,21 @@
 // the order in which groups or ops are listed: isomorphic stages anywhere, in
 // any model, share one signature and one measurement.
 //
-// Canonical form. Labels are refined Weisfeiler-Lehman style over the stage
-// DAG: up (content + labelled inputs), down (up + labelled consumers), then
-// final (down + the consumers-multiset label of every external tensor read).
-// Each group is laid out in a canonical topological order (ready op with the
-// smallest final label first) and hashed as that sequence with its internal
-// edges; groups are sorted by their hash. Isomorphic stages always get the
-// same signature; non-isomorphic ones differ unless the label refinement
-// cannot tell them apart (only highly symmetric sharing patterns, absent from
-// CNN stages) or 64-bit hashes collide.
+// It is built compositionally, so that the DP can cache per-group work:
+//  * Group hash (GroupCanonicalizer): labels refined Weisfeiler-Lehman style
+//    over the group's DAG: up (content + labelled inputs), down (up +
+//    labelled consumers), final (down + the multiset label of each external
+//    tensor read, which captures sharing inside the group). The group is
+//    laid out in a canonical topological order (ready op with the smallest
+//    final label first) and hashed as that sequence with its internal edges.
+//    Each external read gets a slot code (canonical op index, input port).
+//  * Stage signature (StageHasher): version, strategy, number of groups, the
+//    sum of mixed group hashes (a multiset hash: group order is irrelevant),
+//    and for every external tensor read by two or more groups the multiset of
+//    its (group hash, slot) readers.
+// Isomorphic stages always get the same signature. Non-isomorphic ones differ
+// unless the label refinement cannot tell them apart (highly symmetric
+// sharing patterns, absent from CNN stages) or 64-bit hashes collide.
 //
 // Bump kSignatureVersion whenever the hashed content or the algorithm changes:
 // it is mixed into every signature, so old database entries stop matching.
@@ -36,60 +42,79 @@ namespace iosfarm::scheduler::ios {
 using Signature = uint64_t;
 inline constexpr uint64_t kSignatureVersion = 1;
 
-// Incremental canonicaliser, reused across stages to avoid allocation (the
-// DP calls it once per distinct candidate stage). Not thread-safe.
+// An external tensor read by a group: the tensor (any key identifying it,
+// e.g. its ValueId) and the reading slot's code.
+struct ExternalRead {
+  int64_t tensor = 0;
+  uint64_t slot = 0;
+};
+
+// Canonical hash of one group (a connected set of ops run in order on one
+// stream). Reusable; keeps scratch memory. Not thread-safe.
 //
-// Usage: Begin(strategy); for each op in a topological order of the stage:
-// AddOp(content, group) then its inputs in port order with AddInternalInput /
-// AddExternalInput (constant inputs are part of the content and are not
-// added); then Finish(). Ops are numbered 0.. in AddOp order; groups are any
-// small non-negative ids, and must be unions of connected components (an
-// internal edge between groups is a programmer error).
-class SignatureBuilder {
+// Usage: Begin(); for each op in a topological order of the group:
+// AddOp(content) then its non-constant inputs in port order with
+// AddInternalInput (producer = AddOp number of an op of this group) or
+// AddExternalInput; then Finish().
+class GroupCanonicalizer {
  public:
-  void Begin(Strategy strategy);
-  void AddOp(uint64_t content, int group);
+  void Begin();
+  void AddOp(uint64_t content);
   void AddInternalInput(int port, int producer, int output_index);
   void AddExternalInput(int port, int64_t tensor_key);
-  Signature Finish();
+  uint64_t Finish();
 
-  // After Finish: the group ids in canonical order, and for each group id
-  // its ops (AddOp numbers) in canonical execution order.
-  const std::vector<int>& canonical_groups() const { return group_order_; }
-  const std::vector<int>& canonical_ops(int group) const { return group_ops_[group]; }
+  // After Finish: op numbers in canonical execution order, and the external
+  // reads with their slot codes (in canonical order).
+  const std::vector<int>& canonical_order() const { return order_; }
+  const std::vector<ExternalRead>& external_reads() const { return reads_; }
 
  private:
   struct Port {
     int op;
     int port;
-    int producer;     // internal producer op, or -1 for external
-    int output;       // output index of the producer
-    int64_t tensor;   // external tensor key
+    int producer;    // internal producer op, or -1 for external
+    int output;      // output index of the producer
+    int64_t tensor;  // external tensor key
   };
-  Strategy strategy_ = Strategy::kConcurrent;
   std::vector<uint64_t> content_;
-  std::vector<int> group_;
   std::vector<int> port_begin_;  // ports of op k: [port_begin_[k], port_begin_[k+1])
   std::vector<Port> ports_;
-  // Scratch.
   std::vector<uint64_t> up_, down_acc_, down_, final_;
   std::vector<int64_t> ext_keys_;
   std::vector<uint64_t> ext_acc_;
-  std::vector<int> ext_of_port_;
-  std::vector<std::vector<int>> group_ops_;
-  std::vector<uint64_t> group_hash_;
-  std::vector<int> group_order_;
-  std::vector<int> pending_preds_, canonical_index_, ready_;
+  std::vector<int> ext_of_port_, pending_, canonical_index_, ready_, order_;
+  std::vector<ExternalRead> reads_;
+};
+
+// Combines group hashes into a stage signature. Reusable. Not thread-safe.
+class StageHasher {
+ public:
+  void Begin();
+  void AddGroup(uint64_t group_hash, const ExternalRead* reads, int num_reads);
+  // The signature for `strategy` (may be called for several strategies).
+  Signature Finish(Strategy strategy) const;
+
+ private:
+  struct Tensor {
+    int64_t key;
+    uint64_t readers;  // sum of mixed (group hash, slot)
+    int last_group;
+    bool shared;       // read by two or more groups
+  };
+  int num_groups_ = 0;
+  uint64_t groups_sum_ = 0;
+  std::vector<Tensor> tensors_;
 };
 
 // Signature of `stage`, and puts its groups and the ops of each group into
-// canonical order (so two stages with one signature list corresponding ops in
-// the same places, and the execution order the signature assumes is the
-// listed one). For merge stages the merged description is rebuilt in the
-// canonical branch order. InvalidArgument (naming the node) when an op is
-// out of range, a Constant, listed twice, when an edge joins two groups or a
-// group lists an op before one it reads, or (FailedPrecondition) when a merge
-// stage's ops cannot merge.
+// canonical order (groups by group hash, ties by smallest node id; ops in the
+// canonical execution order): two stages with one signature then list
+// corresponding ops in the same places, and the listed order is the one the
+// signature assumes. For merge stages the merged description is rebuilt in
+// the canonical branch order. InvalidArgument (naming the node) when an op is
+// out of range, a Constant or listed twice, or an edge joins two groups;
+// FailedPrecondition when a merge stage's ops cannot merge.
 StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage);
 
 // Signature of a copy of `stage` (see CanonicalizeStage).

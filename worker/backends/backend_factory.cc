@@ -1,9 +1,11 @@
 #include "worker/backends/backend_factory.h"
 
 #include "common/strings.h"
+#include "worker/backends/cpu/cpu_backend.h"
 #include "worker/backends/sim/device_model.h"
 
 #ifdef IOSFARM_HAVE_CUDA
+#include "worker/backends/cuda/cuda_backend.h"
 #include "worker/backends/cuda/cuda_device.h"
 #endif
 
@@ -22,10 +24,11 @@ StatusOr<std::unique_ptr<Backend>> CreateSim(std::string_view name, const Backen
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
-StatusOr<std::unique_ptr<Backend>> CreateCpu(const BackendConfig& /*config*/) {
-  return absl::UnimplementedError(
-      "the cpu backend (oneDNN) is not available in this build yet; use --backend sim "
-      "for a simulated device");
+StatusOr<std::unique_ptr<Backend>> CreateCpu(const BackendConfig& config) {
+  cpu::CpuBackendOptions options;
+  options.num_threads = config.cpu_threads;
+  ASSIGN_OR_RETURN(std::unique_ptr<cpu::CpuBackend> backend, cpu::CpuBackend::Create(options));
+  return std::unique_ptr<Backend>(std::move(backend));
 }
 
 // OK when CUDA device `index` is listed; the errors of CreateBackend("cuda").
@@ -47,9 +50,14 @@ Status CheckCudaDevice(int index) {
 
 StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendConfig& config) {
   RETURN_IF_ERROR(CheckCudaDevice(config.cuda_device));
-  return absl::UnimplementedError(StrCat(
-      "the cuda backend's stage executor is not part of this build yet (CUDA device ",
-      config.cuda_device, " is present); use --backend sim for a simulated device"));
+#ifdef IOSFARM_HAVE_CUDA
+  cuda::CudaBackendOptions options;
+  options.device = config.cuda_device;
+  ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaBackend> backend, cuda::CudaBackend::Create(options));
+  return std::unique_ptr<Backend>(std::move(backend));
+#else
+  return absl::InternalError("unreachable: CheckCudaDevice fails without CUDA");
+#endif
 }
 
 }  // namespace

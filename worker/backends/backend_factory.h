@@ -8,9 +8,9 @@
 // oneDNN backend class is not part of this build yet; only its device probe
 // is). "cuda" answers Unimplemented when the build has no CUDA/cuDNN, Unavailable
 // "no CUDA device: ..." when no GPU answers, NotFound for a device index out
-// of range, and Unimplemented while the build has the CUDA device probe but
-// not yet the cuda backend class. Callers must treat every error as "this
-// backend is not usable here" and show the message as is.
+// of range, and Internal when the device cannot run this build's kernels.
+// Callers must treat every error as "this backend is not usable here" and
+// show the message as is.
 //
 // Thread-safe: no shared state (CUDA device queries go to the driver).
 #ifndef IOSFARM_WORKER_BACKENDS_BACKEND_FACTORY_H_

@@ -56,10 +56,13 @@ TEST(BackendFactoryTest, UnknownNameListsTheValidOnes) {
               HasSubstr("unknown backend \"tpu\" (valid: cuda, cpu, sim, sim:<v100|a100|"));
 }
 
-TEST(BackendFactoryTest, CpuIsNotAvailableYet) {
-  StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cpu");
-  EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(Message(backend.status()), HasSubstr("cpu backend (oneDNN) is not available"));
+TEST(BackendFactoryTest, CreatesTheOneDnnCpuBackend) {
+  BackendConfig config;
+  config.cpu_threads = 1;
+  StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cpu", config);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_EQ((*backend)->name(), "cpu");
+  EXPECT_FALSE((*backend)->device_description().empty());
 }
 
 TEST(BackendFactoryTest, CudaSaysWhyItCannotRun) {

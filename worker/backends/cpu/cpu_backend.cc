@@ -1,7 +1,10 @@
 #include "worker/backends/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
+
+#include <spdlog/spdlog.h>
 
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
@@ -50,6 +53,24 @@ std::vector<graph::ValueId> ExternalInputs(const graph::Graph& graph,
     if (produced.count(v) == 0) external.push_back(v);
   }
   return external;
+}
+
+// For each value, the last stage of `schedule` that reads or writes it;
+// -1 for values no stage touches.
+std::vector<int> LastUse(const graph::Graph& graph, const scheduler::ios::Schedule& schedule) {
+  std::vector<int> last(static_cast<size_t>(graph.num_values()), -1);
+  for (size_t s = 0; s < schedule.stages.size(); ++s) {
+    const scheduler::ios::Stage& stage = schedule.stages[s].stage;
+    const int index = static_cast<int>(s);
+    if (stage.merged.has_value()) last[stage.merged->input] = index;
+    for (const auto& group : stage.groups) {
+      for (graph::NodeId id : group) {
+        for (graph::ValueId v : graph.node(id).inputs) last[v] = index;
+        for (graph::ValueId v : graph.node(id).outputs) last[v] = std::max(last[v], index);
+      }
+    }
+  }
+  return last;
 }
 
 double ElapsedMs(std::chrono::steady_clock::time_point start) {
@@ -225,6 +246,28 @@ StatusOr<RunResult> CpuBackend::RunSchedule(const graph::Graph& graph,
       RETURN_IF_ERROR(values.Write(graph.inputs()[i], inputs[i], stream_));
     }
     CompileContext ctx(graph, values, stream_);
+    // Memory planning: a value's buffer is reused once the last stage that
+    // touches it has run (stages run in order; within a stage nothing is
+    // released). Graph inputs, outputs and constants keep theirs.
+    std::vector<bool> pinned(static_cast<size_t>(graph.num_values()), false);
+    for (graph::ValueId v : graph.inputs()) pinned[v] = true;
+    for (graph::ValueId v : graph.outputs()) pinned[v] = true;
+    const std::vector<int> last_use = LastUse(graph, schedule);
+    std::vector<std::vector<graph::ValueId>> dies_after(schedule.stages.size());
+    for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
+      const graph::NodeId producer = graph.value(v).producer;
+      const bool constant =
+          producer != graph::kNoNode && graph.node(producer).type == graph::OpType::kConstant;
+      if (last_use[v] >= 0 && !pinned[v] && !constant) dies_after[last_use[v]].push_back(v);
+    }
+    // Constants are written now, at compile time: give them their buffers
+    // before any is released, so that no value live earlier at run time
+    // shares (and overwrites) one.
+    for (const graph::Node& node : graph.nodes()) {
+      if (node.type == graph::OpType::kConstant) {
+        for (graph::ValueId v : node.outputs) RETURN_IF_ERROR(ctx.Value(v).status());
+      }
+    }
     std::vector<std::unique_ptr<StageProgram>> programs;
     for (size_t s = 0; s < schedule.stages.size(); ++s) {
       auto program = StageProgram::Compile(ctx, schedule.stages[s].stage, threads_);
@@ -233,9 +276,12 @@ StatusOr<RunResult> CpuBackend::RunSchedule(const graph::Graph& graph,
                       StrCat("stage ", s, ": ", ToStd(program.status().message())));
       }
       programs.push_back(std::move(*program));
+      for (graph::ValueId v : dies_after[s]) values.Release(v);
     }
     // Outputs that no stage computes (graph inputs, constants) need memory.
     for (graph::ValueId v : graph.outputs()) RETURN_IF_ERROR(ctx.Value(v).status());
+    spdlog::debug("cpu backend: schedule of {} stages on '{}' uses {:.1f} MB of activations",
+                  schedule.stages.size(), graph.name(), static_cast<double>(values.bytes()) / 1e6);
 
     RunResult result;
     ASSIGN_OR_RETURN(result.latency,

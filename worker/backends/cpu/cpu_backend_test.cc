@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "graph/graph_builder.h"
 #include "graph/test_graphs.h"
 #include "scheduler/ios/baselines.h"
@@ -160,6 +162,56 @@ TEST(CpuBackendTest, MergeStageRunsOneConvolution) {
   auto plans = backend->Build(g, {schedule.stages[0].stage});
   ASSERT_TRUE(plans.ok()) << plans.status();
   EXPECT_THAT(backend->DescribePlan(*(*plans)[0]), Contains(HasSubstr("merge[p+q]")));
+}
+
+// A Constant first read late must not get the buffer of a value that died
+// earlier (its data is written at compile time, the dead value's at run time).
+TEST(CpuBackendTest, ConstantsSurviveMemoryReuse) {
+  auto backend = MakeBackend();
+  graph::GraphBuilder b("late_constant");
+  graph::ValueId x = b.Input("x", {1, 8, 6, 6});
+  graph::ConvSpec spec;
+  spec.out_channels = 8;
+  graph::ValueId y = b.Relu(b.Conv(x, spec, "a"), "b");
+  graph::Tensor value;
+  value.shape = {1, 8, 6, 6};
+  value.data.resize(288);
+  FillUniform(9, 0.5f, 1.5f, value.data);
+  std::map<std::string, graph::Tensor> weights;
+  weights["value"] = value;
+  graph::ValueId c =
+      b.AddNode(graph::OpType::kConstant, graph::NoAttrs{}, {}, "c", std::move(weights))[0];
+  b.Output(b.Add(y, c, "add"));
+  const graph::Graph g = *std::move(b).Finish();
+  auto schedule = scheduler::ios::SequentialSchedule(g);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  RunOptions options;
+  options.profile = Quick();
+  options.return_outputs = true;
+  auto result = backend->RunSchedule(g, *schedule, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto expected = reference::ExecuteGraph(g, MakeGraphInputs(g, options.input_seed));
+  ASSERT_TRUE(expected.ok());
+  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, "late");
+  EXPECT_TRUE(same.ok()) << same;
+}
+
+TEST(CpuBackendTest, BuildRunsWhileProfilesAreSerialised) {
+  auto backend = MakeBackend(2);
+  const graph::Graph g = ThreeBranchGraph();
+  const scheduler::ios::Stage stage{scheduler::ios::Strategy::kConcurrent, {{0, 1}, {2}, {3}},
+                                    std::nullopt};
+  auto plans = backend->Build(g, {stage});
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  const StagePlan* plan = (*plans)[0].get();
+  std::vector<std::thread> threads;
+  std::vector<Status> results(4);
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] { results[i] = backend->Profile({plan}, Quick()).status(); });
+  }
+  threads.emplace_back([&] { results[3] = backend->Build(g, {stage, stage}).status(); });
+  for (auto& t : threads) t.join();
+  for (const Status& s : results) EXPECT_TRUE(s.ok()) << s;
 }
 
 TEST(CpuBackendTest, RejectsForeignPlansAndInvalidSchedules) {

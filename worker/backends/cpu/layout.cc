@@ -111,6 +111,29 @@ ActivationLayout DetectActivationLayout(const dnnl::engine& engine) {
   return ActivationLayout::kPlain;
 }
 
+bool HasChannelPadding(const memory::desc& desc) {
+  const dnnl_memory_desc_t& d = desc.data;
+  return d.ndims == 4 && d.format_kind == dnnl_blocked && d.padded_dims[1] > d.dims[1];
+}
+
+void ZeroChannelPadding(const memory& m) {
+  const memory::desc md = m.get_desc();
+  if (!HasChannelPadding(md)) return;
+  const Geometry g = GeometryOf(md);
+  const dnnl_memory_desc_t& d = md.data;
+  float* data = static_cast<float*>(m.get_data_handle()) + g.offset0;
+  const int64_t channels = d.dims[1], last_block = channels / g.block;
+  const int64_t valid = channels % g.block;
+  for (int64_t n = 0; n < d.dims[0]; ++n) {
+    for (int64_t h = 0; h < d.dims[2]; ++h) {
+      for (int64_t w = 0; w < d.dims[3]; ++w) {
+        float* lanes = data + n * g.sn + last_block * g.sc + h * g.sh + w * g.sw;
+        std::fill(lanes + valid, lanes + g.block, 0.0f);
+      }
+    }
+  }
+}
+
 void CopyChannels(const memory& src, int64_t src_begin, const memory& dst, int64_t dst_begin,
                   int64_t count) {
   const memory::desc src_md = src.get_desc(), dst_md = dst.get_desc();

@@ -49,6 +49,14 @@ ActivationLayout DetectActivationLayout(const dnnl::engine& engine);
 // inner block over the channels.
 bool IsChannelCopyable(const dnnl::memory::desc& desc);
 
+// True when `desc` pads its channels up to a block (nChw8c/nChw16c with C
+// not a multiple of the block).
+bool HasChannelPadding(const dnnl::memory::desc& desc);
+
+// Zeroes the padding channels of a channel-blocked 4-D memory (oneDNN
+// expects zeros there). No-op without padding.
+void ZeroChannelPadding(const dnnl::memory& memory);
+
 // Copies channels [src_begin, src_begin + count) of the 4-D tensor `src`
 // into channels [dst_begin, dst_begin + count) of `dst`; both strided (NCHW,
 // NHWC, ...) or channel-blocked (IsChannelCopyable), with equal N, H, W. Leaves every other channel of `dst`

@@ -28,9 +28,16 @@ OpOrNull CompileGemm(CompileContext& ctx, const graph::Node& node) {
   const int64_t k = a.trans_a ? a_shape[0] : a_shape[1];
   ASSIGN_OR_RETURN(memory a_memory, ctx.Value(node.inputs[0]));
   ASSIGN_OR_RETURN(memory y, ctx.Value(node.outputs[0]));
-  // A' as [M, K]: a strided view of [K, M] when transposed.
-  const memory::desc src_md = a.trans_a ? memory::desc({m, k}, memory::data_type::f32, {1, m})
-                                        : PlainDesc({m, k});
+  auto op = std::make_unique<CpuOp>(node.name);
+  // A' as [M, K]; when transposed, a reorder from the strided view of [K, M]
+  // (oneDNN's fast matmul wants a plain source).
+  memory src(PlainDesc({m, k}), ctx.engine(), a_memory.get_data_handle());
+  if (a.trans_a) {
+    src = memory(PlainDesc({m, k}), ctx.engine());
+    op->AddReorder(memory(memory::desc({m, k}, memory::data_type::f32, {1, m}), ctx.engine(),
+                          a_memory.get_data_handle()),
+                   src);
+  }
   // Constants folded once: B' = alpha * op(B) as [K, N], bias = beta * C.
   ASSIGN_OR_RETURN(graph::Tensor b, NodeWeight(node, "B"));
   std::vector<float> weights(static_cast<size_t>(k * n));
@@ -39,25 +46,41 @@ OpOrNull CompileGemm(CompileContext& ctx, const graph::Node& node) {
       weights[p * n + j] = a.alpha * (a.trans_b ? b.data[j * k + p] : b.data[p * n + j]);
     }
   }
+  // beta * C: the matmul's bias when it is a row vector [1, N] (a Linear
+  // layer; oneDNN's fast matmul takes no other bias shape), else added by a
+  // binary step in place.
   graph::Tensor c;
-  memory::desc bias_md;
+  graph::Shape c_shape;
   const bool has_c = node.weights.count("C") > 0;
   if (has_c) {
     ASSIGN_OR_RETURN(c, NodeWeight(node, "C"));
     for (float& v : c.data) v *= a.beta;
-    bias_md = PlainDesc(LeadingOnes(c.shape, 2));
+    c_shape = LeadingOnes(c.shape, 2);
   }
-  dnnl::matmul::desc desc = has_c ? dnnl::matmul::desc(src_md, Any({k, n}), bias_md, y.get_desc())
-                                  : dnnl::matmul::desc(src_md, Any({k, n}), y.get_desc());
+  const bool bias_row = has_c && c_shape == graph::Shape{1, n};
+  dnnl::matmul::desc desc =
+      bias_row ? dnnl::matmul::desc(src.get_desc(), Any({k, n}), PlainDesc(c_shape), y.get_desc())
+               : dnnl::matmul::desc(src.get_desc(), Any({k, n}), y.get_desc());
   dnnl::matmul::primitive_desc pd(desc, ScratchpadAttr(), ctx.engine());
   std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, memory(src_md, ctx.engine(), a_memory.get_data_handle())},
+      {DNNL_ARG_SRC, src},
       {DNNL_ARG_WEIGHTS, ConstantMemory(ctx, weights, PlainDesc({k, n}), pd.weights_desc())},
       {DNNL_ARG_DST, y}};
-  if (has_c) args[DNNL_ARG_BIAS] = ConstantMemory(ctx, c.data, bias_md, pd.bias_desc());
-  auto op = std::make_unique<CpuOp>(node.name);
+  if (bias_row) {
+    args[DNNL_ARG_BIAS] = ConstantMemory(ctx, c.data, PlainDesc(c_shape), pd.bias_desc());
+  }
   op->set_implementation(pd.impl_info_str());
   AddWithScratchpad(*op, dnnl::matmul(pd), pd, std::move(args));
+  if (has_c && !bias_row) {
+    const memory::desc c_md = PlainDesc(c_shape);
+    dnnl::binary::primitive_desc add(
+        dnnl::binary::desc(dnnl::algorithm::binary_add, y.get_desc(), c_md, y.get_desc()),
+        ScratchpadAttr(), ctx.engine());
+    AddWithScratchpad(*op, dnnl::binary(add), add,
+                      {{DNNL_ARG_SRC_0, y},
+                       {DNNL_ARG_SRC_1, ConstantMemory(ctx, c.data, c_md, c_md)},
+                       {DNNL_ARG_DST, y}});
+  }
   return op;
 }
 

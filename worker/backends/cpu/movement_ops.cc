@@ -34,6 +34,11 @@ OpOrNull CompileChannelConcatSplit(CompileContext& ctx, const graph::Node& node)
     }
     offset += channels;
   }
+  // Copies leave a blocked output's channel padding as they found it.
+  for (graph::ValueId v : node.outputs) {
+    ASSIGN_OR_RETURN(dnnl::memory out, ctx.Value(v));
+    if (HasChannelPadding(out.get_desc())) op->AddFunction([out] { ZeroChannelPadding(out); });
+  }
   return op;
 }
 

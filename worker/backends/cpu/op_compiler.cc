@@ -200,6 +200,7 @@ StatusOr<std::unique_ptr<CpuOp>> CompileMergedConv(CompileContext& ctx,
       const int64_t begin = branch.channel_begin, count = branch.channel_end - begin;
       conv.op->AddFunction([merged_out, out_memory, begin, count] {
         CopyChannels(merged_out, begin, out_memory, 0, count);
+        ZeroChannelPadding(out_memory);
       });
     }
     return std::move(conv.op);

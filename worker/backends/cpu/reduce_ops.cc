@@ -25,6 +25,36 @@ OpOrNull CompileSoftmax(CompileContext& ctx, const graph::Node& node) {
   return op;
 }
 
+namespace {
+
+// ReduceMean over H and W of a 4-D tensor is a global average pool, which
+// oneDNN runs fast in every layout (its reduction is a reference loop for
+// blocked and channels-last sources).
+OpOrNull SpatialMean(CompileContext& ctx, const graph::Node& node, const dnnl::memory& src,
+                     const dnnl::memory& dst, const graph::Shape& kept) {
+  const graph::Shape& in = ctx.Shape(node.inputs[0]);
+  auto op = std::make_unique<CpuOp>(node.name);
+  // keepdims: straight into the output; otherwise into the kept shape, then
+  // a reorder into the (plain, lower-rank) output.
+  const bool keepdims = ctx.Shape(node.outputs[0]) == kept;
+  if (!keepdims && !IsPlain(dst.get_desc())) return std::unique_ptr<CpuOp>();
+  dnnl::memory pool_dst =
+      keepdims ? dst : dnnl::memory(StorageDesc(kept, ctx.values().layout()), ctx.engine());
+  dnnl::pooling_v2_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_avg_exclude_padding,
+      src.get_desc(), pool_dst.get_desc(), {1, 1}, {in[2], in[3]}, {0, 0}, {0, 0}, {0, 0});
+  dnnl::pooling_v2_forward::primitive_desc pd(desc, ScratchpadAttr(), ctx.engine());
+  op->set_implementation(pd.impl_info_str());
+  AddWithScratchpad(*op, dnnl::pooling_v2_forward(pd), pd,
+                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, pool_dst}});
+  if (!keepdims) {
+    op->AddReorder(pool_dst, dnnl::memory(PlainDesc(kept), ctx.engine(), dst.get_data_handle()));
+  }
+  return op;
+}
+
+}  // namespace
+
 OpOrNull CompileReduceMean(CompileContext& ctx, const graph::Node& node) {
   const auto& a = std::get<graph::ReduceMeanAttrs>(node.attrs);
   const graph::Shape& in = ctx.Shape(node.inputs[0]);
@@ -36,6 +66,9 @@ OpOrNull CompileReduceMean(CompileContext& ctx, const graph::Node& node) {
   }
   ASSIGN_OR_RETURN(dnnl::memory src, ctx.Value(node.inputs[0]));
   ASSIGN_OR_RETURN(dnnl::memory dst, ctx.Value(node.outputs[0]));
+  if (in.size() == 4 && a.axes == std::vector<int64_t>{2, 3}) {
+    return SpatialMean(ctx, node, src, dst, kept);
+  }
   dnnl::memory reduce_dst = dst;
   if (ctx.Shape(node.outputs[0]) != kept) {
     // keepdims = false: the same elements, described with the kept dims.

@@ -1,5 +1,6 @@
 #include "worker/backends/cpu/value_store.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "common/strings.h"
@@ -7,15 +8,46 @@
 
 namespace iosfarm::worker::cpu {
 
+ValueStore::Buffer* ValueStore::Acquire(size_t size) {
+  Buffer* best = nullptr;
+  for (const auto& buffer : buffers_) {
+    if (!buffer->in_use && buffer->size >= size && (best == nullptr || buffer->size < best->size)) {
+      best = buffer.get();
+    }
+  }
+  if (best == nullptr) {
+    auto buffer = std::make_unique<Buffer>();
+    // new float[] is aligned for float only; oneDNN prefers 64 bytes, so
+    // over-allocate and let the memory start at an aligned element.
+    const size_t floats = (size + sizeof(float) - 1) / sizeof(float) + 16;
+    buffer->data.reset(new float[floats]());
+    buffer->size = size;
+    bytes_ += floats * sizeof(float);
+    best = buffer.get();
+    buffers_.push_back(std::move(buffer));
+  }
+  best->in_use = true;
+  return best;
+}
+
 dnnl::memory ValueStore::Get(graph::ValueId value, const graph::Shape& shape) {
   auto it = memories_.find(value);
   if (it != memories_.end()) return it->second;
   const dnnl::memory::desc md = StorageDesc(shape, layout_);
-  dnnl::memory memory(md, engine_);
-  std::memset(memory.get_data_handle(), 0, md.get_size());
-  bytes_ += md.get_size();
+  Buffer* buffer = Acquire(md.get_size());
+  auto address = reinterpret_cast<uintptr_t>(buffer->data.get());
+  address = (address + 63) & ~uintptr_t{63};
+  dnnl::memory memory(md, engine_, reinterpret_cast<void*>(address));
   memories_.emplace(value, memory);
+  owners_[value] = buffer;
   return memory;
+}
+
+void ValueStore::Release(graph::ValueId value) {
+  auto it = owners_.find(value);
+  if (it == owners_.end()) return;
+  it->second->in_use = false;
+  owners_.erase(it);
 }
 
 Status ValueStore::Write(graph::ValueId value, const graph::Tensor& tensor,

@@ -1,14 +1,26 @@
 // ValueStore: the memory of every value a cpu stage or schedule touches.
 //
 // Each value gets one oneDNN memory in its storage layout (layout.h),
-// allocated on first use and zero-filled (blocked layouts need zero channel
-// padding). Memories live as long as the store; compiled ops hold handles to
-// them. Not thread-safe: filled while compiling, then only read (the data
-// itself is written by executing ops).
+// allocated on first use. Buffers are owned by the store and live as long as
+// it; compiled ops hold handles to them.
+//
+// Memory planning: Release(value) declares a value dead for everything
+// compiled afterwards, and its buffer may then back a value allocated later
+// (best fit by size). RunSchedule releases a value after compiling the last
+// stage that reads it, so a schedule needs about its peak live memory rather
+// than the sum of all its tensors. New buffers are zero-filled; a reused one
+// holds stale data until its new value is written (every op writes its
+// outputs in full, zero channel padding included).
+//
+// Not thread-safe: filled while compiling, then only read (the data itself is
+// written by executing ops).
 #ifndef IOSFARM_WORKER_BACKENDS_CPU_VALUE_STORE_H_
 #define IOSFARM_WORKER_BACKENDS_CPU_VALUE_STORE_H_
 
+#include <cstddef>
+#include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -32,6 +44,14 @@ class ValueStore {
   // The memory of `value` (of `shape`), allocated on first call.
   dnnl::memory Get(graph::ValueId value, const graph::Shape& shape);
 
+  // Hands `value`'s buffer back for reuse by values allocated later (no-op
+  // for unknown or already released values). Its memory handle stays valid
+  // for ops compiled earlier; the caller guarantees that none of them runs
+  // after the ops that reuse the buffer within one execution, and that values
+  // whose data is written before execution (Write: inputs, constants) were
+  // allocated before the first Release.
+  void Release(graph::ValueId value);
+
   // Writes the plain tensor `tensor` into `value`'s memory (allocating it).
   // InvalidArgument when the data size does not match the shape.
   Status Write(graph::ValueId value, const graph::Tensor& tensor, dnnl::stream& stream);
@@ -41,13 +61,23 @@ class ValueStore {
   StatusOr<graph::Tensor> Read(graph::ValueId value, const graph::Shape& shape,
                                dnnl::stream& stream) const;
 
-  // Total bytes allocated.
+  // Bytes of all buffers allocated (what planning saves shows here).
   size_t bytes() const { return bytes_; }
 
  private:
+  struct Buffer {
+    std::unique_ptr<float[]> data;
+    size_t size = 0;  // bytes
+    bool in_use = false;
+  };
+
+  Buffer* Acquire(size_t size);
+
   dnnl::engine engine_;
   ActivationLayout layout_;
   std::unordered_map<graph::ValueId, dnnl::memory> memories_;
+  std::unordered_map<graph::ValueId, Buffer*> owners_;  // values not released
+  std::vector<std::unique_ptr<Buffer>> buffers_;
   size_t bytes_ = 0;
 };
 

@@ -20,4 +20,10 @@ Status CudnnCall(cudnnStatus_t status, std::string_view what) {
   return absl::InternalError(StrCat(what, ": ", cudnnGetErrorString(status)));
 }
 
+Status CublasCall(cublasStatus_t status, std::string_view what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(StrCat(what, ": ", cublasGetStatusName(status), ": ",
+                                    cublasGetStatusString(status)));
+}
+
 }  // namespace iosfarm::worker::cuda

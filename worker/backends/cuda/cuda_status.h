@@ -1,10 +1,11 @@
-// Conversion of CUDA runtime and cuDNN error codes into Status.
+// Conversion of CUDA runtime, cuDNN and cuBLAS error codes into Status.
 //
-// Every CUDA/cuDNN call in the backend goes through CudaCall/CudnnCall so no
-// error is ignored; the message names the call that failed.
+// Every CUDA/cuDNN/cuBLAS call in the backend goes through CudaCall/CudnnCall/
+// CublasCall so no error is ignored; the message names the call that failed.
 #ifndef IOSFARM_WORKER_BACKENDS_CUDA_CUDA_STATUS_H_
 #define IOSFARM_WORKER_BACKENDS_CUDA_CUDA_STATUS_H_
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -20,6 +21,9 @@ Status CudaCall(cudaError_t error, std::string_view what);
 
 // OK for CUDNN_STATUS_SUCCESS; otherwise Internal with cuDNN's error string.
 Status CudnnCall(cudnnStatus_t status, std::string_view what);
+
+// OK for CUBLAS_STATUS_SUCCESS; otherwise Internal with cuBLAS's status name.
+Status CublasCall(cublasStatus_t status, std::string_view what);
 
 }  // namespace iosfarm::worker::cuda
 

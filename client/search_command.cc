@@ -1,0 +1,107 @@
+// `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
+//  [--block-size B] [--no-merge] [-o FILE] [--format text|json] [--stages]`:
+// runs the IOS search in-process, measuring stages on the backend, and prints
+// sequential, greedy and IOS latencies with the search statistics.
+#include <fstream>
+#include <optional>
+
+#include "client/command.h"
+#include "client/model_source.h"
+#include "common/strings.h"
+#include "scheduler/ios/schedule_json.h"
+#include "scheduler/ios/search_report.h"
+#include "worker/backends/backend_factory.h"
+#include "worker/backends/backend_oracle.h"
+#include "worker/backends/profiling.h"
+
+namespace iosfarm::client {
+namespace {
+
+struct SearchCommandOptions {
+  std::string model;
+  std::string backend = "sim";
+  std::optional<int64_t> batch;
+  int r = 3;
+  int s = 8;
+  int block_size = 50;
+  bool no_merge = false;
+  std::string output;
+  std::string format = "text";
+  bool list_stages = false;
+  int threads = 0;
+  int min_repeats = 10;
+  int max_repeats = 200;
+};
+
+Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) {
+  ASSIGN_OR_RETURN(LoadedModel model, LoadModel(o.model, o.batch));
+  worker::BackendConfig config;
+  config.cpu_threads = o.threads;
+  ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
+                   worker::CreateBackend(o.backend, config));
+  RETURN_IF_ERROR(backend->CheckSupported(model.graph));
+  scheduler::ios::SearchOptions options;
+  options.max_group_ops = o.r;
+  options.max_groups = o.s;
+  options.max_block_ops = o.block_size;
+  options.enable_merge = !o.no_merge;
+  RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
+  worker::ProfileOptions profile;
+  profile.min_repeats = o.min_repeats;
+  profile.max_repeats = o.max_repeats;
+  RETURN_IF_ERROR(worker::ValidateProfileOptions(profile));
+  ASSIGN_OR_RETURN(scheduler::ios::SearchReport report,
+                   scheduler::ios::SearchWithBaselines(
+                       model.graph, options,
+                       worker::MakeBackendOracle(model.graph, *backend, profile)));
+  const scheduler::ios::ScheduleMetadata metadata =
+      scheduler::ios::MakeScheduleMetadata(model.graph, o.backend, "ios", &options);
+  if (!o.output.empty()) {
+    std::ofstream file(o.output);
+    file << scheduler::ios::ScheduleToJson(model.graph, report.ios.schedule, metadata).dump(2)
+         << "\n";
+    if (!file.good()) {
+      return absl::UnavailableError(StrCat("cannot write schedule file '", o.output, "'"));
+    }
+  }
+  if (o.format == "json") {
+    context.out << scheduler::ios::SearchReportJson(model.graph, report, metadata).dump(2)
+                << "\n";
+  } else {
+    context.out << "backend   " << backend->name() << ": " << backend->device_description()
+                << "\n"
+                << scheduler::ios::SearchReportText(model.graph, report, o.list_stages);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddSearchCommand(CLI::App& app, CommandContext& context) {
+  auto* cmd = app.add_subcommand(
+      "search", "Run the IOS search in-process, measuring stages on a backend");
+  auto o = std::make_shared<SearchCommandOptions>();
+  cmd->add_option("MODEL", o->model, "Zoo model name or path to an .onnx file")->required();
+  cmd->add_option("--backend", o->backend, "cuda, cpu, sim or sim:<preset>")
+      ->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Batch size")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  cmd->add_option("--r", o->r, "Most ops per group")->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--s", o->s, "Most groups per stage")->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--block-size", o->block_size, "Largest block (ops)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  cmd->add_flag("--no-merge", o->no_merge, "Do not consider merged convolutions");
+  cmd->add_option("-o,--output", o->output, "Write the schedule JSON to FILE");
+  cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("--stages", o->list_stages, "List the IOS stages (text format)");
+  cmd->add_option("--threads", o->threads, "cpu backend: threads (0 = all)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--min-repeats", o->min_repeats, "Profiling: fewest timed runs per stage")
+      ->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->add_option("--max-repeats", o->max_repeats, "Profiling: most timed runs per stage")
+      ->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->callback([&context, o] { context.result = RunSearchCommand(*o, context); });
+}
+
+}  // namespace iosfarm::client

@@ -1,0 +1,105 @@
+#include "scheduler/ios/search_report.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "common/strings.h"
+#include "scheduler/ios/baselines.h"
+#include "scheduler/ios/direct_oracle.h"
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+std::string Ms(double ms) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.4f", ms);
+  return buffer;
+}
+
+std::string Ratio(double a, double b) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.3f", b > 0 ? a / b : 0.0);
+  return buffer;
+}
+
+nlohmann::json StatsJson(const SearchStats& s) {
+  return {{"blocks", s.blocks},
+          {"reused_blocks", s.reused_blocks},
+          {"dp_states", s.dp_states},
+          {"transitions", s.transitions},
+          {"candidate_stages", s.candidate_stages},
+          {"merge_stages", s.merge_stages},
+          {"unique_signatures", s.unique_signatures},
+          {"windows", s.windows},
+          {"improved_windows", s.improved_windows},
+          {"window_gain_ms", s.window_gain_ms}};
+}
+
+}  // namespace
+
+StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
+                                           const SearchOptions& options,
+                                           const StageLatencyFn& oracle) {
+  SearchReport report;
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(report.ios, RunSearch(graph, options, oracle));
+  report.search_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSIGN_OR_RETURN(report.sequential, SequentialSchedule(graph));
+  RETURN_IF_ERROR(CostSchedule(graph, report.sequential, oracle));
+  ASSIGN_OR_RETURN(report.greedy, GreedySchedule(graph, options.max_groups));
+  RETURN_IF_ERROR(CostSchedule(graph, report.greedy, oracle));
+  return report;
+}
+
+std::string SearchReportText(const graph::Graph& graph, const SearchReport& report,
+                             bool list_stages) {
+  const Schedule& ios = report.ios.schedule;
+  const SearchStats& s = report.ios.stats;
+  int merges = 0;
+  for (const ScheduledStage& stage : ios.stages) {
+    merges += stage.stage.strategy == Strategy::kMerge ? 1 : 0;
+  }
+  std::string out = StrCat("model: ", graph.name(), "\n");
+  out += StrCat("sequential: ", Ms(report.sequential.latency_ms), " ms (",
+                report.sequential.stages.size(), " stages)\n");
+  out += StrCat("greedy:     ", Ms(report.greedy.latency_ms), " ms (",
+                report.greedy.stages.size(), " stages)\n");
+  out += StrCat("ios:        ", Ms(ios.latency_ms), " ms (", ios.stages.size(), " stages, ",
+                merges, " merged)  speedup ", Ratio(report.sequential.latency_ms, ios.latency_ms),
+                "x vs sequential, ", Ratio(report.greedy.latency_ms, ios.latency_ms),
+                "x vs greedy\n");
+  out += StrCat("search: ", s.blocks, " blocks (", s.reused_blocks, " reused), ", s.dp_states,
+                " DP states, ", s.transitions, " transitions, ", s.candidate_stages,
+                " candidate stages -> ", s.unique_signatures, " unique signatures, ", s.windows,
+                " boundary windows (", s.improved_windows, " improved), ",
+                Ms(report.search_seconds * 1e3), " ms\n");
+  if (list_stages) {
+    for (size_t i = 0; i < ios.stages.size(); ++i) {
+      const ScheduledStage& stage = ios.stages[i];
+      out += StrCat("  stage ", i, " (block ", stage.block, ", ", Ms(stage.latency_ms),
+                    " ms): ", StageToString(graph, stage.stage), "\n");
+    }
+  }
+  return out;
+}
+
+nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& report,
+                                const ScheduleMetadata& metadata) {
+  const double ios = report.ios.schedule.latency_ms;
+  return {{"model", metadata.model_name},
+          {"batch", metadata.batch},
+          {"device_key", metadata.device_key},
+          {"latency_ms",
+           {{"sequential", report.sequential.latency_ms},
+            {"greedy", report.greedy.latency_ms},
+            {"ios", ios}}},
+          {"speedup",
+           {{"vs_sequential", ios > 0 ? report.sequential.latency_ms / ios : 0.0},
+            {"vs_greedy", ios > 0 ? report.greedy.latency_ms / ios : 0.0}}},
+          {"stats", StatsJson(report.ios.stats)},
+          {"search_seconds", report.search_seconds},
+          {"schedule", ScheduleToJson(graph, report.ios.schedule, metadata)}};
+}
+
+}  // namespace iosfarm::scheduler::ios

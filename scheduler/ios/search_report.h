@@ -1,0 +1,48 @@
+// One call for front ends (`iosfarm search`): the IOS search plus the
+// sequential and greedy baselines costed with the same oracle, and their
+// text and JSON renderings.
+#ifndef IOSFARM_SCHEDULER_IOS_SEARCH_REPORT_H_
+#define IOSFARM_SCHEDULER_IOS_SEARCH_REPORT_H_
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "graph/graph.h"
+#include "scheduler/ios/latency_oracle.h"
+#include "scheduler/ios/schedule.h"
+#include "scheduler/ios/schedule_json.h"
+#include "scheduler/ios/search_options.h"
+#include "scheduler/ios/search_session.h"
+
+namespace iosfarm::scheduler::ios {
+
+struct SearchReport {
+  SearchResult ios;
+  Schedule sequential;  // costed with the same oracle
+  Schedule greedy;      // at most options.max_groups groups per stage
+  double search_seconds = 0;  // wall time of the IOS search (oracle included)
+};
+
+// Runs RunSearch(graph, options, oracle) and costs both baselines with
+// `oracle`. Errors: those of RunSearch and CostSchedule.
+StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
+                                           const SearchOptions& options,
+                                           const StageLatencyFn& oracle);
+
+// Text summary: latencies of the three schedules and speedups, search
+// statistics (blocks, DP states, candidate stages, unique signatures, search
+// time), then one line per IOS stage when `list_stages`.
+std::string SearchReportText(const graph::Graph& graph, const SearchReport& report,
+                             bool list_stages);
+
+// {"model", "batch", "device_key", "latency_ms": {"sequential", "greedy",
+// "ios"}, "speedup": {"vs_sequential", "vs_greedy"}, "stats": {...},
+// "search_seconds", "schedule": ScheduleToJson(...)}.
+nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& report,
+                                const ScheduleMetadata& metadata);
+
+}  // namespace iosfarm::scheduler::ios
+
+#endif  // IOSFARM_SCHEDULER_IOS_SEARCH_REPORT_H_

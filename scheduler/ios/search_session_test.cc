@@ -1,0 +1,160 @@
+#include "scheduler/ios/search_session.h"
+
+#include <cmath>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "scheduler/ios/analytic_oracle.h"
+#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/testing_util.h"
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+std::string Describe(const graph::Graph& graph, const Schedule& schedule) {
+  std::string out;
+  for (const ScheduledStage& stage : schedule.stages) {
+    out += StageToString(graph, stage.stage) + ";";
+  }
+  return out;
+}
+
+// Drives a session with NextUnknown / Provide in batches of `batch`,
+// measuring with `oracle`; returns the result and the requests seen.
+StatusOr<SearchResult> RunBatched(const graph::Graph& graph, const SearchOptions& options,
+                                  const StageLatencyFn& oracle, int batch,
+                                  std::vector<Signature>* requested) {
+  ASSIGN_OR_RETURN(auto session, SearchSession::Create(graph, options));
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<StageRequest> requests, session->NextUnknown(batch));
+    if (requests.empty()) break;
+    EXPECT_LE(static_cast<int>(requests.size()), batch);
+    for (const StageRequest& request : requests) {
+      requested->push_back(request.signature);
+      EXPECT_EQ(*StageSignature(graph, request.stage), request.signature);
+      ASSIGN_OR_RETURN(double latency, oracle(request.stage));
+      RETURN_IF_ERROR(session->Provide(request.signature, latency));
+    }
+  }
+  EXPECT_TRUE(session->Done());
+  EXPECT_EQ(session->outstanding(), 0);
+  return session->Result();
+}
+
+TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
+  for (uint64_t seed = 1; seed <= 25; ++seed) {
+    const graph::Graph graph = testing::RandomDag(seed, 12);
+    const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
+    SearchOptions options;
+    options.max_block_ops = 5;  // several blocks, size cuts and windows
+    options.boundary_window_ops = 6;
+    auto direct = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    for (int batch : {1, 7, 1000}) {
+      std::vector<Signature> requested;
+      auto batched = RunBatched(graph, options, oracle, batch, &requested);
+      ASSERT_TRUE(batched.ok()) << batched.status();
+      EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
+      EXPECT_DOUBLE_EQ(batched->schedule.latency_ms, direct->schedule.latency_ms);
+      // Every signature requested once, and exactly the ones needed.
+      EXPECT_EQ(std::set<Signature>(requested.begin(), requested.end()).size(), requested.size());
+      EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.unique_signatures);
+      EXPECT_TRUE(ValidateSchedule(graph, batched->schedule).ok());
+    }
+  }
+}
+
+TEST(SearchSessionTest, ProvideBeforeRequestSkipsTheRequest) {
+  const graph::Graph graph = testing::RandomDag(12, 10);
+  const StageLatencyFn oracle = testing::RandomOracle(graph, 3);
+  SearchOptions options;
+  // First pass: learn every stage.
+  std::vector<StageRequest> all;
+  {
+    auto session = *SearchSession::Create(graph, options);
+    while (true) {
+      auto batch = *session->NextUnknown(1000);
+      if (batch.empty()) break;
+      for (StageRequest& request : batch) {
+        ASSERT_TRUE(session->Provide(request.signature, *oracle(request.stage)).ok());
+        all.push_back(std::move(request));
+      }
+    }
+  }
+  auto session = *SearchSession::Create(graph, options);
+  for (const StageRequest& request : all) {
+    ASSERT_TRUE(session->Provide(request.signature, *oracle(request.stage)).ok());
+  }
+  auto batch = session->NextUnknown(1000);
+  ASSERT_TRUE(batch.ok());
+  EXPECT_TRUE(batch->empty());
+  EXPECT_TRUE(session->Done());
+  auto direct = RunSearch(graph, options, oracle);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(Describe(graph, session->Result()->schedule), Describe(graph, direct->schedule));
+}
+
+TEST(SearchSessionTest, ResultWaitsForOutstandingLatencies) {
+  const graph::Graph graph = testing::RandomDag(13, 8);
+  auto session = *SearchSession::Create(graph, SearchOptions{});
+  auto batch = session->NextUnknown(2);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->size(), 2u);
+  EXPECT_FALSE(session->Done());
+  EXPECT_EQ(session->Result().status().code(), absl::StatusCode::kFailedPrecondition);
+  // Nothing provided yet: the next call hands out other signatures only.
+  auto more = session->NextUnknown(1000);
+  ASSERT_TRUE(more.ok());
+  for (const StageRequest& r : *more) {
+    EXPECT_NE(r.signature, (*batch)[0].signature);
+    EXPECT_NE(r.signature, (*batch)[1].signature);
+  }
+  EXPECT_GT(session->outstanding(), 0);
+  // Finishing inline completes the search.
+  ASSERT_TRUE(session->RunInline(MakeAnalyticOracle(graph)).ok());
+  EXPECT_TRUE(session->Done());
+  EXPECT_TRUE(session->Result().ok());
+}
+
+TEST(SearchSessionTest, RejectsBadInput) {
+  const graph::Graph graph = testing::RandomDag(14, 6);
+  SearchOptions bad;
+  bad.max_group_ops = 0;
+  EXPECT_EQ(SearchSession::Create(graph, bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = SearchOptions{};
+  bad.max_block_ops = 2000;
+  EXPECT_FALSE(SearchSession::Create(graph, bad).ok());
+  auto session = *SearchSession::Create(graph, SearchOptions{});
+  EXPECT_FALSE(session->NextUnknown(0).ok());
+  EXPECT_FALSE(session->Provide(1, -1.0).ok());
+  EXPECT_FALSE(session->Provide(1, std::nan("")).ok());
+  EXPECT_FALSE(session->Provide(1, INFINITY).ok());
+}
+
+TEST(SearchSessionTest, DirectOracleCountsMeasurementsAndPropagatesErrors) {
+  const graph::Graph graph = testing::RandomDag(15, 10);
+  DirectOracle direct(MakeAnalyticOracle(graph));
+  auto result = direct.Search(graph, SearchOptions{});
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(direct.measurements(), result->stats.unique_signatures);
+  DirectOracle failing([](const Stage&) -> StatusOr<double> {
+    return absl::DeadlineExceededError("timeout");
+  });
+  EXPECT_EQ(failing.Search(graph, SearchOptions{}).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  DirectOracle negative([](const Stage&) -> StatusOr<double> { return -2.0; });
+  EXPECT_EQ(negative.Search(graph, SearchOptions{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SearchSessionTest, EmptyGraph) {
+  graph::Graph graph("empty");
+  auto result = RunSearch(graph, SearchOptions{}, [](const Stage&) { return 1.0; });
+  ASSERT_TRUE(result.ok());
+  EXPECT_TRUE(result->schedule.stages.empty());
+  EXPECT_EQ(result->schedule.latency_ms, 0);
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::ios

@@ -1,0 +1,199 @@
+#include "scheduler/ios/testing_util.h"
+
+#include <functional>
+#include <limits>
+#include <random>
+#include <unordered_map>
+
+#include "common/strings.h"
+#include "graph/graph_builder.h"
+#include "scheduler/ios/merge.h"
+#include "scheduler/ios/op_dag.h"
+#include "scheduler/ios/signature.h"
+#include "scheduler/ios/stable_hash.h"
+
+namespace iosfarm::scheduler::ios::testing {
+
+using graph::GraphBuilder;
+using graph::ValueId;
+
+graph::Graph RandomDag(uint64_t seed, int num_ops) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  GraphBuilder b(StrCat("random_", seed));
+  std::vector<ValueId> tensors = {b.Input("x", {1, 8, 8, 8})};
+  std::vector<ValueId> conv_inputs;  // tensors some conv already reads
+  std::vector<int> consumers(1, 0);
+  auto channels = [&](ValueId v) { return b.shape(v)[1]; };
+  auto pick = [&]() {
+    // Mostly recent tensors, so the graph has some depth.
+    const int n = static_cast<int>(tensors.size());
+    const int back = std::min(n, 4);
+    return uniform(3) == 0 ? tensors[uniform(n)] : tensors[n - 1 - uniform(back)];
+  };
+  for (int i = 0; i < num_ops; ++i) {
+    const std::string name = StrCat("op", i);
+    const int kind = uniform(100);
+    ValueId out;
+    if (kind < 45) {
+      graph::ConvSpec spec;
+      spec.out_channels = uniform(2) == 0 ? 4 : 8;
+      switch (uniform(4)) {
+        case 0:
+          spec.kernel = {1, 1};
+          break;
+        case 1:
+          spec.kernel = {3, 3};
+          spec.padding = {1, 1};
+          break;
+        case 2:
+          spec.kernel = {1, 3};
+          spec.padding = {0, 1};
+          break;
+        default:
+          spec.kernel = {3, 1};
+          spec.padding = {1, 0};
+          break;
+      }
+      spec.activation = uniform(4) == 0 ? graph::Activation::kNone : graph::Activation::kRelu;
+      const ValueId in = !conv_inputs.empty() && uniform(2) == 0
+                             ? conv_inputs[uniform(static_cast<int>(conv_inputs.size()))]
+                             : pick();
+      conv_inputs.push_back(in);
+      out = b.Conv(in, spec, name);
+    } else if (kind < 60) {
+      out = b.Relu(pick(), name);
+    } else if (kind < 70) {
+      out = b.MaxPool(pick(), {3, 3}, {1, 1}, {1, 1, 1, 1}, name);
+    } else if (kind < 85) {
+      const ValueId a = pick();
+      std::vector<ValueId> same;
+      for (ValueId t : tensors) {
+        if (t != a && channels(t) == channels(a)) same.push_back(t);
+      }
+      out = same.empty() ? b.Relu(a, name)
+                         : b.Add(a, same[uniform(static_cast<int>(same.size()))], name);
+    } else {
+      const ValueId a = pick();
+      const ValueId c = pick();
+      out = channels(a) + channels(c) > 16 || a == c ? b.Relu(a, name)
+                                                     : b.Concat({a, c}, 1, name);
+    }
+    tensors.push_back(out);
+  }
+  // Every tensor nobody reads is a graph output.
+  graph::Graph partial = b.graph();
+  const auto readers = partial.Consumers();
+  for (ValueId t : tensors) {
+    if (partial.value(t).producer != graph::kNoNode && readers[t].empty()) b.Output(t);
+  }
+  return *std::move(b).Finish();
+}
+
+StageLatencyFn RandomOracle(const graph::Graph& graph, uint64_t seed) {
+  return [&graph, seed](const Stage& stage) -> StatusOr<double> {
+    ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, stage));
+    return 0.1 + static_cast<double>(Mix64(signature ^ Mix64(seed)) % 10000) / 1000.0;
+  };
+}
+
+StatusOr<double> ExhaustiveOptimum(const graph::Graph& graph, int max_group_ops,
+                                   int max_groups, bool enable_merge,
+                                   const StageLatencyFn& oracle) {
+  ASSIGN_OR_RETURN(OpDag dag, BuildOpDag(graph));
+  const int n = dag.size();
+  if (n > 20) return absl::InvalidArgumentError("ExhaustiveOptimum: too many ops");
+  std::vector<uint32_t> preds(n, 0);
+  for (int p = 0; p < n; ++p) {
+    for (int q : dag.preds[p]) preds[p] |= 1u << q;
+  }
+  const uint32_t all = n == 32 ? ~0u : (1u << n) - 1;
+  std::unordered_map<uint32_t, double> stage_latency;  // by op set; +inf: not allowed
+  std::unordered_map<uint32_t, double> memo;
+  Status status;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  // Latency of stage `t` (ops whose producers are all done or in t), or +inf
+  // when its components break the bounds.
+  auto latency_of = [&](uint32_t t) -> double {
+    auto it = stage_latency.find(t);
+    if (it != stage_latency.end()) return it->second;
+    // Components by naive union-find over edges inside t.
+    std::vector<int> parent(n);
+    for (int i = 0; i < n; ++i) parent[i] = i;
+    std::function<int(int)> find = [&](int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
+    for (int p = 0; p < n; ++p) {
+      if (!(t >> p & 1)) continue;
+      for (int q = 0; q < n; ++q) {
+        if ((t >> q & 1) && (preds[p] >> q & 1)) parent[find(p)] = find(q);
+      }
+    }
+    std::unordered_map<int, std::vector<graph::NodeId>> components;
+    for (int p = 0; p < n; ++p) {
+      if (t >> p & 1) components[find(p)].push_back(dag.order[p]);  // topological order
+    }
+    double latency = kInf;
+    bool within = static_cast<int>(components.size()) <= max_groups;
+    for (const auto& [root, ops] : components) {
+      within = within && static_cast<int>(ops.size()) <= max_group_ops;
+    }
+    if (within) {
+      Stage stage;
+      for (int p = 0; p < n; ++p) {
+        if ((t >> p & 1) && find(p) == p) stage.groups.push_back(components[p]);
+      }
+      StatusOr<double> concurrent = oracle(stage);
+      if (!concurrent.ok()) {
+        status = concurrent.status();
+        return kInf;
+      }
+      latency = *concurrent;
+      bool singletons = stage.groups.size() >= 2;
+      std::vector<graph::NodeId> convs;
+      for (const auto& group : stage.groups) {
+        singletons = singletons && group.size() == 1;
+        convs.push_back(group[0]);
+      }
+      if (enable_merge && singletons) {
+        StatusOr<MergedConv> merged = MergeConvs(graph, convs);
+        if (merged.ok()) {
+          stage.strategy = Strategy::kMerge;
+          stage.merged = *merged;
+          StatusOr<double> merge = oracle(stage);
+          if (!merge.ok()) {
+            status = merge.status();
+            return kInf;
+          }
+          latency = std::min(latency, *merge);
+        }
+      }
+    }
+    stage_latency.emplace(t, latency);
+    return latency;
+  };
+
+  std::function<double(uint32_t)> best = [&](uint32_t done) -> double {
+    if (done == all) return 0.0;
+    auto it = memo.find(done);
+    if (it != memo.end()) return it->second;
+    const uint32_t rest = all & ~done;
+    double result = kInf;
+    for (uint32_t t = rest; t != 0; t = (t - 1) & rest) {
+      bool ready = true;
+      for (int p = 0; p < n && ready; ++p) {
+        if ((t >> p & 1) && (preds[p] & ~(done | t)) != 0) ready = false;
+      }
+      if (!ready) continue;
+      const double latency = latency_of(t);
+      if (latency == kInf) continue;
+      result = std::min(result, latency + best(done | t));
+    }
+    memo.emplace(done, result);
+    return result;
+  };
+  const double optimum = best(0);
+  RETURN_IF_ERROR(status);
+  return optimum;
+}
+
+}  // namespace iosfarm::scheduler::ios::testing

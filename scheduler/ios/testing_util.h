@@ -1,0 +1,37 @@
+// Test helpers for scheduler/ios: random small graphs, random latency
+// oracles and an exhaustive reference search. Test-only.
+#ifndef IOSFARM_SCHEDULER_IOS_TESTING_UTIL_H_
+#define IOSFARM_SCHEDULER_IOS_TESTING_UTIL_H_
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "graph/graph.h"
+#include "scheduler/ios/latency_oracle.h"
+
+namespace iosfarm::scheduler::ios::testing {
+
+// A random DAG of exactly `num_ops` operators over [1, C, 8, 8] tensors
+// (C in {4, 8}): convolutions (1x1, 3x3, 1x3, 3x1, "same" padding, often
+// several reading one tensor so that merges are legal), Relu, MaxPool, Add and
+// Concat, wired to random earlier tensors. Deterministic in `seed`.
+graph::Graph RandomDag(uint64_t seed, int num_ops);
+
+// A latency oracle giving every signature a pseudo-random latency in
+// [0.1, 10.1) ms (a function of the signature and `seed` only, so stages
+// with one signature get one latency, as in a real search).
+StageLatencyFn RandomOracle(const graph::Graph& graph, uint64_t seed);
+
+// The cheapest schedule cost over *all* schedules of the graph whose stages
+// have at most `max_groups` groups (connected components) of at most
+// `max_group_ops` ops, each stage costed as the cheaper of concurrent and,
+// when MergeConvs accepts its ops, merge. Forward search over done-sets with
+// brute-force subset enumeration: independent of the DP's ending
+// enumeration. Graphs up to ~14 ops.
+StatusOr<double> ExhaustiveOptimum(const graph::Graph& graph, int max_group_ops,
+                                   int max_groups, bool enable_merge,
+                                   const StageLatencyFn& oracle);
+
+}  // namespace iosfarm::scheduler::ios::testing
+
+#endif  // IOSFARM_SCHEDULER_IOS_TESTING_UTIL_H_

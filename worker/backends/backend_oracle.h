@@ -1,0 +1,25 @@
+// A backend as the latency oracle of an in-process IOS search.
+//
+// MakeBackendOracle returns a StageLatencyFn that builds the stage on
+// `backend`, profiles it with `options` and answers the median in ms. Each
+// stage signature is measured once and remembered, so the IOS search and the
+// baselines costed with the same function see the same latency for the same
+// stage (measurement noise cannot make a baseline look better). Used by
+// `iosfarm search --backend ...` (DirectOracle); the farm instead batches
+// stages through build and profile phases. `graph` and `backend` must outlive
+// the function. Errors of Build/Profile are returned unchanged.
+#ifndef IOSFARM_WORKER_BACKENDS_BACKEND_ORACLE_H_
+#define IOSFARM_WORKER_BACKENDS_BACKEND_ORACLE_H_
+
+#include "graph/graph.h"
+#include "scheduler/ios/latency_oracle.h"
+#include "worker/backends/backend.h"
+
+namespace iosfarm::worker {
+
+scheduler::ios::StageLatencyFn MakeBackendOracle(const graph::Graph& graph, Backend& backend,
+                                                 const ProfileOptions& options);
+
+}  // namespace iosfarm::worker
+
+#endif  // IOSFARM_WORKER_BACKENDS_BACKEND_ORACLE_H_

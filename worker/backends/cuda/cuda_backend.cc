@@ -1,0 +1,164 @@
+#include "worker/backends/cuda/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "common/strings.h"
+#include "scheduler/ios/schedule.h"
+#include "worker/backends/cuda/cuda_graph_runner.h"
+#include "worker/backends/cuda/cuda_status.h"
+#include "worker/backends/cuda/device_program.h"
+#include "worker/backends/cuda/op_support.h"
+#include "worker/backends/cuda/plan_builder.h"
+#include "worker/backends/cuda/stream_timer.h"
+#include "worker/backends/profiling.h"
+#include "worker/backends/weights.h"
+
+namespace iosfarm::worker::cuda {
+namespace {
+
+// A stage built by a CudaBackend: plain host data until Profile.
+class CudaStagePlan final : public StagePlan {
+ public:
+  CudaStagePlan(const CudaBackend* owner, ExecutionPlan plan, std::string label)
+      : owner(owner), plan(std::move(plan)), label(std::move(label)) {}
+
+  const CudaBackend* const owner;
+  const ExecutionPlan plan;
+  const std::string label;
+};
+
+Status Prefixed(const Status& status, std::string_view prefix) {
+  return Status(status.code(), StrCat(prefix, ": ", ToStd(status.message())));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOptions& options) {
+  ASSIGN_OR_RETURN(std::vector<CudaDeviceInfo> devices, ListCudaDevices());
+  if (options.device < 0 || options.device >= static_cast<int>(devices.size())) {
+    return absl::NotFoundError(StrCat("CUDA device ", options.device, " not found (",
+                                      devices.size(), " device", devices.size() == 1 ? "" : "s",
+                                      ")"));
+  }
+  RETURN_IF_ERROR(ProbeDevice(options.device));
+  const CudaDeviceInfo& info = devices[options.device];
+  std::string description =
+      StrCat(info.name, " (sm_", info.compute_capability_major, info.compute_capability_minor,
+             ", ", info.multiprocessors, " SMs, CUDA runtime ", info.runtime_version, ", cuDNN ",
+             info.cudnn_version, options.execution.allow_tf32 ? ", TF32" : ", fp32", ")");
+  return std::unique_ptr<CudaBackend>(new CudaBackend(options, info, std::move(description)));
+}
+
+CudaBackend::~CudaBackend() {
+  absl::MutexLock lock(&run_mu_);
+  if (context_ != nullptr) {
+    (void)cudaSetDevice(options_.device);
+    context_.reset();
+  }
+}
+
+StatusOr<CudaDeviceContext*> CudaBackend::Activate() {
+  RETURN_IF_ERROR(
+      CudaCall(cudaSetDevice(options_.device), StrCat("cudaSetDevice(", options_.device, ")")));
+  if (context_ == nullptr) {
+    ASSIGN_OR_RETURN(context_, CudaDeviceContext::Create(options_.device, options_.execution));
+  }
+  return context_.get();
+}
+
+Status CudaBackend::CheckSupported(const graph::Graph& graph) const {
+  return CheckGraphSupported(graph);
+}
+
+StatusOr<std::vector<std::unique_ptr<StagePlan>>> CudaBackend::Build(
+    const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
+  std::vector<std::unique_ptr<StagePlan>> plans;
+  PlanOptions options;
+  options.external = ExternalValues::kRandomData;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    auto plan = BuildExecutionPlan(graph, {&stages[s]}, options);
+    if (!plan.ok()) return Prefixed(plan.status(), StrCat("stage ", s));
+    std::string label = scheduler::ios::StageToString(graph, stages[s]);
+    plans.push_back(std::make_unique<CudaStagePlan>(this, std::move(*plan), std::move(label)));
+  }
+  return plans;
+}
+
+StatusOr<std::vector<LatencyStats>> CudaBackend::Profile(const std::vector<const StagePlan*>& plans,
+                                                         const ProfileOptions& options) {
+  RETURN_IF_ERROR(ValidateProfileOptions(options));
+  std::vector<const CudaStagePlan*> own;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const auto* plan = dynamic_cast<const CudaStagePlan*>(plans[i]);
+    if (plan == nullptr || plan->owner != this) {
+      return absl::InvalidArgumentError(
+          StrCat("plan ", i, " was not built by this cuda backend instance"));
+    }
+    own.push_back(plan);
+  }
+  absl::MutexLock lock(&run_mu_);
+  ASSIGN_OR_RETURN(CudaDeviceContext * context, Activate());
+  ASSIGN_OR_RETURN(StreamTimer timer, StreamTimer::Create());
+  const cudaStream_t main = context->lanes().lane(0).stream;
+  std::vector<LatencyStats> results;
+  for (size_t i = 0; i < own.size(); ++i) {
+    const std::string what = StrCat("plan ", i, " (", own[i]->label, ")");
+    auto program = DeviceProgram::Create(*context, own[i]->plan);
+    if (!program.ok()) return Prefixed(program.status(), what);
+    const DeviceProgram& run = **program;
+    auto stats = MeasureLatency(
+        [&]() -> StatusOr<double> { return timer.Time(main, [&] { return run.Enqueue(); }); },
+        options);
+    if (!stats.ok()) return Prefixed(stats.status(), what);
+    results.push_back(*stats);
+  }
+  return results;
+}
+
+StatusOr<RunResult> CudaBackend::RunSchedule(const graph::Graph& graph,
+                                             const scheduler::ios::Schedule& schedule,
+                                             const RunOptions& options) {
+  RETURN_IF_ERROR(ValidateProfileOptions(options.profile));
+  RETURN_IF_ERROR(CheckSupported(graph));
+  RETURN_IF_ERROR(scheduler::ios::ValidateSchedule(graph, schedule));
+  std::vector<const scheduler::ios::Stage*> stages;
+  for (const auto& scheduled : schedule.stages) stages.push_back(&scheduled.stage);
+  PlanOptions plan_options;
+  plan_options.external = ExternalValues::kGraphInputs;
+  plan_options.keep_graph_outputs = true;
+  ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph, stages, plan_options));
+  const std::vector<graph::Tensor> inputs = MakeGraphInputs(graph, options.input_seed);
+
+  absl::MutexLock lock(&run_mu_);
+  ASSIGN_OR_RETURN(CudaDeviceContext * context, Activate());
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceProgram> program,
+                   DeviceProgram::Create(*context, plan));
+  RETURN_IF_ERROR(program->WriteRuntimeInputs(inputs));
+  ASSIGN_OR_RETURN(StreamTimer timer, StreamTimer::Create());
+  const cudaStream_t main = context->lanes().lane(0).stream;
+  const auto enqueue = [&] { return program->Enqueue(); };
+  RunResult result;
+  if (options.cuda_graph) {
+    // One eager run first: libraries finish their lazy initialisation (and
+    // kernels load) outside the capture.
+    RETURN_IF_ERROR(timer.Time(main, enqueue).status());
+    ASSIGN_OR_RETURN(CudaGraphRunner graph_runner, CudaGraphRunner::Capture(main, enqueue));
+    ASSIGN_OR_RETURN(result.latency,
+                     MeasureLatency(
+                         [&]() -> StatusOr<double> {
+                           return timer.Time(main, [&] { return graph_runner.Launch(main); });
+                         },
+                         options.profile));
+  } else {
+    ASSIGN_OR_RETURN(result.latency,
+                     MeasureLatency([&]() -> StatusOr<double> { return timer.Time(main, enqueue); },
+                                    options.profile));
+  }
+  if (options.return_outputs) {
+    ASSIGN_OR_RETURN(result.outputs, program->ReadOutputs());
+  }
+  return result;
+}
+
+}  // namespace iosfarm::worker::cuda

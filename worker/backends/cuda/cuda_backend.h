@@ -1,0 +1,88 @@
+// The `cuda` backend: executes and times IOS stages and whole schedules on
+// one NVIDIA GPU with cuDNN, cuBLAS and its own kernels (fp32, NCHW).
+//
+// Build (CPU only, never touches the device) turns each stage into an
+// ExecutionPlan (plan_builder.h): steps per group, views and in-place
+// concats, a memory plan, packed weights (merged conv weights assembled,
+// stage inputs given deterministic random data). Profile and RunSchedule
+// then, under one mutex: create the device context at first use (lanes,
+// handles, the per-device convolution algorithm cache), instantiate the plan
+// (device_program.h: allocation, uploads, algorithm choice), and time runs
+// with CUDA events using the protocol of profiling.h. Concurrent stages run
+// one stream per group (stage_executor.h); RunSchedule with
+// RunOptions::cuda_graph captures the whole schedule into one CUDA graph
+// (cuda_graph_runner.h) and times graph launches.
+//
+// Thread safety: Build and CheckSupported may run concurrently with anything;
+// Profile and RunSchedule are serialised (a second caller waits). Plans are
+// self-contained host data tied to the backend that built them.
+#ifndef IOSFARM_WORKER_BACKENDS_CUDA_CUDA_BACKEND_H_
+#define IOSFARM_WORKER_BACKENDS_CUDA_CUDA_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status.h"
+#include "worker/backends/backend.h"
+#include "worker/backends/cuda/cuda_context.h"
+#include "worker/backends/cuda/cuda_device.h"
+
+namespace iosfarm::worker::cuda {
+
+struct CudaBackendOptions {
+  int device = 0;  // CUDA device index
+  CudaExecutionOptions execution;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // Unavailable "no CUDA device: ..." when no GPU answers; NotFound for a
+  // device index out of range; Internal when the device cannot run this
+  // build's kernels (probe kernel, e.g. missing arch).
+  static StatusOr<std::unique_ptr<CudaBackend>> Create(const CudaBackendOptions& options = {});
+
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  std::string device_description() const override { return description_; }
+
+  Status CheckSupported(const graph::Graph& graph) const override;
+
+  // InvalidArgument / Unimplemented naming the stage for stages that cannot
+  // be planned (plan_builder.h). External inputs of each stage get
+  // deterministic random data.
+  StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
+      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) override;
+
+  // InvalidArgument for a plan this backend did not build. Each plan is
+  // instantiated on the device, timed, and freed again.
+  StatusOr<std::vector<LatencyStats>> Profile(const std::vector<const StagePlan*>& plans,
+                                              const ProfileOptions& options) override;
+
+  StatusOr<RunResult> RunSchedule(const graph::Graph& graph,
+                                  const scheduler::ios::Schedule& schedule,
+                                  const RunOptions& options) override;
+
+  const CudaDeviceInfo& device_info() const { return info_; }
+
+ private:
+  CudaBackend(const CudaBackendOptions& options, CudaDeviceInfo info, std::string description)
+      : options_(options), info_(std::move(info)), description_(std::move(description)) {}
+
+  // Makes the device current and creates the context on first use.
+  StatusOr<CudaDeviceContext*> Activate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(run_mu_);
+
+  const CudaBackendOptions options_;
+  const CudaDeviceInfo info_;
+  const std::string description_;
+
+  absl::Mutex run_mu_;  // one Profile or RunSchedule at a time
+  std::unique_ptr<CudaDeviceContext> context_ ABSL_GUARDED_BY(run_mu_);
+};
+
+}  // namespace iosfarm::worker::cuda
+
+#endif  // IOSFARM_WORKER_BACKENDS_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,102 @@
+#include "worker/backends/cuda/device_program.h"
+
+#include <cuda_runtime_api.h>
+
+#include "common/strings.h"
+#include "worker/backends/cuda/cuda_status.h"
+
+namespace iosfarm::worker::cuda {
+namespace {
+
+float* RefPtr(const DeviceBuffer& arena, const ExecutionPlan& plan, const TensorRef& ref) {
+  return reinterpret_cast<float*>(static_cast<char*>(arena.data()) +
+                                  plan.buffers[ref.buffer].byte_offset) +
+         ref.offset;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<DeviceProgram>> DeviceProgram::Create(CudaDeviceContext& device,
+                                                               const ExecutionPlan& plan) {
+  std::unique_ptr<DeviceProgram> program(new DeviceProgram(device, plan));
+  const cudaStream_t stream = device.lanes().lane(0).stream;
+  ASSIGN_OR_RETURN(program->arena_,
+                   DeviceBuffer::Allocate(static_cast<size_t>(plan.arena_bytes), "activations"));
+  ASSIGN_OR_RETURN(program->weights_,
+                   DeviceBuffer::Allocate(plan.weights.size() * sizeof(float), "weights"));
+  // Zero-filled, so that nothing ever reads NaN garbage (cuDNN's fused
+  // conv reads its z input, which is y, with a factor of zero).
+  if (program->arena_.bytes() > 0) {
+    RETURN_IF_ERROR(CudaCall(
+        cudaMemsetAsync(program->arena_.data(), 0, program->arena_.bytes(), stream),
+        "cudaMemsetAsync (arena)"));
+  }
+  if (!plan.weights.empty()) {
+    RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(program->weights_.data(), plan.weights.data(),
+                                             plan.weights.size() * sizeof(float),
+                                             cudaMemcpyHostToDevice, stream),
+                             "cudaMemcpyAsync (weights)"));
+  }
+  for (const Preset& preset : plan.presets) {
+    if (static_cast<int64_t>(preset.data.size()) != preset.ref.num_elements()) {
+      return absl::InternalError(StrCat("preset '", preset.label, "' has ", preset.data.size(),
+                                        " values for ", preset.ref.num_elements()));
+    }
+    RETURN_IF_ERROR(CudaCall(
+        cudaMemcpyAsync(RefPtr(program->arena_, plan, preset.ref), preset.data.data(),
+                        preset.data.size() * sizeof(float), cudaMemcpyHostToDevice, stream),
+        StrCat("cudaMemcpyAsync (preset '", preset.label, "')")));
+  }
+  // The uploads read pageable host memory: finish them before anything else.
+  RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize (uploads)"));
+  DeviceOpContext ctx;
+  ctx.device = &device;
+  ctx.plan = &plan;
+  ctx.arena = static_cast<char*>(program->arena_.data());
+  ctx.weights = static_cast<const float*>(program->weights_.data());
+  ASSIGN_OR_RETURN(program->executor_, StageExecutor::Create(ctx));
+  RETURN_IF_ERROR(device.lanes().SynchronizeAll());
+  return program;
+}
+
+Status DeviceProgram::WriteRuntimeInputs(const std::vector<graph::Tensor>& graph_inputs) {
+  const cudaStream_t stream = device_.lanes().lane(0).stream;
+  for (const RuntimeInput& input : plan_.runtime_inputs) {
+    if (input.input_index < 0 || input.input_index >= static_cast<int>(graph_inputs.size())) {
+      return absl::InvalidArgumentError(StrCat("graph input ", input.input_index, " missing"));
+    }
+    const graph::Tensor& t = graph_inputs[input.input_index];
+    if (static_cast<int64_t>(t.data.size()) != input.ref.num_elements()) {
+      return absl::InvalidArgumentError(StrCat("graph input ", input.input_index, " has ",
+                                               t.data.size(), " values, expected ",
+                                               input.ref.num_elements()));
+    }
+    RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(RefPtr(arena_, plan_, input.ref), t.data.data(),
+                                             t.data.size() * sizeof(float),
+                                             cudaMemcpyHostToDevice, stream),
+                             "cudaMemcpyAsync (graph input)"));
+  }
+  return CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize (graph inputs)");
+}
+
+Status DeviceProgram::Enqueue() const { return executor_->Enqueue(device_.lanes()); }
+
+StatusOr<std::vector<graph::Tensor>> DeviceProgram::ReadOutputs() const {
+  const cudaStream_t stream = device_.lanes().lane(0).stream;
+  std::vector<graph::Tensor> outputs(plan_.outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorRef& ref = plan_.outputs[i];
+    outputs[i].shape = ref.shape;
+    outputs[i].data.resize(static_cast<size_t>(ref.num_elements()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    RETURN_IF_ERROR(CudaCall(
+        cudaMemcpyAsync(outputs[i].data.data(), RefPtr(arena_, plan_, plan_.outputs[i]),
+                        outputs[i].data.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync (output)"));
+  }
+  RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize (outputs)"));
+  return outputs;
+}
+
+}  // namespace iosfarm::worker::cuda

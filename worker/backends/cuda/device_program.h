@@ -1,0 +1,53 @@
+// DeviceProgram: an ExecutionPlan instantiated on a GPU: the activation
+// arena (zero-filled), the packed weights and presets uploaded, and a
+// StageExecutor with every step's op ready.
+//
+// Creation does all the device setup (allocation, uploads, algorithm search)
+// and returns with the device idle; Enqueue only enqueues work. Move-only;
+// freed memory synchronises the device. Not thread-safe (used under the
+// backend's run mutex); the plan must outlive the program.
+#ifndef IOSFARM_WORKER_BACKENDS_CUDA_DEVICE_PROGRAM_H_
+#define IOSFARM_WORKER_BACKENDS_CUDA_DEVICE_PROGRAM_H_
+
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "graph/tensor.h"
+#include "worker/backends/cuda/cuda_buffers.h"
+#include "worker/backends/cuda/cuda_context.h"
+#include "worker/backends/cuda/execution_plan.h"
+#include "worker/backends/cuda/stage_executor.h"
+
+namespace iosfarm::worker::cuda {
+
+class DeviceProgram {
+ public:
+  static StatusOr<std::unique_ptr<DeviceProgram>> Create(CudaDeviceContext& device,
+                                                         const ExecutionPlan& plan);
+
+  // Uploads the plan's runtime inputs from `graph_inputs` (graph.inputs()
+  // order) and waits for the copies. InvalidArgument on a missing input or a
+  // size mismatch.
+  Status WriteRuntimeInputs(const std::vector<graph::Tensor>& graph_inputs);
+
+  // Enqueues one run of every stage on the context's lanes (capturable).
+  Status Enqueue() const;
+
+  // Copies the plan's outputs to the host after lane 0's work completes.
+  StatusOr<std::vector<graph::Tensor>> ReadOutputs() const;
+
+ private:
+  DeviceProgram(CudaDeviceContext& device, const ExecutionPlan& plan)
+      : device_(device), plan_(plan) {}
+
+  CudaDeviceContext& device_;
+  const ExecutionPlan& plan_;
+  DeviceBuffer arena_;
+  DeviceBuffer weights_;
+  std::unique_ptr<StageExecutor> executor_;  // last: its ops point into the buffers
+};
+
+}  // namespace iosfarm::worker::cuda
+
+#endif  // IOSFARM_WORKER_BACKENDS_CUDA_DEVICE_PROGRAM_H_

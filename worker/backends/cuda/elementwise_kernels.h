@@ -1,0 +1,64 @@
+// Element-wise CUDA kernels of the cuda backend, callable from host C++.
+//
+// Plain C-style launchers (no absl: nvcc compiles this as CUDA 17): each
+// enqueues one kernel on `stream` and returns the launch error. Tensors are
+// dense fp32; sizes are in elements; nothing is launched for n == 0.
+#ifndef IOSFARM_WORKER_BACKENDS_CUDA_ELEMENTWISE_KERNELS_H_
+#define IOSFARM_WORKER_BACKENDS_CUDA_ELEMENTWISE_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "worker/backends/cuda/kernel_limits.h"
+
+namespace iosfarm::worker::cuda {
+
+enum class UnaryKind : int {
+  kIdentity,
+  kRelu,         // max(x, 0)
+  kClip,         // min(max(x, a), b)
+  kSigmoid,      // 1 / (1 + exp(-x))
+  kHardSigmoid,  // min(max(a * x + b, 0), 1)
+  kHardSwish,    // x * min(max(x / 6 + 1/2, 0), 1)
+  kTanh,
+};
+
+struct UnaryParams {
+  UnaryKind kind = UnaryKind::kIdentity;
+  float a = 0.0f;
+  float b = 0.0f;
+};
+
+// y[i] = f(x[i]), i < n. x and y may be the same pointer.
+cudaError_t LaunchUnary(const float* x, float* y, int64_t n, UnaryParams f, cudaStream_t stream);
+
+// In place: y[i] = f(y[i] + bias[c]) with c = (i / inner) % channels (NCHW
+// channel of element i); bias may be null (no bias).
+cudaError_t LaunchBiasActivation(float* y, const float* bias, int64_t n, int64_t channels,
+                                 int64_t inner, UnaryParams f, cudaStream_t stream);
+
+// y[i] = x[i] * scale[c] + shift[c], c = (i / inner) % channels.
+cudaError_t LaunchChannelAffine(const float* x, const float* scale, const float* shift, float* y,
+                                int64_t n, int64_t channels, int64_t inner, cudaStream_t stream);
+
+enum class BinaryKind : int { kAdd, kSub, kMul, kDiv };
+
+// Numpy broadcasting: output element with multi-index idx (over out_dims,
+// last dimension fastest) reads a[sum idx[d] * a_strides[d]] and
+// b[sum idx[d] * b_strides[d]] (stride 0 along broadcast dimensions).
+// rank == 0 means no broadcasting: a, b and y all have n elements.
+struct BroadcastParams {
+  int rank = 0;
+  int64_t out_dims[kMaxKernelRank] = {};
+  int64_t a_strides[kMaxKernelRank] = {};
+  int64_t b_strides[kMaxKernelRank] = {};
+};
+
+// y = a (op) b over the n output elements, IEEE fp32 arithmetic.
+cudaError_t LaunchBinary(BinaryKind kind, const float* a, const float* b, float* y, int64_t n,
+                         const BroadcastParams& params, cudaStream_t stream);
+
+}  // namespace iosfarm::worker::cuda
+
+#endif  // IOSFARM_WORKER_BACKENDS_CUDA_ELEMENTWISE_KERNELS_H_

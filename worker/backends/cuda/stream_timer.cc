@@ -1,0 +1,29 @@
+#include "worker/backends/cuda/stream_timer.h"
+
+#include "worker/backends/cuda/cuda_status.h"
+
+namespace iosfarm::worker::cuda {
+
+StatusOr<StreamTimer> StreamTimer::Create() {
+  ASSIGN_OR_RETURN(UniqueEvent start, CreateEvent(/*timing=*/true));
+  ASSIGN_OR_RETURN(UniqueEvent stop, CreateEvent(/*timing=*/true));
+  return StreamTimer(std::move(start), std::move(stop));
+}
+
+StatusOr<double> StreamTimer::Time(cudaStream_t stream,
+                                   const std::function<Status()>& enqueue) const {
+  RETURN_IF_ERROR(CudaCall(cudaEventRecord(start_.get(), stream), "cudaEventRecord (start)"));
+  Status status = enqueue();
+  if (!status.ok()) {
+    (void)cudaStreamSynchronize(stream);
+    return status;
+  }
+  RETURN_IF_ERROR(CudaCall(cudaEventRecord(stop_.get(), stream), "cudaEventRecord (stop)"));
+  RETURN_IF_ERROR(CudaCall(cudaEventSynchronize(stop_.get()), "cudaEventSynchronize"));
+  float ms = 0.0f;
+  RETURN_IF_ERROR(
+      CudaCall(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime"));
+  return static_cast<double>(ms);
+}
+
+}  // namespace iosfarm::worker::cuda
