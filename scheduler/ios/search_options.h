@@ -23,8 +23,9 @@ struct SearchOptions {
   // again as one small block and replaced when that is cheaper. It recovers
   // parallelism that a size cut separated. 0 disables.
   int boundary_window_ops = 24;
-  // Per-block cap on DP states, to bound memory (0: none). The default keeps
-  // a block under roughly 2 GiB.
+  // Per-block cap on DP states, to bound memory (0: none): past it the search
+  // fails with ResourceExhausted. The default bounds the state table to about
+  // 2 GiB (the largest zoo block needs 0.15 M states).
   int64_t max_states_per_block = 30'000'000;
 };
 

@@ -21,6 +21,7 @@
 #include "worker/backends/cuda/cuda_handles.h"
 #include "worker/backends/cuda/cuda_status.h"
 #include "worker/backends/cuda/elementwise_kernels.h"
+#include "worker/backends/cuda/kernel_params.h"
 #include "worker/backends/cuda/op_factories.h"
 
 namespace iosfarm::worker::cuda {
@@ -34,22 +35,6 @@ bool IsUnsupported(cudnnStatus_t status) {
   const int category = CUDNN_STATUS_CATEGORY(status);
   return category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_BAD_PARAM ||
          status == CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED;
-}
-
-UnaryParams EpilogueActivation(const graph::ConvAttrs& a) {
-  switch (a.activation) {
-    case graph::Activation::kNone:
-      return {UnaryKind::kIdentity, 0.0f, 0.0f};
-    case graph::Activation::kRelu:
-      return {UnaryKind::kRelu, 0.0f, 0.0f};
-    case graph::Activation::kClip:
-      return {UnaryKind::kClip, a.clip_min, a.clip_max};
-    case graph::Activation::kSigmoid:
-      return {UnaryKind::kSigmoid, 0.0f, 0.0f};
-    case graph::Activation::kTanh:
-      return {UnaryKind::kTanh, 0.0f, 0.0f};
-  }
-  return {};
 }
 
 class ConvOp final : public DeviceOp {
@@ -136,7 +121,7 @@ class ConvOp final : public DeviceOp {
                                             : "cudnnConvolutionForward"));
     if (needs_epilogue_) {
       RETURN_IF_ERROR(CudaCall(LaunchBiasActivation(y_, bias_, elements_, channels_, plane_,
-                                                    EpilogueActivation(attrs_), lane.stream),
+                                                    ConvActivationParams(attrs_), lane.stream),
                                "bias/activation kernel"));
     }
     return absl::OkStatus();

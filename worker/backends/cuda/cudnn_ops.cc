@@ -6,6 +6,7 @@
 #include "worker/backends/cuda/cuda_handles.h"
 #include "worker/backends/cuda/cuda_status.h"
 #include "worker/backends/cuda/elementwise_kernels.h"
+#include "worker/backends/cuda/kernel_params.h"
 #include "worker/backends/cuda/op_factories.h"
 #include "worker/backends/cuda/reduce_kernels.h"
 
@@ -198,22 +199,7 @@ StatusOr<std::unique_ptr<DeviceOp>> MakePoolOp(const Step& step, const DeviceOpC
                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     return CudnnPoolOp::Create(step, ctx, mode);
   }
-  Pool2dParams p;
-  p.planes = x[0] * x[1];
-  p.in_h = x[2];
-  p.in_w = x[3];
-  p.out_h = y[2];
-  p.out_w = y[3];
-  p.kernel_h = a.kernel[0];
-  p.kernel_w = a.kernel[1];
-  p.stride_h = a.stride[0];
-  p.stride_w = a.stride[1];
-  p.pad_top = a.pads[0];
-  p.pad_left = a.pads[1];
-  p.pad_bottom = a.pads[2];
-  p.pad_right = a.pads[3];
-  p.is_max = is_max;
-  p.count_include_pad = a.count_include_pad;
+  ASSIGN_OR_RETURN(const Pool2dParams p, MakePool2dParams(step.op, a, x, y));
   return std::unique_ptr<DeviceOp>(
       new KernelPoolOp(ctx.Ptr(step.inputs[0]), ctx.Ptr(step.outputs[0]), p));
 }
@@ -221,36 +207,19 @@ StatusOr<std::unique_ptr<DeviceOp>> MakePoolOp(const Step& step, const DeviceOpC
 StatusOr<std::unique_ptr<DeviceOp>> MakeUnaryOp(const Step& step, const DeviceOpContext& ctx) {
   RETURN_IF_ERROR(CheckUnaryStep(step));
   const bool four_d = step.inputs[0].shape.size() == 4;
-  UnaryParams f;
-  switch (step.op) {
-    case graph::OpType::kRelu:
-      if (four_d) return CudnnActivationOp::Create(step, ctx, CUDNN_ACTIVATION_RELU);
-      f.kind = UnaryKind::kRelu;
-      break;
-    case graph::OpType::kSigmoid:
-      if (four_d) return CudnnActivationOp::Create(step, ctx, CUDNN_ACTIVATION_SIGMOID);
-      f.kind = UnaryKind::kSigmoid;
-      break;
-    case graph::OpType::kTanh:
-      if (four_d) return CudnnActivationOp::Create(step, ctx, CUDNN_ACTIVATION_TANH);
-      f.kind = UnaryKind::kTanh;
-      break;
-    case graph::OpType::kClip: {
-      const auto& a = std::get<graph::ClipAttrs>(step.attrs);
-      f = {UnaryKind::kClip, a.min, a.max};
-      break;
+  if (four_d) {
+    switch (step.op) {
+      case graph::OpType::kRelu:
+        return CudnnActivationOp::Create(step, ctx, CUDNN_ACTIVATION_RELU);
+      case graph::OpType::kSigmoid:
+        return CudnnActivationOp::Create(step, ctx, CUDNN_ACTIVATION_SIGMOID);
+      case graph::OpType::kTanh:
+        return CudnnActivationOp::Create(step, ctx, CUDNN_ACTIVATION_TANH);
+      default:
+        break;
     }
-    case graph::OpType::kHardSigmoid: {
-      const auto& a = std::get<graph::HardSigmoidAttrs>(step.attrs);
-      f = {UnaryKind::kHardSigmoid, a.alpha, a.beta};
-      break;
-    }
-    case graph::OpType::kHardSwish:
-      f.kind = UnaryKind::kHardSwish;
-      break;
-    default:
-      return absl::InternalError(StrCat("not an activation: ", graph::OpTypeName(step.op)));
   }
+  ASSIGN_OR_RETURN(const UnaryParams f, MakeUnaryParams(step.op, step.attrs));
   return std::unique_ptr<DeviceOp>(new KernelUnaryOp(
       ctx.Ptr(step.inputs[0]), ctx.Ptr(step.outputs[0]), step.inputs[0].num_elements(), f));
 }

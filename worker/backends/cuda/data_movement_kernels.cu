@@ -1,6 +1,7 @@
 #include "worker/backends/cuda/data_movement_kernels.h"
 
 #include "worker/backends/cuda/kernel_launch.cuh"
+#include "worker/backends/cuda/kernel_math.h"
 
 namespace iosfarm::worker::cuda {
 namespace {
@@ -9,55 +10,22 @@ __global__ void CopyRowsKernel(const float* src, int64_t src_pitch, float* dst, 
                                int64_t rows, int64_t width) {
   const int64_t n = rows * width;
   for (int64_t i = GlobalThreadIndex(); i < n; i += GridStride()) {
-    const int64_t r = i / width;
-    const int64_t c = i - r * width;
-    dst[r * dst_pitch + c] = src[r * src_pitch + c];
+    int64_t s = 0, d = 0;
+    math::CopyRowsOffsets(i, width, src_pitch, dst_pitch, &s, &d);
+    dst[d] = src[s];
   }
 }
 
 __global__ void GatherKernel(const float* x, float* y, int64_t n, GatherParams p) {
   for (int64_t i = GlobalThreadIndex(); i < n; i += GridStride()) {
-    int64_t offset = p.base;
-    int64_t rest = i;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int64_t index = rest % p.out_dims[d];
-      rest /= p.out_dims[d];
-      offset += index * p.in_strides[d];
-    }
-    y[i] = x[offset];
+    y[i] = x[math::GatherOffset(i, p)];
   }
-}
-
-// Source index along one dimension, or -1 for the constant value.
-__device__ inline int64_t PadSource(PadKind mode, int64_t i, int64_t n) {
-  if (i >= 0 && i < n) return i;
-  switch (mode) {
-    case PadKind::kConstant:
-      return -1;
-    case PadKind::kEdge:
-      return i < 0 ? 0 : n - 1;
-    case PadKind::kReflect:
-      return i < 0 ? -i : 2 * (n - 1) - i;
-  }
-  return -1;
 }
 
 __global__ void PadKernel(const float* x, float* y, int64_t n, PadParams p) {
   for (int64_t i = GlobalThreadIndex(); i < n; i += GridStride()) {
-    int64_t offset = 0;
-    bool constant = false;
-    int64_t rest = i;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int64_t index = rest % p.out_dims[d];
-      rest /= p.out_dims[d];
-      const int64_t source = PadSource(p.mode, index - p.pad_begin[d], p.in_dims[d]);
-      if (source < 0) {
-        constant = true;
-      } else {
-        offset += source * p.in_strides[d];
-      }
-    }
-    y[i] = constant ? p.value : x[offset];
+    const int64_t offset = math::PadOffset(i, p);
+    y[i] = offset < 0 ? p.value : x[offset];
   }
 }
 

@@ -1,6 +1,6 @@
 // Steps that run on the backend's own kernels (elementwise_kernels.h,
-// data_movement_kernels.h, reduce_kernels.h): kernel parameters are computed
-// here once, on the host.
+// data_movement_kernels.h, reduce_kernels.h); their parameters are computed
+// once, on the host (kernel_params.h).
 #include <functional>
 #include <variant>
 
@@ -8,7 +8,7 @@
 #include "worker/backends/cuda/cuda_status.h"
 #include "worker/backends/cuda/data_movement_kernels.h"
 #include "worker/backends/cuda/elementwise_kernels.h"
-#include "worker/backends/cuda/kernel_limits.h"
+#include "worker/backends/cuda/kernel_params.h"
 #include "worker/backends/cuda/op_factories.h"
 #include "worker/backends/cuda/reduce_kernels.h"
 
@@ -33,79 +33,23 @@ std::unique_ptr<DeviceOp> Op(std::function<cudaError_t(cudaStream_t)> launch, st
   return std::make_unique<LaunchOp>(std::move(launch), std::move(what));
 }
 
-Status CheckRank(const graph::Shape& shape) {
-  if (shape.empty() || shape.size() > static_cast<size_t>(kMaxKernelRank)) {
-    return absl::InternalError(StrCat("rank ", shape.size(), " outside [1, ", kMaxKernelRank, "]"));
-  }
-  return absl::OkStatus();
-}
-
-std::vector<int64_t> Strides(const graph::Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) {
-    strides[d] = strides[d + 1] * shape[d + 1];
-  }
-  return strides;
-}
-
-// Strides of `shape` right-aligned to `rank`, 0 along broadcast dimensions.
-std::vector<int64_t> BroadcastStrides(const graph::Shape& shape, size_t rank) {
-  std::vector<int64_t> out(rank, 0);
-  const std::vector<int64_t> own = Strides(shape);
-  const size_t lead = rank - shape.size();
-  for (size_t d = 0; d < shape.size(); ++d) out[lead + d] = shape[d] == 1 ? 0 : own[d];
-  return out;
-}
-
 StatusOr<std::unique_ptr<DeviceOp>> MakeBinary(const Step& step, const DeviceOpContext& ctx) {
   if (step.inputs.size() != 2 || step.outputs.size() != 1) {
     return absl::InternalError("malformed binary step");
   }
-  const graph::Shape& y = step.outputs[0].shape;
-  RETURN_IF_ERROR(CheckRank(y));
-  BinaryKind kind;
-  switch (step.op) {
-    case graph::OpType::kAdd:
-      kind = BinaryKind::kAdd;
-      break;
-    case graph::OpType::kSub:
-      kind = BinaryKind::kSub;
-      break;
-    case graph::OpType::kMul:
-      kind = BinaryKind::kMul;
-      break;
-    case graph::OpType::kDiv:
-      kind = BinaryKind::kDiv;
-      break;
-    default:
-      return absl::InternalError("not a binary op");
-  }
-  BroadcastParams p;
-  if (step.inputs[0].shape != y || step.inputs[1].shape != y) {
-    if (step.inputs[0].shape.size() > y.size() || step.inputs[1].shape.size() > y.size()) {
-      return absl::InternalError("binary operand of higher rank than the output");
-    }
-    p.rank = static_cast<int>(y.size());
-    const std::vector<int64_t> sa = BroadcastStrides(step.inputs[0].shape, y.size());
-    const std::vector<int64_t> sb = BroadcastStrides(step.inputs[1].shape, y.size());
-    for (size_t d = 0; d < y.size(); ++d) {
-      p.out_dims[d] = y[d];
-      p.a_strides[d] = sa[d];
-      p.b_strides[d] = sb[d];
-    }
-  }
+  ASSIGN_OR_RETURN(const BinaryKind kind, MakeBinaryKind(step.op));
+  ASSIGN_OR_RETURN(const BroadcastParams p,
+                   MakeBroadcastParams(step.inputs[0].shape, step.inputs[1].shape,
+                                       step.outputs[0].shape));
   const float* a = ctx.Ptr(step.inputs[0]);
   const float* b = ctx.Ptr(step.inputs[1]);
-  float* out = ctx.Ptr(step.outputs[0]);
+  float* y = ctx.Ptr(step.outputs[0]);
   const int64_t n = step.outputs[0].num_elements();
-  return Op([=](cudaStream_t s) { return LaunchBinary(kind, a, b, out, n, p, s); },
+  return Op([=](cudaStream_t s) { return LaunchBinary(kind, a, b, y, n, p, s); },
             "binary kernel");
 }
 
 StatusOr<std::unique_ptr<DeviceOp>> MakeCopy(const Step& step, const DeviceOpContext& ctx) {
-  if (step.inputs.size() != 1 || step.outputs.size() != 1) {
-    return absl::InternalError("malformed copy step");
-  }
   const CopyRows c = step.copy;
   const float* src = ctx.Ptr(step.inputs[0]) + c.src_offset;
   float* dst = ctx.Ptr(step.outputs[0]) + c.dst_offset;
@@ -119,36 +63,12 @@ StatusOr<std::unique_ptr<DeviceOp>> MakeCopy(const Step& step, const DeviceOpCon
 StatusOr<std::unique_ptr<DeviceOp>> MakeGather(const Step& step, const DeviceOpContext& ctx) {
   const graph::Shape& x = step.inputs[0].shape;
   const graph::Shape& y = step.outputs[0].shape;
-  RETURN_IF_ERROR(CheckRank(x));
-  if (y.size() != x.size()) return absl::InternalError("gather changes the rank");
-  const std::vector<int64_t> strides = Strides(x);
-  GatherParams p;
-  p.rank = static_cast<int>(y.size());
-  for (size_t d = 0; d < y.size(); ++d) p.out_dims[d] = y[d];
-  if (step.kind == StepKind::kTranspose) {
-    const auto& perm = std::get<graph::TransposeAttrs>(step.attrs).perm;
-    for (size_t d = 0; d < y.size(); ++d) {
-      if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(x.size())) {
-        return absl::InternalError("transpose perm out of range");
-      }
-      p.in_strides[d] = strides[static_cast<size_t>(perm[d])];
-    }
-  } else {
-    const auto& a = std::get<graph::SliceAttrs>(step.attrs);
-    std::vector<int64_t> start(x.size(), 0), step_size(x.size(), 1);
-    for (size_t i = 0; i < a.axes.size(); ++i) {
-      const int64_t axis = a.axes[i];
-      if (axis < 0 || axis >= static_cast<int64_t>(x.size())) {
-        return absl::InternalError("slice axis out of range");
-      }
-      start[axis] = a.starts[i];
-      step_size[axis] = a.steps[i];
-    }
-    for (size_t d = 0; d < x.size(); ++d) {
-      p.base += start[d] * strides[d];
-      p.in_strides[d] = step_size[d] * strides[d];
-    }
-  }
+  StatusOr<GatherParams> params =
+      step.kind == StepKind::kTranspose
+          ? MakeTransposeParams(std::get<graph::TransposeAttrs>(step.attrs).perm, x, y)
+          : MakeSliceParams(std::get<graph::SliceAttrs>(step.attrs), x, y);
+  RETURN_IF_ERROR(params.status());
+  const GatherParams p = *params;
   const float* in = ctx.Ptr(step.inputs[0]);
   float* out = ctx.Ptr(step.outputs[0]);
   const int64_t n = step.outputs[0].num_elements();
@@ -156,26 +76,9 @@ StatusOr<std::unique_ptr<DeviceOp>> MakeGather(const Step& step, const DeviceOpC
 }
 
 StatusOr<std::unique_ptr<DeviceOp>> MakePad(const Step& step, const DeviceOpContext& ctx) {
-  const graph::Shape& x = step.inputs[0].shape;
-  const graph::Shape& y = step.outputs[0].shape;
-  RETURN_IF_ERROR(CheckRank(x));
-  const auto& a = std::get<graph::PadAttrs>(step.attrs);
-  if (y.size() != x.size() || a.pads.size() != 2 * x.size()) {
-    return absl::InternalError("malformed pad step");
-  }
-  const std::vector<int64_t> strides = Strides(x);
-  PadParams p;
-  p.rank = static_cast<int>(x.size());
-  p.value = a.value;
-  p.mode = a.mode == graph::PadMode::kConstant ? PadKind::kConstant
-           : a.mode == graph::PadMode::kReflect ? PadKind::kReflect
-                                                : PadKind::kEdge;
-  for (size_t d = 0; d < x.size(); ++d) {
-    p.out_dims[d] = y[d];
-    p.in_dims[d] = x[d];
-    p.in_strides[d] = strides[d];
-    p.pad_begin[d] = a.pads[d];
-  }
+  ASSIGN_OR_RETURN(const PadParams p,
+                   MakePadParams(std::get<graph::PadAttrs>(step.attrs), step.inputs[0].shape,
+                                 step.outputs[0].shape));
   const float* in = ctx.Ptr(step.inputs[0]);
   float* out = ctx.Ptr(step.outputs[0]);
   const int64_t n = step.outputs[0].num_elements();
@@ -183,30 +86,9 @@ StatusOr<std::unique_ptr<DeviceOp>> MakePad(const Step& step, const DeviceOpCont
 }
 
 StatusOr<std::unique_ptr<DeviceOp>> MakeReduceMean(const Step& step, const DeviceOpContext& ctx) {
-  const graph::Shape& x = step.inputs[0].shape;
-  RETURN_IF_ERROR(CheckRank(x));
-  const auto& a = std::get<graph::ReduceMeanAttrs>(step.attrs);
-  std::vector<bool> reduced(x.size(), a.axes.empty());
-  for (int64_t axis : a.axes) {
-    if (axis < 0 || axis >= static_cast<int64_t>(x.size())) {
-      return absl::InternalError("reduce axis out of range");
-    }
-    reduced[static_cast<size_t>(axis)] = true;
-  }
-  const std::vector<int64_t> strides = Strides(x);
-  ReduceParams p;
-  for (size_t d = 0; d < x.size(); ++d) {
-    if (reduced[d]) {
-      p.reduced_dims[p.reduced_rank] = x[d];
-      p.reduced_strides[p.reduced_rank] = strides[d];
-      ++p.reduced_rank;
-      p.count *= x[d];
-    } else {
-      p.kept_dims[p.kept_rank] = x[d];
-      p.kept_strides[p.kept_rank] = strides[d];
-      ++p.kept_rank;
-    }
-  }
+  ASSIGN_OR_RETURN(const ReduceParams p,
+                   MakeReduceParams(std::get<graph::ReduceMeanAttrs>(step.attrs),
+                                    step.inputs[0].shape));
   const float* in = ctx.Ptr(step.inputs[0]);
   float* out = ctx.Ptr(step.outputs[0]);
   const int64_t n_out = step.outputs[0].num_elements();

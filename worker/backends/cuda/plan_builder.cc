@@ -257,7 +257,10 @@ class PlanBuilder {
       return absl::FailedPreconditionError(
           StrCat("graph output '", value.name, "' is not computed by the schedule"));
     }
+    // Presets are written once and read by every run: they live from before
+    // the first stage to after the last.
     def_stage_[v] = -1;
+    last_use_[v] = num_stages();
     return absl::OkStatus();
   }
 

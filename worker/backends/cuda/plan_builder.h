@@ -14,8 +14,9 @@
 //    contiguous; the Concat then copies nothing for it;
 //  - memory: one buffer per stored value (views share their source's), live
 //    from its first write to its last read, placed in one arena
-//    (memory_plan.h); presets (constants, stage inputs) and kept outputs live
-//    for the whole run;
+//    (memory_plan.h); presets (constants, stage inputs, graph inputs) live for
+//    the whole run and are never overwritten, so a plan runs any number of
+//    times after one upload; kept outputs live from their write to the end;
 //  - weights: materialised (worker/backends/weights.h), merged conv weights
 //    assembled (merged_conv_weights.h), BatchNorm folded into scale/shift,
 //    Gemm's beta * C broadcast to the output; all packed in one array.

@@ -20,7 +20,8 @@ class Emulator {
         arena_(static_cast<size_t>(plan.arena_bytes) / sizeof(float),
                std::numeric_limits<float>::quiet_NaN()) {}
 
-  StatusOr<std::vector<graph::Tensor>> Run(const std::vector<graph::Tensor>& graph_inputs) {
+  StatusOr<std::vector<graph::Tensor>> Run(const std::vector<graph::Tensor>& graph_inputs,
+                                           int runs) {
     for (const Preset& preset : plan_.presets) {
       if (static_cast<int64_t>(preset.data.size()) != preset.ref.num_elements()) {
         return absl::InvalidArgumentError(StrCat("preset '", preset.label, "' has ",
@@ -38,12 +39,14 @@ class Emulator {
       const std::vector<float>& data = graph_inputs[input.input_index].data;
       std::copy(data.begin(), data.end(), Ptr(input.ref));
     }
-    for (size_t s = 0; s < plan_.stages.size(); ++s) {
-      Poison([&](const BufferSpec& b) { return b.first_stage == static_cast<int>(s); });
-      for (const GroupProgram& group : plan_.stages[s].groups) {
-        for (const Step& step : group.steps) RETURN_IF_ERROR(RunStep(step));
+    for (int run = 0; run < runs; ++run) {
+      for (size_t s = 0; s < plan_.stages.size(); ++s) {
+        Poison([&](const BufferSpec& b) { return b.first_stage == static_cast<int>(s); });
+        for (const GroupProgram& group : plan_.stages[s].groups) {
+          for (const Step& step : group.steps) RETURN_IF_ERROR(RunStep(step));
+        }
+        Poison([&](const BufferSpec& b) { return b.last_stage == static_cast<int>(s); });
       }
-      Poison([&](const BufferSpec& b) { return b.last_stage == static_cast<int>(s); });
     }
     std::vector<graph::Tensor> outputs;
     for (const TensorRef& ref : plan_.outputs) {
@@ -166,8 +169,9 @@ class Emulator {
 }  // namespace
 
 StatusOr<std::vector<graph::Tensor>> EmulatePlan(const ExecutionPlan& plan,
-                                                 const std::vector<graph::Tensor>& graph_inputs) {
-  return Emulator(plan).Run(graph_inputs);
+                                                 const std::vector<graph::Tensor>& graph_inputs,
+                                                 int runs) {
+  return Emulator(plan).Run(graph_inputs, runs);
 }
 
 }  // namespace iosfarm::worker::cuda

@@ -19,11 +19,14 @@
 
 namespace iosfarm::worker::cuda {
 
-// Runs `plan` once with `graph_inputs` (graph.inputs() order; those the plan
-// reads per run are taken by RuntimeInput::input_index) and returns the kept
-// outputs. InvalidArgument when an input is missing or has the wrong size.
+// Writes presets and `graph_inputs` (graph.inputs() order; those the plan
+// reads per run are taken by RuntimeInput::input_index) once, runs all stages
+// `runs` times (as the device does when timing; a later run sees what earlier
+// runs left in the arena) and returns the kept outputs of the last run.
+// InvalidArgument when an input is missing or has the wrong size.
 StatusOr<std::vector<graph::Tensor>> EmulatePlan(const ExecutionPlan& plan,
-                                                 const std::vector<graph::Tensor>& graph_inputs);
+                                                 const std::vector<graph::Tensor>& graph_inputs,
+                                                 int runs = 2);
 
 }  // namespace iosfarm::worker::cuda
 

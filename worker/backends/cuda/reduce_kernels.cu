@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "worker/backends/cuda/kernel_launch.cuh"
+#include "worker/backends/cuda/kernel_math.h"
 
 namespace iosfarm::worker::cuda {
 namespace {
@@ -31,24 +32,9 @@ __global__ void ReduceMeanKernel(const float* x, float* y, int64_t n_out, Reduce
   const int64_t first_warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t o = first_warp; o < n_out; o += warps) {
-    int64_t base = 0;
-    int64_t rest = o;
-    for (int d = p.kept_rank - 1; d >= 0; --d) {
-      const int64_t index = rest % p.kept_dims[d];
-      rest /= p.kept_dims[d];
-      base += index * p.kept_strides[d];
-    }
+    const int64_t base = math::ReduceBase(o, p);
     float sum = 0.0f;
-    for (int64_t r = lane; r < p.count; r += kWarp) {
-      int64_t offset = base;
-      int64_t rr = r;
-      for (int d = p.reduced_rank - 1; d >= 0; --d) {
-        const int64_t index = rr % p.reduced_dims[d];
-        rr /= p.reduced_dims[d];
-        offset += index * p.reduced_strides[d];
-      }
-      sum += x[offset];
-    }
+    for (int64_t r = lane; r < p.count; r += kWarp) sum += x[base + math::ReduceOffset(r, p)];
     sum = WarpSum(sum);
     if (lane == 0) y[o] = sum / static_cast<float>(p.count);
   }
@@ -71,40 +57,7 @@ __global__ void GlobalPoolKernel(const float* x, float* y, int64_t planes, int64
 
 __global__ void Pool2dKernel(const float* x, float* y, Pool2dParams p) {
   const int64_t n = p.planes * p.out_h * p.out_w;
-  for (int64_t i = GlobalThreadIndex(); i < n; i += GridStride()) {
-    const int64_t ow = i % p.out_w;
-    const int64_t oh = (i / p.out_w) % p.out_h;
-    const int64_t plane = i / (p.out_w * p.out_h);
-    const float* in = x + plane * p.in_h * p.in_w;
-    const int64_t h0 = oh * p.stride_h - p.pad_top;
-    const int64_t w0 = ow * p.stride_w - p.pad_left;
-    const int64_t h1 = h0 + p.kernel_h;
-    const int64_t w1 = w0 + p.kernel_w;
-    const int64_t hs = h0 > 0 ? h0 : 0, he = h1 < p.in_h ? h1 : p.in_h;
-    const int64_t ws = w0 > 0 ? w0 : 0, we = w1 < p.in_w ? w1 : p.in_w;
-    float best = -INFINITY;
-    float sum = 0.0f;
-    int64_t inside = 0;
-    for (int64_t ih = hs; ih < he; ++ih) {
-      for (int64_t iw = ws; iw < we; ++iw) {
-        const float v = in[ih * p.in_w + iw];
-        best = fmaxf(best, v);
-        sum += v;
-        ++inside;
-      }
-    }
-    if (p.is_max) {
-      y[i] = best;
-    } else {
-      int64_t divisor = inside;
-      if (p.count_include_pad) {
-        const int64_t h_end = h1 < p.in_h + p.pad_bottom ? h1 : p.in_h + p.pad_bottom;
-        const int64_t w_end = w1 < p.in_w + p.pad_right ? w1 : p.in_w + p.pad_right;
-        divisor = (h_end - h0) * (w_end - w0);
-      }
-      y[i] = sum / static_cast<float>(divisor);
-    }
-  }
+  for (int64_t i = GlobalThreadIndex(); i < n; i += GridStride()) y[i] = math::Pool2dValue(x, i, p);
 }
 
 unsigned int WarpGridFor(int64_t items) {

@@ -1,5 +1,7 @@
 #include "worker/backends/cuda/stream_timer.h"
 
+#include <algorithm>
+
 #include "worker/backends/cuda/cuda_status.h"
 
 namespace iosfarm::worker::cuda {
@@ -23,7 +25,7 @@ StatusOr<double> StreamTimer::Time(cudaStream_t stream,
   float ms = 0.0f;
   RETURN_IF_ERROR(
       CudaCall(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime"));
-  return static_cast<double>(ms);
+  return std::max(static_cast<double>(ms), kResolutionMs);
 }
 
 }  // namespace iosfarm::worker::cuda

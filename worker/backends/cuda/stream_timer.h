@@ -15,10 +15,15 @@ class StreamTimer {
  public:
   static StatusOr<StreamTimer> Create();
 
+  // Resolution of CUDA event timing (about half a microsecond).
+  static constexpr double kResolutionMs = 0.0005;
+
   // Records a start event on `stream`, calls `enqueue`, records a stop event
   // and waits for it; returns the elapsed GPU time in milliseconds (which
-  // includes any time the GPU waited for the host to enqueue). On an
-  // enqueue error the stream is drained and the error returned.
+  // includes any time the GPU waited for the host to enqueue), at least
+  // kResolutionMs (work that takes less, e.g. a stage of views only, cannot
+  // be told from nothing). On an enqueue error the stream is drained and the
+  // error returned.
   StatusOr<double> Time(cudaStream_t stream, const std::function<Status()>& enqueue) const;
 
  private:
