@@ -196,4 +196,29 @@ StatusOr<double> ExhaustiveOptimum(const graph::Graph& graph, int max_group_ops,
   return optimum;
 }
 
+Stage ConcurrentStage(std::vector<std::vector<graph::NodeId>> groups) {
+  Stage stage;
+  stage.groups = std::move(groups);
+  return stage;
+}
+
+StatusOr<Stage> MergeStage(const graph::Graph& graph, const std::vector<graph::NodeId>& ops) {
+  ASSIGN_OR_RETURN(MergedConv merged, MergeConvs(graph, ops));
+  Stage stage;
+  stage.strategy = Strategy::kMerge;
+  for (graph::NodeId op : ops) stage.groups.push_back({op});
+  stage.merged = std::move(merged);
+  return stage;
+}
+
+Schedule ScheduleOf(std::vector<Stage> stages) {
+  Schedule schedule;
+  for (Stage& s : stages) {
+    ScheduledStage scheduled;
+    scheduled.stage = std::move(s);
+    schedule.stages.push_back(std::move(scheduled));
+  }
+  return schedule;
+}
+
 }  // namespace iosfarm::scheduler::ios::testing

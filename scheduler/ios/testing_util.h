@@ -4,10 +4,13 @@
 #define IOSFARM_SCHEDULER_IOS_TESTING_UTIL_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "common/status.h"
 #include "graph/graph.h"
 #include "scheduler/ios/latency_oracle.h"
+#include "scheduler/ios/schedule.h"
+#include "scheduler/ios/stage.h"
 
 namespace iosfarm::scheduler::ios::testing {
 
@@ -31,6 +34,16 @@ StageLatencyFn RandomOracle(const graph::Graph& graph, uint64_t seed);
 StatusOr<double> ExhaustiveOptimum(const graph::Graph& graph, int max_group_ops,
                                    int max_groups, bool enable_merge,
                                    const StageLatencyFn& oracle);
+
+// A concurrent stage with the given groups.
+Stage ConcurrentStage(std::vector<std::vector<graph::NodeId>> groups);
+
+// A merge stage of the convolutions `ops` (one group each); MergeConvs's
+// error when they cannot be merged.
+StatusOr<Stage> MergeStage(const graph::Graph& graph, const std::vector<graph::NodeId>& ops);
+
+// A schedule of `stages` in order (block 0, no signatures or latencies).
+Schedule ScheduleOf(std::vector<Stage> stages);
 
 }  // namespace iosfarm::scheduler::ios::testing
 

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "graph/graph_builder.h"
+#include "scheduler/ios/testing_util.h"
 #include "scheduler/ios/merge.h"
 #include "tests/conformance/conformance_backends.h"
 #include "tests/conformance/conformance_util.h"
@@ -14,6 +15,9 @@
 namespace iosfarm::conformance {
 namespace {
 
+using ::iosfarm::scheduler::ios::testing::ConcurrentStage;
+using ::iosfarm::scheduler::ios::testing::MergeStage;
+using ::iosfarm::scheduler::ios::testing::ScheduleOf;
 using graph::GraphBuilder;
 using graph::NodeId;
 using graph::ValueId;
@@ -38,31 +42,6 @@ graph::ConvSpec Spec(int64_t out, std::array<int64_t, 2> kernel, std::array<int6
   return spec;
 }
 
-Stage Concurrent(std::vector<std::vector<NodeId>> groups) {
-  Stage stage;
-  stage.groups = std::move(groups);
-  return stage;
-}
-
-StatusOr<Stage> Merge(const graph::Graph& g, const std::vector<NodeId>& ops) {
-  ASSIGN_OR_RETURN(scheduler::ios::MergedConv merged, scheduler::ios::MergeConvs(g, ops));
-  Stage stage;
-  stage.strategy = Strategy::kMerge;
-  for (NodeId op : ops) stage.groups.push_back({op});
-  stage.merged = std::move(merged);
-  return stage;
-}
-
-Schedule Of(std::vector<Stage> stages) {
-  Schedule schedule;
-  for (Stage& s : stages) {
-    scheduler::ios::ScheduledStage scheduled;
-    scheduled.stage = std::move(s);
-    schedule.stages.push_back(std::move(scheduled));
-  }
-  return schedule;
-}
-
 // x -> {conv3x3 -> conv1x1 | maxpool} -> concat.
 StatusOr<StageCase> TwoGroups() {
   GraphBuilder b("two_groups");
@@ -71,7 +50,7 @@ StatusOr<StageCase> TwoGroups() {
   ValueId p = b.MaxPool(x, {3, 3}, {1, 1}, {1, 1, 1, 1}, "pool");
   b.Output(b.Concat({a, p}, 1, "cat"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
-  Schedule s = Of({Concurrent({{0, 1}, {2}}), Concurrent({{3}})});
+  Schedule s = ScheduleOf({ConcurrentStage({{0, 1}, {2}}), ConcurrentStage({{3}})});
   return StageCase{"concurrent_two_groups", std::move(g), std::move(s)};
 }
 
@@ -84,7 +63,7 @@ StatusOr<StageCase> ThreeGroups() {
   ValueId c = b.Relu(b.Conv(x, Spec(24, {1, 1}, {0, 0}, graph::Activation::kNone), "c1"), "c2");
   b.Output(b.Concat({a, p, c}, 1, "cat"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
-  Schedule s = Of({Concurrent({{0, 1}, {2}, {3, 4}}), Concurrent({{5}})});
+  Schedule s = ScheduleOf({ConcurrentStage({{0, 1}, {2}, {3, 4}}), ConcurrentStage({{5}})});
   return StageCase{"concurrent_three_groups", std::move(g), std::move(s)};
 }
 
@@ -98,8 +77,8 @@ StatusOr<StageCase> ResidualGroups() {
   ValueId flat = b.Flatten(b.GlobalAveragePool(sum, "gap"), 1, "flat");
   b.Output(b.Linear(flat, 5, "fc"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
-  Schedule s = Of({Concurrent({{0}, {1}}), Concurrent({{2}}), Concurrent({{3}}),
-                   Concurrent({{4}}), Concurrent({{5}})});
+  Schedule s = ScheduleOf({ConcurrentStage({{0}, {1}}), ConcurrentStage({{2}}), ConcurrentStage({{3}}),
+                   ConcurrentStage({{4}}), ConcurrentStage({{5}})});
   return StageCase{"concurrent_then_add", std::move(g), std::move(s)};
 }
 
@@ -114,8 +93,8 @@ StatusOr<StageCase> MergedFour() {
       b.Conv(x, Spec(12, {3, 1}, {1, 0}), "m3x1")};
   b.Output(b.Concat(outs, 1, "cat"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
-  ASSIGN_OR_RETURN(Stage merge, Merge(g, {0, 1, 2, 3}));
-  Schedule s = Of({merge, Concurrent({{4}})});
+  ASSIGN_OR_RETURN(Stage merge, MergeStage(g, {0, 1, 2, 3}));
+  Schedule s = ScheduleOf({merge, ConcurrentStage({{4}})});
   return StageCase{"merged_1x1_3x3_1x3_3x1", std::move(g), std::move(s)};
 }
 
@@ -134,8 +113,8 @@ StatusOr<StageCase> MergedStrided() {
   b.Output(b.Conv(x, one, "s1x1"));
   b.Output(b.Conv(x, five, "s5x5"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
-  ASSIGN_OR_RETURN(Stage merge, Merge(g, {0, 1}));
-  Schedule s = Of({merge});
+  ASSIGN_OR_RETURN(Stage merge, MergeStage(g, {0, 1}));
+  Schedule s = ScheduleOf({merge});
   return StageCase{"merged_strided_clip", std::move(g), std::move(s)};
 }
 
@@ -150,8 +129,8 @@ StatusOr<StageCase> MergeThenConcurrent() {
   ValueId a3 = b.MaxPool(a2, {2, 2}, {2, 2}, {0, 0, 0, 0}, "a3");
   b.Output(b.Concat({a3, c2}, 1, "cat"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
-  ASSIGN_OR_RETURN(Stage merge, Merge(g, {0, 1}));
-  Schedule s = Of({merge, Concurrent({{2, 4}, {3}}), Concurrent({{5}})});
+  ASSIGN_OR_RETURN(Stage merge, MergeStage(g, {0, 1}));
+  Schedule s = ScheduleOf({merge, ConcurrentStage({{2, 4}, {3}}), ConcurrentStage({{5}})});
   return StageCase{"merge_then_concurrent", std::move(g), std::move(s)};
 }
 

@@ -15,6 +15,7 @@
 #include "common/strings.h"
 #include "graph/graph_builder.h"
 #include "graph/models/zoo.h"
+#include "scheduler/ios/testing_util.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/merge.h"
 #include "worker/backends/cuda/op_support.h"
@@ -25,6 +26,9 @@
 namespace iosfarm::worker::cuda {
 namespace {
 
+using ::iosfarm::scheduler::ios::testing::ConcurrentStage;
+using ::iosfarm::scheduler::ios::testing::MergeStage;
+using ::iosfarm::scheduler::ios::testing::ScheduleOf;
 using graph::GraphBuilder;
 using graph::NodeId;
 using graph::OpType;
@@ -61,31 +65,6 @@ ProfileOptions Quick() {
   options.max_repeats = 3;
   options.max_seconds = 1.0;
   return options;
-}
-
-Schedule Of(std::vector<Stage> stages) {
-  Schedule schedule;
-  for (Stage& s : stages) {
-    scheduler::ios::ScheduledStage scheduled;
-    scheduled.stage = std::move(s);
-    schedule.stages.push_back(std::move(scheduled));
-  }
-  return schedule;
-}
-
-Stage Concurrent(std::vector<std::vector<NodeId>> groups) {
-  Stage stage;
-  stage.groups = std::move(groups);
-  return stage;
-}
-
-StatusOr<Stage> Merge(const graph::Graph& g, const std::vector<NodeId>& ops) {
-  ASSIGN_OR_RETURN(scheduler::ios::MergedConv merged, scheduler::ios::MergeConvs(g, ops));
-  Stage stage;
-  stage.strategy = Strategy::kMerge;
-  for (NodeId op : ops) stage.groups.push_back({op});
-  stage.merged = std::move(merged);
-  return stage;
 }
 
 // Runs `schedule` on the GPU (outputs requested) and compares with the
@@ -360,7 +339,7 @@ TEST(CudaStageTest, ConcurrentGroupsMatchReference) {
   for (int64_t batch : {1, 2}) {
     auto g = ThreeBranches(batch);
     ASSERT_TRUE(g.ok()) << g.status();
-    Schedule s = Of({Concurrent({{0, 1}, {2}, {3, 4}}), Concurrent({{5}})});
+    Schedule s = ScheduleOf({ConcurrentStage({{0, 1}, {2}, {3, 4}}), ConcurrentStage({{5}})});
     for (bool cuda_graph : {false, true}) {
       Status status = RunAndCompare(*backend, *g, s,
                                     StrCat("three groups, batch ", batch, cuda_graph ? ", graph" : ""),
@@ -375,9 +354,9 @@ TEST(CudaStageTest, MergedConvMatchesReference) {
   for (int64_t batch : {1, 2}) {
     auto g = MergeBlock(batch);
     ASSERT_TRUE(g.ok()) << g.status();
-    auto merge = Merge(*g, {0, 1, 2, 3});
+    auto merge = MergeStage(*g, {0, 1, 2, 3});
     ASSERT_TRUE(merge.ok()) << merge.status();
-    Schedule s = Of({*merge, Concurrent({{4}})});
+    Schedule s = ScheduleOf({*merge, ConcurrentStage({{4}})});
     for (bool cuda_graph : {false, true}) {
       Status status = RunAndCompare(*backend, *g, s,
                                     StrCat("merge, batch ", batch, cuda_graph ? ", graph" : ""),
@@ -392,12 +371,12 @@ TEST(CudaStageTest, ProfileTimesConcurrentAndMergedStages) {
   auto three = ThreeBranches(1);
   auto merged = MergeBlock(1);
   ASSERT_TRUE(three.ok() && merged.ok());
-  auto merge = Merge(*merged, {0, 1, 2, 3});
+  auto merge = MergeStage(*merged, {0, 1, 2, 3});
   ASSERT_TRUE(merge.ok());
-  auto concurrent_plans = backend->Build(*three, {Concurrent({{0, 1}, {2}, {3, 4}}),
-                                                  Concurrent({{0, 1, 2, 3, 4}})});
+  auto concurrent_plans = backend->Build(*three, {ConcurrentStage({{0, 1}, {2}, {3, 4}}),
+                                                  ConcurrentStage({{0, 1, 2, 3, 4}})});
   ASSERT_TRUE(concurrent_plans.ok()) << concurrent_plans.status();
-  auto merge_plans = backend->Build(*merged, {*merge, Concurrent({{0}, {1}, {2}, {3}})});
+  auto merge_plans = backend->Build(*merged, {*merge, ConcurrentStage({{0}, {1}, {2}, {3}})});
   ASSERT_TRUE(merge_plans.ok()) << merge_plans.status();
   std::vector<const StagePlan*> plans;
   for (const auto& p : *concurrent_plans) plans.push_back(p.get());
@@ -462,7 +441,7 @@ TEST(CudaScheduleTest, RejectsInvalidSchedules) {
   CUDA_BACKEND_OR_SKIP(backend);
   auto g = ThreeBranches(1);
   ASSERT_TRUE(g.ok());
-  Schedule missing = Of({Concurrent({{0, 1}, {2}})});  // ops 3..5 never run
+  Schedule missing = ScheduleOf({ConcurrentStage({{0, 1}, {2}})});  // ops 3..5 never run
   EXPECT_EQ(backend->RunSchedule(*g, missing, RunOptions{}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -13,6 +13,7 @@
 #include "common/strings.h"
 #include "graph/graph_builder.h"
 #include "graph/models/zoo.h"
+#include "scheduler/ios/testing_util.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/merge.h"
 #include "scheduler/ios/schedule.h"
@@ -26,6 +27,9 @@
 namespace iosfarm::worker::cuda {
 namespace {
 
+using ::iosfarm::scheduler::ios::testing::ConcurrentStage;
+using ::iosfarm::scheduler::ios::testing::MergeStage;
+using ::iosfarm::scheduler::ios::testing::ScheduleOf;
 using graph::GraphBuilder;
 using graph::NodeId;
 using graph::ValueId;
@@ -57,31 +61,6 @@ Status EmulateAndCompare(const graph::Graph& graph, const Schedule& schedule,
   ASSIGN_OR_RETURN(std::vector<graph::Tensor> expected,
                    reference::ExecuteSchedule(graph, schedule, inputs));
   return reference::CompareTensorLists(actual, expected, 1e-5, what);
-}
-
-Stage Concurrent(std::vector<std::vector<NodeId>> groups) {
-  Stage stage;
-  stage.groups = std::move(groups);
-  return stage;
-}
-
-StatusOr<Stage> Merge(const graph::Graph& g, const std::vector<NodeId>& ops) {
-  ASSIGN_OR_RETURN(scheduler::ios::MergedConv merged, scheduler::ios::MergeConvs(g, ops));
-  Stage stage;
-  stage.strategy = Strategy::kMerge;
-  for (NodeId op : ops) stage.groups.push_back({op});
-  stage.merged = std::move(merged);
-  return stage;
-}
-
-Schedule Of(std::vector<Stage> stages) {
-  Schedule schedule;
-  for (Stage& s : stages) {
-    scheduler::ios::ScheduledStage scheduled;
-    scheduled.stage = std::move(s);
-    schedule.stages.push_back(std::move(scheduled));
-  }
-  return schedule;
 }
 
 graph::ConvSpec Spec(int64_t out, std::array<int64_t, 2> kernel, std::array<int64_t, 2> padding,
@@ -124,9 +103,9 @@ TEST(PlanBuilderTest, MergeStageMatchesReferenceAtBatchOneAndTwo) {
   for (int64_t batch : {1, 2}) {
     auto g = InceptionBlock(batch);
     ASSERT_TRUE(g.ok()) << g.status();
-    auto merge = Merge(*g, {0, 1, 2, 3});
+    auto merge = MergeStage(*g, {0, 1, 2, 3});
     ASSERT_TRUE(merge.ok()) << merge.status();
-    Schedule s = Of({*merge, Concurrent({{4}}), Concurrent({{5}})});
+    Schedule s = ScheduleOf({*merge, ConcurrentStage({{4}}), ConcurrentStage({{5}})});
     Status status = EmulateAndCompare(*g, s, StrCat("batch ", batch));
     EXPECT_TRUE(status.ok()) << status;
     auto plan = SchedulePlan(*g, s);
@@ -154,7 +133,7 @@ TEST(PlanBuilderTest, ConcatInputsAreWrittenInPlaceAtBatchOne) {
   b.Output(b.Relu(cat, "relu"));
   auto g = std::move(b).Finish();
   ASSERT_TRUE(g.ok()) << g.status();
-  Schedule s = Of({Concurrent({{0}, {1}, {2}}), Concurrent({{3}}), Concurrent({{4}})});
+  Schedule s = ScheduleOf({ConcurrentStage({{0}, {1}, {2}}), ConcurrentStage({{3}}), ConcurrentStage({{4}})});
   EXPECT_TRUE(EmulateAndCompare(*g, s, "concat").ok());
   auto plan = SchedulePlan(*g, s);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -191,7 +170,7 @@ TEST(PlanBuilderTest, AsymmetricPadsGetAnExplicitPad) {
   b.Output(b.Conv(x, spec, "conv"));
   auto g = std::move(b).Finish();
   ASSERT_TRUE(g.ok()) << g.status();
-  Schedule s = Of({Concurrent({{0}})});
+  Schedule s = ScheduleOf({ConcurrentStage({{0}})});
   EXPECT_TRUE(EmulateAndCompare(*g, s, "asym").ok());
   auto plan = SchedulePlan(*g, s);
   ASSERT_TRUE(plan.ok());
@@ -251,9 +230,9 @@ TEST(PlanBuilderTest, MemoryIsReusedAcrossStages) {
 TEST(PlanBuilderTest, StagePlansGetRandomInputsAndKeepNothing) {
   auto g = InceptionBlock(1);
   ASSERT_TRUE(g.ok());
-  auto merge = Merge(*g, {0, 1, 2, 3});
+  auto merge = MergeStage(*g, {0, 1, 2, 3});
   ASSERT_TRUE(merge.ok());
-  const Stage concat = Concurrent({{5}});
+  const Stage concat = ConcurrentStage({{5}});
   for (const Stage* stage : std::vector<const Stage*>{&*merge, &concat}) {
     auto plan = BuildExecutionPlan(*g, {stage}, PlanOptions{});
     ASSERT_TRUE(plan.ok()) << plan.status();
@@ -267,13 +246,13 @@ TEST(PlanBuilderTest, StagePlansGetRandomInputsAndKeepNothing) {
 TEST(PlanBuilderTest, RejectsMalformedStages) {
   auto g = InceptionBlock(1);
   ASSERT_TRUE(g.ok());
-  const Stage out_of_range = Concurrent({{42}});
+  const Stage out_of_range = ConcurrentStage({{42}});
   auto plan = BuildExecutionPlan(*g, {&out_of_range}, PlanOptions{});
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(plan.status().message()), HasSubstr("out of range"));
 
   // The concat before its inputs, in one schedule.
-  Schedule backwards = Of({Concurrent({{5}}), Concurrent({{0}, {1}, {2}, {3}, {4}})});
+  Schedule backwards = ScheduleOf({ConcurrentStage({{5}}), ConcurrentStage({{0}, {1}, {2}, {3}, {4}})});
   auto bad = SchedulePlan(*g, backwards);
   EXPECT_FALSE(bad.ok());
 
@@ -283,7 +262,7 @@ TEST(PlanBuilderTest, RejectsMalformedStages) {
   b.Output(b.Relu(b.Relu(x, "r1"), "r2"));
   auto pair = std::move(b).Finish();
   ASSERT_TRUE(pair.ok());
-  const Stage crossing = Concurrent({{0}, {1}});
+  const Stage crossing = ConcurrentStage({{0}, {1}});
   auto crossed = BuildExecutionPlan(*pair, {&crossing}, PlanOptions{});
   EXPECT_EQ(crossed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(crossed.status().message()), HasSubstr("another group"));
