@@ -1,0 +1,468 @@
+#include "scheduler/farm/farm_scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/strings.h"
+
+namespace iosfarm::scheduler::farm {
+
+FarmScheduler::FarmScheduler(Policy policy, int server_slots) : policy_(policy) {
+  const int n = std::max(server_slots, 1);
+  slots_.assign(n, 0);
+  for (int i = 0; i < n; ++i) free_slots_.insert(i);
+}
+
+double FarmScheduler::Now(double now_s) {
+  latest_s_ = std::max(latest_s_, now_s);
+  return latest_s_;
+}
+
+Status FarmScheduler::AddJob(JobId job, std::string device_key) {
+  if (jobs_.count(job) > 0) {
+    return absl::AlreadyExistsError(StrCat("job ", job, " is already registered"));
+  }
+  if (device_key.empty()) {
+    return absl::InvalidArgumentError(StrCat("job ", job, ": empty device key"));
+  }
+  Job& j = jobs_[job];
+  j.id = job;
+  j.rank = next_rank_++;
+  j.key = std::move(device_key);
+  jobs_by_rank_[j.rank] = job;
+  Pool(j.key);
+  return absl::OkStatus();
+}
+
+Status FarmScheduler::RemoveJob(JobId job, double now_s) {
+  const double t = Now(now_s);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(StrCat("job ", job, " is not registered"));
+  }
+  if (it->second.phase != 0) {
+    Phase& phase = phases_.at(it->second.phase);
+    if (phase.state == PhaseState::kRunning) {
+      EndRunning(phase, PhaseOutcome::kCancelled, t);
+    } else {
+      DropQueued(phase);
+    }
+  }
+  const bool was_head = !jobs_by_rank_.empty() && jobs_by_rank_.begin()->first == it->second.rank;
+  jobs_by_rank_.erase(it->second.rank);
+  jobs_.erase(it);
+  if (policy_ == Policy::kSequential && was_head) ReleaseSequentialHead(t);
+  return absl::OkStatus();
+}
+
+Status FarmScheduler::WorkerJoined(const std::string& worker, const std::string& device_key) {
+  if (worker.empty() || device_key.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("worker '", worker, "' with device key '", device_key, "': empty name or key"));
+  }
+  if (workers_.count(worker) > 0) {
+    return absl::AlreadyExistsError(StrCat("worker ", worker, " is already registered"));
+  }
+  Worker& w = workers_[worker];
+  w.name = worker;
+  w.key = device_key;
+  KeyPool& pool = Pool(device_key);
+  pool.workers.insert(worker);
+  pool.free_cpu.insert(worker);
+  pool.free_gpu.insert(worker);
+  dirty_keys_.insert(device_key);
+  return absl::OkStatus();
+}
+
+std::vector<JobId> FarmScheduler::WorkerLost(const std::string& worker, double now_s) {
+  const double t = Now(now_s);
+  auto wit = workers_.find(worker);
+  if (wit == workers_.end()) return {};
+  Worker& w = wit->second;
+  std::map<int64_t, JobId> affected;
+  for (PhaseId id : {w.cpu_phase, w.gpu_phase}) {
+    if (id == 0) continue;
+    Phase& phase = phases_.at(id);
+    affected[phase.rank] = phase.job;
+    EndRunning(phase, PhaseOutcome::kWorkerLost, t);
+  }
+  const std::set<PhaseId> pinned = w.pinned_phases;
+  for (PhaseId id : pinned) {
+    Phase& phase = phases_.at(id);
+    affected[phase.rank] = phase.job;
+    DropQueued(phase);
+  }
+  KeyPool& pool = Pool(w.key);
+  pool.workers.erase(worker);
+  pool.free_cpu.erase(worker);
+  pool.free_gpu.erase(worker);
+  pool.pinned_build_waiting.erase(worker);
+  pool.pinned_gpu_waiting.erase(worker);
+  workers_.erase(wit);
+  std::vector<JobId> out;
+  out.reserve(affected.size());
+  for (const auto& [rank, job] : affected) out.push_back(job);
+  return out;
+}
+
+Status FarmScheduler::Enqueue(JobId job, PhaseRequest request, double now_s) {
+  const double t = Now(now_s);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(StrCat("job ", job, " is not registered"));
+  }
+  Job& j = it->second;
+  if (j.phase != 0) {
+    const Phase& current = phases_.at(j.phase);
+    return absl::FailedPreconditionError(
+        StrCat("job ", job, " already has phase ", current.id, " (",
+               PhaseKindName(current.kind), ") ",
+               current.state == PhaseState::kRunning ? "in flight" : "queued"));
+  }
+  const bool server = ResourceClassOf(request.kind) == ResourceClass::kServerCpu;
+  if (!request.pinned_worker.empty()) {
+    if (server) {
+      return absl::InvalidArgumentError(
+          StrCat("job ", job, ": ", PhaseKindName(request.kind),
+                 " runs on the server CPU and cannot be pinned to worker ",
+                 request.pinned_worker));
+    }
+    auto wit = workers_.find(request.pinned_worker);
+    if (wit == workers_.end()) {
+      return absl::NotFoundError(StrCat("job ", job, ": pinned worker ", request.pinned_worker,
+                                        " is not registered"));
+    }
+    if (wit->second.key != j.key) {
+      return absl::InvalidArgumentError(
+          StrCat("job ", job, " (device key ", j.key, "): pinned worker ", request.pinned_worker,
+                 " has device key ", wit->second.key));
+    }
+  }
+  const PhaseId id = next_phase_++;
+  Phase& phase = phases_[id];
+  phase.id = id;
+  phase.job = job;
+  phase.rank = j.rank;
+  phase.kind = request.kind;
+  phase.key = j.key;
+  phase.pinned = std::move(request.pinned_worker);
+  phase.queued_s = t;
+  if (!phase.pinned.empty()) workers_.at(phase.pinned).pinned_phases.insert(id);
+  j.phase = id;
+  switch (policy_) {
+    case Policy::kInterleaved:
+      MakeReady(phase, t);
+      break;
+    case Policy::kSequential:
+      if (jobs_by_rank_.begin()->first == j.rank) {
+        MakeReady(phase, t);
+      } else {
+        held_[j.rank] = id;
+      }
+      break;
+    case Policy::kSynchronous:
+      held_[j.rank] = id;  // released by the next round (MaybeStartRound)
+      break;
+  }
+  return absl::OkStatus();
+}
+
+Status FarmScheduler::Finished(PhaseId phase, PhaseOutcome outcome, double now_s) {
+  const double t = Now(now_s);
+  auto it = phases_.find(phase);
+  if (it == phases_.end() || it->second.state != PhaseState::kRunning) {
+    return absl::NotFoundError(StrCat("phase ", phase, " is not in flight"));
+  }
+  EndRunning(it->second, outcome, t);
+  return absl::OkStatus();
+}
+
+void FarmScheduler::MakeReady(Phase& phase, double now_s) {
+  phase.state = PhaseState::kReady;
+  phase.queue_key = QueueKey(now_s, phase.rank, phase.id);
+  switch (ResourceClassOf(phase.kind)) {
+    case ResourceClass::kServerCpu:
+      server_queue_.insert(phase.queue_key);
+      return;
+    case ResourceClass::kWorkerCpu: {
+      KeyPool& pool = Pool(phase.key);
+      if (phase.pinned.empty()) {
+        pool.build.insert(phase.queue_key);
+      } else {
+        workers_.at(phase.pinned).pinned_build.insert(phase.queue_key);
+        pool.pinned_build_waiting.insert(phase.pinned);
+      }
+      break;
+    }
+    case ResourceClass::kWorkerGpu: {
+      KeyPool& pool = Pool(phase.key);
+      if (phase.pinned.empty()) {
+        pool.gpu.insert(phase.queue_key);
+      } else {
+        workers_.at(phase.pinned).pinned_gpu.insert(phase.queue_key);
+        pool.pinned_gpu_waiting.insert(phase.pinned);
+      }
+      break;
+    }
+  }
+  dirty_keys_.insert(phase.key);
+}
+
+void FarmScheduler::Unqueue(Phase& phase) {
+  switch (ResourceClassOf(phase.kind)) {
+    case ResourceClass::kServerCpu:
+      server_queue_.erase(phase.queue_key);
+      return;
+    case ResourceClass::kWorkerCpu:
+    case ResourceClass::kWorkerGpu: {
+      const bool gpu = ResourceClassOf(phase.kind) == ResourceClass::kWorkerGpu;
+      KeyPool& pool = Pool(phase.key);
+      if (phase.pinned.empty()) {
+        (gpu ? pool.gpu : pool.build).erase(phase.queue_key);
+      } else {
+        Worker& w = workers_.at(phase.pinned);
+        Queue& q = gpu ? w.pinned_gpu : w.pinned_build;
+        q.erase(phase.queue_key);
+        if (q.empty()) (gpu ? pool.pinned_gpu_waiting : pool.pinned_build_waiting).erase(w.name);
+      }
+      return;
+    }
+  }
+}
+
+void FarmScheduler::EndRoundPart(Phase& phase) {
+  if (!phase.in_round) return;
+  phase.in_round = false;
+  --round_outstanding_;
+}
+
+void FarmScheduler::DropQueued(Phase& phase) {
+  if (phase.state == PhaseState::kHeld) {
+    held_.erase(phase.rank);
+  } else {
+    Unqueue(phase);
+  }
+  EndRoundPart(phase);
+  if (!phase.pinned.empty()) {
+    auto wit = workers_.find(phase.pinned);
+    if (wit != workers_.end()) wit->second.pinned_phases.erase(phase.id);
+  }
+  auto jit = jobs_.find(phase.job);
+  if (jit != jobs_.end() && jit->second.phase == phase.id) jit->second.phase = 0;
+  const PhaseId id = phase.id;  // `phase` dies with the erase
+  phases_.erase(id);
+}
+
+void FarmScheduler::EndRunning(Phase& phase, PhaseOutcome outcome, double now_s) {
+  PhaseRecord record;
+  record.phase = phase.id;
+  record.job = phase.job;
+  record.kind = phase.kind;
+  record.resource = phase.resource;
+  record.worker = phase.worker;
+  record.queued_s = phase.queued_s;
+  record.start_s = phase.start_s;
+  record.end_s = now_s;
+  record.outcome = outcome;
+  records_.push_back(std::move(record));
+
+  switch (ResourceClassOf(phase.kind)) {
+    case ResourceClass::kServerCpu:
+      slots_[phase.slot] = 0;
+      free_slots_.insert(phase.slot);
+      break;
+    case ResourceClass::kWorkerCpu:
+    case ResourceClass::kWorkerGpu: {
+      const bool gpu = ResourceClassOf(phase.kind) == ResourceClass::kWorkerGpu;
+      auto wit = workers_.find(phase.worker);
+      if (wit != workers_.end()) {
+        Worker& w = wit->second;
+        PhaseId& slot = gpu ? w.gpu_phase : w.cpu_phase;
+        if (slot == phase.id) {
+          slot = 0;
+          KeyPool& pool = Pool(w.key);
+          (gpu ? pool.free_gpu : pool.free_cpu).insert(w.name);
+          dirty_keys_.insert(w.key);
+        }
+      }
+      break;
+    }
+  }
+  EndRoundPart(phase);
+  --in_flight_;
+  auto jit = jobs_.find(phase.job);
+  if (jit != jobs_.end() && jit->second.phase == phase.id) jit->second.phase = 0;
+  const PhaseId id = phase.id;  // `phase` dies with the erase
+  phases_.erase(id);
+}
+
+void FarmScheduler::ReleaseSequentialHead(double now_s) {
+  if (jobs_by_rank_.empty()) return;
+  auto hit = held_.find(jobs_by_rank_.begin()->first);
+  if (hit == held_.end()) return;
+  Phase& phase = phases_.at(hit->second);
+  held_.erase(hit);
+  MakeReady(phase, now_s);
+}
+
+void FarmScheduler::MaybeStartRound(double now_s) {
+  if (round_outstanding_ != 0 || jobs_.empty() || held_.size() != jobs_.size()) return;
+  // Every job has its next phase enqueued and none is in flight: release all.
+  for (const auto& [rank, id] : held_) {
+    Phase& phase = phases_.at(id);
+    phase.in_round = true;
+    ++round_outstanding_;
+    MakeReady(phase, now_s);
+  }
+  held_.clear();
+}
+
+void FarmScheduler::Start(Phase& phase, const std::string& worker, int slot, double now_s,
+                          std::vector<Assignment>& out) {
+  Unqueue(phase);
+  phase.state = PhaseState::kRunning;
+  phase.start_s = now_s;
+  ++in_flight_;
+  if (!phase.pinned.empty()) workers_.at(phase.pinned).pinned_phases.erase(phase.id);
+  switch (ResourceClassOf(phase.kind)) {
+    case ResourceClass::kServerCpu:
+      phase.slot = slot;
+      phase.resource = ServerSlotResource(slot);
+      slots_[slot] = phase.id;
+      free_slots_.erase(slot);
+      break;
+    case ResourceClass::kWorkerCpu: {
+      Worker& w = workers_.at(worker);
+      phase.worker = worker;
+      phase.resource = WorkerCpuResource(worker);
+      w.cpu_phase = phase.id;
+      Pool(w.key).free_cpu.erase(worker);
+      break;
+    }
+    case ResourceClass::kWorkerGpu: {
+      Worker& w = workers_.at(worker);
+      phase.worker = worker;
+      phase.resource = WorkerGpuResource(worker);
+      w.gpu_phase = phase.id;
+      Pool(w.key).free_gpu.erase(worker);
+      break;
+    }
+  }
+  Assignment a;
+  a.phase = phase.id;
+  a.job = phase.job;
+  a.kind = phase.kind;
+  a.resource = phase.resource;
+  a.worker = phase.worker;
+  a.start_s = now_s;
+  out.push_back(std::move(a));
+}
+
+void FarmScheduler::DispatchKey(const std::string& key, bool gpu, double now_s,
+                                std::vector<Assignment>& out) {
+  KeyPool& pool = Pool(key);
+  Queue& unpinned = gpu ? pool.gpu : pool.build;
+  std::set<std::string>& free = gpu ? pool.free_gpu : pool.free_cpu;
+  std::set<std::string>& waiting = gpu ? pool.pinned_gpu_waiting : pool.pinned_build_waiting;
+  while (!free.empty()) {
+    // The oldest ready phase pinned to a free worker.
+    const QueueKey* best = nullptr;
+    const std::string* best_worker = nullptr;
+    for (const std::string& name : waiting) {
+      if (free.count(name) == 0) continue;
+      const Worker& w = workers_.at(name);
+      const Queue& q = gpu ? w.pinned_gpu : w.pinned_build;
+      if (best == nullptr || *q.begin() < *best) {
+        best = &*q.begin();
+        best_worker = &w.name;
+      }
+    }
+    if (!unpinned.empty() && (best == nullptr || *unpinned.begin() < *best)) {
+      // Prefer a free worker with no pinned work waiting for it.
+      const std::string* chosen = &*free.begin();
+      for (const std::string& name : free) {
+        if (waiting.count(name) == 0) {
+          chosen = &name;
+          break;
+        }
+      }
+      const std::string worker = *chosen;
+      Start(phases_.at(std::get<2>(*unpinned.begin())), worker, -1, now_s, out);
+    } else if (best != nullptr) {
+      const std::string worker = *best_worker;
+      Start(phases_.at(std::get<2>(*best)), worker, -1, now_s, out);
+    } else {
+      break;
+    }
+  }
+}
+
+std::vector<Assignment> FarmScheduler::Dispatch(double now_s) {
+  const double t = Now(now_s);
+  std::vector<Assignment> out;
+  if (policy_ == Policy::kSynchronous) MaybeStartRound(t);
+  while (!free_slots_.empty() && !server_queue_.empty()) {
+    const int slot = *free_slots_.begin();
+    Start(phases_.at(std::get<2>(*server_queue_.begin())), std::string(), slot, t, out);
+  }
+  for (const std::string& key : dirty_keys_) {
+    DispatchKey(key, /*gpu=*/false, t, out);
+    DispatchKey(key, /*gpu=*/true, t, out);
+  }
+  dirty_keys_.clear();
+  return out;
+}
+
+std::vector<PhaseRecord> FarmScheduler::TakeRecords() {
+  std::vector<PhaseRecord> out;
+  out.swap(records_);
+  return out;
+}
+
+QueueLengths FarmScheduler::queue_lengths() const {
+  QueueLengths q;
+  q.server_cpu = static_cast<int>(server_queue_.size());
+  for (const auto& [key, pool] : pools_) {
+    int builds = static_cast<int>(pool.build.size());
+    for (const std::string& name : pool.workers) {
+      const Worker& w = workers_.at(name);
+      builds += static_cast<int>(w.pinned_build.size());
+      q.gpu_by_worker[name] = static_cast<int>(w.pinned_gpu.size());
+    }
+    q.build_by_key[key] = builds;
+    q.gpu_by_key[key] = static_cast<int>(pool.gpu.size());
+  }
+  q.held = static_cast<int>(held_.size());
+  q.in_flight = in_flight_;
+  return q;
+}
+
+int FarmScheduler::num_workers(std::string_view device_key) const {
+  auto it = pools_.find(std::string(device_key));
+  return it == pools_.end() ? 0 : static_cast<int>(it->second.workers.size());
+}
+
+bool FarmScheduler::HasWorker(std::string_view worker) const {
+  return workers_.count(std::string(worker)) > 0;
+}
+
+StatusOr<JobView> FarmScheduler::GetJob(JobId job) const {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(StrCat("job ", job, " is not registered"));
+  }
+  JobView view;
+  view.job = job;
+  view.device_key = it->second.key;
+  if (it->second.phase != 0) {
+    const Phase& phase = phases_.at(it->second.phase);
+    view.phase = phase.id;
+    view.kind = phase.kind;
+    view.in_flight = phase.state == PhaseState::kRunning;
+    view.resource = phase.resource;
+    view.worker = phase.worker;
+  }
+  return view;
+}
+
+}  // namespace iosfarm::scheduler::farm

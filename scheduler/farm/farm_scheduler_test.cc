@@ -1,0 +1,443 @@
+#include "scheduler/farm/farm_scheduler.h"
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "common/strings.h"
+#include "scheduler/farm/timeline_check.h"
+
+namespace iosfarm::scheduler::farm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+PhaseRequest Req(PhaseKind kind, std::string pinned = "") { return {kind, std::move(pinned)}; }
+
+// "job:kind@resource" for compact assertions.
+std::vector<std::string> Show(const std::vector<Assignment>& as) {
+  std::vector<std::string> out;
+  for (const Assignment& a : as) {
+    out.push_back(StrCat(a.job, ":", PhaseKindName(a.kind), "@", a.resource));
+  }
+  return out;
+}
+
+TEST(FarmSchedulerTest, RejectsBadIds) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.AddJob(1, "k").ok());
+  EXPECT_EQ(s.AddJob(1, "k").code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.AddJob(2, "").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Enqueue(9, Req(PhaseKind::kEnumerate), 0).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.RemoveJob(9, 0).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.Finished(42, PhaseOutcome::kOk, 0).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(s.GetJob(9).status().code() == absl::StatusCode::kNotFound);
+  ASSERT_TRUE(s.WorkerJoined("w1", "k").ok());
+  EXPECT_EQ(s.WorkerJoined("w1", "k").code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.WorkerJoined("", "k").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.WorkerJoined("w2", "").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(s.WorkerJoined("other", "k2").ok());
+  EXPECT_THAT(s.WorkerLost("nobody", 0), IsEmpty());
+
+  // Pinning errors.
+  Status st = s.Enqueue(1, Req(PhaseKind::kEnumerate, "w1"), 0);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  st = s.Enqueue(1, Req(PhaseKind::kBuild, "ghost"), 0);
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("ghost"));
+  st = s.Enqueue(1, Req(PhaseKind::kProfile, "other"), 0);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.Dispatch(0), IsEmpty());  // the rejected requests changed nothing
+
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kEnumerate), 0).ok());
+  EXPECT_EQ(s.Enqueue(1, Req(PhaseKind::kBuild), 0).code(),
+            absl::StatusCode::kFailedPrecondition);  // queued
+  auto started = s.Dispatch(0);
+  ASSERT_THAT(started, SizeIs(1));
+  EXPECT_EQ(s.Enqueue(1, Req(PhaseKind::kBuild), 0).code(),
+            absl::StatusCode::kFailedPrecondition);  // in flight
+  ASSERT_TRUE(s.Finished(started[0].phase, PhaseOutcome::kOk, 1).ok());
+  EXPECT_EQ(s.Finished(started[0].phase, PhaseOutcome::kOk, 1).code(),
+            absl::StatusCode::kNotFound);
+  auto records = s.TakeRecords();
+  ASSERT_THAT(records, SizeIs(1));
+  EXPECT_EQ(records[0].resource, "server-cpu/0");
+  EXPECT_EQ(records[0].end_s, 1);
+  EXPECT_THAT(s.TakeRecords(), IsEmpty());
+}
+
+TEST(FarmSchedulerTest, InterleavedRoundRobinAndFreeResourceTakesNextAtOnce) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.WorkerJoined("w", "k").ok());
+  ASSERT_TRUE(s.AddJob(1, "k").ok());
+  ASSERT_TRUE(s.AddJob(2, "k").ok());
+  // Job 2 enqueues first but at the same instant: arrival order decides.
+  ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kEnumerate), 0).ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kEnumerate), 0).ok());
+  auto a = s.Dispatch(0);
+  EXPECT_THAT(Show(a), ElementsAre("1:enumerate@server-cpu/0"));
+  EXPECT_EQ(s.queue_lengths().server_cpu, 1);
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 1).ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kBuild), 1).ok());
+  a = s.Dispatch(1);
+  EXPECT_THAT(Show(a), ElementsAre("2:enumerate@server-cpu/0", "1:build@w/cpu"));
+  EXPECT_TRUE(s.HasWork());
+}
+
+TEST(FarmSchedulerTest, GpuRunsOneProfileAtATime) {
+  FarmScheduler s(Policy::kInterleaved, 2);
+  ASSERT_TRUE(s.WorkerJoined("w", "k").ok());
+  for (JobId j : {1, 2}) {
+    ASSERT_TRUE(s.AddJob(j, "k").ok());
+    ASSERT_TRUE(s.Enqueue(j, Req(PhaseKind::kProfile, "w"), 0).ok());
+  }
+  auto a = s.Dispatch(0);
+  EXPECT_THAT(Show(a), ElementsAre("1:profile@w/gpu"));
+  EXPECT_EQ(s.queue_lengths().gpu_by_worker.at("w"), 1);
+  EXPECT_THAT(s.Dispatch(1), IsEmpty());
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kFailed, 5).ok());
+  EXPECT_THAT(Show(s.Dispatch(5)), ElementsAre("2:profile@w/gpu"));
+  auto records = s.TakeRecords();
+  ASSERT_THAT(records, SizeIs(1));
+  EXPECT_EQ(records[0].outcome, PhaseOutcome::kFailed);
+}
+
+TEST(FarmSchedulerTest, PhasesWaitUntilAWorkerOfTheKeyJoins) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.WorkerJoined("a100-0", "a100").ok());
+  ASSERT_TRUE(s.AddJob(1, "h100").ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kBuild), 0).ok());
+  EXPECT_THAT(s.Dispatch(0), IsEmpty());
+  EXPECT_EQ(s.queue_lengths().build_by_key.at("h100"), 1);
+  EXPECT_EQ(s.num_workers("h100"), 0);
+  ASSERT_TRUE(s.WorkerJoined("h100-0", "h100").ok());
+  EXPECT_THAT(Show(s.Dispatch(3)), ElementsAre("1:build@h100-0/cpu"));
+  auto view = s.GetJob(1);
+  ASSERT_TRUE(view.ok());
+  EXPECT_TRUE(view->in_flight);
+  EXPECT_EQ(view->worker, "h100-0");
+  EXPECT_EQ(view->kind, PhaseKind::kBuild);
+}
+
+TEST(FarmSchedulerTest, PinnedPhasesRunOnlyOnTheirWorker) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.WorkerJoined("w1", "k").ok());
+  ASSERT_TRUE(s.WorkerJoined("w2", "k").ok());
+  for (JobId j : {1, 2, 3}) ASSERT_TRUE(s.AddJob(j, "k").ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kBuild, "w2"), 0).ok());
+  EXPECT_THAT(Show(s.Dispatch(0)), ElementsAre("1:build@w2/cpu"));
+  // GPU of w2 busy with job 1's profile; job 2's profile pinned to w2 waits
+  // although w1's GPU is free; job 3's unpinned profile takes w1.
+  ASSERT_TRUE(s.RemoveJob(1, 1).ok());
+  ASSERT_TRUE(s.AddJob(4, "k").ok());
+  ASSERT_TRUE(s.Enqueue(4, Req(PhaseKind::kProfile, "w2"), 1).ok());
+  EXPECT_THAT(Show(s.Dispatch(1)), ElementsAre("4:profile@w2/gpu"));
+  ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kProfile, "w2"), 2).ok());
+  EXPECT_THAT(s.Dispatch(2), IsEmpty());
+  ASSERT_TRUE(s.Enqueue(3, Req(PhaseKind::kMeasure), 3).ok());
+  EXPECT_THAT(Show(s.Dispatch(3)), ElementsAre("3:measure@w1/gpu"));
+  auto q = s.queue_lengths();
+  EXPECT_EQ(q.gpu_by_worker.at("w2"), 1);
+  EXPECT_EQ(q.gpu_by_key.at("k"), 0);
+  EXPECT_EQ(q.in_flight, 2);
+}
+
+TEST(FarmSchedulerTest, UnpinnedPhasePrefersAFreeWorkerWithoutPinnedWork) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.WorkerJoined("w1", "k").ok());
+  ASSERT_TRUE(s.WorkerJoined("w2", "k").ok());
+  for (JobId j : {1, 2}) ASSERT_TRUE(s.AddJob(j, "k").ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kProfile), 0).ok());       // older, any worker
+  ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kProfile, "w1"), 1).ok());  // newer, pinned to w1
+  EXPECT_THAT(Show(s.Dispatch(1)), ElementsAre("1:profile@w2/gpu", "2:profile@w1/gpu"));
+}
+
+TEST(FarmSchedulerTest, WorkerLostEndsAndDropsItsPhases) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.WorkerJoined("w1", "k").ok());
+  ASSERT_TRUE(s.WorkerJoined("w2", "k").ok());
+  for (JobId j : {1, 2, 3, 4}) ASSERT_TRUE(s.AddJob(j, "k").ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kBuild, "w1"), 0).ok());
+  ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kProfile, "w1"), 0).ok());
+  ASSERT_TRUE(s.Enqueue(3, Req(PhaseKind::kProfile, "w1"), 0).ok());
+  ASSERT_TRUE(s.Enqueue(4, Req(PhaseKind::kProfile, "w2"), 0).ok());
+  auto started = s.Dispatch(0);
+  EXPECT_THAT(Show(started), ElementsAre("1:build@w1/cpu", "2:profile@w1/gpu", "4:profile@w2/gpu"));
+  EXPECT_THAT(s.WorkerLost("w1", 4), ElementsAre(1, 2, 3));
+  EXPECT_FALSE(s.HasWorker("w1"));
+  auto records = s.TakeRecords();
+  ASSERT_THAT(records, SizeIs(2));
+  for (const PhaseRecord& r : records) {
+    EXPECT_EQ(r.outcome, PhaseOutcome::kWorkerLost);
+    EXPECT_EQ(r.end_s, 4);
+    EXPECT_EQ(r.worker, "w1");
+  }
+  for (JobId j : {1, 2, 3}) {
+    auto view = s.GetJob(j);
+    ASSERT_TRUE(view.ok());
+    EXPECT_FALSE(view->phase.has_value()) << j;
+  }
+  EXPECT_EQ(s.Finished(started[0].phase, PhaseOutcome::kOk, 5).code(),
+            absl::StatusCode::kNotFound);
+  // Re-queue elsewhere: build on another worker, pinned to the lost one fails.
+  EXPECT_EQ(s.Enqueue(1, Req(PhaseKind::kBuild, "w1"), 5).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kBuild), 5).ok());
+  ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kProfile), 5).ok());
+  EXPECT_THAT(Show(s.Dispatch(5)), ElementsAre("1:build@w2/cpu"));  // w2's GPU is busy
+  // The name may come back as a new worker.
+  ASSERT_TRUE(s.WorkerJoined("w1", "k").ok());
+  EXPECT_THAT(Show(s.Dispatch(6)), ElementsAre("2:profile@w1/gpu"));
+}
+
+TEST(FarmSchedulerTest, RemoveJobCancelsInFlightAndDropsQueued) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.WorkerJoined("w", "k").ok());
+  for (JobId j : {1, 2, 3}) {
+    ASSERT_TRUE(s.AddJob(j, "k").ok());
+    ASSERT_TRUE(s.Enqueue(j, Req(PhaseKind::kProfile), 0).ok());
+  }
+  EXPECT_THAT(Show(s.Dispatch(0)), ElementsAre("1:profile@w/gpu"));
+  ASSERT_TRUE(s.RemoveJob(2, 1).ok());  // queued: dropped, no record
+  EXPECT_TRUE(s.TakeRecords().empty());
+  ASSERT_TRUE(s.RemoveJob(1, 2).ok());  // in flight: cancelled, GPU freed
+  auto records = s.TakeRecords();
+  ASSERT_THAT(records, SizeIs(1));
+  EXPECT_EQ(records[0].outcome, PhaseOutcome::kCancelled);
+  EXPECT_EQ(records[0].end_s, 2);
+  EXPECT_THAT(Show(s.Dispatch(2)), ElementsAre("3:profile@w/gpu"));
+  EXPECT_EQ(s.num_jobs(), 1);
+  ASSERT_TRUE(s.RemoveJob(3, 3).ok());
+  EXPECT_TRUE(s.Idle());
+}
+
+TEST(FarmSchedulerTest, SequentialRunsOnlyTheOldestJob) {
+  FarmScheduler s(Policy::kSequential, 2);
+  ASSERT_TRUE(s.WorkerJoined("w", "k").ok());
+  for (JobId j : {1, 2}) {
+    ASSERT_TRUE(s.AddJob(j, "k").ok());
+    ASSERT_TRUE(s.Enqueue(j, Req(PhaseKind::kEnumerate), 0).ok());
+  }
+  auto a = s.Dispatch(0);
+  EXPECT_THAT(Show(a), ElementsAre("1:enumerate@server-cpu/0"));  // a slot stays free
+  EXPECT_EQ(s.queue_lengths().held, 1);
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 1).ok());
+  EXPECT_THAT(s.Dispatch(1), IsEmpty());  // job 1 has no next phase yet: others still wait
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kMeasure), 1).ok());
+  a = s.Dispatch(1);
+  EXPECT_THAT(Show(a), ElementsAre("1:measure@w/gpu"));
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 2).ok());
+  ASSERT_TRUE(s.RemoveJob(1, 2).ok());
+  a = s.Dispatch(2);
+  EXPECT_THAT(Show(a), ElementsAre("2:enumerate@server-cpu/0"));
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 3).ok());
+  const PhaseRecord last = s.TakeRecords().back();
+  EXPECT_EQ(last.queued_s, 0);  // queued at 0, held until job 1 left at 2
+  EXPECT_EQ(last.start_s, 2);
+}
+
+TEST(FarmSchedulerTest, SynchronousAdvancesInLockStepRounds) {
+  FarmScheduler s(Policy::kSynchronous, 2);
+  ASSERT_TRUE(s.WorkerJoined("w", "k").ok());
+  ASSERT_TRUE(s.AddJob(1, "k").ok());
+  ASSERT_TRUE(s.AddJob(2, "k").ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kEnumerate), 0).ok());
+  EXPECT_THAT(s.Dispatch(0), IsEmpty());  // job 2 has not enqueued yet
+  ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kEnumerate), 0).ok());
+  auto a = s.Dispatch(0);
+  EXPECT_THAT(Show(a), ElementsAre("1:enumerate@server-cpu/0", "2:enumerate@server-cpu/1"));
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 1).ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kProfile), 1).ok());
+  ASSERT_TRUE(s.AddJob(3, "k").ok());  // mid-round: joins the next round
+  ASSERT_TRUE(s.Enqueue(3, Req(PhaseKind::kEnumerate), 1).ok());
+  EXPECT_THAT(s.Dispatch(1), IsEmpty());  // job 2's phase of this round is in flight
+  ASSERT_TRUE(s.Finished(a[1].phase, PhaseOutcome::kOk, 2).ok());
+  ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kProfile), 2).ok());
+  a = s.Dispatch(2);
+  // Both profiles are released; the GPU stays exclusive, so job 2's queues.
+  EXPECT_THAT(Show(a), ElementsAre("3:enumerate@server-cpu/0", "1:profile@w/gpu"));
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 3).ok());
+  ASSERT_TRUE(s.Finished(a[1].phase, PhaseOutcome::kOk, 4).ok());
+  a = s.Dispatch(4);
+  EXPECT_THAT(Show(a), ElementsAre("2:profile@w/gpu"));
+  // Job 1 leaves: the round no longer waits for it.
+  ASSERT_TRUE(s.RemoveJob(1, 4).ok());
+  ASSERT_TRUE(s.Enqueue(3, Req(PhaseKind::kUpdate), 4).ok());
+  EXPECT_THAT(s.Dispatch(4), IsEmpty());
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 6).ok());
+  ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kUpdate), 6).ok());
+  EXPECT_THAT(Show(s.Dispatch(6)),
+              ElementsAre("2:update@server-cpu/0", "3:update@server-cpu/1"));
+}
+
+TEST(FarmSchedulerTest, TimeNeverGoesBackwards) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.AddJob(1, "k").ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kEnumerate), 10).ok());
+  auto a = s.Dispatch(5);
+  ASSERT_THAT(a, SizeIs(1));
+  EXPECT_EQ(a[0].start_s, 10);
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 7).ok());
+  auto records = s.TakeRecords();
+  EXPECT_EQ(records[0].end_s, 10);
+  EXPECT_TRUE(CheckTimeline(records).ok());
+}
+
+// Random events against the scheduler, checked step by step and at the end
+// with CheckTimeline. Returns the records for the determinism test.
+std::vector<PhaseRecord> RandomRun(Policy policy, uint32_t seed, int steps) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+  const std::vector<std::string> keys = {"a", "b", "c"};
+  FarmScheduler s(policy, 1 + pick(3));
+  std::vector<Assignment> started;
+  std::vector<PhaseRecord> records;
+  std::map<PhaseId, Assignment> running;
+  std::set<std::string> busy;
+  std::map<std::string, std::string> workers;  // name -> key
+  std::vector<JobId> jobs;
+  JobId next_job = 1;
+  int next_worker = 0;
+  double now = 0;
+  auto take = [&] {
+    for (PhaseRecord& r : s.TakeRecords()) {
+      busy.erase(r.resource);
+      running.erase(r.phase);
+      records.push_back(std::move(r));
+    }
+  };
+  for (int step = 0; step < steps; ++step) {
+    take();
+    if (pick(3) == 0) now += pick(4) * 0.5;
+    switch (pick(9)) {
+      case 0:
+        if (jobs.size() < 12) {
+          EXPECT_TRUE(s.AddJob(next_job, keys[pick(3)]).ok());
+          jobs.push_back(next_job++);
+        }
+        break;
+      case 1:
+      case 2: {
+        if (jobs.empty()) break;
+        const JobId job = jobs[pick(static_cast<int>(jobs.size()))];
+        auto view = s.GetJob(job);
+        EXPECT_TRUE(view.ok());
+        const PhaseKind kind = static_cast<PhaseKind>(pick(5));
+        std::string pinned;
+        if (ResourceClassOf(kind) != ResourceClass::kServerCpu && pick(2) == 0) {
+          for (const auto& [name, key] : workers) {
+            if (key == view->device_key && pick(2) == 0) pinned = name;
+          }
+        }
+        Status st = s.Enqueue(job, {kind, pinned}, now);
+        EXPECT_EQ(st.ok(), !view->phase.has_value()) << st;
+        break;
+      }
+      case 3:
+      case 4:
+        if (!running.empty()) {
+          auto it = running.begin();
+          std::advance(it, pick(static_cast<int>(running.size())));
+          EXPECT_TRUE(s.Finished(it->first, pick(5) ? PhaseOutcome::kOk : PhaseOutcome::kFailed,
+                                 now).ok());
+        }
+        break;
+      case 5:
+        if (!jobs.empty() && pick(3) == 0) {
+          const int i = pick(static_cast<int>(jobs.size()));
+          EXPECT_TRUE(s.RemoveJob(jobs[i], now).ok());
+          jobs.erase(jobs.begin() + i);
+        }
+        break;
+      case 6:
+        if (workers.size() < 6 || pick(4) == 0) {
+          const std::string name = "w" + std::to_string(next_worker++ % 8);
+          const std::string key = keys[pick(3)];
+          Status st = s.WorkerJoined(name, key);
+          EXPECT_EQ(st.ok(), workers.count(name) == 0);
+          if (st.ok()) workers[name] = key;
+        } else {
+          auto it = workers.begin();
+          std::advance(it, pick(static_cast<int>(workers.size())));
+          for (JobId job : s.WorkerLost(it->first, now)) {
+            auto view = s.GetJob(job);
+            EXPECT_TRUE(view.ok() && !view->phase.has_value());
+          }
+          workers.erase(it);
+        }
+        break;
+      default: {
+        take();
+        for (Assignment& a : s.Dispatch(now)) {
+          EXPECT_TRUE(busy.insert(a.resource).second) << "resource " << a.resource << " busy";
+          for (const auto& [id, other] : running) EXPECT_NE(other.job, a.job);
+          running[a.phase] = a;
+          started.push_back(std::move(a));
+        }
+        if (policy == Policy::kInterleaved) {
+          // Work-conserving: queued server phases only while every slot is busy.
+          const QueueLengths q = s.queue_lengths();
+          int server_busy = 0;
+          for (const auto& [id, a] : running) server_busy += a.worker.empty() ? 1 : 0;
+          if (q.server_cpu > 0) {
+            EXPECT_EQ(server_busy, s.server_slots());
+          }
+          for (const auto& [key, n] : q.gpu_by_key) {
+            if (n == 0) continue;
+            for (const auto& [name, wkey] : workers) {
+              if (wkey == key) {
+                EXPECT_TRUE(busy.count(name + "/gpu")) << name;
+              }
+            }
+          }
+        }
+        break;
+      }
+    }
+    // Unknown ids are rejected without effect.
+    if (step % 97 == 0) {
+      EXPECT_EQ(s.Finished(1'000'000, PhaseOutcome::kOk, now).code(), absl::StatusCode::kNotFound);
+      EXPECT_EQ(s.Enqueue(-1, {PhaseKind::kBuild, ""}, now).code(), absl::StatusCode::kNotFound);
+    }
+  }
+  for (JobId job : jobs) EXPECT_TRUE(s.RemoveJob(job, now + 1).ok());
+  take();
+  EXPECT_TRUE(s.Idle());
+  EXPECT_TRUE(running.empty());
+  Status st = CheckTimeline(records, started);
+  EXPECT_TRUE(st.ok()) << st;
+  return records;
+}
+
+TEST(FarmSchedulerTest, RandomStressKeepsInvariants) {
+  for (Policy policy : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
+    for (uint32_t seed = 1; seed <= 20; ++seed) {
+      SCOPED_TRACE(StrCat(PolicyName(policy), " seed ", seed));
+      std::vector<PhaseRecord> records = RandomRun(policy, seed, 3000);
+      EXPECT_GT(records.size(), policy == Policy::kInterleaved ? 150u : 20u);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+TEST(FarmSchedulerTest, Deterministic) {
+  auto key = [](const std::vector<PhaseRecord>& rs) {
+    std::vector<std::string> out;
+    for (const PhaseRecord& r : rs) {
+      out.push_back(StrCat(r.phase, r.job, r.resource, r.start_s, r.end_s,
+                                  PhaseOutcomeName(r.outcome)));
+    }
+    return out;
+  };
+  for (Policy policy : {Policy::kInterleaved, Policy::kSynchronous}) {
+    EXPECT_EQ(key(RandomRun(policy, 7, 2000)), key(RandomRun(policy, 7, 2000)));
+  }
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::farm

@@ -1,0 +1,286 @@
+#include "scheduler/farm/farm_simulation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "common/strings.h"
+
+namespace iosfarm::scheduler::farm {
+namespace {
+
+enum class EventType { kArrival, kPhaseEnd, kWorker };
+
+struct Event {
+  double time_s;
+  int64_t seq;
+  EventType type;
+  int64_t id;  // job index, phase id or worker event index
+  bool operator>(const Event& other) const {
+    return std::tie(time_s, seq) > std::tie(other.time_s, other.seq);
+  }
+};
+
+struct JobState {
+  size_t iteration = 0;
+  PhaseKind stage = PhaseKind::kEnumerate;  // the phase queued or in flight
+  PhaseId running = 0;                      // its id once started
+  std::string build_worker;                 // where this iteration's build ran
+  bool done = false;
+};
+
+bool BadTime(double t) { return !std::isfinite(t) || t < 0; }
+
+Status Validate(const SimConfig& config) {
+  for (size_t i = 0; i < config.jobs.size(); ++i) {
+    const SimJob& job = config.jobs[i];
+    if (job.device_key.empty()) {
+      return absl::InvalidArgumentError(StrCat("simulation job ", i, ": empty device key"));
+    }
+    bool bad = BadTime(job.arrival_s) || BadTime(job.measure_s);
+    for (const SimIteration& it : job.iterations) {
+      bad = bad || BadTime(it.enumerate_s) || BadTime(it.build_s) || BadTime(it.profile_s) ||
+            BadTime(it.update_s);
+    }
+    if (bad) {
+      return absl::InvalidArgumentError(
+          StrCat("simulation job ", i, ": a time or duration is negative or not finite"));
+    }
+  }
+  std::set<std::string> names;
+  for (const SimWorker& w : config.workers) {
+    if (w.name.empty() || w.device_key.empty()) {
+      return absl::InvalidArgumentError(
+          StrCat("simulation worker '", w.name, "': empty name or device key"));
+    }
+    if (!names.insert(w.name).second) {
+      return absl::InvalidArgumentError(StrCat("simulation worker ", w.name, " appears twice"));
+    }
+  }
+  for (size_t i = 0; i < config.worker_events.size(); ++i) {
+    const SimWorkerEvent& e = config.worker_events[i];
+    if (BadTime(e.time_s) || e.worker.empty() || (e.joins && e.device_key.empty())) {
+      return absl::InvalidArgumentError(
+          StrCat("simulation worker event ", i, " (", e.worker, "): bad time, name or key"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+double Duration(const SimJob& job, const JobState& state) {
+  if (state.stage == PhaseKind::kMeasure) return job.measure_s;
+  const SimIteration& it = job.iterations[state.iteration];
+  switch (state.stage) {
+    case PhaseKind::kEnumerate:
+      return it.enumerate_s;
+    case PhaseKind::kBuild:
+      return it.build_s;
+    case PhaseKind::kProfile:
+      return it.profile_s;
+    case PhaseKind::kUpdate:
+      return it.update_s;
+    case PhaseKind::kMeasure:
+      break;
+  }
+  return job.measure_s;
+}
+
+class Simulation {
+ public:
+  explicit Simulation(const SimConfig& config)
+      : config_(config),
+        scheduler_(config.policy, config.server_slots),
+        states_(config.jobs.size()) {}
+
+  StatusOr<SimResult> Run() {
+    for (const SimWorker& w : config_.workers) {
+      RETURN_IF_ERROR(scheduler_.WorkerJoined(w.name, w.device_key));
+    }
+    for (size_t i = 0; i < config_.jobs.size(); ++i) {
+      Push(config_.jobs[i].arrival_s, EventType::kArrival, static_cast<int64_t>(i));
+    }
+    for (size_t i = 0; i < config_.worker_events.size(); ++i) {
+      Push(config_.worker_events[i].time_s, EventType::kWorker, static_cast<int64_t>(i));
+    }
+    result_.job_end_s.assign(config_.jobs.size(), 0.0);
+    while (!events_.empty()) {
+      const double t = events_.top().time_s;
+      while (!events_.empty() && events_.top().time_s == t) {
+        const Event e = events_.top();
+        events_.pop();
+        RETURN_IF_ERROR(Handle(e));
+      }
+      std::vector<Assignment> started;
+      Timed([&] { started = scheduler_.Dispatch(t); });
+      for (Assignment& a : started) {
+        JobState& state = states_[a.job];
+        state.running = a.phase;
+        if (a.kind == PhaseKind::kBuild) state.build_worker = a.worker;
+        running_[a.phase] = a.job;
+        Push(t + Duration(config_.jobs[a.job], state), EventType::kPhaseEnd, a.phase);
+        result_.assignments.push_back(std::move(a));
+      }
+      Collect();
+    }
+    Collect();
+    std::vector<JobId> stuck;
+    for (size_t i = 0; i < states_.size(); ++i) {
+      if (!states_[i].done) stuck.push_back(static_cast<JobId>(i));
+    }
+    if (!stuck.empty()) {
+      std::string list;
+      for (size_t i = 0; i < stuck.size() && i < 10; ++i) list += StrCat(i ? ", " : "", stuck[i]);
+      return absl::FailedPreconditionError(
+          StrCat(stuck.size(), " simulation jobs never finish (no worker of their device key?): ",
+                 list, stuck.size() > 10 ? ", ..." : ""));
+    }
+    for (double end : result_.job_end_s) result_.makespan_s = std::max(result_.makespan_s, end);
+    result_.lower_bound_s = LowerBound(config_);
+    double gpu_busy = 0;
+    for (const PhaseRecord& r : result_.records) {
+      if (ResourceClassOf(r.kind) == ResourceClass::kWorkerGpu) gpu_busy += r.end_s - r.start_s;
+      if (r.outcome == PhaseOutcome::kWorkerLost) ++result_.phases_lost;
+    }
+    const double gpu_time = static_cast<double>(config_.workers.size()) * result_.makespan_s;
+    result_.gpu_idle_fraction = gpu_time > 0 ? std::max(0.0, 1.0 - gpu_busy / gpu_time) : 0.0;
+    return std::move(result_);
+  }
+
+ private:
+  template <typename F>
+  void Timed(F&& f) {
+    if (!config_.measure_latency) {
+      f();
+      return;
+    }
+    const auto begin = std::chrono::steady_clock::now();
+    f();
+    const auto end = std::chrono::steady_clock::now();
+    result_.decision_latency_s.push_back(std::chrono::duration<double>(end - begin).count());
+  }
+
+  void Push(double t, EventType type, int64_t id) { events_.push(Event{t, seq_++, type, id}); }
+
+  void Collect() {
+    for (PhaseRecord& r : scheduler_.TakeRecords()) result_.records.push_back(std::move(r));
+  }
+
+  Status EnqueueStage(JobId job, double t) {
+    JobState& state = states_[job];
+    state.running = 0;
+    PhaseRequest request{state.stage, ""};
+    if (state.stage == PhaseKind::kProfile) request.pinned_worker = state.build_worker;
+    return scheduler_.Enqueue(job, std::move(request), t);
+  }
+
+  Status Handle(const Event& e) {
+    switch (e.type) {
+      case EventType::kArrival: {
+        const JobId job = e.id;
+        JobState& state = states_[job];
+        state.stage = config_.jobs[job].iterations.empty() ? PhaseKind::kMeasure
+                                                           : PhaseKind::kEnumerate;
+        RETURN_IF_ERROR(scheduler_.AddJob(job, config_.jobs[job].device_key));
+        return EnqueueStage(job, e.time_s);
+      }
+      case EventType::kPhaseEnd: {
+        auto it = running_.find(e.id);
+        if (it == running_.end()) return absl::OkStatus();  // lost with its worker
+        const JobId job = it->second;
+        running_.erase(it);
+        Status status;
+        Timed([&] { status = scheduler_.Finished(e.id, PhaseOutcome::kOk, e.time_s); });
+        RETURN_IF_ERROR(status);
+        return Advance(job, e.time_s);
+      }
+      case EventType::kWorker: {
+        const SimWorkerEvent& w = config_.worker_events[e.id];
+        if (w.joins) return scheduler_.WorkerJoined(w.worker, w.device_key);
+        for (JobId job : scheduler_.WorkerLost(w.worker, e.time_s)) {
+          JobState& state = states_[job];
+          if (state.running != 0) running_.erase(state.running);
+          if (state.stage == PhaseKind::kProfile) state.stage = PhaseKind::kBuild;
+          RETURN_IF_ERROR(EnqueueStage(job, e.time_s));
+        }
+        return absl::OkStatus();
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  Status Advance(JobId job, double t) {
+    JobState& state = states_[job];
+    const SimJob& spec = config_.jobs[job];
+    switch (state.stage) {
+      case PhaseKind::kEnumerate:
+        state.stage = PhaseKind::kBuild;
+        break;
+      case PhaseKind::kBuild:
+        state.stage = PhaseKind::kProfile;
+        break;
+      case PhaseKind::kProfile:
+        state.stage = PhaseKind::kUpdate;
+        break;
+      case PhaseKind::kUpdate:
+        ++state.iteration;
+        state.stage = state.iteration < spec.iterations.size() ? PhaseKind::kEnumerate
+                                                                : PhaseKind::kMeasure;
+        break;
+      case PhaseKind::kMeasure:
+        state.done = true;
+        state.running = 0;
+        result_.job_end_s[job] = t;
+        return scheduler_.RemoveJob(job, t);
+    }
+    return EnqueueStage(job, t);
+  }
+
+  const SimConfig& config_;
+  FarmScheduler scheduler_;
+  std::vector<JobState> states_;
+  std::unordered_map<PhaseId, JobId> running_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  int64_t seq_ = 0;
+  SimResult result_;
+};
+
+}  // namespace
+
+StatusOr<SimResult> RunFarmSimulation(const SimConfig& config) {
+  RETURN_IF_ERROR(Validate(config));
+  Simulation simulation(config);
+  return simulation.Run();
+}
+
+double LowerBound(const SimConfig& config) {
+  std::map<std::string, int> workers_by_key;
+  for (const SimWorker& w : config.workers) ++workers_by_key[w.device_key];
+  double server = 0;
+  std::map<std::string, double> build, gpu;
+  double bound = 0;
+  for (const SimJob& job : config.jobs) {
+    double chain = job.measure_s;
+    gpu[job.device_key] += job.measure_s;
+    for (const SimIteration& it : job.iterations) {
+      server += it.enumerate_s + it.update_s;
+      build[job.device_key] += it.build_s;
+      gpu[job.device_key] += it.profile_s;
+      chain += it.enumerate_s + it.build_s + it.profile_s + it.update_s;
+    }
+    bound = std::max(bound, job.arrival_s + chain);
+  }
+  bound = std::max(bound, server / std::max(config.server_slots, 1));
+  for (const auto& [key, count] : workers_by_key) {
+    bound = std::max(bound, build[key] / count);
+    bound = std::max(bound, gpu[key] / count);
+  }
+  return bound;
+}
+
+}  // namespace iosfarm::scheduler::farm

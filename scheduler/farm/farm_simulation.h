@@ -1,0 +1,86 @@
+// A discrete-event simulation of the farm: runs a FarmScheduler with a fake
+// clock over jobs whose phase durations are known in advance.
+//
+// Each job, on arrival, runs its iterations in order — enumerate (server CPU),
+// build (a worker CPU of its key, any worker), profile (the GPU of the worker
+// that ran the build: pinned), update (server CPU) — then a final measure
+// (any GPU of its key), and is removed. A worker loss (SimWorkerEvent with
+// joins = false) ends its phases with kWorkerLost; an affected job re-runs the
+// build of its current iteration (build or profile lost) or its measure.
+// All events at one instant are applied before one Dispatch, as in the
+// thesis's loop. Deterministic: the same config gives the same records.
+#ifndef IOSFARM_SCHEDULER_FARM_FARM_SIMULATION_H_
+#define IOSFARM_SCHEDULER_FARM_FARM_SIMULATION_H_
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/farm/farm_scheduler.h"
+#include "scheduler/farm/phase.h"
+
+namespace iosfarm::scheduler::farm {
+
+struct SimIteration {
+  double enumerate_s = 0;
+  double build_s = 0;
+  double profile_s = 0;
+  double update_s = 0;
+};
+
+struct SimJob {
+  std::string device_key;
+  double arrival_s = 0;
+  std::vector<SimIteration> iterations;
+  double measure_s = 0;
+};
+
+struct SimWorker {
+  std::string name;
+  std::string device_key;
+};
+
+// A worker joins (joins = true, device_key needed) or is lost at time_s.
+struct SimWorkerEvent {
+  double time_s = 0;
+  std::string worker;
+  std::string device_key;
+  bool joins = false;
+};
+
+struct SimConfig {
+  Policy policy = Policy::kInterleaved;
+  int server_slots = 1;
+  std::vector<SimJob> jobs;        // job i gets JobId i
+  std::vector<SimWorker> workers;  // present from time 0
+  std::vector<SimWorkerEvent> worker_events;
+  bool measure_latency = true;     // time each Dispatch/Finished call
+};
+
+struct SimResult {
+  std::vector<PhaseRecord> records;      // every ended phase, in end order
+  std::vector<Assignment> assignments;   // every started phase, in start order
+  std::vector<double> job_end_s;         // per job: when its last phase ended
+  double makespan_s = 0;                 // last job end (time 0 = simulation start)
+  double lower_bound_s = 0;              // LowerBound(config)
+  double gpu_idle_fraction = 0;          // 1 - GPU busy time / (initial GPUs x makespan)
+  int phases_lost = 0;                   // phases ended by a worker loss
+  // Wall time (seconds, steady_clock) of each Dispatch and Finished call.
+  std::vector<double> decision_latency_s;
+};
+
+// Runs the simulation. InvalidArgument for a negative or non-finite duration
+// or time, duplicate worker names or an empty key; FailedPrecondition if jobs
+// can never finish (no worker of their key remains), naming them.
+StatusOr<SimResult> RunFarmSimulation(const SimConfig& config);
+
+// A lower bound on the makespan of any schedule (ignores worker events):
+// the maximum of (a) per resource class, its total work divided by the
+// number of its resources — server work / server slots; per device key,
+// build work / workers and GPU work / workers — and (b) per job, its arrival
+// plus its chain (the sum of all its phase durations).
+double LowerBound(const SimConfig& config);
+
+}  // namespace iosfarm::scheduler::farm
+
+#endif  // IOSFARM_SCHEDULER_FARM_FARM_SIMULATION_H_

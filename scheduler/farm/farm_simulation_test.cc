@@ -1,0 +1,259 @@
+#include "scheduler/farm/farm_simulation.h"
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/farm/timeline_check.h"
+
+namespace iosfarm::scheduler::farm {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Two identical jobs: enumerate 1, build 2, profile 4, update 3, measure 2;
+// one worker "w" of key "k".
+SimConfig TwoJobs(Policy policy, int slots) {
+  SimConfig config;
+  config.policy = policy;
+  config.server_slots = slots;
+  SimJob job;
+  job.device_key = "k";
+  job.iterations = {{1, 2, 4, 3}};
+  job.measure_s = 2;
+  config.jobs = {job, job};
+  config.workers = {{"w", "k"}};
+  return config;
+}
+
+// "job:kind@resource[start,end]" sorted by (start, job).
+std::vector<std::string> Timeline(const SimResult& result) {
+  std::vector<PhaseRecord> records = result.records;
+  std::sort(records.begin(), records.end(), [](const PhaseRecord& a, const PhaseRecord& b) {
+    return std::tie(a.start_s, a.job) < std::tie(b.start_s, b.job);
+  });
+  std::vector<std::string> out;
+  for (const PhaseRecord& r : records) {
+    out.push_back(StrCat(r.job, ":", PhaseKindName(r.kind), "@", r.resource, "[", r.start_s, ",",
+                         r.end_s, "]"));
+  }
+  return out;
+}
+
+SimResult RunSim(const SimConfig& config) {
+  StatusOr<SimResult> result = RunFarmSimulation(config);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return {};
+  Status check = CheckTimeline(result->records, result->assignments);
+  EXPECT_TRUE(check.ok()) << check;
+  return *std::move(result);
+}
+
+TEST(FarmSimulationTest, InterleavedTwoJobsOneSlot) {
+  SimResult r = RunSim(TwoJobs(Policy::kInterleaved, 1));
+  EXPECT_THAT(Timeline(r),
+              ElementsAre("0:enumerate@server-cpu/0[0,1]", "0:build@w/cpu[1,3]",
+                          "1:enumerate@server-cpu/0[1,2]", "0:profile@w/gpu[3,7]",
+                          "1:build@w/cpu[3,5]", "0:update@server-cpu/0[7,10]",
+                          "1:profile@w/gpu[7,11]", "0:measure@w/gpu[11,13]",
+                          "1:update@server-cpu/0[11,14]", "1:measure@w/gpu[14,16]"));
+  EXPECT_EQ(r.makespan_s, 16);
+  EXPECT_EQ(r.lower_bound_s, 12);
+  EXPECT_DOUBLE_EQ(r.gpu_idle_fraction, 0.25);
+  EXPECT_THAT(r.job_end_s, ElementsAre(13, 16));
+  EXPECT_TRUE(HasInterleaving(r.records));
+}
+
+TEST(FarmSimulationTest, InterleavedTwoJobsTwoSlots) {
+  SimResult r = RunSim(TwoJobs(Policy::kInterleaved, 2));
+  EXPECT_THAT(Timeline(r),
+              ElementsAre("0:enumerate@server-cpu/0[0,1]", "1:enumerate@server-cpu/1[0,1]",
+                          "0:build@w/cpu[1,3]", "0:profile@w/gpu[3,7]", "1:build@w/cpu[3,5]",
+                          "0:update@server-cpu/0[7,10]", "1:profile@w/gpu[7,11]",
+                          "0:measure@w/gpu[11,13]", "1:update@server-cpu/0[11,14]",
+                          "1:measure@w/gpu[14,16]"));
+  EXPECT_EQ(r.makespan_s, 16);
+}
+
+TEST(FarmSimulationTest, SequentialTwoJobs) {
+  for (int slots : {1, 2}) {
+    SimResult r = RunSim(TwoJobs(Policy::kSequential, slots));
+    EXPECT_THAT(Timeline(r),
+                ElementsAre("0:enumerate@server-cpu/0[0,1]", "0:build@w/cpu[1,3]",
+                            "0:profile@w/gpu[3,7]", "0:update@server-cpu/0[7,10]",
+                            "0:measure@w/gpu[10,12]", "1:enumerate@server-cpu/0[12,13]",
+                            "1:build@w/cpu[13,15]", "1:profile@w/gpu[15,19]",
+                            "1:update@server-cpu/0[19,22]", "1:measure@w/gpu[22,24]"));
+    EXPECT_EQ(r.makespan_s, 24);
+    EXPECT_FALSE(HasInterleaving(r.records));
+  }
+}
+
+TEST(FarmSimulationTest, SynchronousTwoJobsTwoSlots) {
+  SimResult r = RunSim(TwoJobs(Policy::kSynchronous, 2));
+  EXPECT_THAT(Timeline(r),
+              ElementsAre("0:enumerate@server-cpu/0[0,1]", "1:enumerate@server-cpu/1[0,1]",
+                          "0:build@w/cpu[1,3]", "1:build@w/cpu[3,5]", "0:profile@w/gpu[5,9]",
+                          "1:profile@w/gpu[9,13]", "0:update@server-cpu/0[13,16]",
+                          "1:update@server-cpu/1[13,16]", "0:measure@w/gpu[16,18]",
+                          "1:measure@w/gpu[18,20]"));
+  EXPECT_EQ(r.makespan_s, 20);
+}
+
+TEST(FarmSimulationTest, SynchronousOneSlotMatchesSequentialHere) {
+  SimResult r = RunSim(TwoJobs(Policy::kSynchronous, 1));
+  EXPECT_EQ(r.makespan_s, 24);
+  EXPECT_THAT(Timeline(r)[0], "0:enumerate@server-cpu/0[0,1]");
+  EXPECT_THAT(Timeline(r)[1], "1:enumerate@server-cpu/0[1,2]");
+  EXPECT_THAT(Timeline(r)[2], "0:build@w/cpu[2,4]");
+}
+
+TEST(FarmSimulationTest, WorkerLossRebuildsOnAnotherWorker) {
+  SimConfig config = TwoJobs(Policy::kInterleaved, 1);
+  config.jobs.resize(1);
+  config.workers = {{"w1", "k"}, {"w2", "k"}};
+  config.worker_events = {{5, "w1", "", false}};
+  SimResult r = RunSim(config);
+  EXPECT_THAT(Timeline(r),
+              ElementsAre("0:enumerate@server-cpu/0[0,1]", "0:build@w1/cpu[1,3]",
+                          "0:profile@w1/gpu[3,5]", "0:build@w2/cpu[5,7]",
+                          "0:profile@w2/gpu[7,11]", "0:update@server-cpu/0[11,14]",
+                          "0:measure@w2/gpu[14,16]"));
+  EXPECT_EQ(r.phases_lost, 1);
+  EXPECT_EQ(r.makespan_s, 16);
+}
+
+TEST(FarmSimulationTest, JobsWaitForAWorkerOfTheirKey) {
+  SimConfig config = TwoJobs(Policy::kInterleaved, 1);
+  config.jobs.resize(1);
+  config.jobs[0].device_key = "h100";
+  config.worker_events = {{10, "h0", "h100", true}};
+  SimResult r = RunSim(config);
+  EXPECT_THAT(Timeline(r)[1], "0:build@h0/cpu[10,12]");
+  EXPECT_EQ(r.makespan_s, 21);
+
+  config.worker_events.clear();
+  StatusOr<SimResult> stuck = RunFarmSimulation(config);
+  EXPECT_EQ(stuck.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(ToStd(stuck.status().message())), ::testing::HasSubstr("never finish"));
+}
+
+TEST(FarmSimulationTest, RejectsBadConfigs) {
+  SimConfig config = TwoJobs(Policy::kInterleaved, 1);
+  config.jobs[1].iterations[0].build_s = -1;
+  EXPECT_EQ(RunFarmSimulation(config).status().code(), absl::StatusCode::kInvalidArgument);
+  config = TwoJobs(Policy::kInterleaved, 1);
+  config.workers.push_back({"w", "k"});
+  EXPECT_EQ(RunFarmSimulation(config).status().code(), absl::StatusCode::kInvalidArgument);
+  config = TwoJobs(Policy::kInterleaved, 1);
+  config.jobs[0].device_key = "";
+  EXPECT_EQ(RunFarmSimulation(config).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FarmSimulationTest, LowerBoundTakesTheBusiestResourceClass) {
+  SimConfig config = TwoJobs(Policy::kInterleaved, 1);
+  config.jobs = std::vector<SimJob>(6, config.jobs[0]);
+  // GPU: 6 x 6 = 36 on one worker; server: 6 x 4 = 24; chain 12.
+  EXPECT_EQ(LowerBound(config), 36);
+  config.workers.push_back({"w2", "k"});
+  EXPECT_EQ(LowerBound(config), 24);  // now the server slot
+  config.server_slots = 4;
+  EXPECT_EQ(LowerBound(config), 18);
+  config.jobs[0].arrival_s = 100;
+  EXPECT_EQ(LowerBound(config), 112);
+}
+
+SimConfig RandomConfig(std::mt19937& rng, Policy policy, bool churn) {
+  auto uniform = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+  const std::vector<std::string> keys = {"a", "b"};
+  SimConfig config;
+  config.policy = policy;
+  config.server_slots = 1 + static_cast<int>(rng() % 3);
+  for (int w = 0; w < 4; ++w) {
+    config.workers.push_back({StrCat("w", w), keys[w % 2]});
+  }
+  const int jobs = 1 + static_cast<int>(rng() % 12);
+  for (int j = 0; j < jobs; ++j) {
+    SimJob job;
+    job.device_key = keys[rng() % 2];
+    job.arrival_s = (rng() % 3 == 0) ? 0 : uniform(0, 100);
+    const int iterations = static_cast<int>(rng() % 4);
+    for (int i = 0; i < iterations; ++i) {
+      job.iterations.push_back(
+          {uniform(0, 2), uniform(0, 10), uniform(0, 40), uniform(0, 45)});
+    }
+    job.measure_s = uniform(0, 10);
+    config.jobs.push_back(job);
+  }
+  if (churn) {
+    for (int e = 0; e < 6; ++e) {
+      const std::string name = StrCat("w", rng() % 4);
+      config.worker_events.push_back({uniform(0, 300), name, "", false});
+      config.worker_events.push_back({uniform(300, 400), StrCat("j", e), keys[rng() % 2], true});
+    }
+    // Always keep one worker of each key at the end.
+    config.worker_events.push_back({500, "late-a", "a", true});
+    config.worker_events.push_back({500, "late-b", "b", true});
+  }
+  return config;
+}
+
+TEST(FarmSimulationTest, RandomStressHoldsInvariantsUnderEveryPolicy) {
+  std::mt19937 rng(2026);
+  for (int round = 0; round < 150; ++round) {
+    for (Policy policy : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
+      const bool churn = round % 3 == 2;
+      SimConfig config = RandomConfig(rng, policy, churn);
+      config.measure_latency = false;
+      StatusOr<SimResult> r = RunFarmSimulation(config);
+      ASSERT_TRUE(r.ok()) << PolicyName(policy) << " round " << round << ": " << r.status();
+      Status check = CheckTimeline(r->records, r->assignments);
+      ASSERT_TRUE(check.ok()) << PolicyName(policy) << " round " << round << ": " << check;
+      if (!churn) {
+        EXPECT_GE(r->makespan_s, r->lower_bound_s - 1e-9);
+        EXPECT_EQ(r->phases_lost, 0);
+      }
+      if (policy == Policy::kSequential) {
+        EXPECT_FALSE(HasInterleaving(r->records));
+      }
+    }
+  }
+}
+
+TEST(FarmSimulationTest, SynchronousOverlapsOnlyTheSamePhaseKind) {
+  SimConfig config = TwoJobs(Policy::kSynchronous, 3);
+  config.jobs = std::vector<SimJob>(5, config.jobs[0]);
+  config.jobs[0].iterations.resize(3, config.jobs[0].iterations[0]);
+  for (SimJob& job : config.jobs) job.iterations = config.jobs[0].iterations;
+  config.workers = {{"w1", "k"}, {"w2", "k"}};
+  SimResult r = RunSim(config);
+  for (const PhaseRecord& a : r.records) {
+    for (const PhaseRecord& b : r.records) {
+      if (a.start_s < b.end_s && b.start_s < a.end_s) {
+        EXPECT_EQ(a.kind, b.kind) << a.phase << " and " << b.phase;
+      }
+    }
+  }
+}
+
+TEST(FarmSimulationTest, Deterministic) {
+  for (Policy policy : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
+    std::mt19937 rng1(99), rng2(99);
+    SimConfig c1 = RandomConfig(rng1, policy, true), c2 = RandomConfig(rng2, policy, true);
+    SimResult r1 = RunSim(c1), r2 = RunSim(c2);
+    EXPECT_EQ(Timeline(r1), Timeline(r2));
+    ASSERT_EQ(r1.records.size(), r2.records.size());
+    for (size_t i = 0; i < r1.records.size(); ++i) {
+      EXPECT_EQ(r1.records[i].phase, r2.records[i].phase);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::farm

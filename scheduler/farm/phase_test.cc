@@ -1,0 +1,43 @@
+#include "scheduler/farm/phase.h"
+
+#include "gtest/gtest.h"
+
+namespace iosfarm::scheduler::farm {
+namespace {
+
+TEST(PhaseTest, KindNamesRoundTrip) {
+  for (PhaseKind kind : {PhaseKind::kEnumerate, PhaseKind::kBuild, PhaseKind::kProfile,
+                         PhaseKind::kUpdate, PhaseKind::kMeasure}) {
+    EXPECT_EQ(PhaseKindFromName(PhaseKindName(kind)), kind);
+  }
+  EXPECT_EQ(PhaseKindName(PhaseKind::kProfile), "profile");
+  EXPECT_EQ(PhaseKindFromName("Profile"), std::nullopt);
+  EXPECT_EQ(PhaseKindFromName(""), std::nullopt);
+}
+
+TEST(PhaseTest, PolicyAndOutcomeNamesRoundTrip) {
+  for (Policy p : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
+    EXPECT_EQ(PolicyFromName(PolicyName(p)), p);
+  }
+  EXPECT_EQ(PolicyName(Policy::kInterleaved), "interleaved");
+  EXPECT_EQ(PolicyFromName("round-robin"), std::nullopt);
+  for (PhaseOutcome o : {PhaseOutcome::kOk, PhaseOutcome::kFailed, PhaseOutcome::kWorkerLost,
+                         PhaseOutcome::kCancelled}) {
+    EXPECT_EQ(PhaseOutcomeFromName(PhaseOutcomeName(o)), o);
+  }
+  EXPECT_EQ(PhaseOutcomeName(PhaseOutcome::kWorkerLost), "worker_lost");
+}
+
+TEST(PhaseTest, ResourceClassesAndNames) {
+  EXPECT_EQ(ResourceClassOf(PhaseKind::kEnumerate), ResourceClass::kServerCpu);
+  EXPECT_EQ(ResourceClassOf(PhaseKind::kUpdate), ResourceClass::kServerCpu);
+  EXPECT_EQ(ResourceClassOf(PhaseKind::kBuild), ResourceClass::kWorkerCpu);
+  EXPECT_EQ(ResourceClassOf(PhaseKind::kProfile), ResourceClass::kWorkerGpu);
+  EXPECT_EQ(ResourceClassOf(PhaseKind::kMeasure), ResourceClass::kWorkerGpu);
+  EXPECT_EQ(ServerSlotResource(3), "server-cpu/3");
+  EXPECT_EQ(WorkerCpuResource("w1"), "w1/cpu");
+  EXPECT_EQ(WorkerGpuResource("w1"), "w1/gpu");
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::farm
