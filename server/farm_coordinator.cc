@@ -1,0 +1,719 @@
+#include "server/farm_coordinator.h"
+
+#include <chrono>
+
+#include "common/strings.h"
+#include "spdlog/spdlog.h"
+
+namespace iosfarm::server {
+
+namespace farm = scheduler::farm;
+
+double NowSeconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+int64_t NowUnixMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+std::string WorkerStateName(farm::PhaseKind kind) { return std::string(farm::PhaseKindName(kind)); }
+
+}  // namespace
+
+FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
+    : options_(std::move(options)),
+      store_(store),
+      scheduler_(options_.policy, options_.server_slots) {
+  for (int i = 0; i < options_.server_slots; ++i) pool_.emplace_back([this] { PoolLoop(); });
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+}
+
+FarmCoordinator::~FarmCoordinator() { Shutdown(); }
+
+void FarmCoordinator::Shutdown() {
+  std::vector<std::shared_ptr<WorkerLink>> links;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    for (auto& [id, worker] : workers_) links.push_back(worker.link);
+    changed_.SignalAll();
+  }
+  for (auto& link : links) link->Close();
+  {
+    absl::MutexLock lock(&pool_mu_);
+    pool_stop_ = true;
+    pool_cv_.SignalAll();
+  }
+  for (auto& thread : pool_) thread.join();
+  pool_.clear();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+}
+
+void FarmCoordinator::Post(std::function<void()> task) {
+  absl::MutexLock lock(&pool_mu_);
+  pool_tasks_.push_back(std::move(task));
+  pool_cv_.Signal();
+}
+
+void FarmCoordinator::PoolLoop() {
+  while (true) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&pool_mu_);
+      while (!pool_stop_ && pool_tasks_.empty()) pool_cv_.Wait(&pool_mu_);
+      if (pool_stop_) return;
+      task = std::move(pool_tasks_.front());
+      pool_tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+void FarmCoordinator::HeartbeatLoop() {
+  while (true) {
+    std::vector<Send> sends;
+    std::vector<std::shared_ptr<WorkerLink>> to_close;
+    {
+      absl::MutexLock lock(&mu_);
+      // Wakes early only for shutdown.
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutting_down_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stopping),
+                           absl::Seconds(options_.heartbeat_interval_s));
+      if (shutting_down_) return;
+      const int64_t now = NowUnixMs();
+      std::vector<std::string> silent;
+      for (const auto& [id, worker] : workers_) {
+        if (now - worker.last_heartbeat_unix_ms > options_.heartbeat_timeout_s * 1000) {
+          silent.push_back(id);
+        }
+      }
+      for (const auto& id : silent) {
+        to_close.push_back(workers_[id].link);
+        WorkerLostLocked(id,
+                         StrCat("no heartbeat for ", options_.heartbeat_timeout_s, " s"), sends);
+      }
+    }
+    for (auto& link : to_close) link->Close();
+    SendAll(std::move(sends));
+  }
+}
+
+Status FarmCoordinator::Resume() {
+  JobFilter filter;
+  filter.unfinished_only = true;
+  filter.limit = 1 << 30;
+  ASSIGN_OR_RETURN(std::vector<JobRow> unfinished, store_->ListJobs(filter));
+  std::vector<Send> sends;
+  {
+    absl::MutexLock lock(&mu_);
+    for (JobRow& row : unfinished) {
+      spdlog::info("resuming job {} ({}, {}) from its last completed phase", row.id,
+                   row.model_name, row.device_key);
+      auto admitted = AdmitLocked(std::move(row), std::nullopt);
+      if (!admitted.ok()) return admitted.status();
+    }
+    DispatchLocked(sends);
+  }
+  SendAll(std::move(sends));
+  return absl::OkStatus();
+}
+
+StatusOr<JobRow> FarmCoordinator::AdmitLocked(JobRow row, std::optional<graph::Graph> graph) {
+  auto job = std::make_shared<JobContext>();
+  job->row = std::move(row);
+  job->graph = std::move(graph);
+  job->submitted_s = job->row.submitted_unix_ms / 1000.0;
+  RETURN_IF_ERROR(scheduler_.AddJob(job->row.id, job->row.device_key));
+  const int64_t id = job->row.id;
+  jobs_[id] = job;
+  EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
+  TouchLocked(*job, "queued");
+  return job->row;
+}
+
+StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model, graph::Graph graph) {
+  std::vector<Send> sends;
+  JobRow admitted;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return absl::UnavailableError("the server is shutting down");
+    bool live_key = false;
+    for (const auto& [id, worker] : workers_) {
+      if (worker.registration.device_key() == job.device_key) live_key = true;
+    }
+    if (!live_key) {
+      ASSIGN_OR_RETURN(bool known, store_->HasDevice(job.device_key));
+      if (!known) {
+        ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+        std::string names;
+        for (const auto& d : devices) names += (names.empty() ? "" : ", ") + d.key;
+        return absl::NotFoundError(StrCat("unknown device key '", job.device_key,
+                                          "': no worker ever registered it (known: ",
+                                          names.empty() ? "none" : names, ")"));
+      }
+    }
+    int active = 0;
+    for (const auto& [id, other] : jobs_) active += other->row.owner == job.owner;
+    if (active >= options_.max_active_jobs_per_owner) {
+      return absl::ResourceExhaustedError(
+          StrCat("client '", job.owner, "' already has ", active,
+                 " active jobs (limit ", options_.max_active_jobs_per_owner, ")"));
+    }
+    RETURN_IF_ERROR(store_->PutModel(model));
+    job.state = JobState::kQueued;
+    job.submitted_unix_ms = NowUnixMs();
+    ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));
+    ASSIGN_OR_RETURN(admitted, AdmitLocked(std::move(job), std::move(graph)));
+    DispatchLocked(sends);
+  }
+  SendAll(std::move(sends));
+  return admitted;
+}
+
+StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
+    const std::string& device_key, const RetuneFilter& filter,
+    const std::optional<JobOptions>& options, const std::string& owner) {
+  ASSIGN_OR_RETURN(std::vector<RetuneTarget> targets, store_->RetuneTargets(filter));
+  if (targets.empty()) {
+    return absl::NotFoundError("no stored model matches the retune filter");
+  }
+  const std::string batch_id = StrCat("retune-", NowUnixMs());
+  std::vector<JobRow> jobs;
+  for (const RetuneTarget& target : targets) {
+    ASSIGN_OR_RETURN(std::optional<ModelRow> model, store_->GetModel(target.model_digest));
+    if (!model) return absl::InternalError(StrCat("model ", target.model_digest, " is missing"));
+    JobRow job;
+    job.model_digest = model->digest;
+    job.model_name = model->name;
+    job.device_key = device_key;
+    job.owner = owner;
+    job.retune_batch = batch_id;
+    job.batch = target.batch;
+    job.options = options.value_or(target.options);
+    // The graph is loaded by the job's first enumerate phase.
+    std::vector<Send> sends;
+    {
+      absl::MutexLock lock(&mu_);
+      if (jobs.empty()) {
+        bool live = false;
+        for (const auto& [id, w] : workers_) live |= w.registration.device_key() == device_key;
+        ASSIGN_OR_RETURN(bool known, store_->HasDevice(device_key));
+        if (!live && !known) {
+          return absl::NotFoundError(StrCat("unknown device key '", device_key,
+                                            "': start a worker with --device-key ", device_key,
+                                            " first"));
+        }
+      }
+      job.state = JobState::kQueued;
+      job.submitted_unix_ms = NowUnixMs();
+      ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));
+      ASSIGN_OR_RETURN(JobRow admitted, AdmitLocked(job, std::nullopt));
+      jobs.push_back(admitted);
+      DispatchLocked(sends);
+    }
+    SendAll(std::move(sends));
+  }
+  return std::make_pair(batch_id, jobs);
+}
+
+StatusOr<JobRow> FarmCoordinator::Cancel(int64_t job_id) {
+  std::vector<Send> sends;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) {
+      ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(job_id));
+      if (!row) return absl::NotFoundError(StrCat("job ", job_id, " not found"));
+      return absl::FailedPreconditionError(StrCat("job ", job_id, " already ended (",
+                                                  JobStateName(row->state), ")"));
+    }
+    std::shared_ptr<JobContext> job = it->second;
+    for (const auto& [phase, flight] : in_flight_) {
+      if (flight.job != job_id || flight.worker.empty()) continue;
+      auto w = workers_.find(flight.worker);
+      if (w == workers_.end()) continue;
+      v1::ServerMessage cancel;
+      cancel.mutable_cancel()->set_phase_id(phase);
+      sends.emplace_back(w->second.link, cancel);
+    }
+    FinishJobLocked(*job, JobState::kCancelled, "cancelled by the client");
+    DispatchLocked(sends);
+  }
+  SendAll(std::move(sends));
+  ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(job_id));
+  return *row;
+}
+
+StatusOr<JobSnapshot> FarmCoordinator::Snapshot(int64_t job_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(job_id);
+    if (it != jobs_.end()) {
+      JobSnapshot snapshot;
+      snapshot.job = it->second->row;
+      snapshot.version = it->second->version;
+      snapshot.message = it->second->message;
+      return snapshot;
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(job_id));
+  if (!row) return absl::NotFoundError(StrCat("job ", job_id, " not found"));
+  JobSnapshot snapshot;
+  snapshot.job = *row;
+  snapshot.final = IsFinal(row->state);
+  snapshot.version = snapshot.final ? (int64_t{1} << 62) : 0;
+  snapshot.message = StrCat("job ", JobStateName(row->state),
+                            row->error.empty() ? "" : StrCat(": ", row->error));
+  return snapshot;
+}
+
+StatusOr<JobSnapshot> FarmCoordinator::WaitForChange(int64_t job_id, int64_t seen_version,
+                                                     double timeout_s) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (shutting_down_) return true;
+      auto it = jobs_.find(job_id);
+      return it == jobs_.end() || it->second->version > seen_version;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(timeout_s));
+  }
+  return Snapshot(job_id);
+}
+
+void FarmCoordinator::TouchLocked(JobContext& job, std::string message) {
+  ++job.version;
+  job.message = std::move(message);
+  if (job.runner) job.runner->FillProgress(job.row);
+  Status status = store_->UpdateJobProgress(job.row);
+  if (!status.ok()) spdlog::error("job {}: cannot store progress: {}", job.row.id, ToStd(status.message()));
+  changed_.SignalAll();
+}
+
+void FarmCoordinator::EnqueueLocked(JobContext& job, farm::PhaseKind kind,
+                                    const std::string& pinned_worker) {
+  farm::PhaseRequest request;
+  request.kind = kind;
+  request.pinned_worker = pinned_worker;
+  Status status = scheduler_.Enqueue(job.row.id, request, NowSeconds());
+  if (!status.ok()) {
+    spdlog::error("job {}: cannot queue {}: {}", job.row.id, farm::PhaseKindName(kind),
+                  ToStd(status.message()));
+  }
+}
+
+void FarmCoordinator::FlushRecordsLocked() {
+  for (const farm::PhaseRecord& record : scheduler_.TakeRecords()) {
+    PhaseLogRow row;
+    row.job_id = record.job;
+    row.phase = std::string(farm::PhaseKindName(record.kind));
+    row.resource = record.resource;
+    row.worker = record.worker;
+    row.outcome = std::string(farm::PhaseOutcomeName(record.outcome));
+    row.queued_s = record.queued_s;
+    row.start_s = record.start_s;
+    row.end_s = record.end_s;
+    auto it = in_flight_.find(record.phase);
+    if (it != in_flight_.end()) {
+      row.stages = it->second.stages;
+      in_flight_.erase(it);
+    }
+    auto appended = store_->AppendPhase(row);
+    if (!appended.ok()) spdlog::error("cannot log phase: {}", ToStd(appended.status().message()));
+  }
+}
+
+void FarmCoordinator::FinishJobLocked(JobContext& job, JobState state, const std::string& error) {
+  const int64_t id = job.row.id;
+  Status removed = scheduler_.RemoveJob(id, NowSeconds());
+  if (!removed.ok()) spdlog::warn("job {}: {}", id, ToStd(removed.message()));
+  FlushRecordsLocked();
+  claims_.Release(id);
+  job.row.state = state;
+  job.row.error = error;
+  if (job.runner) job.runner->FillProgress(job.row);
+  Status stored = store_->UpdateJobProgress(job.row);
+  if (stored.ok()) stored = store_->UpdateJobState(id, state, error, NowUnixMs());
+  if (!stored.ok()) spdlog::error("job {}: cannot store its end: {}", id, ToStd(stored.message()));
+  spdlog::info("job {} {}{}", id, JobStateName(state), error.empty() ? "" : ": " + error);
+  ++job.version;
+  job.message = StrCat("job ", JobStateName(state), error.empty() ? "" : StrCat(": ", error));
+  const std::string key = job.row.device_key;
+  jobs_.erase(id);
+  WakeParkedLocked(key);
+  changed_.SignalAll();
+}
+
+void FarmCoordinator::WakeParkedLocked(const std::string& device_key) {
+  for (auto& [id, job] : jobs_) {
+    if (!job->parked || job->row.device_key != device_key) continue;
+    job->parked = false;
+    EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
+  }
+}
+
+void FarmCoordinator::RetryLocked(JobContext& job, const std::string& error) {
+  ++job.attempts;
+  spdlog::warn("job {}: {} (attempt {} of {})", job.row.id, error, job.attempts,
+               options_.max_attempts);
+  if (job.attempts >= options_.max_attempts) {
+    FinishJobLocked(job, JobState::kFailed,
+                    StrCat("gave up after ", job.attempts, " failed worker phases; last: ", error));
+    return;
+  }
+  const bool measuring = job.runner && job.runner->batch_size() == 0;
+  EnqueueLocked(job, measuring ? farm::PhaseKind::kMeasure : farm::PhaseKind::kBuild);
+  TouchLocked(job, StrCat("retrying: ", error));
+}
+
+void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
+  if (shutting_down_) return;
+  for (const farm::Assignment& assignment : scheduler_.Dispatch(NowSeconds())) {
+    auto it = jobs_.find(assignment.job);
+    if (it == jobs_.end()) {
+      spdlog::error("dispatch of phase {} for unknown job {}", assignment.phase, assignment.job);
+      continue;
+    }
+    std::shared_ptr<JobContext> job = it->second;
+    InFlight flight;
+    flight.job = assignment.job;
+    flight.kind = assignment.kind;
+    flight.worker = assignment.worker;
+    if (job->row.state == JobState::kQueued) {
+      job->row.state = JobState::kRunning;
+      Status s = store_->UpdateJobState(job->row.id, JobState::kRunning, "", NowUnixMs());
+      if (!s.ok()) spdlog::error("job {}: {}", job->row.id, ToStd(s.message()));
+      job->row.started_unix_ms = NowUnixMs();
+    }
+    job->row.phase = std::string(farm::PhaseKindName(assignment.kind));
+    if (assignment.worker.empty()) {
+      in_flight_[assignment.phase] = flight;
+      Post([this, assignment] { RunServerPhase(assignment); });
+      TouchLocked(*job, StrCat(job->row.phase, " started"));
+      continue;
+    }
+    auto w = workers_.find(assignment.worker);
+    Status error;
+    v1::ServerMessage message = WorkerPhaseMessageLocked(assignment, *job, error);
+    if (assignment.kind == farm::PhaseKind::kBuild) flight.stages = job->runner->batch_size();
+    if (assignment.kind == farm::PhaseKind::kProfile) flight.stages = job->runner->batch_size();
+    in_flight_[assignment.phase] = flight;
+    if (!error.ok() || w == workers_.end()) {
+      Status finished = scheduler_.Finished(assignment.phase, farm::PhaseOutcome::kFailed,
+                                            NowSeconds());
+      (void)finished;
+      FlushRecordsLocked();
+      FinishJobLocked(*job, JobState::kFailed,
+                      error.ok() ? StrCat("worker ", assignment.worker, " vanished")
+                                 : std::string(error.message()));
+      continue;
+    }
+    w->second.state = WorkerStateName(assignment.kind);
+    w->second.job_id = assignment.job;
+    sends.emplace_back(w->second.link, std::move(message));
+    TouchLocked(*job, StrCat(job->row.phase, " started on ", assignment.worker));
+  }
+}
+
+v1::ServerMessage FarmCoordinator::WorkerPhaseMessageLocked(const farm::Assignment& assignment,
+                                                            JobContext& job, Status& error) {
+  v1::ServerMessage message;
+  v1::PhaseAssignment* phase = message.mutable_assign();
+  phase->set_phase_id(assignment.phase);
+  phase->set_job_id(assignment.job);
+  phase->set_batch_id(StrCat(assignment.job, "/", job.row.stages_profiled));
+  if (!job.runner) {
+    error = absl::InternalError(StrCat("job ", assignment.job, " has no search state"));
+    return message;
+  }
+  switch (assignment.kind) {
+    case farm::PhaseKind::kBuild:
+      *phase->mutable_build() = job.runner->MakeBuild();
+      break;
+    case farm::PhaseKind::kProfile:
+      *phase->mutable_profile()->mutable_options() = options_.profile;
+      break;
+    case farm::PhaseKind::kMeasure: {
+      auto measure = job.runner->MakeMeasure();
+      if (!measure.ok()) {
+        error = measure.status();
+        break;
+      }
+      *phase->mutable_measure() = std::move(*measure);
+      *phase->mutable_measure()->mutable_options() = options_.measure;
+      break;
+    }
+    default:
+      error = absl::InternalError("a server phase was dispatched to a worker");
+  }
+  return message;
+}
+
+void FarmCoordinator::SendAll(std::vector<Send> sends) {
+  for (auto& [link, message] : sends) {
+    if (!link->Send(message)) link->Close();  // the stream handler reports the loss
+  }
+}
+
+void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
+  std::shared_ptr<JobContext> job;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(assignment.job);
+    if (it == jobs_.end()) return;  // cancelled meanwhile
+    job = it->second;
+  }
+  // The job has this one phase in flight: its runner is ours until we report.
+  Status status;
+  std::optional<JobRunner::Next> next;
+  if (assignment.kind == farm::PhaseKind::kEnumerate) {
+    if (!job->runner) {
+      StatusOr<graph::Graph> graph = absl::InternalError("unset");
+      if (job->graph) {
+        graph = std::move(*job->graph);
+        job->graph.reset();
+      } else {
+        auto model = store_->GetModel(job->row.model_digest);
+        if (!model.ok()) {
+          graph = model.status();
+        } else if (!model->has_value()) {
+          graph = absl::NotFoundError(StrCat("model ", job->row.model_digest, " is not stored"));
+        } else {
+          graph = LoadStoredModel(**model);
+        }
+      }
+      if (graph.ok()) {
+        auto runner = JobRunner::Create(job->row, std::move(*graph));
+        if (runner.ok()) {
+          job->runner = std::move(*runner);
+        } else {
+          status = runner.status();
+        }
+      } else {
+        status = graph.status();
+      }
+    }
+    if (status.ok()) {
+      auto result = job->runner->Enumerate(*store_, claims_);
+      if (result.ok()) {
+        next = *result;
+      } else {
+        status = result.status();
+      }
+    }
+  } else if (assignment.kind == farm::PhaseKind::kUpdate) {
+    status = job->runner->ApplyProfile(job->pending_profile, job->pending_worker,
+                                       job->pending_backend, *store_, claims_, NowUnixMs());
+    job->pending_profile.Clear();
+  } else {
+    status = absl::InternalError("a worker phase ran on the server");
+  }
+  ServerPhaseDone(assignment, job, status, next);
+}
+
+void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
+                                      const std::shared_ptr<JobContext>& job,
+                                      const Status& status, std::optional<JobRunner::Next> next) {
+  std::vector<Send> sends;
+  {
+    absl::MutexLock lock(&mu_);
+    if (jobs_.find(assignment.job) == jobs_.end() || !in_flight_.contains(assignment.phase)) {
+      return;  // cancelled meanwhile
+    }
+    const bool update = assignment.kind == farm::PhaseKind::kUpdate;
+    // A worker's bad answer fails the update phase but is the worker's fault.
+    const bool bad_answer = update && absl::IsInvalidArgument(status);
+    Status finished = scheduler_.Finished(
+        assignment.phase, status.ok() ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
+        NowSeconds());
+    if (!finished.ok()) spdlog::error("job {}: {}", assignment.job, ToStd(finished.message()));
+    FlushRecordsLocked();
+    if (bad_answer) {
+      RetryLocked(*job, std::string(status.message()));
+    } else if (!status.ok()) {
+      FinishJobLocked(*job, JobState::kFailed, std::string(status.message()));
+    } else if (update) {
+      EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
+      TouchLocked(*job, StrCat("stored ", job->row.stages_profiled, " measured stages"));
+      WakeParkedLocked(job->row.device_key);
+    } else {
+      switch (*next) {
+        case JobRunner::Next::kBuild:
+          EnqueueLocked(*job, farm::PhaseKind::kBuild);
+          TouchLocked(*job, StrCat("enumerated a batch of ", job->runner->batch_size(),
+                                   " stages to measure"));
+          break;
+        case JobRunner::Next::kMeasure:
+          EnqueueLocked(*job, farm::PhaseKind::kMeasure);
+          TouchLocked(*job, "search done; measuring the schedules end to end");
+          break;
+        case JobRunner::Next::kWait:
+          job->parked = true;
+          TouchLocked(*job, "waiting for stages another job is measuring");
+          break;
+      }
+    }
+    DispatchLocked(sends);
+  }
+  SendAll(std::move(sends));
+}
+
+Status FarmCoordinator::WorkerJoined(const v1::RegisterWorker& registration,
+                                     std::shared_ptr<WorkerLink> link) {
+  if (registration.worker_id().empty() || registration.device_key().empty()) {
+    return absl::InvalidArgumentError("register: worker_id and device_key are required");
+  }
+  std::vector<Send> sends;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return absl::UnavailableError("the server is shutting down");
+    if (workers_.contains(registration.worker_id())) {
+      return absl::AlreadyExistsError(
+          StrCat("a worker with id '", registration.worker_id(), "' is already connected"));
+    }
+    RETURN_IF_ERROR(store_->UpsertDevice(registration.device_key(),
+                                         registration.device_description(),
+                                         registration.backend(), NowUnixMs()));
+    RETURN_IF_ERROR(scheduler_.WorkerJoined(registration.worker_id(), registration.device_key()));
+    WorkerState state;
+    state.registration = registration;
+    state.link = std::move(link);
+    state.connected_unix_ms = state.last_heartbeat_unix_ms = NowUnixMs();
+    workers_[registration.worker_id()] = std::move(state);
+    spdlog::info("worker {} joined ({} backend, device key {}: {})", registration.worker_id(),
+                 registration.backend(), registration.device_key(),
+                 registration.device_description());
+    DispatchLocked(sends);
+  }
+  SendAll(std::move(sends));
+  return absl::OkStatus();
+}
+
+void FarmCoordinator::WorkerHeartbeat(const std::string& worker) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker);
+  if (it != workers_.end()) it->second.last_heartbeat_unix_ms = NowUnixMs();
+}
+
+void FarmCoordinator::WorkerLost(const std::string& worker, const std::string& reason) {
+  std::vector<Send> sends;
+  {
+    absl::MutexLock lock(&mu_);
+    WorkerLostLocked(worker, reason, sends);
+  }
+  SendAll(std::move(sends));
+}
+
+void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::string& reason,
+                                       std::vector<Send>& sends) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return;
+  workers_.erase(it);
+  spdlog::warn("worker {} lost: {}", worker, reason);
+  std::vector<farm::JobId> affected = scheduler_.WorkerLost(worker, NowSeconds());
+  FlushRecordsLocked();
+  for (farm::JobId id : affected) {
+    auto job = jobs_.find(id);
+    if (job == jobs_.end()) continue;
+    // Nothing it measured is lost: measurements reach the store in the
+    // update phase, which runs on the server. Re-measure the batch elsewhere.
+    const bool measuring = job->second->runner && job->second->runner->batch_size() == 0;
+    EnqueueLocked(*job->second, measuring ? farm::PhaseKind::kMeasure : farm::PhaseKind::kBuild);
+    TouchLocked(*job->second, StrCat("worker ", worker, " lost (", reason, "); re-queued"));
+  }
+  if (!shutting_down_) DispatchLocked(sends);
+}
+
+void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResult& result) {
+  std::vector<Send> sends;
+  {
+    absl::MutexLock lock(&mu_);
+    auto flight_it = in_flight_.find(result.phase_id());
+    if (flight_it == in_flight_.end() || flight_it->second.worker != worker) {
+      spdlog::info("ignoring a result for phase {} from {} (cancelled or unknown)",
+                   result.phase_id(), worker);
+      return;
+    }
+    const InFlight flight = flight_it->second;
+    auto w = workers_.find(worker);
+    std::string backend;
+    if (w != workers_.end()) {
+      w->second.state = "idle";
+      w->second.job_id = 0;
+      ++w->second.phases_done;
+      backend = w->second.registration.backend();
+    }
+    Status finished = scheduler_.Finished(
+        result.phase_id(), result.ok() ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
+        NowSeconds());
+    if (!finished.ok()) spdlog::error("phase {}: {}", result.phase_id(), ToStd(finished.message()));
+    FlushRecordsLocked();
+    auto job_it = jobs_.find(flight.job);
+    if (job_it == jobs_.end()) {
+      DispatchLocked(sends);
+    } else {
+      std::shared_ptr<JobContext> job = job_it->second;
+      const std::string phase_name(farm::PhaseKindName(flight.kind));
+      if (!result.ok()) {
+        RetryLocked(*job, StrCat(phase_name, " on ", worker, " failed: ", result.error()));
+      } else if (flight.kind == farm::PhaseKind::kBuild) {
+        EnqueueLocked(*job, farm::PhaseKind::kProfile, worker);
+        TouchLocked(*job, StrCat("built ", result.plans_built(), " plans on ", worker));
+      } else if (flight.kind == farm::PhaseKind::kProfile) {
+        job->pending_profile = result;
+        job->pending_worker = worker;
+        job->pending_backend = backend;
+        EnqueueLocked(*job, farm::PhaseKind::kUpdate);
+        TouchLocked(*job, StrCat("profiled ", result.latencies_size(), " stages on ", worker));
+      } else if (flight.kind == farm::PhaseKind::kMeasure) {
+        const double search_s = NowSeconds() - job->submitted_s;
+        auto row = job->runner->ApplyMeasure(result, worker, backend, search_s);
+        if (!row.ok()) {
+          RetryLocked(*job, std::string(row.status().message()));
+        } else {
+          Status stored = store_->PutResult(*row);
+          if (stored.ok()) {
+            FinishJobLocked(*job, JobState::kSucceeded, "");
+          } else {
+            FinishJobLocked(*job, JobState::kFailed,
+                            StrCat("cannot store the result: ", stored.message()));
+          }
+        }
+      }
+      DispatchLocked(sends);
+    }
+  }
+  SendAll(std::move(sends));
+}
+
+std::vector<WorkerSnapshot> FarmCoordinator::Workers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<WorkerSnapshot> out;
+  for (const auto& [id, w] : workers_) {
+    WorkerSnapshot s;
+    s.id = id;
+    s.device_key = w.registration.device_key();
+    s.backend = w.registration.backend();
+    s.description = w.registration.device_description();
+    s.state = w.state;
+    s.job_id = w.job_id;
+    s.connected_unix_ms = w.connected_unix_ms;
+    s.last_heartbeat_unix_ms = w.last_heartbeat_unix_ms;
+    s.phases_done = w.phases_done;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+farm::QueueLengths FarmCoordinator::QueueLengths() {
+  absl::MutexLock lock(&mu_);
+  return scheduler_.queue_lengths();
+}
+
+}  // namespace iosfarm::server

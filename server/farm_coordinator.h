@@ -1,0 +1,214 @@
+// FarmCoordinator: the server's core. It owns the load-aware scheduler
+// (scheduler/farm), the jobs' search state (JobRunner), the connected
+// workers and a pool of server CPU slots, and moves every job through its
+// phases: enumerate -> build -> profile -> update -> ... -> measure.
+//
+// Event-driven: every call (submit, phase result, worker joined or lost,
+// cancel) updates the scheduler and starts whatever may start now; server
+// phases run on the CPU pool, worker phases are sent on the worker's stream.
+// Nothing polls except the heartbeat monitor, which wakes once per interval.
+//
+// Everything measured goes to the FarmStore before the search sees it, and
+// job state and progress are written after every phase, so a restarted server
+// resumes unfinished jobs (Resume) without re-profiling anything stored.
+//
+// Thread-safe: one mutex guards the state; store writes and stream sends of
+// worker phases happen outside it where it matters.
+#ifndef IOSFARM_SERVER_FARM_COORDINATOR_H_
+#define IOSFARM_SERVER_FARM_COORDINATOR_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status.h"
+#include "graph/graph.h"
+#include "iosfarm/v1/farm.pb.h"
+#include "scheduler/farm/farm_scheduler.h"
+#include "server/farm_store.h"
+#include "server/job_runner.h"
+
+namespace iosfarm::server {
+
+// The server's end of one worker's stream.
+class WorkerLink {
+ public:
+  virtual ~WorkerLink() = default;
+  // Queues `message` for the worker; false when the stream is gone.
+  virtual bool Send(const v1::ServerMessage& message) = 0;
+  // Ends the stream (the worker is considered lost).
+  virtual void Close() = 0;
+};
+
+struct CoordinatorOptions {
+  scheduler::farm::Policy policy = scheduler::farm::Policy::kInterleaved;
+  int server_slots = 2;
+  int max_attempts = 3;             // failed worker phases per job before it fails
+  int max_active_jobs_per_owner = 64;
+  double heartbeat_interval_s = 1.0;
+  double heartbeat_timeout_s = 5.0;  // silence after which a worker is lost
+  v1::ProfileOptions profile;        // stage profiling (0 fields: backend defaults)
+  v1::ProfileOptions measure;        // end-to-end measurement
+};
+
+// A job's state as the Watch call sees it.
+struct JobSnapshot {
+  JobRow job;
+  int64_t version = 0;  // increases with every change
+  std::string message;  // the last change, one line
+  bool final = false;   // succeeded, failed or cancelled
+};
+
+struct WorkerSnapshot {
+  std::string id, device_key, backend, description, state;
+  int64_t job_id = 0;
+  int64_t connected_unix_ms = 0, last_heartbeat_unix_ms = 0, phases_done = 0;
+};
+
+class FarmCoordinator {
+ public:
+  // `store` must outlive the coordinator.
+  FarmCoordinator(CoordinatorOptions options, FarmStore* store);
+  ~FarmCoordinator();  // Shutdown()
+
+  // Re-queues every unfinished job of the store (after a restart).
+  Status Resume();
+
+  // Stores the model and the job and queues its first phase. `graph` is the
+  // imported model at `job.batch`. NotFound for a device key no worker ever
+  // registered, ResourceExhausted when the owner has too many active jobs.
+  StatusOr<JobRow> Submit(JobRow job, const ModelRow& model, graph::Graph graph);
+  StatusOr<JobRow> Cancel(int64_t job_id);
+  StatusOr<JobSnapshot> Snapshot(int64_t job_id);
+  // Waits until the job changed after `seen_version`, it is final, the
+  // coordinator shuts down or `timeout_s` passes; returns the snapshot then.
+  StatusOr<JobSnapshot> WaitForChange(int64_t job_id, int64_t seen_version, double timeout_s);
+
+  // Batch re-tuning: one job per stored model matching `filter` for
+  // `device_key`, all tagged with one batch id.
+  StatusOr<std::pair<std::string, std::vector<JobRow>>> Retune(
+      const std::string& device_key, const RetuneFilter& filter,
+      const std::optional<JobOptions>& options, const std::string& owner);
+
+  // Workers. WorkerJoined: AlreadyExists when a live worker has the id.
+  Status WorkerJoined(const v1::RegisterWorker& registration, std::shared_ptr<WorkerLink> link);
+  void WorkerHeartbeat(const std::string& worker);
+  // The worker's stream ended (or it went silent): its phases are re-queued.
+  void WorkerLost(const std::string& worker, const std::string& reason);
+  // A phase result from `worker`. Results of unknown or cancelled phases are
+  // ignored (logged).
+  void PhaseResult(const std::string& worker, const v1::PhaseResult& result);
+  std::vector<WorkerSnapshot> Workers();
+
+  scheduler::farm::QueueLengths QueueLengths();
+  bool shutting_down() {
+    absl::MutexLock lock(&mu_);
+    return shutting_down_;
+  }
+
+  // Stops dispatching, ends worker streams, joins threads. Jobs in flight
+  // stay unfinished in the store (Resume picks them up). Idempotent.
+  void Shutdown();
+
+ private:
+  struct JobContext {
+    JobRow row;
+    std::optional<graph::Graph> graph;   // until the runner exists
+    std::unique_ptr<JobRunner> runner;   // created by the first enumerate
+    int attempts = 0;                    // failed worker phases so far
+    bool parked = false;                 // waiting for another job's measurements
+    bool running_phase = false;          // a phase is in flight
+    v1::PhaseResult pending_profile;     // for the next update
+    std::string pending_worker, pending_backend;
+    double submitted_s = 0;
+    int64_t version = 0;
+    std::string message;
+  };
+  struct WorkerState {
+    v1::RegisterWorker registration;
+    std::shared_ptr<WorkerLink> link;
+    int64_t connected_unix_ms = 0;
+    int64_t last_heartbeat_unix_ms = 0;
+    int64_t phases_done = 0;
+    std::string state = "idle";
+    int64_t job_id = 0;
+  };
+  struct InFlight {
+    int64_t job = 0;
+    scheduler::farm::PhaseKind kind = scheduler::farm::PhaseKind::kEnumerate;
+    std::string worker;
+    int64_t stages = 0;
+  };
+  using Send = std::pair<std::shared_ptr<WorkerLink>, v1::ServerMessage>;
+
+  // Starts what may start now; worker messages to send go to `sends`.
+  void DispatchLocked(std::vector<Send>& sends) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends outside the lock; a failed send loses the worker.
+  void SendAll(std::vector<Send> sends) ABSL_LOCKS_EXCLUDED(mu_);
+  void EnqueueLocked(JobContext& job, scheduler::farm::PhaseKind kind,
+                     const std::string& pinned_worker = "") ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends finished phase records to the store's phase log.
+  void FlushRecordsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TouchLocked(JobContext& job, std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a job: final state in the store, scheduler and claims released.
+  void FinishJobLocked(JobContext& job, JobState state, const std::string& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker phase failed: retries from the build (or measure) elsewhere, or
+  // fails the job after max_attempts.
+  void RetryLocked(JobContext& job, const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WakeParkedLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WorkerLostLocked(const std::string& worker, const std::string& reason,
+                        std::vector<Send>& sends) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Server phases, run on the CPU pool.
+  void RunServerPhase(scheduler::farm::Assignment assignment) ABSL_LOCKS_EXCLUDED(mu_);
+  void ServerPhaseDone(const scheduler::farm::Assignment& assignment,
+                       const std::shared_ptr<JobContext>& job, const Status& status,
+                       std::optional<JobRunner::Next> next) ABSL_LOCKS_EXCLUDED(mu_);
+  v1::ServerMessage WorkerPhaseMessageLocked(const scheduler::farm::Assignment& assignment,
+                                             JobContext& job, Status& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  StatusOr<JobRow> AdmitLocked(JobRow job, std::optional<graph::Graph> graph)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PoolLoop();
+  void HeartbeatLoop();
+  void Post(std::function<void()> task);
+
+  const CoordinatorOptions options_;
+  FarmStore* const store_;
+  SignatureClaims claims_;
+
+  absl::Mutex mu_;
+  absl::CondVar changed_;  // any job changed (Watch)
+  scheduler::farm::FarmScheduler scheduler_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::shared_ptr<JobContext>> jobs_ ABSL_GUARDED_BY(mu_);  // active
+  std::map<std::string, WorkerState> workers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<scheduler::farm::PhaseId, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+
+  // CPU pool for enumerate/update (the scheduler never starts more than
+  // server_slots of them at once).
+  absl::Mutex pool_mu_;
+  absl::CondVar pool_cv_;
+  std::deque<std::function<void()>> pool_tasks_ ABSL_GUARDED_BY(pool_mu_);
+  bool pool_stop_ ABSL_GUARDED_BY(pool_mu_) = false;
+  std::vector<std::thread> pool_;
+  std::thread heartbeat_thread_;
+};
+
+// Seconds since the Unix epoch, and milliseconds.
+double NowSeconds();
+int64_t NowUnixMs();
+
+}  // namespace iosfarm::server
+
+#endif  // IOSFARM_SERVER_FARM_COORDINATOR_H_

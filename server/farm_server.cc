@@ -1,0 +1,185 @@
+#include "server/farm_server.h"
+
+#include <cstdlib>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/synchronization/mutex.h"
+#include "common/strings.h"
+#include "proto/rpc_util.h"
+#include "scheduler/farm/farm_scheduler.h"
+#include "server/auth.h"
+#include "server/farm_coordinator.h"
+#include "server/farm_store.h"
+#include "server/tuning_service.h"
+#include "server/worker_service.h"
+#include "spdlog/spdlog.h"
+
+namespace iosfarm::server {
+
+namespace {
+
+bool IsLoopback(const std::string& listen) {
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  return host == "127.0.0.1" || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
+StatusOr<TokenSet> LoadTokens(const std::string& file, const char* env, bool from_env) {
+  TokenSet tokens;
+  if (!file.empty()) {
+    ASSIGN_OR_RETURN(tokens, TokenSet::FromFile(file));
+  }
+  if (from_env) {
+    if (const char* list = std::getenv(env); list != nullptr && *list != '\0') {
+      ASSIGN_OR_RETURN(TokenSet more, TokenSet::FromList(list, env));
+      RETURN_IF_ERROR(tokens.Merge(more));
+    }
+  }
+  return tokens;
+}
+
+v1::ProfileOptions ProfileFrom(const ServerOptions& options) {
+  v1::ProfileOptions profile;
+  profile.set_min_repeats(options.profile_min_repeats);
+  profile.set_max_repeats(options.profile_max_repeats);
+  profile.set_max_seconds(options.profile_max_seconds);
+  return profile;
+}
+
+}  // namespace
+
+class FarmServer::Impl {
+ public:
+  ServerOptions options;
+  TokenSet client_tokens, worker_tokens;
+  std::unique_ptr<FarmStore> store;
+  std::unique_ptr<FarmCoordinator> coordinator;
+  std::unique_ptr<TuningServiceImpl> tuning;
+  std::unique_ptr<WorkerServiceImpl> workers;
+  std::unique_ptr<grpc::Server> server;
+  std::string host;
+  int port = 0;
+
+  absl::Mutex mu;
+  bool shut_down ABSL_GUARDED_BY(mu) = false;  // Shutdown started
+  bool done ABSL_GUARDED_BY(mu) = false;       // Shutdown finished
+};
+
+StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  if (options.db_path.empty()) return absl::InvalidArgumentError("--db: a database file is required");
+  auto policy = scheduler::farm::PolicyFromName(options.policy);
+  if (!policy) {
+    return absl::InvalidArgumentError(StrCat("--policy: unknown policy '", options.policy,
+                                             "' (interleaved, sequential, synchronous)"));
+  }
+  if (options.server_slots < 1 || options.server_slots > 256) {
+    return absl::InvalidArgumentError(
+        StrCat("--server-slots must be in [1, 256], got ", options.server_slots));
+  }
+  if (options.listen.rfind(':') == std::string::npos) {
+    return absl::InvalidArgumentError(StrCat("--listen: expected HOST:PORT, got '", options.listen, "'"));
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  ASSIGN_OR_RETURN(impl->client_tokens, LoadTokens(options.client_tokens_file,
+                                                   "IOSFARM_CLIENT_TOKENS", options.tokens_from_env));
+  ASSIGN_OR_RETURN(impl->worker_tokens, LoadTokens(options.worker_tokens_file,
+                                                   "IOSFARM_WORKER_TOKENS", options.tokens_from_env));
+  if ((impl->client_tokens.empty() || impl->worker_tokens.empty()) && !IsLoopback(options.listen) &&
+      !options.insecure) {
+    return absl::InvalidArgumentError(
+        StrCat("refusing to listen on ", options.listen,
+               " without client and worker tokens (--client-tokens/--worker-tokens or "
+               "IOSFARM_CLIENT_TOKENS/IOSFARM_WORKER_TOKENS); use a loopback address or "
+               "--insecure"));
+  }
+  ASSIGN_OR_RETURN(impl->store, FarmStore::Open(options.db_path));
+
+  CoordinatorOptions coordinator;
+  coordinator.policy = *policy;
+  coordinator.server_slots = options.server_slots;
+  coordinator.max_attempts = options.max_attempts;
+  coordinator.max_active_jobs_per_owner = options.max_active_jobs_per_client;
+  coordinator.heartbeat_interval_s = options.heartbeat_interval_s;
+  coordinator.heartbeat_timeout_s = options.heartbeat_timeout_s;
+  coordinator.profile = ProfileFrom(options);
+  coordinator.measure = ProfileFrom(options);
+  impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->store.get());
+  RETURN_IF_ERROR(impl->coordinator->Resume());
+
+  RequestLimits limits;
+  limits.max_model_bytes = options.max_model_bytes;
+  limits.max_ops = options.max_ops;
+  impl->tuning = std::make_unique<TuningServiceImpl>(impl->coordinator.get(), impl->store.get(),
+                                                     &impl->client_tokens, limits);
+  impl->workers = std::make_unique<WorkerServiceImpl>(impl->coordinator.get(),
+                                                      &impl->worker_tokens,
+                                                      options.heartbeat_interval_s);
+
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (options.tls_cert_file.empty()) {
+    credentials = grpc::InsecureServerCredentials();
+  } else {
+    ASSIGN_OR_RETURN(std::string cert, rpc::ReadFileToString(options.tls_cert_file));
+    ASSIGN_OR_RETURN(std::string key, rpc::ReadFileToString(options.tls_key_file));
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, credentials, &impl->port);
+  const int max_message = static_cast<int>(std::min<int64_t>(options.max_model_bytes + (16 << 20), 1LL << 30));
+  builder.SetMaxReceiveMessageSize(max_message);
+  builder.SetMaxSendMessageSize(max_message);
+  builder.RegisterService(impl->tuning.get());
+  builder.RegisterService(impl->workers.get());
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    impl->coordinator->Shutdown();
+    return absl::UnavailableError(StrCat("cannot listen on ", options.listen,
+                                         " (address in use or not available?)"));
+  }
+  impl->server->GetHealthCheckService()->SetServingStatus(true);
+  impl->host = options.listen.substr(0, options.listen.rfind(':'));
+  spdlog::info("iosfarm server listening on {}:{} (database {}, policy {}, {} server slots{}{})",
+               impl->host, impl->port, options.db_path, options.policy, options.server_slots,
+               impl->client_tokens.empty() ? ", no client tokens" : "",
+               options.tls_cert_file.empty() ? "" : ", TLS");
+  return std::unique_ptr<FarmServer>(new FarmServer(std::move(impl)));
+}
+
+FarmServer::FarmServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+FarmServer::~FarmServer() { Shutdown(); }
+
+std::string FarmServer::address() const { return StrCat(impl_->host, ":", impl_->port); }
+int FarmServer::port() const { return impl_->port; }
+
+void FarmServer::Shutdown() {
+  {
+    absl::MutexLock lock(&impl_->mu);
+    if (impl_->shut_down) {
+      impl_->mu.Await(absl::Condition(&impl_->done));
+      return;
+    }
+    impl_->shut_down = true;
+  }
+  spdlog::info("iosfarm server shutting down; unfinished jobs resume at the next start");
+  impl_->server->GetHealthCheckService()->SetServingStatus(false);
+  impl_->coordinator->Shutdown();
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  absl::MutexLock lock(&impl_->mu);
+  impl_->done = true;
+}
+
+void FarmServer::Wait() {
+  absl::MutexLock lock(&impl_->mu);
+  impl_->mu.Await(absl::Condition(&impl_->done));
+}
+
+}  // namespace iosfarm::server

@@ -1,0 +1,68 @@
+// FarmServer: the iosfarm server as a library — the gRPC TuningService and
+// WorkerService over one FarmCoordinator and one SQLite FarmStore, plus the
+// gRPC health service. Used by `iosfarm-server` and by the embedded mode of
+// `iosfarm tune` (server and worker in one process).
+//
+// Security: without token sets the server refuses to listen anywhere but on
+// loopback unless `insecure` is set. TLS is optional (tls_cert + tls_key).
+// Thread-safe; Shutdown is idempotent and also runs in the destructor.
+#ifndef IOSFARM_SERVER_FARM_SERVER_H_
+#define IOSFARM_SERVER_FARM_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace iosfarm::server {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:7070";  // port 0: pick a free one
+  std::string db_path;                    // required
+  std::string policy = "interleaved";     // interleaved | sequential | synchronous
+  int server_slots = 2;                   // server CPU slots for enumerate/update
+  bool insecure = false;                  // allow non-loopback without tokens
+  std::string client_tokens_file, worker_tokens_file;
+  bool tokens_from_env = true;            // also IOSFARM_CLIENT_TOKENS / IOSFARM_WORKER_TOKENS
+  std::string tls_cert_file, tls_key_file;
+  // Request limits.
+  int64_t max_model_bytes = 256LL << 20;
+  int64_t max_ops = 20000;
+  int max_active_jobs_per_client = 64;
+  // Workers.
+  double heartbeat_interval_s = 1.0;
+  double heartbeat_timeout_s = 5.0;
+  int max_attempts = 3;
+  // Profiling protocol for stages and for the end-to-end measurement
+  // (docs/profiling.md); 0 = the backend's default.
+  int profile_min_repeats = 0, profile_max_repeats = 0;
+  double profile_max_seconds = 0;
+};
+
+class FarmServer {
+ public:
+  // Opens the database, resumes unfinished jobs and starts listening.
+  // InvalidArgument for bad options (naming the flag), Unavailable when the
+  // address cannot be bound, the store's errors for a bad database file.
+  static StatusOr<std::unique_ptr<FarmServer>> Start(const ServerOptions& options);
+  ~FarmServer();
+
+  // "<host>:<port actually bound>".
+  std::string address() const;
+  int port() const;
+  // Ends worker streams (jobs in flight stay unfinished in the database and
+  // are resumed by the next start), then stops the gRPC server. Idempotent.
+  void Shutdown();
+  // Blocks until Shutdown() was called (from another thread).
+  void Wait();
+
+  class Impl;
+
+ private:
+  explicit FarmServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace iosfarm::server
+
+#endif  // IOSFARM_SERVER_FARM_SERVER_H_

@@ -1,0 +1,291 @@
+#include "server/job_runner.h"
+
+#include <cmath>
+
+#include "common/strings.h"
+#include "graph/models/zoo.h"
+#include "graph/onnx/onnx_importer.h"
+#include "graph/serialize.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/ios/baselines.h"
+#include "scheduler/ios/schedule_json.h"
+
+namespace iosfarm::server {
+
+namespace ios = scheduler::ios;
+
+std::vector<uint64_t> SignatureClaims::Claim(const std::string& device_key, int64_t job,
+                                             const std::vector<uint64_t>& signatures) {
+  absl::MutexLock lock(&mu_);
+  auto& holders = holder_[device_key];
+  std::vector<uint64_t> claimed;
+  for (uint64_t signature : signatures) {
+    auto [it, inserted] = holders.try_emplace(signature, job);
+    if (inserted || it->second == job) claimed.push_back(signature);
+  }
+  return claimed;
+}
+
+void SignatureClaims::Release(int64_t job) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, holders] : holder_) {
+    absl::erase_if(holders, [job](const auto& entry) { return entry.second == job; });
+  }
+}
+
+StatusOr<graph::Graph> LoadStoredModel(const ModelRow& model) {
+  if (model.source == "zoo") return graph::models::BuildZooModel(model.name, model.batch);
+  if (model.source == "onnx") {
+    graph::onnx_import::OnnxImportOptions options;
+    options.batch = model.batch;
+    return graph::onnx_import::ImportOnnxBytes(model.bytes, model.name, options);
+  }
+  return absl::InvalidArgumentError(
+      StrCat("model ", model.digest, " has unknown source '", model.source, "'"));
+}
+
+graph::Graph WithoutWeightValues(const graph::Graph& graph) {
+  graph::Graph copy = graph;
+  for (graph::NodeId id = 0; id < static_cast<graph::NodeId>(copy.nodes().size()); ++id) {
+    graph::Node& node = copy.mutable_node(id);
+    if (node.type == graph::OpType::kConstant) continue;
+    for (auto& [role, tensor] : node.weights) {
+      tensor.data.clear();
+      tensor.data.shrink_to_fit();
+    }
+  }
+  return copy;
+}
+
+StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph::Graph graph) {
+  std::unique_ptr<JobRunner> runner(new JobRunner(job, std::move(graph)));
+  runner->options_.max_group_ops = job.options.r;
+  runner->options_.max_groups = job.options.s;
+  runner->options_.max_block_ops = job.options.block_size;
+  RETURN_IF_ERROR(ios::ValidateSearchOptions(runner->options_));
+  if (job.options.batch_size_limit < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("batch size must be >= 1, got ", job.options.batch_size_limit));
+  }
+  runner->worker_graph_ = WithoutWeightValues(runner->graph_);
+  runner->worker_graph_bytes_ = graph::SerializeGraph(runner->worker_graph_);
+  ASSIGN_OR_RETURN(runner->session_, ios::SearchSession::Create(runner->graph_, runner->options_));
+  runner->stages_profiled_ = job.stages_profiled;
+  return runner;
+}
+
+Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, FarmStore& store,
+                          SignatureClaims& claims) {
+  if (requests.empty()) return absl::OkStatus();
+  std::vector<uint64_t> signatures;
+  signatures.reserve(requests.size());
+  for (const auto& request : requests) signatures.push_back(request.signature);
+  ASSIGN_OR_RETURN(auto known, store.LookupLatencies(job_.device_key, signatures));
+  std::vector<uint64_t> unknown;
+  for (const auto& request : requests) {
+    auto it = known.find(request.signature);
+    if (it != known.end()) {
+      RETURN_IF_ERROR(session_->Provide(request.signature, it->second.median_ms));
+      ++cache_hits_;
+    } else {
+      unknown.push_back(request.signature);
+    }
+  }
+  if (unknown.empty()) return absl::OkStatus();
+  std::vector<uint64_t> claimed = claims.Claim(job_.device_key, job_.id, unknown);
+  absl::flat_hash_set<uint64_t> mine(claimed.begin(), claimed.end());
+  for (auto& request : requests) {
+    if (known.contains(request.signature)) continue;
+    if (mine.contains(request.signature)) {
+      batch_.push_back(std::move(request));
+    } else {
+      awaiting_.push_back(std::move(request));
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims& claims) {
+  if (done_) return Next::kMeasure;
+  const int limit = job_.options.batch_size_limit;
+  if (batch_.empty()) {
+    // Signatures another job was measuring: known by now, or ours to measure.
+    std::vector<ios::StageRequest> retry;
+    retry.swap(awaiting_);
+    RETURN_IF_ERROR(Resolve(std::move(retry), store, claims));
+  }
+  while (static_cast<int>(batch_.size()) < limit) {
+    ASSIGN_OR_RETURN(std::vector<ios::StageRequest> requests,
+                     session_->NextUnknown(limit - static_cast<int>(batch_.size())));
+    if (requests.empty()) break;
+    RETURN_IF_ERROR(Resolve(std::move(requests), store, claims));
+  }
+  if (!batch_.empty()) return Next::kBuild;
+  if (!awaiting_.empty()) return Next::kWait;
+  if (!session_->Done()) {
+    return absl::InternalError(StrCat("job ", job_.id, ": search stalled with ",
+                                      session_->outstanding(), " outstanding signatures"));
+  }
+  RETURN_IF_ERROR(FinishSearch(store));
+  return Next::kMeasure;
+}
+
+Status JobRunner::FinishSearch(FarmStore& store) {
+  ASSIGN_OR_RETURN(ios::SearchResult result, session_->Result());
+  final_stats_ = result.stats;
+  ASSIGN_OR_RETURN(ios::Schedule sequential, ios::SequentialSchedule(graph_));
+  ASSIGN_OR_RETURN(ios::Schedule greedy, ios::GreedySchedule(graph_, options_.max_groups));
+  // Baselines are costed with what the database knows (0 where it knows
+  // nothing: they are measured end to end anyway).
+  std::vector<ios::StageRequest> none;
+  auto known_or_zero = [&](const ios::Stage& stage) -> StatusOr<double> {
+    ASSIGN_OR_RETURN(ios::Signature signature, ios::StageSignature(graph_, stage));
+    ASSIGN_OR_RETURN(auto known, store.LookupLatencies(job_.device_key, {signature}));
+    auto it = known.find(signature);
+    return it == known.end() ? 0.0 : it->second.median_ms;
+  };
+  RETURN_IF_ERROR(ios::CostSchedule(graph_, sequential, known_or_zero));
+  RETURN_IF_ERROR(ios::CostSchedule(graph_, greedy, known_or_zero));
+  schedules_.clear();
+  schedules_.emplace_back("ios", std::move(result.schedule));
+  schedules_.emplace_back("sequential", std::move(sequential));
+  schedules_.emplace_back("greedy", std::move(greedy));
+  done_ = true;
+  return absl::OkStatus();
+}
+
+v1::BuildAssignment JobRunner::MakeBuild() const {
+  v1::BuildAssignment build;
+  build.set_graph(worker_graph_bytes_);
+  for (const auto& request : batch_) {
+    v1::StageSpec* spec = build.add_stages();
+    spec->set_strategy(std::string(ios::StrategyName(request.stage.strategy)));
+    spec->set_signature(request.signature);
+    for (const auto& group : request.stage.groups) {
+      v1::StageGroup* g = spec->add_groups();
+      for (graph::NodeId op : group) g->add_ops(op);
+    }
+  }
+  return build;
+}
+
+Status JobRunner::ApplyProfile(const v1::PhaseResult& result, const std::string& worker,
+                               const std::string& backend, FarmStore& store,
+                               SignatureClaims& claims, int64_t now_unix_ms) {
+  if (result.latencies_size() != static_cast<int>(batch_.size())) {
+    return absl::InvalidArgumentError(StrCat("worker ", worker, " returned ",
+                                             result.latencies_size(), " latencies for ",
+                                             batch_.size(), " stages"));
+  }
+  std::vector<std::pair<uint64_t, StoredLatency>> rows;
+  rows.reserve(batch_.size());
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    const v1::StageLatency& l = result.latencies(static_cast<int>(i));
+    if (l.signature() != batch_[i].signature) {
+      return absl::InvalidArgumentError(
+          StrCat("worker ", worker, " answered stage ", i, " with signature ", l.signature(),
+                 ", expected ", batch_[i].signature));
+    }
+    for (double v : {l.median_ms(), l.p10_ms(), l.p90_ms()}) {
+      if (!std::isfinite(v) || v < 0) {
+        return absl::InvalidArgumentError(StrCat("worker ", worker, " returned latency ", v,
+                                                 " ms for stage ", i, " (signature ",
+                                                 l.signature(), ")"));
+      }
+    }
+    if (!std::isfinite(l.cv()) || l.cv() < 0 || l.repeats() < 1) {
+      return absl::InvalidArgumentError(StrCat("worker ", worker, " returned bad statistics for stage ",
+                                               i, " (cv ", l.cv(), ", repeats ", l.repeats(), ")"));
+    }
+    StoredLatency stored;
+    stored.median_ms = l.median_ms();
+    stored.p10_ms = l.p10_ms();
+    stored.p90_ms = l.p90_ms();
+    stored.cv = l.cv();
+    stored.repeats = l.repeats();
+    stored.worker = worker;
+    stored.backend = backend;
+    stored.measured_unix_ms = now_unix_ms;
+    rows.emplace_back(l.signature(), stored);
+  }
+  ASSIGN_OR_RETURN(int64_t fresh, store.PutLatencies(job_.device_key, rows));
+  (void)fresh;
+  for (const auto& [signature, stored] : rows) {
+    RETURN_IF_ERROR(session_->Provide(signature, stored.median_ms));
+  }
+  stages_profiled_ += static_cast<int64_t>(rows.size());
+  batch_.clear();
+  claims.Release(job_.id);
+  return absl::OkStatus();
+}
+
+StatusOr<v1::MeasureAssignment> JobRunner::MakeMeasure() const {
+  if (!done_) return absl::FailedPreconditionError("the search is not done");
+  v1::MeasureAssignment measure;
+  measure.set_graph(worker_graph_bytes_);
+  for (const auto& [name, schedule] : schedules_) {
+    ios::ScheduleMetadata metadata = ios::MakeScheduleMetadata(
+        worker_graph_, job_.device_key, name, name == "ios" ? &options_ : nullptr);
+    v1::NamedSchedule* named = measure.add_schedules();
+    named->set_name(name);
+    named->set_schedule_json(ios::ScheduleToJson(worker_graph_, schedule, metadata).dump());
+  }
+  return measure;
+}
+
+StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
+                                            const std::string& worker,
+                                            const std::string& backend,
+                                            double search_seconds) const {
+  if (!done_) return absl::FailedPreconditionError("the search is not done");
+  if (result.schedules_size() != static_cast<int>(schedules_.size())) {
+    return absl::InvalidArgumentError(StrCat("worker ", worker, " measured ",
+                                             result.schedules_size(), " schedules, expected ",
+                                             schedules_.size()));
+  }
+  nlohmann::json measured = nlohmann::json::object();
+  for (int i = 0; i < result.schedules_size(); ++i) {
+    const v1::ScheduleLatency& l = result.schedules(i);
+    if (l.name() != schedules_[i].first || !std::isfinite(l.median_ms()) || l.median_ms() < 0) {
+      return absl::InvalidArgumentError(StrCat("worker ", worker, " returned a bad measurement ",
+                                               "for schedule ", i, " ('", l.name(), "', ",
+                                               l.median_ms(), " ms)"));
+    }
+    measured[l.name()] = {{"median_ms", l.median_ms()}, {"p10_ms", l.p10_ms()},
+                          {"p90_ms", l.p90_ms()},       {"cv", l.cv()},
+                          {"repeats", l.repeats()}};
+  }
+  const ios::Schedule& best = schedules_[0].second;
+  ios::ScheduleMetadata metadata =
+      ios::MakeScheduleMetadata(graph_, job_.device_key, "ios", &options_);
+  ResultRow row;
+  row.job_id = job_.id;
+  row.schedule_json = ios::ScheduleToJson(graph_, best, metadata).dump(2);
+  nlohmann::json figures = {
+      {"measured", measured},
+      {"predicted_ms", best.latency_ms},
+      {"search_s", search_seconds},
+      {"stages_profiled", stages_profiled_},
+      {"cache_hits", cache_hits_},
+      {"candidates", final_stats_.candidate_stages},
+      {"unique_signatures", final_stats_.unique_signatures},
+      {"stages", static_cast<int64_t>(best.stages.size())},
+      {"worker", worker},
+      {"backend", backend},
+      {"device_key", job_.device_key},
+  };
+  row.result_json = figures.dump();
+  return row;
+}
+
+void JobRunner::FillProgress(JobRow& row) const {
+  row.blocks_total = static_cast<int>(session_->partition().blocks.size());
+  row.blocks_done = std::min(session_->solved_blocks(), row.blocks_total);
+  row.stages_profiled = stages_profiled_;
+  row.cache_hits = cache_hits_;
+  const ios::SearchStats& stats = done_ ? final_stats_ : session_->stats();
+  row.candidates = stats.candidate_stages;
+  row.unique_signatures = stats.unique_signatures;
+}
+
+}  // namespace iosfarm::server

@@ -1,0 +1,127 @@
+// JobRunner: the search state of one farm job and the work of its server
+// phases (DESIGN.md, "Data flow of one job").
+//
+//   enumerate (server CPU): advance the IOS search (SearchSession) with every
+//     latency the database knows; collect a bounded batch of signatures that
+//     nobody knows and nobody is measuring (claimed in SignatureClaims);
+//   build + profile (a worker): MakeBuild() describes the batch;
+//   update (server CPU): ApplyProfile() checks the worker's answer, writes
+//     the latencies to the database and hands them to the search;
+//   measure (a worker's GPU): once the search is done, MakeMeasure() asks for
+//     the IOS, sequential and greedy schedules end to end; ApplyMeasure()
+//     stores the result.
+//
+// A signature another job is measuring is not measured twice: the job waits
+// for it (Enumerate answers kWait) and enumerates again when woken.
+//
+// Thread safety: a JobRunner is used by one phase at a time (the scheduler
+// runs at most one phase of a job), so it has no lock of its own;
+// SignatureClaims is thread-safe.
+#ifndef IOSFARM_SERVER_JOB_RUNNER_H_
+#define IOSFARM_SERVER_JOB_RUNNER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status.h"
+#include "graph/graph.h"
+#include "iosfarm/v1/farm.pb.h"
+#include "scheduler/ios/search_options.h"
+#include "scheduler/ios/search_session.h"
+#include "server/farm_store.h"
+
+namespace iosfarm::server {
+
+// Which job is measuring which signature, per device key.
+class SignatureClaims {
+ public:
+  // Claims the signatures nobody holds for `job`; returns them (a subset of
+  // `signatures`, in order). Signatures `job` already holds count as claimed.
+  std::vector<uint64_t> Claim(const std::string& device_key, int64_t job,
+                              const std::vector<uint64_t>& signatures);
+  // Releases everything `job` holds.
+  void Release(int64_t job);
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, absl::flat_hash_map<uint64_t, int64_t>> holder_
+      ABSL_GUARDED_BY(mu_);
+};
+
+// Loads a stored model as a graph: zoo models are rebuilt by name at the
+// row's batch, ONNX models imported from their bytes.
+StatusOr<graph::Graph> LoadStoredModel(const ModelRow& model);
+
+// A copy of `graph` without weight values (backends materialise
+// deterministic weights; latency does not depend on them). Constant nodes
+// keep their values.
+graph::Graph WithoutWeightValues(const graph::Graph& graph);
+
+class JobRunner {
+ public:
+  enum class Next { kBuild, kWait, kMeasure };
+
+  // `job` must carry its id, device key and options.
+  static StatusOr<std::unique_ptr<JobRunner>> Create(const JobRow& job, graph::Graph graph);
+
+  // The enumerate phase. kBuild: batch() holds signatures to measure;
+  // kMeasure: the search is done (final schedules ready); kWait: every
+  // remaining unknown is being measured by another job.
+  StatusOr<Next> Enumerate(FarmStore& store, SignatureClaims& claims);
+
+  // The build phase of the current batch.
+  v1::BuildAssignment MakeBuild() const;
+  int64_t batch_size() const { return static_cast<int64_t>(batch_.size()); }
+
+  // The update phase: checks `result` (one latency per stage of the batch,
+  // signatures as asked, finite and >= 0; InvalidArgument naming the first
+  // problem otherwise, nothing written), stores the latencies and provides
+  // them to the search. Releases the job's claims.
+  Status ApplyProfile(const v1::PhaseResult& result, const std::string& worker,
+                      const std::string& backend, FarmStore& store, SignatureClaims& claims,
+                      int64_t now_unix_ms);
+
+  // The measure phase (after Enumerate answered kMeasure).
+  StatusOr<v1::MeasureAssignment> MakeMeasure() const;
+  // Checks the measure answer (one entry per schedule) and builds the result.
+  StatusOr<ResultRow> ApplyMeasure(const v1::PhaseResult& result, const std::string& worker,
+                                   const std::string& backend, double search_seconds) const;
+
+  // Progress fields of the job (blocks, stages profiled, cache hits,
+  // candidates, unique signatures).
+  void FillProgress(JobRow& row) const;
+
+  const JobRow& job() const { return job_; }
+
+ private:
+  JobRunner(const JobRow& job, graph::Graph graph) : job_(job), graph_(std::move(graph)) {}
+  // Looks `requests` up in the store: provides the known ones, claims the
+  // rest; claimed ones go to batch_, others to awaiting_.
+  Status Resolve(std::vector<scheduler::ios::StageRequest> requests, FarmStore& store,
+                 SignatureClaims& claims);
+  Status FinishSearch(FarmStore& store);
+
+  JobRow job_;
+  graph::Graph graph_;
+  graph::Graph worker_graph_;       // without weight values
+  std::string worker_graph_bytes_;  // SerializeGraph(worker_graph_)
+  scheduler::ios::SearchOptions options_;
+  std::unique_ptr<scheduler::ios::SearchSession> session_;
+  std::vector<scheduler::ios::StageRequest> batch_;     // to build and profile
+  std::vector<scheduler::ios::StageRequest> awaiting_;  // measured by another job
+  int64_t stages_profiled_ = 0;
+  int64_t cache_hits_ = 0;
+  // Final schedules, once the search is done: ios, sequential, greedy.
+  std::vector<std::pair<std::string, scheduler::ios::Schedule>> schedules_;
+  scheduler::ios::SearchStats final_stats_;
+  bool done_ = false;
+};
+
+}  // namespace iosfarm::server
+
+#endif  // IOSFARM_SERVER_JOB_RUNNER_H_

@@ -1,0 +1,154 @@
+#include "server/proto_convert.h"
+
+#include "common/strings.h"
+#include "nlohmann/json.hpp"
+
+namespace iosfarm::server {
+
+v1::JobState JobStateToProto(JobState state) {
+  switch (state) {
+    case JobState::kQueued: return v1::QUEUED;
+    case JobState::kRunning: return v1::RUNNING;
+    case JobState::kSucceeded: return v1::SUCCEEDED;
+    case JobState::kFailed: return v1::FAILED;
+    case JobState::kCancelled: return v1::CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+StatusOr<std::optional<JobState>> JobStateFromText(const std::string& text) {
+  if (text.empty()) return std::optional<JobState>();
+  ASSIGN_OR_RETURN(JobState state, JobStateFromName(text));
+  return std::optional<JobState>(state);
+}
+
+v1::Job JobToProto(const JobRow& job, double now_s) {
+  v1::Job out;
+  out.set_id(job.id);
+  out.set_model_name(job.model_name);
+  out.set_model_digest(job.model_digest);
+  out.set_device_key(job.device_key);
+  out.set_batch(job.batch);
+  out.mutable_options()->set_r(job.options.r);
+  out.mutable_options()->set_s(job.options.s);
+  out.mutable_options()->set_block_size(job.options.block_size);
+  out.mutable_options()->set_batch_size(job.options.batch_size_limit);
+  out.set_priority(job.options.priority);
+  out.set_owner(job.owner);
+  out.set_state(JobStateToProto(job.state));
+  out.set_error(job.error);
+  out.set_submitted_unix_ms(job.submitted_unix_ms);
+  out.set_started_unix_ms(job.started_unix_ms);
+  out.set_finished_unix_ms(job.finished_unix_ms);
+  out.set_retune_batch(job.retune_batch);
+  v1::JobProgress* p = out.mutable_progress();
+  p->set_phase(job.phase);
+  p->set_blocks_total(job.blocks_total);
+  p->set_blocks_done(job.blocks_done);
+  p->set_stages_profiled(job.stages_profiled);
+  p->set_cache_hits(job.cache_hits);
+  p->set_candidates(job.candidates);
+  p->set_unique_signatures(job.unique_signatures);
+  const double end_s = job.finished_unix_ms > 0 ? job.finished_unix_ms / 1000.0 : now_s;
+  const double elapsed = job.submitted_unix_ms > 0 ? end_s - job.submitted_unix_ms / 1000.0 : 0;
+  p->set_elapsed_s(elapsed);
+  // ETA from the fraction of blocks solved (the last block also needs the
+  // end-to-end measurement, so this is a lower bound).
+  if (job.finished_unix_ms > 0) {
+    p->set_eta_s(0);
+  } else if (job.blocks_total > 0 && job.blocks_done > 0) {
+    p->set_eta_s(elapsed * (job.blocks_total - job.blocks_done) / job.blocks_done);
+  } else {
+    p->set_eta_s(-1);
+  }
+  return out;
+}
+
+v1::PhaseEntry PhaseToProto(const PhaseLogRow& row) {
+  v1::PhaseEntry out;
+  out.set_job_id(row.job_id);
+  out.set_phase(row.phase);
+  out.set_resource(row.resource);
+  out.set_worker(row.worker);
+  out.set_queued_s(row.queued_s);
+  out.set_start_s(row.start_s);
+  out.set_end_s(row.end_s);
+  out.set_outcome(row.outcome);
+  out.set_stages(row.stages);
+  out.set_detail(row.detail);
+  return out;
+}
+
+v1::WorkerInfo WorkerToProto(const WorkerSnapshot& worker) {
+  v1::WorkerInfo out;
+  out.set_id(worker.id);
+  out.set_device_key(worker.device_key);
+  out.set_backend(worker.backend);
+  out.set_description(worker.description);
+  out.set_state(worker.state);
+  out.set_job_id(worker.job_id);
+  out.set_connected_unix_ms(worker.connected_unix_ms);
+  out.set_last_heartbeat_unix_ms(worker.last_heartbeat_unix_ms);
+  out.set_phases_done(worker.phases_done);
+  return out;
+}
+
+StatusOr<v1::JobResult> ResultToProto(const ResultRow& result) {
+  v1::JobResult out;
+  out.set_job_id(result.job_id);
+  out.set_schedule_json(result.schedule_json);
+  nlohmann::json figures = nlohmann::json::parse(result.result_json, nullptr, false);
+  if (figures.is_discarded() || !figures.is_object()) {
+    return absl::DataLossError(StrCat("the stored result of job ", result.job_id, " is corrupt"));
+  }
+  try {
+    for (const char* name : {"ios", "sequential", "greedy"}) {
+      if (!figures["measured"].contains(name)) continue;
+      const auto& m = figures["measured"][name];
+      v1::ScheduleLatency* l = out.add_measured();
+      l->set_name(name);
+      l->set_median_ms(m.value("median_ms", 0.0));
+      l->set_p10_ms(m.value("p10_ms", 0.0));
+      l->set_p90_ms(m.value("p90_ms", 0.0));
+      l->set_cv(m.value("cv", 0.0));
+      l->set_repeats(m.value("repeats", 0));
+    }
+    out.set_predicted_ms(figures.value("predicted_ms", 0.0));
+    out.set_search_s(figures.value("search_s", 0.0));
+    out.set_stages_profiled(figures.value("stages_profiled", int64_t{0}));
+    out.set_cache_hits(figures.value("cache_hits", int64_t{0}));
+    out.set_candidates(figures.value("candidates", int64_t{0}));
+    out.set_unique_signatures(figures.value("unique_signatures", int64_t{0}));
+    out.set_stages(figures.value("stages", 0));
+    out.set_worker(figures.value("worker", std::string()));
+    out.set_backend(figures.value("backend", std::string()));
+    out.set_device_key(figures.value("device_key", std::string()));
+  } catch (const nlohmann::json::exception& e) {
+    return absl::DataLossError(
+        StrCat("the stored result of job ", result.job_id, " is corrupt: ", e.what()));
+  }
+  return out;
+}
+
+StatusOr<JobOptions> OptionsFromProto(const v1::SearchOptions& options, int priority) {
+  JobOptions out;
+  if (options.r() != 0) out.r = options.r();
+  if (options.s() != 0) out.s = options.s();
+  if (options.block_size() != 0) out.block_size = options.block_size();
+  if (options.batch_size() != 0) out.batch_size_limit = options.batch_size();
+  out.priority = priority;
+  auto check = [](const char* field, int value, int low, int high) -> Status {
+    if (value < low || value > high) {
+      return absl::InvalidArgumentError(
+          StrCat("options.", field, " must be in [", low, ", ", high, "], got ", value));
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(check("r", out.r, 1, 64));
+  RETURN_IF_ERROR(check("s", out.s, 1, 64));
+  RETURN_IF_ERROR(check("block_size", out.block_size, 1, 1024));
+  RETURN_IF_ERROR(check("batch_size", out.batch_size_limit, 1, 4096));
+  return out;
+}
+
+}  // namespace iosfarm::server

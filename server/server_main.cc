@@ -1,0 +1,87 @@
+// iosfarm-server: the tuning farm's central server (server/farm_server.h).
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "common/logging.h"
+#include "common/strings.h"
+#include "server/farm_server.h"
+
+int main(int argc, char** argv) {
+  using iosfarm::server::ServerOptions;
+  ServerOptions options;
+  std::string log_level = "info";
+  double max_model_mb = static_cast<double>(options.max_model_bytes) / (1 << 20);
+  CLI::App app{"iosfarm-server: the iosfarm tuning farm server (clients and GPU workers connect here)",
+               "iosfarm-server"};
+  app.add_option("--listen", options.listen, "HOST:PORT to listen on (port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--db", options.db_path, "SQLite latency database and job store")->required();
+  app.add_option("--policy", options.policy, "interleaved | sequential | synchronous")
+      ->capture_default_str();
+  app.add_option("--server-slots", options.server_slots,
+                 "server CPU slots for enumerate/update phases")
+      ->capture_default_str();
+  app.add_option("--client-tokens", options.client_tokens_file,
+                 "file of client bearer tokens (one per line: TOKEN [NAME])");
+  app.add_option("--worker-tokens", options.worker_tokens_file,
+                 "file of worker bearer tokens (one per line: TOKEN [NAME])");
+  app.add_flag("--insecure", options.insecure,
+               "allow listening beyond loopback without tokens");
+  app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain (enables TLS)");
+  app.add_option("--tls-key", options.tls_key_file, "PEM private key for --tls-cert");
+  app.add_option("--max-model-mb", max_model_mb, "largest ONNX model accepted, MiB")
+      ->capture_default_str();
+  app.add_option("--max-ops", options.max_ops, "most operators in a model")->capture_default_str();
+  app.add_option("--max-jobs-per-client", options.max_active_jobs_per_client,
+                 "most unfinished jobs per client")
+      ->capture_default_str();
+  app.add_option("--heartbeat-timeout", options.heartbeat_timeout_s,
+                 "seconds of worker silence before it counts as lost")
+      ->capture_default_str();
+  app.add_option("--profile-min-repeats", options.profile_min_repeats,
+                 "timed runs per stage at least (0: backend default)");
+  app.add_option("--profile-max-repeats", options.profile_max_repeats,
+                 "timed runs per stage at most (0: backend default)");
+  app.add_option("--profile-max-seconds", options.profile_max_seconds,
+                 "timed work per stage at most (0: backend default)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (auto status = iosfarm::InitLogging(log_level); !status.ok()) {
+    std::cerr << "iosfarm-server: " << iosfarm::ToStd(status.message()) << "\n";
+    return 2;
+  }
+  options.max_model_bytes = static_cast<int64_t>(max_model_mb * (1 << 20));
+
+  // Signals are handled by a thread that waits for them (no work in a
+  // signal handler): SIGINT/SIGTERM shut down gracefully.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = iosfarm::server::FarmServer::Start(options);
+  if (!server.ok()) {
+    std::cerr << "iosfarm-server: error: " << iosfarm::ToStd(server.status().message()) << "\n";
+    return 1;
+  }
+  std::cout << "listening on " << (*server)->address() << std::endl;
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    (*server)->Shutdown();
+  });
+  (*server)->Wait();
+  // Wake the waiter if Shutdown came from elsewhere.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return 0;
+}

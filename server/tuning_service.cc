@@ -1,0 +1,219 @@
+#include "server/tuning_service.h"
+
+#include "common/strings.h"
+#include "graph/models/zoo.h"
+#include "graph/onnx/onnx_importer.h"
+#include "proto/rpc_util.h"
+#include "scheduler/ios/schedule_json.h"
+#include "server/proto_convert.h"
+
+namespace iosfarm::server {
+
+namespace {
+
+// Runs `body` after authentication and maps its Status to gRPC once.
+template <typename Body>
+grpc::Status Serve(const StatusOr<std::string>& owner, Body body) {
+  if (!owner.ok()) return rpc::ToGrpcStatus(owner.status());
+  return rpc::ToGrpcStatus(body(*owner));
+}
+
+}  // namespace
+
+StatusOr<std::string> TuningServiceImpl::Authenticate(const grpc::ServerContext& context) const {
+  return tokens_->Authenticate(rpc::BearerToken(context), "client");
+}
+
+Status TuningServiceImpl::Submit(const std::string& owner, const v1::SubmitJobRequest& request,
+                                 v1::Job& response) {
+  if (request.device_key().empty()) {
+    return absl::InvalidArgumentError("device_key is required (e.g. --device h100-sxm)");
+  }
+  if (request.batch() < 0 || request.batch() > 4096) {
+    return absl::InvalidArgumentError(StrCat("batch must be in [1, 4096], got ", request.batch()));
+  }
+  ASSIGN_OR_RETURN(JobOptions options, OptionsFromProto(request.options(), request.priority()));
+  ModelRow model;
+  graph::Graph graph;
+  std::optional<int64_t> batch;
+  if (request.batch() > 0) batch = request.batch();
+  switch (request.model_case()) {
+    case v1::SubmitJobRequest::kZooName: {
+      ASSIGN_OR_RETURN(graph, graph::models::BuildZooModel(request.zoo_name(), batch.value_or(1)));
+      model.source = "zoo";
+      model.name = request.zoo_name();
+      break;
+    }
+    case v1::SubmitJobRequest::kOnnx: {
+      const int64_t size = static_cast<int64_t>(request.onnx().size());
+      if (size > limits_.max_model_bytes) {
+        return absl::ResourceExhaustedError(StrCat("model is ", size, " bytes; this server accepts at most ",
+                                                   limits_.max_model_bytes));
+      }
+      const std::string name = request.model_name().empty() ? "model.onnx" : request.model_name();
+      graph::onnx_import::OnnxImportOptions import;
+      import.batch = batch;
+      import.max_model_bytes = limits_.max_model_bytes;
+      import.max_nodes = limits_.max_ops;
+      ASSIGN_OR_RETURN(graph, graph::onnx_import::ImportOnnxBytes(request.onnx(), name, import));
+      model.source = "onnx";
+      model.name = name;
+      model.bytes = request.onnx();
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError("a model is required: onnx bytes or zoo_name");
+  }
+  const int64_t ops = static_cast<int64_t>(graph.nodes().size());
+  if (ops > limits_.max_ops) {
+    return absl::ResourceExhaustedError(
+        StrCat("model '", model.name, "' has ", ops, " ops; this server accepts at most ",
+               limits_.max_ops));
+  }
+  model.digest = scheduler::ios::ModelDigest(graph);
+  model.batch = scheduler::ios::GraphBatch(graph);
+  model.ops = ops;
+  model.created_unix_ms = NowUnixMs();
+  JobRow job;
+  job.model_digest = model.digest;
+  job.model_name = model.name;
+  job.device_key = request.device_key();
+  job.owner = owner;
+  job.batch = model.batch;
+  job.options = options;
+  ASSIGN_OR_RETURN(JobRow admitted, coordinator_->Submit(std::move(job), model, std::move(graph)));
+  response = JobToProto(admitted, NowSeconds());
+  return absl::OkStatus();
+}
+
+grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
+                                          const v1::SubmitJobRequest* request, v1::Job* response) {
+  return Serve(Authenticate(*context),
+               [&](const std::string& owner) { return Submit(owner, *request, *response); });
+}
+
+grpc::Status TuningServiceImpl::GetJob(grpc::ServerContext* context, const v1::JobRequest* request,
+                                       v1::Job* response) {
+  return Serve(Authenticate(*context), [&](const std::string&) -> Status {
+    ASSIGN_OR_RETURN(JobSnapshot snapshot, coordinator_->Snapshot(request->job_id()));
+    *response = JobToProto(snapshot.job, NowSeconds());
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TuningServiceImpl::WatchJob(grpc::ServerContext* context,
+                                         const v1::JobRequest* request,
+                                         grpc::ServerWriter<v1::JobEvent>* writer) {
+  return Serve(Authenticate(*context), [&](const std::string&) -> Status {
+    ASSIGN_OR_RETURN(JobSnapshot snapshot, coordinator_->Snapshot(request->job_id()));
+    int64_t seen = -1;
+    while (true) {
+      if (snapshot.version > seen) {
+        v1::JobEvent event;
+        *event.mutable_job() = JobToProto(snapshot.job, NowSeconds());
+        event.set_message(snapshot.message);
+        if (!writer->Write(event)) return absl::CancelledError("the client went away");
+        seen = snapshot.version;
+      }
+      if (snapshot.final || IsFinal(snapshot.job.state)) return absl::OkStatus();
+      if (context->IsCancelled()) return absl::CancelledError("the client went away");
+      if (coordinator_->shutting_down()) {
+        return absl::UnavailableError("the server is shutting down; watch again after restart");
+      }
+      ASSIGN_OR_RETURN(snapshot, coordinator_->WaitForChange(request->job_id(), seen, 1.0));
+    }
+  });
+}
+
+grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext* context,
+                                         const v1::ListJobsRequest* request,
+                                         v1::ListJobsResponse* response) {
+  return Serve(Authenticate(*context), [&](const std::string&) -> Status {
+    JobFilter filter;
+    ASSIGN_OR_RETURN(filter.state, JobStateFromText(request->state()));
+    filter.device_key = request->device_key();
+    filter.retune_batch = request->retune_batch();
+    if (request->limit() > 0) filter.limit = request->limit();
+    ASSIGN_OR_RETURN(std::vector<JobRow> jobs, store_->ListJobs(filter));
+    const double now = NowSeconds();
+    for (const JobRow& job : jobs) *response->add_jobs() = JobToProto(job, now);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
+                                          const v1::JobRequest* request, v1::Job* response) {
+  return Serve(Authenticate(*context), [&](const std::string&) -> Status {
+    ASSIGN_OR_RETURN(JobRow job, coordinator_->Cancel(request->job_id()));
+    *response = JobToProto(job, NowSeconds());
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TuningServiceImpl::GetResult(grpc::ServerContext* context,
+                                          const v1::JobRequest* request,
+                                          v1::JobResult* response) {
+  return Serve(Authenticate(*context), [&](const std::string&) -> Status {
+    ASSIGN_OR_RETURN(std::optional<JobRow> job, store_->GetJob(request->job_id()));
+    if (!job) return absl::NotFoundError(StrCat("job ", request->job_id(), " not found"));
+    if (job->state != JobState::kSucceeded) {
+      return absl::FailedPreconditionError(
+          StrCat("job ", job->id, " has no result: it is ", JobStateName(job->state),
+                 job->error.empty() ? "" : StrCat(" (", job->error, ")")));
+    }
+    ASSIGN_OR_RETURN(std::optional<ResultRow> result, store_->GetResult(job->id));
+    if (!result) return absl::DataLossError(StrCat("job ", job->id, " succeeded but has no stored result"));
+    ASSIGN_OR_RETURN(*response, ResultToProto(*result));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TuningServiceImpl::ListWorkers(grpc::ServerContext* context,
+                                            const v1::ListWorkersRequest*,
+                                            v1::ListWorkersResponse* response) {
+  return Serve(Authenticate(*context), [&](const std::string&) -> Status {
+    for (const WorkerSnapshot& worker : coordinator_->Workers()) {
+      *response->add_workers() = WorkerToProto(worker);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TuningServiceImpl::Retune(grpc::ServerContext* context,
+                                       const v1::RetuneRequest* request,
+                                       v1::RetuneResponse* response) {
+  return Serve(Authenticate(*context), [&](const std::string& owner) -> Status {
+    if (request->device_key().empty()) {
+      return absl::InvalidArgumentError("retune: device_key (the new GPU type) is required");
+    }
+    RetuneFilter filter;
+    filter.model_names.assign(request->model_names().begin(), request->model_names().end());
+    filter.from_device_key = request->from_device_key();
+    if (request->batch() > 0) filter.batch = request->batch();
+    std::optional<JobOptions> options;
+    const auto& o = request->options();
+    if (o.r() || o.s() || o.block_size() || o.batch_size()) {
+      ASSIGN_OR_RETURN(JobOptions parsed, OptionsFromProto(o, 0));
+      options = parsed;
+    }
+    ASSIGN_OR_RETURN(auto batch, coordinator_->Retune(request->device_key(), filter, options, owner));
+    response->set_retune_batch(batch.first);
+    const double now = NowSeconds();
+    for (const JobRow& job : batch.second) *response->add_jobs() = JobToProto(job, now);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TuningServiceImpl::GetTimeline(grpc::ServerContext* context,
+                                            const v1::TimelineRequest* request,
+                                            v1::TimelineResponse* response) {
+  return Serve(Authenticate(*context), [&](const std::string&) -> Status {
+    std::optional<int64_t> job;
+    if (request->job_id() != 0) job = request->job_id();
+    ASSIGN_OR_RETURN(std::vector<PhaseLogRow> phases, store_->ListPhases(job));
+    for (const PhaseLogRow& row : phases) *response->add_phases() = PhaseToProto(row);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace iosfarm::server

@@ -1,0 +1,56 @@
+// TuningService: the clients' API (farm.proto). Authenticates every call
+// with the client token set, converts at the edge and delegates to the
+// FarmCoordinator and the FarmStore. Thread-safe (stateless beyond them).
+#ifndef IOSFARM_SERVER_TUNING_SERVICE_H_
+#define IOSFARM_SERVER_TUNING_SERVICE_H_
+
+#include "iosfarm/v1/farm.grpc.pb.h"
+#include "server/auth.h"
+#include "server/farm_coordinator.h"
+#include "server/farm_store.h"
+
+namespace iosfarm::server {
+
+struct RequestLimits {
+  int64_t max_model_bytes = 256LL << 20;
+  int64_t max_ops = 20000;
+};
+
+class TuningServiceImpl final : public v1::TuningService::Service {
+ public:
+  TuningServiceImpl(FarmCoordinator* coordinator, FarmStore* store, const TokenSet* tokens,
+                    RequestLimits limits)
+      : coordinator_(coordinator), store_(store), tokens_(tokens), limits_(limits) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
+                         v1::Job* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const v1::JobRequest* request,
+                      v1::Job* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context, const v1::JobRequest* request,
+                        grpc::ServerWriter<v1::JobEvent>* writer) override;
+  grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override;
+  grpc::Status CancelJob(grpc::ServerContext* context, const v1::JobRequest* request,
+                         v1::Job* response) override;
+  grpc::Status GetResult(grpc::ServerContext* context, const v1::JobRequest* request,
+                         v1::JobResult* response) override;
+  grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
+                           v1::ListWorkersResponse* response) override;
+  grpc::Status Retune(grpc::ServerContext* context, const v1::RetuneRequest* request,
+                      v1::RetuneResponse* response) override;
+  grpc::Status GetTimeline(grpc::ServerContext* context, const v1::TimelineRequest* request,
+                           v1::TimelineResponse* response) override;
+
+ private:
+  StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
+  Status Submit(const std::string& owner, const v1::SubmitJobRequest& request, v1::Job& response);
+
+  FarmCoordinator* const coordinator_;
+  FarmStore* const store_;
+  const TokenSet* const tokens_;
+  const RequestLimits limits_;
+};
+
+}  // namespace iosfarm::server
+
+#endif  // IOSFARM_SERVER_TUNING_SERVICE_H_
