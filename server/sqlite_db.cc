@@ -87,6 +87,19 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
   return db;
 }
 
+StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::OpenReadOnly(const std::string& path) {
+  sqlite3* raw = nullptr;
+  const int code =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (code != SQLITE_OK) {
+    std::string message = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(code);
+    sqlite3_close(raw);
+    return absl::UnavailableError(StrCat("cannot open database '", path, "': ", message));
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  return std::unique_ptr<SqliteDb>(new SqliteDb(raw, path));
+}
+
 SqliteDb::~SqliteDb() { sqlite3_close_v2(db_); }
 
 Status SqliteDb::Exec(std::string_view sql) {
@@ -121,6 +134,31 @@ StatusOr<int64_t> SqliteDb::UserVersion() {
 
 Status SqliteDb::SetUserVersion(int64_t version) {
   return Exec(StrCat("PRAGMA user_version = ", version));
+}
+
+int64_t SqliteDb::Changes() const { return sqlite3_changes(db_); }
+
+int64_t SqliteDb::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+
+StatusOr<Transaction> Transaction::Begin(SqliteDb& db) {
+  RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
+  return Transaction(&db);
+}
+
+StatusOr<Transaction> Transaction::BeginRead(SqliteDb& db) {
+  RETURN_IF_ERROR(db.Exec("BEGIN DEFERRED"));
+  return Transaction(&db);
+}
+
+Transaction::~Transaction() {
+  if (db_ != nullptr) (void)db_->Exec("ROLLBACK");
+}
+
+Status Transaction::Commit() {
+  if (db_ == nullptr) return absl::FailedPreconditionError("transaction already finished");
+  RETURN_IF_ERROR(db_->Exec("COMMIT"));
+  db_ = nullptr;
+  return absl::OkStatus();
 }
 
 }  // namespace iosfarm::server

@@ -56,6 +56,9 @@ class SqliteDb {
  public:
   // Opens (creating if needed) the database file at `path`.
   static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path);
+  // Opens an existing file read-only, changing nothing in it (no journal-mode
+  // switch, no creation): for inspecting a file before deciding to use it.
+  static StatusOr<std::unique_ptr<SqliteDb>> OpenReadOnly(const std::string& path);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
@@ -68,12 +71,39 @@ class SqliteDb {
   StatusOr<int64_t> UserVersion();
   Status SetUserVersion(int64_t version);
 
+  // Rows changed by the last INSERT/UPDATE/DELETE on this connection.
+  int64_t Changes() const;
+  // Rowid of the last successful INSERT on this connection.
+  int64_t LastInsertRowId() const;
+
   const std::string& path() const { return path_; }
 
  private:
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
+};
+
+// A write transaction (BEGIN IMMEDIATE, so the write lock is taken up front
+// and a busy database is reported at Begin, not mid-way). Rolls back on
+// destruction unless Commit() succeeded. Borrows `db`, which must outlive it.
+class Transaction {
+ public:
+  static StatusOr<Transaction> Begin(SqliteDb& db);
+  // A read transaction (BEGIN DEFERRED): one consistent snapshot for several
+  // reads. Commit() ends it.
+  static StatusOr<Transaction> BeginRead(SqliteDb& db);
+  Transaction(Transaction&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+
+  // Commits; afterwards the destructor does nothing. On error the
+  // transaction is rolled back by the destructor.
+  Status Commit();
+
+ private:
+  explicit Transaction(SqliteDb* db) : db_(db) {}
+  SqliteDb* db_;  // null once committed or moved from
 };
 
 }  // namespace iosfarm::server

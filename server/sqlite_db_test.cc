@@ -82,5 +82,53 @@ TEST_F(SqliteDbTest, OpeningADirectoryFailsClearly) {
   EXPECT_THAT(std::string(db.status().message()), HasSubstr(dir_.string()));
 }
 
+int64_t CountRows(SqliteDb& db) {
+  auto count = db.Prepare("SELECT COUNT(*) FROM t");
+  EXPECT_TRUE(count.ok() && *count->Step());
+  return count->ColumnInt64(0);
+}
+
+TEST_F(SqliteDbTest, TransactionCommitsOrRollsBack) {
+  auto db = SqliteDb::Open((dir_ / "tx.db").string());
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE((*db)->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)").ok());
+  {
+    auto tx = Transaction::Begin(**db);
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    ASSERT_TRUE((*db)->Exec("INSERT INTO t VALUES (1)").ok());
+    EXPECT_EQ((*db)->Changes(), 1);
+    EXPECT_EQ((*db)->LastInsertRowId(), 1);
+    ASSERT_TRUE(tx->Commit().ok());
+    EXPECT_FALSE(tx->Commit().ok());
+  }
+  EXPECT_EQ(CountRows(**db), 1);
+  {
+    auto tx = Transaction::Begin(**db);
+    ASSERT_TRUE(tx.ok());
+    ASSERT_TRUE((*db)->Exec("INSERT INTO t VALUES (2)").ok());
+    Transaction moved = std::move(*tx);
+    // Destroyed without Commit: rolled back exactly once.
+  }
+  EXPECT_EQ(CountRows(**db), 1);
+  // A new transaction can begin after the rollback.
+  auto tx = Transaction::Begin(**db);
+  ASSERT_TRUE(tx.ok()) << tx.status();
+}
+
+TEST_F(SqliteDbTest, ReadOnlyOpenDoesNotCreateOrWrite) {
+  const std::string path = (dir_ / "ro.db").string();
+  EXPECT_FALSE(SqliteDb::OpenReadOnly(path).ok());
+  EXPECT_FALSE(std::filesystem::exists(path));
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)").ok());
+  }
+  auto db = SqliteDb::OpenReadOnly(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(CountRows(**db), 0);
+  EXPECT_FALSE((*db)->Exec("INSERT INTO t VALUES (1)").ok());
+}
+
 }  // namespace
 }  // namespace iosfarm::server

@@ -1,0 +1,226 @@
+#include "server/store_schema.h"
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "common/strings.h"
+
+namespace iosfarm::server {
+namespace {
+
+// Version 1: devices, latencies, models, jobs, results, phase log.
+constexpr const char kSchemaV1[] = R"sql(
+CREATE TABLE devices (
+  key TEXT PRIMARY KEY,
+  description TEXT NOT NULL DEFAULT '',
+  backend TEXT NOT NULL DEFAULT '',
+  first_seen_unix_ms INTEGER NOT NULL,
+  last_seen_unix_ms INTEGER NOT NULL,
+  latency_count INTEGER NOT NULL DEFAULT 0,
+  ignored_measurements INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE latencies (
+  device_key TEXT NOT NULL REFERENCES devices(key),
+  signature INTEGER NOT NULL,
+  median_ms REAL NOT NULL CHECK (median_ms >= 0),
+  p10_ms REAL NOT NULL,
+  p90_ms REAL NOT NULL,
+  cv REAL NOT NULL,
+  repeats INTEGER NOT NULL,
+  worker TEXT NOT NULL,
+  backend TEXT NOT NULL,
+  measured_unix_ms INTEGER NOT NULL,
+  PRIMARY KEY (device_key, signature)
+) WITHOUT ROWID;
+CREATE TABLE models (
+  digest TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL CHECK (source IN ('zoo', 'onnx')),
+  batch INTEGER NOT NULL,
+  bytes BLOB NOT NULL,
+  ops INTEGER NOT NULL,
+  created_unix_ms INTEGER NOT NULL
+);
+CREATE INDEX models_by_name ON models(name);
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  model_digest TEXT NOT NULL REFERENCES models(digest),
+  model_name TEXT NOT NULL,
+  device_key TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  retune_batch TEXT NOT NULL DEFAULT '',
+  batch INTEGER NOT NULL,
+  opt_r INTEGER NOT NULL,
+  opt_s INTEGER NOT NULL,
+  opt_block_size INTEGER NOT NULL,
+  opt_batch_size_limit INTEGER NOT NULL,
+  priority INTEGER NOT NULL,
+  state TEXT NOT NULL
+    CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+  error TEXT NOT NULL DEFAULT '',
+  submitted_unix_ms INTEGER NOT NULL,
+  started_unix_ms INTEGER NOT NULL DEFAULT 0,
+  finished_unix_ms INTEGER NOT NULL DEFAULT 0,
+  blocks_total INTEGER NOT NULL DEFAULT 0,
+  blocks_done INTEGER NOT NULL DEFAULT 0,
+  stages_profiled INTEGER NOT NULL DEFAULT 0,
+  cache_hits INTEGER NOT NULL DEFAULT 0,
+  candidates INTEGER NOT NULL DEFAULT 0,
+  unique_signatures INTEGER NOT NULL DEFAULT 0,
+  phase TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE INDEX jobs_by_device ON jobs(device_key);
+CREATE INDEX jobs_by_retune_batch ON jobs(retune_batch) WHERE retune_batch <> '';
+CREATE INDEX jobs_by_model ON jobs(model_digest, batch);
+CREATE TABLE results (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id),
+  schedule_json TEXT NOT NULL,
+  result_json TEXT NOT NULL
+);
+CREATE TABLE phase_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  phase TEXT NOT NULL CHECK (phase IN ('enumerate', 'build', 'profile', 'update', 'measure')),
+  resource TEXT NOT NULL,
+  worker TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  queued_s REAL NOT NULL,
+  start_s REAL NOT NULL,
+  end_s REAL NOT NULL,
+  stages INTEGER NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX phase_log_by_job ON phase_log(job_id, id);
+)sql";
+
+constexpr std::array<Migration, 1> kMigrations = {{
+    {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
+}};
+
+StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {
+  ASSIGN_OR_RETURN(Statement stmt, db.Prepare(StrCat("PRAGMA ", pragma)));
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return absl::InternalError(StrCat("PRAGMA ", pragma, " returned no row"));
+  return stmt.ColumnInt64(0);
+}
+
+// The schema version of an open database, or an error if it is not an
+// iosfarm database or newer than `newest`. An SQLite file without tables and
+// without version is version 0 (a fresh file).
+StatusOr<int64_t> CurrentVersion(SqliteDb& db, int64_t newest) {
+  ASSIGN_OR_RETURN(int64_t application_id, PragmaInt(db, "application_id"));
+  ASSIGN_OR_RETURN(int64_t version, PragmaInt(db, "user_version"));
+  if (application_id == kApplicationId) {
+    if (version > newest) {
+      return absl::FailedPreconditionError(
+          StrCat("database '", db.path(), "' has schema version ", version,
+                 " but this iosfarm binary knows versions up to ", newest,
+                 "; use a newer iosfarm (the file was left unchanged)"));
+    }
+    return version;
+  }
+  ASSIGN_OR_RETURN(Statement tables, db.Prepare("SELECT name FROM sqlite_master "
+                                                "WHERE name NOT LIKE 'sqlite_%' ORDER BY name"));
+  std::string names;
+  int count = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, tables.Step());
+    if (!row) break;
+    if (count < 5) names += StrCat(count > 0 ? ", " : "", tables.ColumnText(0));
+    ++count;
+  }
+  if (application_id == 0 && version == 0 && count == 0) return 0;
+  return absl::InvalidArgumentError(StrCat(
+      "'", db.path(), "' is not an iosfarm database (application_id ", application_id,
+      ", user_version ", version, ", ", count, " schema objects", count > 0 ? ": " : "", names,
+      count > 5 ? ", ..." : "", "); the file was left unchanged"));
+}
+
+Status CheckMigrationList(std::span<const Migration> migrations) {
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    if (migrations[i].version != static_cast<int64_t>(i) + 1) {
+      return absl::InternalError(StrCat("migration list out of order at step ", i + 1,
+                                        " (version ", migrations[i].version, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::span<const Migration> Migrations() { return kMigrations; }
+
+Status InspectDatabaseFile(const std::string& path, std::span<const Migration> migrations) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status)) return absl::OkStatus();  // created on open
+  if (!std::filesystem::is_regular_file(status)) {
+    return absl::InvalidArgumentError(
+        StrCat("'", path, "' is not an iosfarm database: not a regular file"));
+  }
+  const auto size = std::filesystem::file_size(path, error);
+  if (error) {
+    return absl::UnavailableError(StrCat("cannot read '", path, "': ", error.message()));
+  }
+  if (size == 0) return absl::OkStatus();  // SQLite treats an empty file as an empty database
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::UnavailableError(StrCat("cannot read '", path, "'"));
+  static constexpr char kMagic[] = "SQLite format 3";  // 16 bytes with the NUL
+  char header[sizeof(kMagic)] = {};
+  in.read(header, sizeof(header));
+  if (in.gcount() != static_cast<std::streamsize>(sizeof(header)) ||
+      std::memcmp(header, kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError(StrCat(
+        "'", path, "' is not an iosfarm database: not an SQLite file; the file was left unchanged"));
+  }
+  in.close();
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::OpenReadOnly(path));
+  const int64_t newest = migrations.empty() ? 0 : migrations.back().version;
+  StatusOr<int64_t> version = CurrentVersion(*db, newest);
+  if (!version.ok() && absl::IsInternal(version.status())) {
+    // SQLite could not read it (corrupt, encrypted, ...).
+    return absl::InvalidArgumentError(StrCat("'", path, "' is not a usable iosfarm database: ",
+                                             ToStd(version.status().message())));
+  }
+  return version.status();
+}
+
+Status MigrateSchema(SqliteDb& db, std::span<const Migration> migrations, int64_t now_unix_ms) {
+  RETURN_IF_ERROR(CheckMigrationList(migrations));
+  const int64_t newest = migrations.empty() ? 0 : migrations.back().version;
+  while (true) {
+    ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
+    ASSIGN_OR_RETURN(int64_t version, CurrentVersion(db, newest));
+    if (version >= newest) return tx.Commit();
+    const Migration& step = migrations[version];  // takes `version` to `version + 1`
+    Status status = db.Exec(step.sql);
+    if (status.ok()) {
+      status = db.Exec(
+          "CREATE TABLE IF NOT EXISTS schema_migrations ("
+          "version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
+          "applied_unix_ms INTEGER NOT NULL)");
+    }
+    if (status.ok()) {
+      auto note = db.Prepare("INSERT INTO schema_migrations VALUES (?1, ?2, ?3)");
+      status = note.status();
+      if (status.ok()) status = note->BindInt64(1, step.version);
+      if (status.ok()) status = note->BindText(2, step.description);
+      if (status.ok()) status = note->BindInt64(3, now_unix_ms);
+      if (status.ok()) status = note->Step().status();
+    }
+    if (status.ok()) status = db.Exec(StrCat("PRAGMA application_id = ", kApplicationId));
+    if (status.ok()) status = db.SetUserVersion(step.version);
+    if (status.ok()) status = tx.Commit();
+    if (!status.ok()) {
+      return absl::InternalError(StrCat("migrating '", db.path(), "' to schema version ",
+                                        step.version, " failed (rolled back): ",
+                                        ToStd(status.message())));
+    }
+  }
+}
+
+}  // namespace iosfarm::server
