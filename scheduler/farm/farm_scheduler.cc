@@ -378,12 +378,20 @@ void FarmScheduler::DispatchKey(const std::string& key, bool gpu, double now_s,
       }
     }
     if (!unpinned.empty() && (best == nullptr || *unpinned.begin() < *best)) {
-      // Prefer a free worker with no pinned work waiting for it.
-      const std::string* chosen = &*free.begin();
+      // Prefer a free worker with no pinned work waiting for it; for a build,
+      // then the one whose GPU has the least work (running + pinned queue),
+      // since the profile of that build will be pinned to it. Ties: by name.
+      const std::string* chosen = nullptr;
+      std::pair<int, size_t> chosen_load;
       for (const std::string& name : free) {
-        if (waiting.count(name) == 0) {
+        const Worker& w = workers_.at(name);
+        const std::pair<int, size_t> load(
+            waiting.count(name) ? 1 : 0,
+            gpu ? 0 : w.pinned_gpu.size() + (w.gpu_phase != 0 ? 1 : 0));
+        if (chosen == nullptr || load < chosen_load) {
           chosen = &name;
-          break;
+          chosen_load = load;
+          if (load == std::pair<int, size_t>(0, 0)) break;
         }
       }
       const std::string worker = *chosen;

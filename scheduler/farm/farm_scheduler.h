@@ -22,8 +22,12 @@
 // by (time it became ready, job arrival order, phase id) — FIFO, and among
 // phases that became ready at the same instant, round-robin over jobs in
 // arrival order, as Listing 2's loop over jobs does. A free worker takes the
-// oldest ready phase among its pinned queue and its key's queue (unpinned
-// phases prefer a free worker that has no pinned work waiting).
+// oldest ready phase among its pinned queue and its key's queue. An unpinned
+// phase goes to a free worker with no pinned work waiting if there is one;
+// an unpinned build then goes to the free worker whose GPU has the least work
+// (running + pinned queue), because the profile of that batch will be pinned
+// there (load-aware placement; without it builds pile up on the first workers
+// by name and their GPUs' queues grow while other GPUs idle).
 //
 // A job has at most one phase queued or in flight (its phases run in order,
 // one at a time).

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <map>
 #include <queue>
 #include <set>
@@ -142,6 +144,7 @@ class Simulation {
     }
     for (double end : result_.job_end_s) result_.makespan_s = std::max(result_.makespan_s, end);
     result_.lower_bound_s = LowerBound(config_);
+    result_.simple_lower_bound_s = SimpleLowerBound(config_);
     double gpu_busy = 0;
     for (const PhaseRecord& r : result_.records) {
       if (ResourceClassOf(r.kind) == ResourceClass::kWorkerGpu) gpu_busy += r.end_s - r.start_s;
@@ -258,7 +261,7 @@ StatusOr<SimResult> RunFarmSimulation(const SimConfig& config) {
   return simulation.Run();
 }
 
-double LowerBound(const SimConfig& config) {
+double SimpleLowerBound(const SimConfig& config) {
   std::map<std::string, int> workers_by_key;
   for (const SimWorker& w : config.workers) ++workers_by_key[w.device_key];
   double server = 0;
@@ -279,6 +282,68 @@ double LowerBound(const SimConfig& config) {
   for (const auto& [key, count] : workers_by_key) {
     bound = std::max(bound, build[key] / count);
     bound = std::max(bound, gpu[key] / count);
+  }
+  return bound;
+}
+
+double LowerBound(const SimConfig& config) {
+  double bound = SimpleLowerBound(config);
+  if (config.jobs.empty()) return bound;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::map<std::string, int> workers_by_key;
+  for (const SimWorker& w : config.workers) ++workers_by_key[w.device_key];
+
+  struct KeyStats {
+    double build_work = 0, gpu_work = 0;
+    double build_start = kInf, build_tail = kInf;  // over jobs with iterations
+    double gpu_start = kInf, first_gpu = kInf;
+    std::vector<double> rest;  // chain after the head, per job
+  };
+  std::map<std::string, KeyStats> keys;
+  double server_work = 0, min_arrival = kInf, server_tail = kInf;
+  bool any_server = false;
+  for (const SimJob& job : config.jobs) {
+    KeyStats& k = keys[job.device_key];
+    double chain = job.measure_s;
+    double min_profile_update = kInf;
+    for (const SimIteration& it : job.iterations) {
+      server_work += it.enumerate_s + it.update_s;
+      k.build_work += it.build_s;
+      k.gpu_work += it.profile_s;
+      chain += it.enumerate_s + it.build_s + it.profile_s + it.update_s;
+      min_profile_update = std::min(min_profile_update, it.profile_s + it.update_s);
+    }
+    k.gpu_work += job.measure_s;
+    min_arrival = std::min(min_arrival, job.arrival_s);
+    double head = 0, first_gpu = job.measure_s;
+    if (!job.iterations.empty()) {
+      any_server = true;
+      server_tail = std::min(server_tail, job.measure_s);
+      head = job.iterations[0].enumerate_s + job.iterations[0].build_s;
+      first_gpu = job.iterations[0].profile_s;
+      k.build_start = std::min(k.build_start, job.arrival_s + job.iterations[0].enumerate_s);
+      k.build_tail = std::min(k.build_tail, min_profile_update + job.measure_s);
+    }
+    k.gpu_start = std::min(k.gpu_start, job.arrival_s + head);
+    k.first_gpu = std::min(k.first_gpu, first_gpu);
+    k.rest.push_back(chain - head);
+  }
+  if (any_server) {
+    bound = std::max(bound, min_arrival + server_work / std::max(config.server_slots, 1) +
+                                server_tail);
+  }
+  for (auto& [key, k] : keys) {
+    auto it = workers_by_key.find(key);
+    if (it == workers_by_key.end()) continue;
+    const int g = it->second;
+    if (k.build_start < kInf) {
+      bound = std::max(bound, k.build_start + k.build_work / g + k.build_tail);
+    }
+    bound = std::max(bound, k.gpu_start + k.gpu_work / g);
+    if (static_cast<int>(k.rest.size()) > g) {
+      std::nth_element(k.rest.begin(), k.rest.begin() + g, k.rest.end(), std::greater<double>());
+      bound = std::max(bound, k.gpu_start + k.first_gpu + k.rest[g]);
+    }
   }
   return bound;
 }

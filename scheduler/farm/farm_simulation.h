@@ -63,6 +63,7 @@ struct SimResult {
   std::vector<double> job_end_s;         // per job: when its last phase ended
   double makespan_s = 0;                 // last job end (time 0 = simulation start)
   double lower_bound_s = 0;              // LowerBound(config)
+  double simple_lower_bound_s = 0;       // SimpleLowerBound(config)
   double gpu_idle_fraction = 0;          // 1 - GPU busy time / (initial GPUs x makespan)
   int phases_lost = 0;                   // phases ended by a worker loss
   // Wall time (seconds, steady_clock) of each Dispatch and Finished call.
@@ -74,11 +75,27 @@ struct SimResult {
 // can never finish (no worker of their key remains), naming them.
 StatusOr<SimResult> RunFarmSimulation(const SimConfig& config);
 
-// A lower bound on the makespan of any schedule (ignores worker events):
-// the maximum of (a) per resource class, its total work divided by the
-// number of its resources — server work / server slots; per device key,
-// build work / workers and GPU work / workers — and (b) per job, its arrival
-// plus its chain (the sum of all its phase durations).
+// Lower bounds on the makespan of any schedule (both ignore worker events;
+// a key with no initial worker contributes only its jobs' chains).
+//
+// SimpleLowerBound: the maximum of (a) per resource class, its total work
+// divided by the number of its resources — server work / server slots; per
+// device key, build work / workers and GPU work / workers — and (b) per job,
+// its arrival plus its chain (the sum of all its phase durations).
+double SimpleLowerBound(const SimConfig& config);
+
+// LowerBound: SimpleLowerBound tightened with the time a resource class must
+// stay idle at the start and the end, and with GPU entry:
+//  - server: min arrival + server work / slots + min final measure;
+//  - per key, builds: min(arrival + first enumerate) + build work / workers +
+//    min over jobs of (min iteration profile + update, plus measure);
+//  - per key, GPU: min(arrival + head) + GPU work / workers, where a job's
+//    head is what runs before its first GPU phase;
+//  - per key with n jobs > g workers, GPU entry: no GPU phase starts before
+//    h = min(arrival + head), and one that starts before h + d (d the
+//    shortest first GPU phase) keeps its GPU busy past that time, so at most g
+//    jobs enter a GPU before h + d; every other job then needs its rest R
+//    (chain minus head): bound h + d + the (g+1)-th largest R.
 double LowerBound(const SimConfig& config);
 
 }  // namespace iosfarm::scheduler::farm

@@ -62,7 +62,8 @@ TEST(FarmSimulationTest, InterleavedTwoJobsOneSlot) {
                           "1:profile@w/gpu[7,11]", "0:measure@w/gpu[11,13]",
                           "1:update@server-cpu/0[11,14]", "1:measure@w/gpu[14,16]"));
   EXPECT_EQ(r.makespan_s, 16);
-  EXPECT_EQ(r.lower_bound_s, 12);
+  EXPECT_EQ(r.simple_lower_bound_s, 12);  // the chain
+  EXPECT_EQ(r.lower_bound_s, 16);         // GPU entry: 1 + 2 + 4, then 4 + 3 + 2: optimal
   EXPECT_DOUBLE_EQ(r.gpu_idle_fraction, 0.25);
   EXPECT_THAT(r.job_end_s, ElementsAre(13, 16));
   EXPECT_TRUE(HasInterleaving(r.records));
@@ -157,14 +158,37 @@ TEST(FarmSimulationTest, RejectsBadConfigs) {
 TEST(FarmSimulationTest, LowerBoundTakesTheBusiestResourceClass) {
   SimConfig config = TwoJobs(Policy::kInterleaved, 1);
   config.jobs = std::vector<SimJob>(6, config.jobs[0]);
-  // GPU: 6 x 6 = 36 on one worker; server: 6 x 4 = 24; chain 12.
-  EXPECT_EQ(LowerBound(config), 36);
+  // GPU: 6 x 6 = 36 on one worker, not before 1 + 2; server: 6 x 4 = 24 then
+  // a measure of 2; chain 12.
+  EXPECT_EQ(SimpleLowerBound(config), 36);
+  EXPECT_EQ(LowerBound(config), 39);
   config.workers.push_back({"w2", "k"});
-  EXPECT_EQ(LowerBound(config), 24);  // now the server slot
+  EXPECT_EQ(SimpleLowerBound(config), 24);  // now the server slot
+  EXPECT_EQ(LowerBound(config), 26);
   config.server_slots = 4;
-  EXPECT_EQ(LowerBound(config), 18);
+  EXPECT_EQ(SimpleLowerBound(config), 18);
+  EXPECT_EQ(LowerBound(config), 21);
   config.jobs[0].arrival_s = 100;
+  EXPECT_EQ(SimpleLowerBound(config), 112);
   EXPECT_EQ(LowerBound(config), 112);
+}
+
+TEST(FarmSimulationTest, InterleavedSpreadsBuildsOverGpus) {
+  // Many jobs on 10 workers of one key: builds (short) must not pile up on
+  // the first workers by name, or their GPUs' pinned queues grow while other
+  // GPUs idle.
+  SimConfig config;
+  config.server_slots = 40;
+  SimJob job;
+  job.device_key = "k";
+  job.iterations.assign(3, {1.0, 8.3, 39.5, 44.0});
+  job.measure_s = 10;
+  config.jobs.assign(200, job);
+  for (int w = 0; w < 10; ++w) config.workers.push_back({StrCat("w", w), "k"});
+  config.measure_latency = false;
+  SimResult r = RunSim(config);
+  EXPECT_LE(r.makespan_s, 1.05 * r.lower_bound_s) << r.makespan_s << " vs " << r.lower_bound_s;
+  EXPECT_LT(r.gpu_idle_fraction, 0.05);
 }
 
 SimConfig RandomConfig(std::mt19937& rng, Policy policy, bool churn) {
