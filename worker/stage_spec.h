@@ -1,0 +1,40 @@
+// Rebuilds the IOS stages of a build assignment (iosfarm.v1.StageSpec) and
+// checks them against the server's signatures.
+//
+// The server canonicalises every stage before it sends it, so the worker must
+// find the same signature; a mismatch means the two disagree about the graph
+// or the signature algorithm (kSignatureVersion), and measuring would store a
+// latency under the wrong key.
+#ifndef IOSFARM_WORKER_STAGE_SPEC_H_
+#define IOSFARM_WORKER_STAGE_SPEC_H_
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "graph/graph.h"
+#include "iosfarm/v1/farm.pb.h"
+#include "scheduler/ios/signature.h"
+#include "scheduler/ios/stage.h"
+
+namespace iosfarm::worker {
+
+// "0123456789abcdef": a signature as 16 lower-case hex digits.
+std::string SignatureHex(scheduler::ios::Signature signature);
+
+// The stage `spec` describes, canonicalised (CanonicalizeStage: groups and ops
+// in the order the signature assumes; `merged` set for merge stages).
+// InvalidArgument for an unknown strategy, an empty stage or group, or a node
+// id out of range, a Constant or listed twice; FailedPrecondition when a merge
+// stage's convolutions cannot merge or when the signature differs from
+// spec.signature. Every message starts with "stage <index>: ". Pure.
+StatusOr<scheduler::ios::Stage> StageFromSpec(const graph::Graph& graph,
+                                              const v1::StageSpec& spec, int index);
+
+// StageFromSpec for every spec, in order; the first error.
+StatusOr<std::vector<scheduler::ios::Stage>> StagesFromSpecs(
+    const graph::Graph& graph, const google::protobuf::RepeatedPtrField<v1::StageSpec>& specs);
+
+}  // namespace iosfarm::worker
+
+#endif  // IOSFARM_WORKER_STAGE_SPEC_H_
