@@ -72,11 +72,11 @@ class WorkerDaemon {
   WorkerDaemon(const WorkerDaemon&) = delete;
   WorkerDaemon& operator=(const WorkerDaemon&) = delete;
 
-  // Serves until Shutdown() (then OK). Returns at once: InvalidArgument for
-  // bad options (no server or device key, unreadable CA file, bad backoff),
-  // FailedPrecondition when Run is already running or the daemon was shut
-  // down, and the server's status (message saying it will not retry) when the
-  // server refuses registration for good.
+  // Serves until Shutdown() (then OK; OK at once when Shutdown came first).
+  // Returns at once: InvalidArgument for bad options (no server or device
+  // key, unreadable CA file, bad backoff), FailedPrecondition when Run is
+  // already running, and the server's status (message saying it will not
+  // retry) when the server refuses registration for good.
   Status Run();
   // Thread-safe; cancels the stream and wakes a backoff wait; Run returns
   // promptly (a running phase is not interrupted).
