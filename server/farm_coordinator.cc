@@ -1,6 +1,8 @@
 #include "server/farm_coordinator.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 
 #include "common/strings.h"
 #include "spdlog/spdlog.h"
@@ -25,6 +27,32 @@ std::string WorkerStateName(farm::PhaseKind kind) { return std::string(farm::Pha
 
 }  // namespace
 
+StatusOr<std::map<farm::PhaseKind, double>> ParseSyntheticPhaseSeconds(const std::string& text) {
+  std::map<farm::PhaseKind, double> out;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string entry = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (entry.empty()) continue;
+    const size_t eq = entry.find('=');
+    std::optional<farm::PhaseKind> kind;
+    if (eq != std::string::npos) kind = farm::PhaseKindFromName(entry.substr(0, eq));
+    char* parse_end = nullptr;
+    const std::string value = eq == std::string::npos ? "" : entry.substr(eq + 1);
+    const double seconds = std::strtod(value.c_str(), &parse_end);
+    if (!kind || value.empty() || *parse_end != '\0' || !std::isfinite(seconds) || seconds < 0) {
+      return absl::InvalidArgumentError(
+          StrCat("--synthetic-phase-seconds: bad entry '", entry,
+                 "' (expected KIND=SECONDS, KIND one of enumerate, build, profile, update, "
+                 "measure, SECONDS >= 0)"));
+    }
+    out[*kind] = seconds;
+  }
+  return out;
+}
+
 FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
     : options_(std::move(options)),
       store_(store),
@@ -34,6 +62,40 @@ FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
 }
 
 FarmCoordinator::~FarmCoordinator() { Shutdown(); }
+
+double FarmCoordinator::PaddingLeft(farm::PhaseKind kind, double dispatched_s) const {
+  auto it = options_.synthetic_phase_seconds.find(kind);
+  if (it == options_.synthetic_phase_seconds.end()) return 0;
+  return std::max(0.0, dispatched_s + it->second - NowSeconds());
+}
+
+void FarmCoordinator::RunAt(double due_s, std::function<void()> task) {
+  absl::MutexLock lock(&delay_mu_);
+  if (delay_stop_) return;
+  if (!delay_thread_.joinable()) delay_thread_ = std::thread([this] { DelayLoop(); });
+  delayed_.emplace(due_s, std::move(task));
+  delay_cv_.Signal();
+}
+
+void FarmCoordinator::DelayLoop() {
+  absl::MutexLock lock(&delay_mu_);
+  while (!delay_stop_) {
+    if (delayed_.empty()) {
+      delay_cv_.Wait(&delay_mu_);
+      continue;
+    }
+    const double wait_s = delayed_.begin()->first - NowSeconds();
+    if (wait_s > 0) {
+      delay_cv_.WaitWithTimeout(&delay_mu_, absl::Seconds(wait_s));
+      continue;
+    }
+    std::function<void()> task = std::move(delayed_.begin()->second);
+    delayed_.erase(delayed_.begin());
+    delay_mu_.Unlock();
+    task();
+    delay_mu_.Lock();
+  }
+}
 
 void FarmCoordinator::Shutdown() {
   std::vector<std::shared_ptr<WorkerLink>> links;
@@ -53,6 +115,15 @@ void FarmCoordinator::Shutdown() {
   for (auto& thread : pool_) thread.join();
   pool_.clear();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  std::thread delay_thread;
+  {
+    absl::MutexLock lock(&delay_mu_);
+    delay_stop_ = true;
+    delayed_.clear();
+    delay_cv_.SignalAll();
+    delay_thread.swap(delay_thread_);
+  }
+  if (delay_thread.joinable()) delay_thread.join();
 }
 
 void FarmCoordinator::Post(std::function<void()> task) {
@@ -382,6 +453,7 @@ void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
     }
     std::shared_ptr<JobContext> job = it->second;
     InFlight flight;
+    flight.dispatched_s = NowSeconds();
     flight.job = assignment.job;
     flight.kind = assignment.kind;
     flight.worker = assignment.worker;
@@ -463,11 +535,14 @@ void FarmCoordinator::SendAll(std::vector<Send> sends) {
 
 void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   std::shared_ptr<JobContext> job;
+  double dispatched_s = NowSeconds();
   {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(assignment.job);
     if (it == jobs_.end()) return;  // cancelled meanwhile
     job = it->second;
+    auto flight = in_flight_.find(assignment.phase);
+    if (flight != in_flight_.end()) dispatched_s = flight->second.dispatched_s;
   }
   // The job has this one phase in flight: its runner is ours until we report.
   Status status;
@@ -513,6 +588,11 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
     job->pending_profile.Clear();
   } else {
     status = absl::InternalError("a worker phase ran on the server");
+  }
+  // Benchmark padding (off unless synthetic_phase_seconds is set): the slot
+  // stays busy until the phase's minimum time has passed.
+  if (const double left = PaddingLeft(assignment.kind, dispatched_s); left > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(left));
   }
   ServerPhaseDone(assignment, job, status, next);
 }
@@ -641,6 +721,12 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResu
       return;
     }
     const InFlight flight = flight_it->second;
+    // Benchmark padding (off unless synthetic_phase_seconds is set): hold the
+    // result back until the phase's minimum time has passed.
+    if (const double left = PaddingLeft(flight.kind, flight.dispatched_s); left > 1e-4) {
+      RunAt(NowSeconds() + left, [this, worker, result] { PhaseResult(worker, result); });
+      return;
+    }
     auto w = workers_.find(worker);
     std::string backend;
     if (w != workers_.end()) {

@@ -59,7 +59,19 @@ struct CoordinatorOptions {
   double heartbeat_timeout_s = 5.0;  // silence after which a worker is lost
   v1::ProfileOptions profile;        // stage profiling (0 fields: backend defaults)
   v1::ProfileOptions measure;        // end-to-end measurement
+  // BENCHMARK ONLY (empty = off): minimum wall seconds of each phase kind. A
+  // server phase that ends sooner sleeps in its slot; a worker phase's result
+  // is held back (on a timer thread) until its minimum has passed since it
+  // was dispatched. See ServerOptions::synthetic_phase_seconds.
+  std::map<scheduler::farm::PhaseKind, double> synthetic_phase_seconds;
 };
+
+// Parses "kind=seconds,..." (kinds: enumerate, build, profile, update,
+// measure; seconds finite, >= 0) for CoordinatorOptions::
+// synthetic_phase_seconds. Empty text: empty map. InvalidArgument naming the
+// flag and the bad entry otherwise.
+StatusOr<std::map<scheduler::farm::PhaseKind, double>> ParseSyntheticPhaseSeconds(
+    const std::string& text);
 
 // A job's state as the Watch call sees it.
 struct JobSnapshot {
@@ -144,6 +156,7 @@ class FarmCoordinator {
     int64_t job_id = 0;
   };
   struct InFlight {
+    double dispatched_s = 0;  // NowSeconds() at dispatch (benchmark padding)
     int64_t job = 0;
     scheduler::farm::PhaseKind kind = scheduler::farm::PhaseKind::kEnumerate;
     std::string worker;
@@ -181,6 +194,13 @@ class FarmCoordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PoolLoop();
   void HeartbeatLoop();
+  // Benchmark padding: seconds phase `kind` dispatched at `dispatched_s`
+  // still has to last (0 without padding).
+  double PaddingLeft(scheduler::farm::PhaseKind kind, double dispatched_s) const;
+  // Runs `task` at NowSeconds() >= due_s on the padding thread (started on
+  // first use; joined by Shutdown, which drops what has not run).
+  void RunAt(double due_s, std::function<void()> task) ABSL_LOCKS_EXCLUDED(delay_mu_);
+  void DelayLoop();
   void Post(std::function<void()> task);
 
   const CoordinatorOptions options_;
@@ -203,6 +223,13 @@ class FarmCoordinator {
   bool pool_stop_ ABSL_GUARDED_BY(pool_mu_) = false;
   std::vector<std::thread> pool_;
   std::thread heartbeat_thread_;
+
+  // Benchmark padding only (synthetic_phase_seconds): held-back worker results.
+  absl::Mutex delay_mu_;
+  absl::CondVar delay_cv_;
+  std::multimap<double, std::function<void()>> delayed_ ABSL_GUARDED_BY(delay_mu_);
+  bool delay_stop_ ABSL_GUARDED_BY(delay_mu_) = false;
+  std::thread delay_thread_ ABSL_GUARDED_BY(delay_mu_);
 };
 
 // Seconds since the Unix epoch, and milliseconds.

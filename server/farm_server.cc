@@ -108,6 +108,8 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   coordinator.heartbeat_timeout_s = options.heartbeat_timeout_s;
   coordinator.profile = ProfileFrom(options);
   coordinator.measure = ProfileFrom(options);
+  ASSIGN_OR_RETURN(coordinator.synthetic_phase_seconds,
+                   ParseSyntheticPhaseSeconds(options.synthetic_phase_seconds));
   impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->store.get());
   RETURN_IF_ERROR(impl->coordinator->Resume());
 

@@ -37,6 +37,13 @@ struct ServerOptions {
   // (docs/profiling.md); 0 = the backend's default.
   int profile_min_repeats = 0, profile_max_repeats = 0;
   double profile_max_seconds = 0;
+  // BENCHMARK ONLY (bench/farm_cluster_bench.py; off when empty): minimum
+  // wall seconds per phase kind, "enumerate=0.01,build=0.083,profile=0.395,
+  // update=0.44,measure=0.1". A phase that ends sooner is reported to the
+  // scheduler only when its minimum has passed (server phases sleep, worker
+  // results are held back), so a real farm reproduces chosen phase times.
+  // Never set it in production: it only slows the farm down.
+  std::string synthetic_phase_seconds;
 };
 
 class FarmServer {

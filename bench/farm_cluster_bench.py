@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""farm_cluster_bench: the farm benchmarks that need a real run (issue 5).
+
+Starts real processes on loopback: one `iosfarm-server` with a fresh temp
+--db per run and N `iosfarm-worker --backend sim` processes; submits jobs with
+the `iosfarm` CLI and reads `iosfarm list/timeline/result --format json`.
+Python 3 standard library only. Results: docs/benchmarks.md.
+
+  policy   makespan of 1, 2, 4, 8 identical jobs and a mixed set under the
+           interleaved, sequential and synchronous policies, next to a lower
+           bound from the run's own timeline and the GPU idle fraction. Phase
+           times are the thesis's (build 8.3 s, profile 39.5 s, update 44.0 s;
+           enumerate 1.0 s and measure 10.0 s as in bench/farm_policy_bench)
+           times --scale, imposed by the server's benchmark-only
+           --synthetic-phase-seconds padding (the sim worker runs at time
+           scale 0). With --sim-bench, farm_policy_bench's simulated makespans
+           of the same job shape are printed beside the real ones.
+  cache    latency-database reuse with the sim backend at time scale 0
+           (counts matter, not times): the same model twice, zoo inception_v3
+           then the torchvision inception_v3 ONNX export, and candidates vs
+           unique signatures vs stages profiled within one model.
+
+Usage:
+  bench/farm_cluster_bench.py policy --server-bin build-bench/manual/iosfarm-server \\
+      --sim-bench build-farm/bench/farm_policy_bench
+  bench/farm_cluster_bench.py cache --onnx-dir /tmp/onnx   # export_torchvision.py output
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Thesis phase times, seconds (enumerate and measure: farm_policy_bench's choice).
+THESIS = {"enumerate": 1.0, "build": 8.3, "profile": 39.5, "update": 44.0, "measure": 10.0}
+GPU_PHASES = ("profile", "measure")
+FINAL = ("succeeded", "failed", "cancelled")
+
+
+class Farm:
+    """One server (fresh database) and `workers` sim workers on loopback."""
+
+    def __init__(self, args, policy="interleaved", workers=1, padding="", device="sim-v100"):
+        self.args = args
+        self.device = device
+        self.dir = tempfile.mkdtemp(prefix="farm_cluster_bench.")
+        self.procs = []
+        cmd = [args.server_bin, "--listen", "127.0.0.1:0", "--db", os.path.join(self.dir, "farm.db"),
+               "--policy", policy, "--server-slots", str(args.slots), "--log-level", "warn"]
+        if padding:
+            cmd += ["--synthetic-phase-seconds", padding]
+        self.server_log = open(os.path.join(self.dir, "server.log"), "w+")
+        server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.server_log, text=True)
+        self.procs.append(server)
+        line = server.stdout.readline()
+        m = re.search(r"listening on (\S+)", line)
+        if not m:
+            self.close()
+            raise RuntimeError(f"server did not start: {line!r}; see {self.dir}/server.log")
+        self.address = m.group(1)
+        for i in range(workers):
+            log = open(os.path.join(self.dir, f"worker{i}.log"), "w")
+            self.procs.append(subprocess.Popen(
+                [args.worker_bin, "--server", self.address, "--device-key", device,
+                 "--backend", "sim", "--sim-time-scale", "0", "--worker-id", f"w{i}",
+                 "--log-level", "warn"], stdout=log, stderr=subprocess.STDOUT))
+        deadline = time.time() + 30
+        while len(self.cli("workers").get("workers", [])) < workers:
+            if time.time() > deadline:
+                raise RuntimeError("workers did not register")
+            time.sleep(0.05)
+
+    def cli(self, *argv):
+        out = subprocess.run([self.args.cli_bin, *argv, "--server", self.address, "--format", "json"],
+                             check=True, capture_output=True, text=True).stdout
+        return json.loads(out)
+
+    def submit_all(self, jobs):
+        """jobs: [(delay_s, [cli args])]; submits each at its delay (in parallel)."""
+        t0 = time.time()
+        procs = []
+        for delay, argv in sorted(jobs, key=lambda j: j[0]):
+            while time.time() < t0 + delay:
+                time.sleep(0.005)
+            procs.append(subprocess.Popen(
+                [self.args.cli_bin, "submit", *argv, "--device", self.device, "--server",
+                 self.address, "--format", "json"], stdout=subprocess.PIPE, text=True))
+        ids = []
+        for p in procs:
+            out, _ = p.communicate()
+            if p.returncode != 0:
+                raise RuntimeError("submit failed")
+            ids.append(json.loads(out)["job"]["id"])
+        return ids
+
+    def wait(self, ids, timeout=900):
+        deadline = time.time() + timeout
+        while True:
+            jobs = {j["id"]: j for j in self.cli("list").get("jobs", [])}
+            if all(jobs.get(i, {}).get("state") in FINAL for i in ids):
+                return [jobs[i] for i in ids]
+            if time.time() > deadline:
+                raise RuntimeError("jobs did not finish in time")
+            time.sleep(0.1)
+
+    def close(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def analyse(jobs, phases, slots):
+    """Makespan, lower bound and GPU idle fraction from the timeline."""
+    t0 = min(j["submitted_unix_ms"] / 1000.0 for j in jobs)
+    ids = {j["id"] for j in jobs}
+    phases = [p for p in phases if p["job_id"] in ids and p["outcome"] == "ok"]
+    end = max(p["end_s"] for p in phases)
+    makespan = end - t0
+    work = {"server": 0.0, "worker-cpu": 0.0}
+    gpu_work = {}
+    chain = {}
+    for p in phases:
+        d = p["end_s"] - p["start_s"]
+        chain[p["job_id"]] = chain.get(p["job_id"], 0.0) + d
+        if not p["worker"]:
+            work["server"] += d
+        elif p["phase"] in GPU_PHASES:
+            gpu_work[p["resource"]] = gpu_work.get(p["resource"], 0.0) + d
+        else:
+            work["worker-cpu"] += d
+    gpus = max(1, len(gpu_work))
+    gpu_total = sum(gpu_work.values())
+    arrival = {j["id"]: j["submitted_unix_ms"] / 1000.0 - t0 for j in jobs}
+    bound = max(gpu_total / gpus, work["worker-cpu"] / gpus, work["server"] / slots,
+                max(arrival[i] + c for i, c in chain.items()))
+    counts = {}
+    for p in phases:
+        if p["phase"] == "profile":
+            counts[p["job_id"]] = counts.get(p["job_id"], 0) + 1
+    return {"makespan": makespan, "bound": bound, "gpu_idle": 1 - gpu_total / (gpus * makespan),
+            "profiles": sorted(counts.values())}
+
+
+def run_scenario(args, policy, jobs, padding):
+    farm = Farm(args, policy=policy, padding=padding)
+    try:
+        ids = farm.submit_all(jobs)
+        rows = farm.wait(ids)
+        bad = [j for j in rows if j["state"] != "succeeded"]
+        if bad:
+            raise RuntimeError(f"job failed: {bad[0]['error']}")
+        phases = farm.cli("timeline")["phases"]
+        return analyse(rows, phases, args.slots)
+    finally:
+        farm.close()
+
+
+def sim_rows(args):
+    """farm_policy_bench's table for the same job shape, keyed by scenario name."""
+    out = subprocess.run([args.sim_bench, "--iterations", str(args.iterations), "--measure",
+                          str(THESIS["measure"]), "--slots", str(args.slots), "--scale-jobs", "10"],
+                         check=True, capture_output=True, text=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 11 and cells[1] == "1" and cells[0] not in rows and cells[2][0].isdigit():
+            rows[cells[0]] = {"simple": float(cells[2]), "tight": float(cells[3]),
+                              "interleaved": float(cells[4]), "sequential": float(cells[5]),
+                              "synchronous": float(cells[6])}
+    return rows
+
+
+def policy_bench(args):
+    s = args.scale
+    padding = ",".join(f"{k}={v * s:.6g}" for k, v in THESIS.items())
+    identical = "resnet50"  # r=3, s=8, 64-stage batches: 101 signatures, 2 profile batches
+    scenarios = []
+    for n in (1, 2, 4, 8):
+        # Batch sizes 1..n: same structure and phase count, no shared signatures.
+        scenarios.append((f"{n} identical", [(0.0, [identical, "--batch", str(b + 1)]) for b in range(n)]))
+    scenarios.append(("mixed 4 (1-10 it, staggered)", [
+        (0.0, ["resnet50", "--batch", "1"]),
+        (0.0, ["squeezenet", "--batch", "1"]),
+        (60 * s, ["resnet50", "--batch", "2"]),
+        (120 * s, ["inception_v3", "--r", "1", "--s", "3"]),
+    ]))
+    policies = ("interleaved", "sequential", "synchronous")
+    sim = sim_rows(args) if args.sim_bench else {}
+    print(f"padding: --synthetic-phase-seconds {padding}; server slots {args.slots}; 1 sim worker\n")
+    print("| jobs | profile batches per job | bound real (s) | interleaved real (s) | sequential real (s) "
+          "| synchronous real (s) | int / bound | seq / int | GPU idle int / seq / sync "
+          "| sim tight bound x scale (s) | sim int / seq / sync x scale (s) | sim seq / int |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, jobs in scenarios:
+        r = {p: run_scenario(args, p, jobs, padding) for p in policies}
+        bound = min(r[p]["bound"] for p in policies)
+        m = {p: r[p]["makespan"] for p in policies}
+        idle = " / ".join(f"{100 * r[p]['gpu_idle']:.0f} %" for p in policies)
+        si = sim.get(name)
+        sim_cells = "— | — | —"
+        if si:
+            sim_cells = (f"{si['tight'] * s:.2f} | " +
+                         " / ".join(f"{si[p] * s:.2f}" for p in policies) +
+                         f" | {si['sequential'] / si['interleaved']:.2f}x")
+        print(f"| {name} | {','.join(map(str, r['interleaved']['profiles']))} | {bound:.2f} | "
+              f"{m['interleaved']:.2f} | {m['sequential']:.2f} | {m['synchronous']:.2f} | "
+              f"{m['interleaved'] / bound:.3f} | {m['sequential'] / m['interleaved']:.2f}x | {idle} | "
+              f"{sim_cells} |", flush=True)
+
+
+def job_stats(farm, job):
+    result = farm.cli("result", str(job["id"]))
+    p = job["progress"]
+    return {"profiled": p["stages_profiled"], "hits": p["cache_hits"], "unique": p["unique_signatures"],
+            "candidates": p["candidates"], "search_s": find_number(result, "search_s"),
+            "elapsed_s": p["elapsed_s"]}
+
+
+def find_number(obj, key):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == key and isinstance(v, (int, float)):
+                return v
+            found = find_number(v, key)
+            if found is not None:
+                return found
+    elif isinstance(obj, list):
+        for v in obj:
+            found = find_number(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def cache_bench(args):
+    print("| experiment | job | candidates | unique signatures | cache hits | stages profiled "
+          "| search time (s) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+
+    def sequence(title, submissions):
+        farm = Farm(args)
+        try:
+            for label, argv in submissions:
+                (job_id,) = farm.submit_all([(0.0, argv)])
+                (job,) = farm.wait([job_id])
+                if job["state"] != "succeeded":
+                    raise RuntimeError(f"{label}: {job['state']}: {job['error']}")
+                st = job_stats(farm, job)
+                search = st["search_s"] if st["search_s"] is not None else st["elapsed_s"]
+                print(f"| {title} | {label} | {st['candidates']} | {st['unique']} | {st['hits']} | "
+                      f"{st['profiled']} | {search:.2f} |", flush=True)
+        finally:
+            farm.close()
+
+    sequence("(a) same model twice", [("resnet50 #1", ["resnet50"]), ("resnet50 #2", ["resnet50"]),
+                                       ("inception_v3 #1", ["inception_v3"]),
+                                       ("inception_v3 #2", ["inception_v3"])])
+    onnx = os.path.join(args.onnx_dir, "inception_v3.onnx") if args.onnx_dir else ""
+    if onnx and os.path.exists(onnx):
+        sequence("(b) zoo then torchvision ONNX", [("zoo inception_v3", ["inception_v3"]),
+                                                   ("torchvision inception_v3.onnx", [onnx])])
+        sequence("(b') torchvision ONNX alone", [("torchvision inception_v3.onnx", [onnx])])
+    else:
+        print(f"| (b) skipped: no {onnx or '--onnx-dir'} | | | | | | |")
+    sequence("(c) repeated cells", [("resnet50 (r=3, s=8)", ["resnet50"])])
+    sequence("(c) repeated cells", [("nasnet_a (r=1, s=3)", ["nasnet_a", "--r", "1", "--s", "3"])])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("part", choices=["policy", "cache"])
+    parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--server-bin", help="default: BUILD/server/iosfarm-server")
+    parser.add_argument("--worker-bin", help="default: BUILD/worker/iosfarm-worker")
+    parser.add_argument("--cli-bin", help="default: BUILD/client/iosfarm")
+    parser.add_argument("--scale", type=float, default=0.01, help="wall seconds per thesis second")
+    parser.add_argument("--slots", type=int, default=2, help="server CPU slots")
+    parser.add_argument("--iterations", type=int, default=2,
+                        help="profile batches per identical job (resnet50 r=3,s=8 has 2), for --sim-bench")
+    parser.add_argument("--sim-bench", help="farm_policy_bench binary, for the simulated columns")
+    parser.add_argument("--onnx-dir", help="directory with inception_v3.onnx (tests/onnx/export_torchvision.py)")
+    args = parser.parse_args()
+    args.server_bin = args.server_bin or os.path.join(args.build_dir, "server", "iosfarm-server")
+    args.worker_bin = args.worker_bin or os.path.join(args.build_dir, "worker", "iosfarm-worker")
+    args.cli_bin = args.cli_bin or os.path.join(args.build_dir, "client", "iosfarm")
+    if args.part == "policy":
+        policy_bench(args)
+    else:
+        cache_bench(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
