@@ -14,6 +14,9 @@ struct CommandContext {
   std::ostream& out;
   std::ostream& err;
   Status result;  // set by the subcommand that ran
+  // `out` is a terminal: progress is redrawn in place rather than printed as
+  // plain lines.
+  bool out_is_tty = false;
 };
 
 // Each subcommand adds itself to `app`; its callback stores its outcome in
@@ -22,6 +25,16 @@ void AddModelsCommand(CLI::App& app, CommandContext& context);
 void AddInspectCommand(CLI::App& app, CommandContext& context);
 void AddSearchCommand(CLI::App& app, CommandContext& context);
 void AddRunCommand(CLI::App& app, CommandContext& context);
+// Remote commands (a server at --server / IOSFARM_SERVER).
+void AddSubmitCommand(CLI::App& app, CommandContext& context);
+void AddWatchCommand(CLI::App& app, CommandContext& context);
+void AddStatusCommand(CLI::App& app, CommandContext& context);
+void AddListCommand(CLI::App& app, CommandContext& context);
+void AddCancelCommand(CLI::App& app, CommandContext& context);
+void AddResultCommand(CLI::App& app, CommandContext& context);
+void AddWorkersCommand(CLI::App& app, CommandContext& context);
+void AddTimelineCommand(CLI::App& app, CommandContext& context);
+void AddRetuneCommand(CLI::App& app, CommandContext& context);
 
 }  // namespace iosfarm::client
 

@@ -1,0 +1,200 @@
+#include "client/job_format.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace iosfarm::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::Job MakeJob() {
+  v1::Job job;
+  job.set_id(42);
+  job.set_model_name("resnet50");
+  job.set_model_digest("0123456789abcdef0123");
+  job.set_device_key("h100-sxm");
+  job.set_batch(8);
+  job.mutable_options()->set_r(3);
+  job.set_priority(2);
+  job.set_owner("alice");
+  job.set_state(v1::RUNNING);
+  job.set_submitted_unix_ms(1700000000000);  // 2023-11-14 22:13:20Z
+  job.set_started_unix_ms(1700000001000);
+  v1::JobProgress* p = job.mutable_progress();
+  p->set_phase("profile");
+  p->set_blocks_total(8);
+  p->set_blocks_done(3);
+  p->set_stages_profiled(120);
+  p->set_cache_hits(40);
+  p->set_candidates(5000);
+  p->set_unique_signatures(700);
+  p->set_elapsed_s(12.3);
+  p->set_eta_s(-1);
+  return job;
+}
+
+v1::JobResult MakeResult() {
+  v1::JobResult r;
+  r.set_job_id(42);
+  r.set_schedule_json(R"({"format_version": 1, "stages": []})");
+  for (auto [name, ms] : {std::pair{"ios", 4.0}, {"sequential", 6.0}, {"greedy", 5.0}}) {
+    v1::ScheduleLatency* l = r.add_measured();
+    l->set_name(name);
+    l->set_median_ms(ms);
+    l->set_p10_ms(ms - 0.1);
+    l->set_p90_ms(ms + 0.1);
+    l->set_cv(0.01);
+    l->set_repeats(50);
+  }
+  r.set_predicted_ms(3.9);
+  r.set_search_s(48);
+  r.set_stages_profiled(1234);
+  r.set_cache_hits(567);
+  r.set_candidates(9000);
+  r.set_unique_signatures(2345);
+  r.set_stages(17);
+  r.set_worker("w1");
+  r.set_backend("cuda");
+  r.set_device_key("h100-sxm");
+  return r;
+}
+
+TEST(JobFormatTest, StateNamesAndDurations) {
+  EXPECT_EQ(JobStateName(v1::QUEUED), "queued");
+  EXPECT_EQ(JobStateName(v1::CANCELLED), "cancelled");
+  EXPECT_TRUE(IsFinal(v1::FAILED));
+  EXPECT_FALSE(IsFinal(v1::RUNNING));
+  EXPECT_EQ(FormatSeconds(0.25), "250ms");
+  EXPECT_EQ(FormatSeconds(12.34), "12.3s");
+  EXPECT_EQ(FormatSeconds(245), "4m05s");
+  EXPECT_EQ(FormatSeconds(7380), "2h03m");
+  EXPECT_EQ(FormatSeconds(-1), "-");
+  EXPECT_EQ(FormatUnixMs(1700000000000), "2023-11-14 22:13:20Z");
+  EXPECT_EQ(FormatUnixMs(0), "-");
+}
+
+TEST(JobFormatTest, JobJsonUsesPlainNumbersAndStateWords) {
+  nlohmann::json j = JobJson(MakeJob());
+  EXPECT_EQ(j["id"], 42);
+  EXPECT_TRUE(j["id"].is_number_integer());
+  EXPECT_EQ(j["state"], "running");
+  EXPECT_EQ(j["batch"], 8);
+  EXPECT_EQ(j["options"]["r"], 3);
+  EXPECT_EQ(j["options"]["s"], 0);
+  EXPECT_EQ(j["submitted_unix_ms"], 1700000000000);
+  EXPECT_EQ(j["progress"]["blocks_done"], 3);
+  EXPECT_EQ(j["progress"]["stages_profiled"], 120);
+  EXPECT_TRUE(j["progress"]["eta_s"].is_null());
+  EXPECT_EQ(j["progress"]["elapsed_s"], 12.3);
+}
+
+TEST(JobFormatTest, JobTextShowsProgress) {
+  std::string text = JobText(MakeJob());
+  EXPECT_THAT(text, HasSubstr("job        42\n"));
+  EXPECT_THAT(text, HasSubstr("state      running\n"));
+  EXPECT_THAT(text, HasSubstr("device     h100-sxm\n"));
+  EXPECT_THAT(text, HasSubstr("blocks     3/8\n"));
+  EXPECT_THAT(text, HasSubstr("r 3, s default, block size default"));
+  EXPECT_THAT(text, HasSubstr("120 profiled, 40 cache hits"));
+  EXPECT_THAT(text, HasSubstr("submitted  2023-11-14 22:13:20Z"));
+  EXPECT_THAT(text, Not(HasSubstr("error")));
+}
+
+TEST(JobFormatTest, JobsTableHasOneRowPerJob) {
+  v1::Job a = MakeJob();
+  v1::Job b = MakeJob();
+  b.set_id(43);
+  b.set_state(v1::FAILED);
+  b.set_model_name("squeezenet");
+  std::string table = JobsTable({a, b});
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 3);
+  EXPECT_THAT(table, HasSubstr("ID"));
+  EXPECT_THAT(table, HasSubstr("squeezenet"));
+  EXPECT_THAT(table, HasSubstr("failed"));
+}
+
+TEST(JobFormatTest, ProgressLineHasBarPhaseCountsAndEta) {
+  v1::Job job = MakeJob();
+  std::string line = ProgressLine(job);
+  EXPECT_EQ(line,
+            "job 42 running [#######.............] 3/8 blocks, profile, 120 stages profiled, "
+            "40 cache hits, 12.3s, ETA ?");
+  job.mutable_progress()->set_eta_s(30);
+  EXPECT_THAT(ProgressLine(job), HasSubstr("ETA 30.0s"));
+  job.set_state(v1::SUCCEEDED);
+  job.mutable_progress()->set_blocks_done(8);
+  EXPECT_THAT(ProgressLine(job), HasSubstr("[####################] 8/8 blocks"));
+  EXPECT_THAT(ProgressLine(job), Not(HasSubstr("ETA")));
+}
+
+TEST(JobFormatTest, ResultTextHasLatenciesSpeedupsAndStatistics) {
+  std::string text = JobResultText(MakeResult());
+  EXPECT_THAT(text, HasSubstr("job 42: device h100-sxm, backend cuda, worker w1, 17 stages"));
+  EXPECT_THAT(text, HasSubstr("ios         4.0000"));
+  EXPECT_THAT(text, HasSubstr("sequential  6.0000"));
+  EXPECT_THAT(text, HasSubstr("1.500x vs sequential, 1.250x vs greedy"));
+  EXPECT_THAT(text, HasSubstr("predicted: 3.9000 ms"));
+  EXPECT_THAT(text, HasSubstr("48.0s, 1234 stages profiled, 567 cache hits, 9000 candidates -> "
+                              "2345 unique signatures"));
+}
+
+TEST(JobFormatTest, ResultJsonEmbedsTheScheduleAndSpeedups) {
+  nlohmann::json j = JobResultJson(MakeResult());
+  EXPECT_EQ(j["job_id"], 42);
+  EXPECT_EQ(j["measured"].size(), 3u);
+  EXPECT_EQ(j["measured"][1]["name"], "sequential");
+  EXPECT_DOUBLE_EQ(j["speedup_vs_sequential"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(j["speedup_vs_greedy"].get<double>(), 1.25);
+  EXPECT_EQ(j["schedule"]["format_version"], 1);
+  EXPECT_EQ(j["cache_hits"], 567);
+
+  v1::JobResult bad = MakeResult();
+  bad.set_schedule_json("not json");
+  bad.clear_measured();
+  nlohmann::json k = JobResultJson(bad);
+  EXPECT_EQ(k["schedule"], "not json");
+  EXPECT_TRUE(k["speedup_vs_sequential"].is_null());
+}
+
+TEST(JobFormatTest, WorkersAndTimeline) {
+  v1::WorkerInfo w;
+  w.set_id("gpu-0");
+  w.set_device_key("h100-sxm");
+  w.set_backend("cuda");
+  w.set_state("profile");
+  w.set_job_id(42);
+  w.set_phases_done(9);
+  EXPECT_THAT(WorkersTable({w}), HasSubstr("gpu-0"));
+  EXPECT_EQ(WorkerJson(w)["phases_done"], 9);
+
+  v1::PhaseEntry a;
+  a.set_job_id(42);
+  a.set_phase("enumerate");
+  a.set_resource("server-cpu/0");
+  a.set_queued_s(1000.0);
+  a.set_start_s(1000.5);
+  a.set_end_s(1002.0);
+  a.set_outcome("ok");
+  a.set_stages(30);
+  v1::PhaseEntry b = a;
+  b.set_phase("build");
+  b.set_resource("w1/cpu");
+  b.set_queued_s(1002.0);
+  b.set_start_s(1002.0);
+  b.set_end_s(1003.25);
+  std::string table = TimelineTable({b, a});  // sorted by start time
+  EXPECT_LT(table.find("enumerate"), table.find("build"));
+  EXPECT_THAT(table, HasSubstr("0.500"));    // enumerate started 0.5 s after the origin
+  EXPECT_THAT(table, HasSubstr("1.5s"));     // enumerate ran 1.5 s
+  EXPECT_THAT(table, HasSubstr("3.250"));    // build ended at +3.25 s
+  EXPECT_EQ(PhaseJson(b)["resource"], "w1/cpu");
+}
+
+TEST(JobFormatTest, FormatTableAlignsColumns) {
+  EXPECT_EQ(FormatTable({{"A", "BB"}, {"ccc", "d"}}), "A    BB\nccc  d\n");
+}
+
+}  // namespace
+}  // namespace iosfarm::client

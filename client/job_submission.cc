@@ -1,0 +1,120 @@
+#include "client/job_submission.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "client/job_format.h"
+#include "client/job_watch.h"
+#include "common/strings.h"
+#include "graph/models/zoo.h"
+#include "proto/rpc_util.h"
+
+namespace iosfarm::client {
+
+void AddSearchFlags(CLI::App& command, SearchFlags& flags, const std::string& batch_help) {
+  command.add_option("--batch", flags.batch, batch_help)
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  command.add_option("--r", flags.r, "Most ops per group (server default 3)")
+      ->check(CLI::Range(1, 64));
+  command.add_option("--s", flags.s, "Most groups per stage (server default 8)")
+      ->check(CLI::Range(1, 64));
+  command.add_option("--block-size", flags.block_size, "Largest block in ops (server default 50)")
+      ->check(CLI::Range(1, 1024));
+}
+
+v1::SearchOptions ToSearchOptions(const SearchFlags& flags) {
+  v1::SearchOptions options;
+  options.set_r(flags.r.value_or(0));
+  options.set_s(flags.s.value_or(0));
+  options.set_block_size(flags.block_size.value_or(0));
+  return options;
+}
+
+StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec) {
+  v1::SubmitJobRequest request;
+  bool is_zoo = false;
+  for (const auto& zoo : graph::models::ZooModels()) is_zoo = is_zoo || zoo.name == spec.model;
+  if (is_zoo) {
+    request.set_zoo_name(spec.model);
+    request.set_model_name(spec.model);
+  } else {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(spec.model, error)) {
+      return absl::NotFoundError(StrCat("model '", spec.model,
+                                        "' is neither a zoo model (see `iosfarm models`) "
+                                        "nor an existing file"));
+    }
+    ASSIGN_OR_RETURN(std::string bytes, rpc::ReadFileToString(spec.model));
+    request.set_onnx(std::move(bytes));
+    request.set_model_name(std::filesystem::path(spec.model).filename().string());
+  }
+  request.set_batch(spec.search.batch.value_or(0));
+  request.set_device_key(spec.device_key);
+  *request.mutable_options() = ToSearchOptions(spec.search);
+  request.set_priority(spec.priority);
+  return request;
+}
+
+Status WriteScheduleFile(const std::string& path, const std::string& schedule_json) {
+  std::ofstream file(path, std::ios::binary);
+  file << schedule_json;
+  if (!schedule_json.empty() && schedule_json.back() != '\n') file << "\n";
+  file.close();
+  if (!file) return absl::UnavailableError(StrCat("cannot write schedule file '", path, "'"));
+  return absl::OkStatus();
+}
+
+Status WaitAndReport(FarmClient& client, int64_t job_id, const ReportOptions& options,
+                     CommandContext& context) {
+  const bool json = options.format == "json";
+  ProgressDisplay display(context.out, context.out_is_tty);
+  StatusOr<v1::Job> final_job = WatchJobUntilDone(client, job_id, json ? nullptr : &display);
+  display.Finish();
+  if (!final_job.ok()) return final_job.status();
+  std::optional<v1::JobResult> result;
+  if (final_job->state() == v1::SUCCEEDED) {
+    ASSIGN_OR_RETURN(result, client.GetResult(job_id));
+    if (!options.schedule_output.empty()) {
+      RETURN_IF_ERROR(WriteScheduleFile(options.schedule_output, result->schedule_json()));
+    }
+  }
+  if (json) {
+    nlohmann::json doc = {{"format_version", kRemoteFormatVersion}, {"job", JobJson(*final_job)}};
+    if (result) doc["result"] = JobResultJson(*result);
+    context.out << doc.dump(2) << "\n";
+  } else if (result) {
+    context.out << JobResultText(*result);
+  }
+  return JobOutcome(*final_job);
+}
+
+Status SubmitAndReport(FarmClient& client, const v1::SubmitJobRequest& request,
+                       const ReportOptions& options, CommandContext& context) {
+  ASSIGN_OR_RETURN(v1::Job job, client.SubmitJob(request));
+  const bool json = options.format == "json";
+  if (!options.wait) {
+    if (json) {
+      context.out << nlohmann::json{{"format_version", kRemoteFormatVersion}, {"job", JobJson(job)}}
+                         .dump(2)
+                  << "\n";
+    } else {
+      context.out << job.id() << "\n";
+    }
+    return absl::OkStatus();
+  }
+  if (!json) {
+    context.out << "job " << job.id() << " submitted: " << job.model_name() << " on "
+                << job.device_key() << ", batch "
+                << (job.batch() > 0 ? std::to_string(job.batch()) : std::string("default"))
+                << "\n";
+  }
+  return WaitAndReport(client, job.id(), options, context);
+}
+
+StatusOr<std::unique_ptr<FarmClient>> ConnectWithFlags(const RemoteFlags& flags) {
+  return FarmClient::Connect(ResolveRemoteOptions(flags));
+}
+
+}  // namespace iosfarm::client
