@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Multi-process tests of the tuning farm (issue 5).
+
+Real processes on loopback: one `iosfarm-server` with a real SQLite file,
+several `iosfarm-worker --backend sim` daemons, and the `iosfarm` CLI. The
+sim backend sleeps in proportion to its simulated device time
+(--sim-time-scale), so phases take real wall time and overlap the way they do
+on GPUs. Workers and the server are killed with SIGKILL and restarted.
+
+Invariants are checked from the server's timeline (GetTimeline):
+  - no resource (in particular no GPU) ever runs two phases at once;
+  - each job's phases never overlap (one at a time, in order);
+  - with several jobs, phases of different jobs overlap (interleaving).
+
+Usage: farm_cluster_test.py BUILD_DIR [unittest args]
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BUILD = None  # set in main
+
+SERVER = "server/iosfarm-server"
+WORKER = "worker/iosfarm-worker"
+CLI = "client/iosfarm"
+EPS = 1e-6
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Farm:
+    """A server, its workers and a CLI bound to one temp directory."""
+
+    def __init__(self, tmp, policy="interleaved"):
+        self.tmp = tmp
+        self.db = os.path.join(tmp, "farm.db")
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.policy = policy
+        self.server = None
+        self.workers = {}
+        self.logs = []
+
+    def _log(self, name):
+        path = os.path.join(self.tmp, name + ".log")
+        self.logs.append(path)
+        return open(path, "ab")
+
+    def start_server(self, *extra):
+        cmd = [os.path.join(BUILD, SERVER), "--db", self.db, "--listen", self.address,
+               "--policy", self.policy, "--heartbeat-timeout", "3", *extra]
+        with self._log("server") as log:
+            self.server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.server.poll() is not None:
+                raise RuntimeError("server exited: " + self.tail())
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("server did not listen: " + self.tail())
+
+    def start_worker(self, worker_id, device_key, time_scale=20.0, *extra):
+        cmd = [os.path.join(BUILD, WORKER), "--server", self.address,
+               "--device-key", device_key, "--backend", "sim", "--worker-id", worker_id,
+               "--sim-time-scale", str(time_scale), "--reconnect-max", "0.5", *extra]
+        with self._log("worker-" + worker_id) as log:
+            self.workers[worker_id] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+    def wait_workers(self, count, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            workers = self.cli_json("workers")["workers"]
+            if len(workers) >= count:
+                return workers
+            time.sleep(0.1)
+        raise AssertionError(f"{count} workers did not register: " + self.tail())
+
+    def kill_server(self):
+        self.server.send_signal(signal.SIGKILL)
+        self.server.wait()
+
+    def kill_worker(self, worker_id):
+        self.workers[worker_id].send_signal(signal.SIGKILL)
+        self.workers[worker_id].wait()
+
+    def stop(self):
+        procs = list(self.workers.values()) + ([self.server] if self.server else [])
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def cli(self, *args, check=True):
+        env = dict(os.environ, IOSFARM_SERVER=self.address)
+        r = subprocess.run([os.path.join(BUILD, CLI), *args], env=env, capture_output=True,
+                           text=True, timeout=120)
+        if check and r.returncode != 0:
+            raise AssertionError(f"iosfarm {' '.join(args)} failed ({r.returncode}): "
+                                 f"{r.stderr}\n{self.tail()}")
+        return r
+
+    def cli_json(self, *args):
+        return json.loads(self.cli(*args, "--format", "json").stdout)
+
+    def submit(self, model, device, *extra):
+        return self.cli_json("submit", model, "--device", device, *extra)["job"]["id"]
+
+    def wait_jobs(self, ids, timeout=240):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            jobs = {j["id"]: j for j in self.cli_json("list")["jobs"]}
+            if all(jobs[i]["state"] in ("succeeded", "failed", "cancelled") for i in ids):
+                return jobs
+            time.sleep(0.2)
+        raise AssertionError("jobs did not finish in time: " + self.tail())
+
+    def timeline(self, job=None):
+        args = ["timeline"] + ([str(job)] if job else [])
+        return self.cli_json(*args)["phases"]
+
+    def tail(self):
+        out = []
+        for path in self.logs:
+            with open(path, "rb") as f:
+                lines = f.read().decode(errors="replace").splitlines()[-15:]
+            out.append(f"--- {os.path.basename(path)}\n" + "\n".join(lines))
+        return "\n".join(out)
+
+
+def overlaps(a, b):
+    return a["start_s"] < b["end_s"] - EPS and b["start_s"] < a["end_s"] - EPS
+
+
+def check_timeline(test, phases, restarted=False):
+    by_resource, by_job = {}, {}
+    for p in phases:
+        test.assertLessEqual(p["queued_s"], p["start_s"] + EPS, p)
+        test.assertLessEqual(p["start_s"], p["end_s"] + EPS, p)
+        test.assertIn(p["outcome"], ("ok", "failed", "worker_lost", "cancelled"), p)
+        by_resource.setdefault(p["resource"], []).append(p)
+        by_job.setdefault(p["job_id"], []).append(p)
+    for resource, ps in by_resource.items():
+        ps.sort(key=lambda p: p["start_s"])
+        for a, b in zip(ps, ps[1:]):
+            test.assertFalse(overlaps(a, b), f"{resource} ran two phases at once: {a} {b}")
+    for job, ps in by_job.items():
+        ps.sort(key=lambda p: p["start_s"])
+        for a, b in zip(ps, ps[1:]):
+            test.assertFalse(overlaps(a, b), f"job {job} ran two phases at once: {a} {b}")
+        ok = [p["phase"] for p in ps if p["outcome"] == "ok"]
+        test.assertEqual(ok[0], "enumerate", f"job {job} did not start with enumerate: {ok}")
+        test.assertEqual(ok[-1], "measure", f"job {job} did not end with measure: {ok}")
+        for prev, nxt in zip(ok, ok[1:]):
+            allowed = {"enumerate": {"build", "measure", "enumerate"}, "build": {"profile", "build"},
+                       "profile": {"update"}, "update": {"enumerate"}, "measure": set()}
+            if restarted:  # a restarted server resumes from enumerate
+                for after in allowed.values():
+                    after.add("enumerate")
+            test.assertIn(nxt, allowed[prev], f"job {job}: {prev} then {nxt} in {ok}")
+
+
+def interleaved(phases):
+    """True when phases of two different jobs were in flight at the same time."""
+    ps = sorted(phases, key=lambda p: p["start_s"])
+    for i, a in enumerate(ps):
+        for b in ps[i + 1:]:
+            if b["start_s"] >= a["end_s"]:
+                break
+            if a["job_id"] != b["job_id"] and overlaps(a, b):
+                return True
+    return False
+
+
+def schedule_stages(farm, job):
+    out = farm.cli_json("result", str(job))
+    schedule = out["result"]["schedule"]
+    return [(s["strategy"], [[op for op in g] for g in s["groups"]])
+            for block in schedule["blocks"] for s in block["stages"]]
+
+
+class FarmClusterTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="iosfarm-cluster-")
+        self.farms = []
+
+    def tearDown(self):
+        for farm in self.farms:
+            farm.stop()
+        if not self.failed():
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            print("logs kept in", self.tmp, file=sys.stderr)
+
+    def failed(self):
+        outcome = getattr(self, "_outcome", None)
+        errors = getattr(outcome, "errors", None) or []
+        result = getattr(outcome, "result", None)
+        if result is not None:
+            errors = list(errors) + list(getattr(result, "failures", [])) + list(
+                getattr(result, "errors", []))
+        return any(e for _, e in errors if e)
+
+    def farm(self, name, policy="interleaved"):
+        path = os.path.join(self.tmp, name)
+        os.makedirs(path)
+        f = Farm(path, policy)
+        self.farms.append(f)
+        return f
+
+    def test_eight_concurrent_jobs_three_workers_two_keys(self):
+        farm = self.farm("eight")
+        farm.start_server()
+        farm.start_worker("a1", "sim-a")
+        farm.start_worker("a2", "sim-a")
+        farm.start_worker("b1", "sim-b")
+        farm.wait_workers(3)
+        specs = [("squeezenet", "sim-a", "1"), ("resnet50", "sim-a", "1"),
+                 ("squeezenet", "sim-b", "1"), ("resnet50", "sim-b", "1"),
+                 ("squeezenet", "sim-a", "2"), ("resnet50", "sim-a", "2"),
+                 ("squeezenet", "sim-b", "4"), ("squeezenet", "sim-a", "8")]
+        ids = [farm.submit(m, d, "--batch", b) for m, d, b in specs]
+        jobs = farm.wait_jobs(ids)
+        for i in ids:
+            self.assertEqual(jobs[i]["state"], "succeeded", jobs[i])
+        phases = farm.timeline()
+        check_timeline(self, phases)
+        self.assertTrue(interleaved(phases), "no two jobs ever had phases in flight together")
+        # Profiles went only to workers of the job's key.
+        key_of = {i: d for i, (_, d, _) in zip(ids, specs)}
+        for p in phases:
+            if p["phase"] in ("build", "profile", "measure"):
+                self.assertTrue(p["worker"].startswith(key_of[p["job_id"]][-1]), p)
+        # Both sim-a workers did profile work.
+        gpus = {p["resource"] for p in phases if p["phase"] == "profile"}
+        self.assertTrue({"a1/gpu", "a2/gpu", "b1/gpu"} <= gpus, gpus)
+        for i in ids:
+            result = farm.cli_json("result", str(i))["result"]
+            names = [m["name"] for m in result["measured"]]
+            self.assertEqual(names, ["ios", "sequential", "greedy"])
+
+    def test_worker_killed_during_profile_gives_same_schedule(self):
+        # Undisturbed run.
+        calm = self.farm("calm")
+        calm.start_server()
+        calm.start_worker("c1", "sim-k", 5.0)
+        calm.wait_workers(1)
+        calm_job = calm.submit("resnet50", "sim-k", "--batch", "2")
+        self.assertEqual(calm.wait_jobs([calm_job])[calm_job]["state"], "succeeded")
+        expected = schedule_stages(calm, calm_job)
+
+        farm = self.farm("kill-worker")
+        farm.start_server()
+        farm.start_worker("k1", "sim-k", 5.0)
+        farm.start_worker("k2", "sim-k", 5.0)
+        farm.wait_workers(2)
+        job = farm.submit("resnet50", "sim-k", "--batch", "2")
+        victim = None
+        deadline = time.time() + 60
+        while victim is None and time.time() < deadline:
+            for w in farm.cli_json("workers")["workers"]:
+                if w["state"] == "profile":
+                    victim = w["id"]
+            time.sleep(0.02)
+        self.assertIsNotNone(victim, "no worker was ever seen profiling")
+        farm.kill_worker(victim)
+        jobs = farm.wait_jobs([job])
+        self.assertEqual(jobs[job]["state"], "succeeded", jobs[job])
+        phases = farm.timeline(job)
+        check_timeline(self, phases)
+        lost = [p for p in phases if p["outcome"] == "worker_lost"]
+        self.assertTrue(lost, "the killed worker's phase was not recorded as lost")
+        self.assertEqual(schedule_stages(farm, job), expected)
+
+    def test_server_killed_mid_job_resumes_without_reprofiling(self):
+        farm = self.farm("kill-server")
+        farm.start_server()
+        farm.start_worker("s1", "sim-s", 10.0)
+        farm.start_worker("s2", "sim-s", 10.0)
+        farm.wait_workers(2)
+        ids = [farm.submit("resnet50", "sim-s"), farm.submit("squeezenet", "sim-s", "--batch", "2"),
+               farm.submit("resnet50", "sim-s", "--batch", "4")]
+        # Kill the server once something is stored but the jobs are unfinished.
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            done = [p for p in farm.timeline() if p["phase"] == "update" and p["outcome"] == "ok"]
+            if done:
+                break
+            time.sleep(0.05)
+        self.assertTrue(done, "no update phase completed before the kill")
+        farm.kill_server()
+        farm.start_server()  # same port, same database; workers reconnect
+        jobs = farm.wait_jobs(ids)
+        for i in ids:
+            self.assertEqual(jobs[i]["state"], "succeeded", jobs[i])
+        phases = farm.timeline()
+        check_timeline(self, phases, restarted=True)
+        db = sqlite3.connect(farm.db)
+        rows = db.execute("SELECT COUNT(*) FROM latencies WHERE device_key='sim-s'").fetchone()[0]
+        ignored = db.execute(
+            "SELECT ignored_measurements FROM devices WHERE key='sim-s'").fetchone()[0]
+        profiled = sum(p["stages"] for p in phases
+                       if p["phase"] == "profile" and p["outcome"] == "ok")
+        # Every completed profile stored only new signatures: nothing was
+        # profiled twice, before or after the restart.
+        self.assertEqual(ignored, 0)
+        self.assertEqual(profiled, rows)
+
+    def test_cancel_and_bad_requests_keep_the_server_serving(self):
+        farm = self.farm("bad")
+        farm.start_server()
+        farm.start_worker("x1", "sim-x", 50.0)
+        farm.wait_workers(1)
+        job = farm.submit("resnet50", "sim-x")
+        cancelled = farm.cli_json("cancel", str(job))["job"]
+        self.assertEqual(cancelled["state"], "cancelled")
+        r = farm.cli("cancel", str(job), check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("already ended", r.stderr)
+        r = farm.cli("submit", "squeezenet", "--device", "no-such-gpu", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no-such-gpu", r.stderr)
+        bad = os.path.join(self.tmp, "bad.onnx")
+        with open(bad, "wb") as f:
+            f.write(b"\x08\x07garbage-not-a-model" * 10)
+        r = farm.cli("submit", bad, "--device", "sim-x", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("bad.onnx", r.stderr)
+        r = farm.cli("result", str(job), check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cancelled", r.stderr)
+        # Still serving: a real job completes.
+        ok = farm.submit("squeezenet", "sim-x")
+        self.assertEqual(farm.wait_jobs([ok])[ok]["state"], "succeeded")
+
+
+def main():
+    global BUILD
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    BUILD = os.path.abspath(sys.argv[1])
+    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
