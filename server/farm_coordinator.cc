@@ -603,40 +603,47 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
   std::vector<Send> sends;
   {
     absl::MutexLock lock(&mu_);
-    if (jobs_.find(assignment.job) == jobs_.end() || !in_flight_.contains(assignment.phase)) {
-      return;  // cancelled meanwhile
-    }
-    const bool update = assignment.kind == farm::PhaseKind::kUpdate;
-    // A worker's bad answer fails the update phase but is the worker's fault.
-    const bool bad_answer = update && absl::IsInvalidArgument(status);
-    Status finished = scheduler_.Finished(
-        assignment.phase, status.ok() ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
-        NowSeconds());
-    if (!finished.ok()) spdlog::error("job {}: {}", assignment.job, ToStd(finished.message()));
-    FlushRecordsLocked();
-    if (bad_answer) {
-      RetryLocked(*job, std::string(status.message()));
-    } else if (!status.ok()) {
-      FinishJobLocked(*job, JobState::kFailed, std::string(status.message()));
-    } else if (update) {
-      EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
-      TouchLocked(*job, StrCat("stored ", job->row.stages_profiled, " measured stages"));
+    if (!jobs_.contains(assignment.job)) {
+      // Cancelled meanwhile. The cancel released the job's claims, but this
+      // enumerate may have claimed signatures since: release them again, or
+      // jobs waiting for them would wait forever.
+      claims_.Release(assignment.job);
       WakeParkedLocked(job->row.device_key);
+    } else if (!in_flight_.contains(assignment.phase)) {
+      return;
     } else {
-      switch (*next) {
-        case JobRunner::Next::kBuild:
-          EnqueueLocked(*job, farm::PhaseKind::kBuild);
-          TouchLocked(*job, StrCat("enumerated a batch of ", job->runner->batch_size(),
-                                   " stages to measure"));
-          break;
-        case JobRunner::Next::kMeasure:
-          EnqueueLocked(*job, farm::PhaseKind::kMeasure);
-          TouchLocked(*job, "search done; measuring the schedules end to end");
-          break;
-        case JobRunner::Next::kWait:
-          job->parked = true;
-          TouchLocked(*job, "waiting for stages another job is measuring");
-          break;
+      const bool update = assignment.kind == farm::PhaseKind::kUpdate;
+      // A worker's bad answer fails the update phase but is the worker's fault.
+      const bool bad_answer = update && absl::IsInvalidArgument(status);
+      Status finished = scheduler_.Finished(
+          assignment.phase, status.ok() ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
+          NowSeconds());
+      if (!finished.ok()) spdlog::error("job {}: {}", assignment.job, ToStd(finished.message()));
+      FlushRecordsLocked();
+      if (bad_answer) {
+        RetryLocked(*job, std::string(status.message()));
+      } else if (!status.ok()) {
+        FinishJobLocked(*job, JobState::kFailed, std::string(status.message()));
+      } else if (update) {
+        EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
+        TouchLocked(*job, StrCat("stored ", job->row.stages_profiled, " measured stages"));
+        WakeParkedLocked(job->row.device_key);
+      } else {
+        switch (*next) {
+          case JobRunner::Next::kBuild:
+            EnqueueLocked(*job, farm::PhaseKind::kBuild);
+            TouchLocked(*job, StrCat("enumerated a batch of ", job->runner->batch_size(),
+                                     " stages to measure"));
+            break;
+          case JobRunner::Next::kMeasure:
+            EnqueueLocked(*job, farm::PhaseKind::kMeasure);
+            TouchLocked(*job, "search done; measuring the schedules end to end");
+            break;
+          case JobRunner::Next::kWait:
+            job->parked = true;
+            TouchLocked(*job, "waiting for stages another job is measuring");
+            break;
+        }
       }
     }
     DispatchLocked(sends);

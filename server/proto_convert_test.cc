@@ -1,0 +1,250 @@
+#include "server/proto_convert.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace iosfarm::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+JobRow SampleJob() {
+  JobRow job;
+  job.id = 42;
+  job.model_digest = "abc123";
+  job.model_name = "squeezenet";
+  job.device_key = "h100-sxm";
+  job.owner = "alice";
+  job.retune_batch = "retune-1";
+  job.batch = 8;
+  job.options.r = 2;
+  job.options.s = 4;
+  job.options.block_size = 30;
+  job.options.batch_size_limit = 16;
+  job.options.priority = 5;
+  job.state = JobState::kRunning;
+  job.error = "";
+  job.submitted_unix_ms = 1'000'000;
+  job.started_unix_ms = 1'001'000;
+  job.blocks_total = 4;
+  job.blocks_done = 1;
+  job.stages_profiled = 12;
+  job.cache_hits = 7;
+  job.candidates = 100;
+  job.unique_signatures = 19;
+  job.phase = "profile";
+  return job;
+}
+
+TEST(ProtoConvertTest, JobCarriesEveryFieldAndEstimatesTheRest) {
+  const v1::Job job = JobToProto(SampleJob(), /*now_s=*/1'010.0);
+  EXPECT_EQ(job.id(), 42);
+  EXPECT_EQ(job.model_name(), "squeezenet");
+  EXPECT_EQ(job.model_digest(), "abc123");
+  EXPECT_EQ(job.device_key(), "h100-sxm");
+  EXPECT_EQ(job.batch(), 8);
+  EXPECT_EQ(job.options().r(), 2);
+  EXPECT_EQ(job.options().s(), 4);
+  EXPECT_EQ(job.options().block_size(), 30);
+  EXPECT_EQ(job.options().batch_size(), 16);
+  EXPECT_EQ(job.priority(), 5);
+  EXPECT_EQ(job.owner(), "alice");
+  EXPECT_EQ(job.retune_batch(), "retune-1");
+  EXPECT_EQ(job.state(), v1::RUNNING);
+  EXPECT_EQ(job.submitted_unix_ms(), 1'000'000);
+  EXPECT_EQ(job.started_unix_ms(), 1'001'000);
+  EXPECT_EQ(job.finished_unix_ms(), 0);
+  const v1::JobProgress& p = job.progress();
+  EXPECT_EQ(p.phase(), "profile");
+  EXPECT_EQ(p.blocks_total(), 4);
+  EXPECT_EQ(p.blocks_done(), 1);
+  EXPECT_EQ(p.stages_profiled(), 12);
+  EXPECT_EQ(p.cache_hits(), 7);
+  EXPECT_EQ(p.candidates(), 100);
+  EXPECT_EQ(p.unique_signatures(), 19);
+  EXPECT_DOUBLE_EQ(p.elapsed_s(), 10.0);
+  EXPECT_DOUBLE_EQ(p.eta_s(), 30.0);  // 10 s per block, 3 blocks to go
+}
+
+TEST(ProtoConvertTest, EtaIsUnknownBeforeTheFirstBlockAndZeroAtTheEnd) {
+  JobRow job = SampleJob();
+  job.blocks_done = 0;
+  EXPECT_LT(JobToProto(job, 1'010.0).progress().eta_s(), 0);
+
+  job.state = JobState::kSucceeded;
+  job.finished_unix_ms = 1'004'000;
+  const v1::Job done = JobToProto(job, 5'000.0);
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  EXPECT_DOUBLE_EQ(done.progress().elapsed_s(), 4.0);  // up to the finish, not now
+  EXPECT_DOUBLE_EQ(done.progress().eta_s(), 0);
+}
+
+TEST(ProtoConvertTest, JobStates) {
+  EXPECT_EQ(JobStateToProto(JobState::kQueued), v1::QUEUED);
+  EXPECT_EQ(JobStateToProto(JobState::kRunning), v1::RUNNING);
+  EXPECT_EQ(JobStateToProto(JobState::kSucceeded), v1::SUCCEEDED);
+  EXPECT_EQ(JobStateToProto(JobState::kFailed), v1::FAILED);
+  EXPECT_EQ(JobStateToProto(JobState::kCancelled), v1::CANCELLED);
+
+  auto any = JobStateFromText("");
+  ASSERT_TRUE(any.ok());
+  EXPECT_FALSE(any->has_value());
+  for (const char* name : {"queued", "running", "succeeded", "failed", "cancelled"}) {
+    auto state = JobStateFromText(name);
+    ASSERT_TRUE(state.ok()) << name;
+    ASSERT_TRUE(state->has_value());
+    EXPECT_EQ(JobStateName(**state), name);
+  }
+  auto bad = JobStateFromText("finished");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("finished"));
+}
+
+TEST(ProtoConvertTest, PhaseAndWorkerEntries) {
+  PhaseLogRow row;
+  row.id = 3;
+  row.job_id = 9;
+  row.phase = "profile";
+  row.resource = "w1/gpu";
+  row.worker = "w1";
+  row.outcome = "worker_lost";
+  row.queued_s = 1.5;
+  row.start_s = 2.5;
+  row.end_s = 3.5;
+  row.stages = 17;
+  row.detail = "lost";
+  const v1::PhaseEntry entry = PhaseToProto(row);
+  EXPECT_EQ(entry.job_id(), 9);
+  EXPECT_EQ(entry.phase(), "profile");
+  EXPECT_EQ(entry.resource(), "w1/gpu");
+  EXPECT_EQ(entry.worker(), "w1");
+  EXPECT_EQ(entry.outcome(), "worker_lost");
+  EXPECT_DOUBLE_EQ(entry.queued_s(), 1.5);
+  EXPECT_DOUBLE_EQ(entry.start_s(), 2.5);
+  EXPECT_DOUBLE_EQ(entry.end_s(), 3.5);
+  EXPECT_EQ(entry.stages(), 17);
+  EXPECT_EQ(entry.detail(), "lost");
+
+  WorkerSnapshot worker;
+  worker.id = "w1";
+  worker.device_key = "h100-sxm";
+  worker.backend = "cuda";
+  worker.description = "NVIDIA H100";
+  worker.state = "profile";
+  worker.job_id = 9;
+  worker.connected_unix_ms = 10;
+  worker.last_heartbeat_unix_ms = 20;
+  worker.phases_done = 30;
+  const v1::WorkerInfo info = WorkerToProto(worker);
+  EXPECT_EQ(info.id(), "w1");
+  EXPECT_EQ(info.device_key(), "h100-sxm");
+  EXPECT_EQ(info.backend(), "cuda");
+  EXPECT_EQ(info.description(), "NVIDIA H100");
+  EXPECT_EQ(info.state(), "profile");
+  EXPECT_EQ(info.job_id(), 9);
+  EXPECT_EQ(info.connected_unix_ms(), 10);
+  EXPECT_EQ(info.last_heartbeat_unix_ms(), 20);
+  EXPECT_EQ(info.phases_done(), 30);
+}
+
+TEST(ProtoConvertTest, ResultFiguresFromTheStoredJson) {
+  ResultRow row;
+  row.job_id = 5;
+  row.schedule_json = R"({"stages": []})";
+  row.result_json = R"({
+    "measured": {
+      "ios": {"median_ms": 0.7, "p10_ms": 0.69, "p90_ms": 0.72, "cv": 0.01, "repeats": 20},
+      "greedy": {"median_ms": 0.9, "p10_ms": 0.88, "p90_ms": 0.95, "cv": 0.02, "repeats": 20},
+      "sequential": {"median_ms": 0.8}
+    },
+    "predicted_ms": 0.65, "search_s": 1.25, "stages_profiled": 120, "cache_hits": 30,
+    "candidates": 900, "unique_signatures": 150, "stages": 11,
+    "worker": "w1", "backend": "sim", "device_key": "sim-test"
+  })";
+  auto result = ResultToProto(row);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->job_id(), 5);
+  EXPECT_EQ(result->schedule_json(), row.schedule_json);
+  ASSERT_EQ(result->measured_size(), 3);
+  // Always in the order ios, sequential, greedy.
+  EXPECT_EQ(result->measured(0).name(), "ios");
+  EXPECT_DOUBLE_EQ(result->measured(0).median_ms(), 0.7);
+  EXPECT_DOUBLE_EQ(result->measured(0).p10_ms(), 0.69);
+  EXPECT_DOUBLE_EQ(result->measured(0).p90_ms(), 0.72);
+  EXPECT_DOUBLE_EQ(result->measured(0).cv(), 0.01);
+  EXPECT_EQ(result->measured(0).repeats(), 20);
+  EXPECT_EQ(result->measured(1).name(), "sequential");
+  EXPECT_DOUBLE_EQ(result->measured(1).median_ms(), 0.8);
+  EXPECT_EQ(result->measured(1).repeats(), 0);  // missing figures read as 0
+  EXPECT_EQ(result->measured(2).name(), "greedy");
+  EXPECT_DOUBLE_EQ(result->predicted_ms(), 0.65);
+  EXPECT_DOUBLE_EQ(result->search_s(), 1.25);
+  EXPECT_EQ(result->stages_profiled(), 120);
+  EXPECT_EQ(result->cache_hits(), 30);
+  EXPECT_EQ(result->candidates(), 900);
+  EXPECT_EQ(result->unique_signatures(), 150);
+  EXPECT_EQ(result->stages(), 11);
+  EXPECT_EQ(result->worker(), "w1");
+  EXPECT_EQ(result->backend(), "sim");
+  EXPECT_EQ(result->device_key(), "sim-test");
+}
+
+TEST(ProtoConvertTest, CorruptResultsAreDataLoss) {
+  for (const char* json : {"not json", "[1, 2]", "42",
+                           R"({"measured": {"ios": {"median_ms": "fast"}}})",
+                           R"({"stages": "many"})"}) {
+    ResultRow row;
+    row.job_id = 5;
+    row.result_json = json;
+    auto result = ResultToProto(row);
+    ASSERT_FALSE(result.ok()) << json;
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss) << json;
+    EXPECT_THAT(result.status().message(), HasSubstr("job 5")) << json;
+  }
+}
+
+TEST(ProtoConvertTest, OptionsDefaultsAndRanges) {
+  auto defaults = OptionsFromProto(v1::SearchOptions(), 7);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->r, 3);
+  EXPECT_EQ(defaults->s, 8);
+  EXPECT_EQ(defaults->block_size, 50);
+  EXPECT_EQ(defaults->batch_size_limit, 64);
+  EXPECT_EQ(defaults->priority, 7);
+
+  v1::SearchOptions set;
+  set.set_r(1);
+  set.set_s(64);
+  set.set_block_size(1024);
+  set.set_batch_size(1);
+  auto explicit_options = OptionsFromProto(set, 0);
+  ASSERT_TRUE(explicit_options.ok()) << explicit_options.status();
+  EXPECT_EQ(explicit_options->r, 1);
+  EXPECT_EQ(explicit_options->s, 64);
+  EXPECT_EQ(explicit_options->block_size, 1024);
+  EXPECT_EQ(explicit_options->batch_size_limit, 1);
+
+  struct Bad {
+    const char* field;
+    void (*set)(v1::SearchOptions&);
+  };
+  const Bad bad[] = {
+      {"options.r", [](v1::SearchOptions& o) { o.set_r(100); }},
+      {"options.r", [](v1::SearchOptions& o) { o.set_r(-1); }},
+      {"options.s", [](v1::SearchOptions& o) { o.set_s(65); }},
+      {"options.block_size", [](v1::SearchOptions& o) { o.set_block_size(-5); }},
+      {"options.batch_size", [](v1::SearchOptions& o) { o.set_batch_size(5000); }},
+  };
+  for (const Bad& b : bad) {
+    v1::SearchOptions options;
+    b.set(options);
+    auto result = OptionsFromProto(options, 0);
+    ASSERT_FALSE(result.ok()) << options.ShortDebugString();
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(result.status().message(), HasSubstr(b.field));
+  }
+}
+
+}  // namespace
+}  // namespace iosfarm::server
