@@ -19,6 +19,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddInspectCommand(app, context);
   AddSearchCommand(app, context);
   AddRunCommand(app, context);
+  AddTuneCommand(app, context);
   AddSubmitCommand(app, context);
   AddWatchCommand(app, context);
   AddStatusCommand(app, context);

@@ -25,6 +25,8 @@ void AddModelsCommand(CLI::App& app, CommandContext& context);
 void AddInspectCommand(CLI::App& app, CommandContext& context);
 void AddSearchCommand(CLI::App& app, CommandContext& context);
 void AddRunCommand(CLI::App& app, CommandContext& context);
+// Embedded server + local worker (or --server).
+void AddTuneCommand(CLI::App& app, CommandContext& context);
 // Remote commands (a server at --server / IOSFARM_SERVER).
 void AddSubmitCommand(CLI::App& app, CommandContext& context);
 void AddWatchCommand(CLI::App& app, CommandContext& context);

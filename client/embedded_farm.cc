@@ -1,0 +1,120 @@
+#include "client/embedded_farm.h"
+
+#include <atomic>
+#include <cctype>
+#include <filesystem>
+
+#include "common/strings.h"
+#include "server/farm_server.h"
+#include "worker/backends/backend_factory.h"
+#include "worker/worker_daemon.h"
+
+namespace iosfarm::client {
+
+StatusOr<std::string> DefaultDatabasePath(const EnvLookup& env) {
+  std::filesystem::path dir;
+  if (auto xdg = env("XDG_CACHE_HOME"); xdg && !xdg->empty()) {
+    dir = *xdg;
+  } else if (auto home = env("HOME"); home && !home->empty()) {
+    dir = std::filesystem::path(*home) / ".cache";
+  } else {
+    return absl::FailedPreconditionError(
+        "neither XDG_CACHE_HOME nor HOME is set; give the latency database with --db FILE");
+  }
+  return (dir / "iosfarm" / "latency.db").string();
+}
+
+std::string DefaultDeviceKey(const std::string& backend, const std::string& description) {
+  if (backend != "cuda") {
+    std::string key = StrCat("local-", backend);
+    for (char& c : key) c = c == ':' ? '-' : c;
+    return key;
+  }
+  std::string name = description.substr(0, description.find(" ("));
+  std::string key;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!key.empty() && key.back() != '-') {
+      key += '-';
+    }
+  }
+  while (!key.empty() && key.back() == '-') key.pop_back();
+  return key.empty() ? "local-cuda" : key;
+}
+
+StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOptions& options) {
+  std::unique_ptr<EmbeddedFarm> farm(new EmbeddedFarm());
+  worker::BackendConfig config;
+  config.cpu_threads = options.cpu_threads;
+  farm->backend_name_ =
+      options.backend.empty() ? worker::BestAvailableBackendName(config) : options.backend;
+  ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
+                   worker::CreateBackend(farm->backend_name_, config));
+  farm->device_description_ = backend->device_description();
+  farm->device_key_ = options.device_key.empty()
+                          ? DefaultDeviceKey(farm->backend_name_, farm->device_description_)
+                          : options.device_key;
+
+  if (options.db_path.empty()) {
+    ASSIGN_OR_RETURN(farm->db_path_, DefaultDatabasePath());
+  } else {
+    farm->db_path_ = options.db_path;
+  }
+  const std::filesystem::path parent = std::filesystem::path(farm->db_path_).parent_path();
+  if (!parent.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(parent, error);
+    if (error) {
+      return absl::UnavailableError(StrCat("cannot create the directory '", parent.string(),
+                                           "' of the latency database: ", error.message()));
+    }
+  }
+
+  server::ServerOptions server_options;
+  server_options.listen = "127.0.0.1:0";
+  server_options.db_path = farm->db_path_;
+  server_options.tokens_from_env = false;  // nobody else can reach a loopback port we chose
+  ASSIGN_OR_RETURN(farm->server_, server::FarmServer::Start(server_options));
+  farm->address_ = farm->server_->address();
+
+  worker::WorkerOptions worker_options;
+  worker_options.server = farm->address_;
+  worker_options.device_key = farm->device_key_;
+  worker_options.worker_id = StrCat("local-", farm->backend_name_);
+  for (char& c : worker_options.worker_id) c = c == ':' ? '-' : c;
+  farm->worker_ = std::make_unique<worker::WorkerDaemon>(worker_options, std::move(backend));
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  farm->worker_thread_ = std::thread([raw = farm.get(), done] {
+    raw->worker_status_ = raw->worker_->Run();
+    done->store(true);
+  });
+
+  const auto deadline = std::chrono::steady_clock::now() + options.register_timeout;
+  while (!farm->worker_->connected()) {
+    if (done->load()) {
+      farm->worker_thread_.join();
+      Status status = farm->worker_status_;
+      if (status.ok()) status = absl::InternalError("the local worker stopped before registering");
+      return Status(status.code(), StrCat("local worker: ", status.message()));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(
+          StrCat("the local worker did not register with the embedded server at ",
+                 farm->address_, " within ", options.register_timeout.count() / 1000.0, " s"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return farm;
+}
+
+void EmbeddedFarm::Shutdown() {
+  if (worker_) worker_->Shutdown();
+  if (worker_thread_.joinable()) worker_thread_.join();
+  worker_.reset();
+  if (server_) server_->Shutdown();
+}
+
+EmbeddedFarm::~EmbeddedFarm() { Shutdown(); }
+
+}  // namespace iosfarm::client

@@ -1,0 +1,77 @@
+// The embedded farm of `iosfarm tune`: an in-process FarmServer on a free
+// loopback port and one local WorkerDaemon connected to it, so a single
+// command tunes a model on this machine with the same code paths as a real
+// farm (and fills the same kind of latency database).
+//
+// Start() returns once the worker has registered with the server, so jobs
+// for device_key() can be submitted at once. Errors: the server's (bad
+// database path, ...), the backend factory's (e.g. "no CUDA device"), the
+// worker's refusal, or DeadlineExceeded when the worker does not register in
+// time. Shutdown (also run by the destructor) stops the worker, then the
+// server; unfinished jobs stay in the database. Thread-compatible.
+#ifndef IOSFARM_CLIENT_EMBEDDED_FARM_H_
+#define IOSFARM_CLIENT_EMBEDDED_FARM_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "client/remote_options.h"
+#include "common/status.h"
+
+namespace iosfarm::server {
+class FarmServer;
+}
+namespace iosfarm::worker {
+class WorkerDaemon;
+}
+
+namespace iosfarm::client {
+
+struct EmbeddedFarmOptions {
+  std::string backend;     // "" = BestAvailableBackendName(): cuda if a GPU answers, else cpu
+  std::string device_key;  // "" = DefaultDeviceKey(backend, description)
+  std::string db_path;     // "" = DefaultDatabasePath(); its directory is created
+  int cpu_threads = 0;     // cpu backend: 0 = every hardware thread
+  std::chrono::milliseconds register_timeout{30000};
+};
+
+// $XDG_CACHE_HOME/iosfarm/latency.db, else $HOME/.cache/iosfarm/latency.db;
+// FailedPrecondition when neither variable is set.
+StatusOr<std::string> DefaultDatabasePath(const EnvLookup& env = ProcessEnv);
+
+// "local-cpu", "local-sim" (and "local-sim-<preset>" for "sim:<preset>"); for
+// cuda the GPU's name from the backend's description, sanitized ("NVIDIA H100
+// 80GB HBM3 (sm_90, ...)" -> "nvidia-h100-80gb-hbm3"), or "local-cuda".
+std::string DefaultDeviceKey(const std::string& backend, const std::string& description);
+
+class EmbeddedFarm {
+ public:
+  static StatusOr<std::unique_ptr<EmbeddedFarm>> Start(const EmbeddedFarmOptions& options);
+  ~EmbeddedFarm();
+  EmbeddedFarm(const EmbeddedFarm&) = delete;
+  EmbeddedFarm& operator=(const EmbeddedFarm&) = delete;
+
+  // Where the server listens ("127.0.0.1:<port>").
+  const std::string& address() const { return address_; }
+  const std::string& device_key() const { return device_key_; }
+  const std::string& backend_name() const { return backend_name_; }
+  const std::string& device_description() const { return device_description_; }
+  const std::string& db_path() const { return db_path_; }
+
+  void Shutdown();
+
+ private:
+  EmbeddedFarm() = default;
+
+  std::unique_ptr<server::FarmServer> server_;
+  std::unique_ptr<worker::WorkerDaemon> worker_;
+  std::thread worker_thread_;
+  Status worker_status_;  // Run()'s outcome, written by worker_thread_ before it ends
+  std::string address_, device_key_, backend_name_, device_description_, db_path_;
+};
+
+}  // namespace iosfarm::client
+
+#endif  // IOSFARM_CLIENT_EMBEDDED_FARM_H_

@@ -1,0 +1,107 @@
+// `iosfarm tune MODEL [--batch N] [--r R] [--s S] [--block-size B]
+//  [--backend cuda|cpu|sim[:preset]] [--device KEY] [--db FILE] [-o FILE]
+//  [--format text|json]`: tunes a model on this machine. Without --server it
+// starts an embedded farm (client/embedded_farm.h: an in-process server on a
+// free loopback port and a local worker on the best backend present, with the
+// latency database in the user's cache directory), submits the job to it,
+// shows its progress and prints the result. With --server it submits to that
+// server instead (like `submit --wait`; --device is then required).
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "client/command.h"
+#include "client/embedded_farm.h"
+#include "client/job_submission.h"
+#include "common/logging.h"
+#include "common/strings.h"
+
+namespace iosfarm::client {
+namespace {
+
+struct TuneCommandOptions {
+  SubmitSpec spec;
+  std::string backend;
+  std::string db_path;
+  int threads = 0;
+  std::string log_level = "warn";
+  ReportOptions report;
+  RemoteFlags remote;
+};
+
+// Server and worker logs go to stderr at `level`. InitLogging registers the
+// "iosfarm" logger and may run once per process; later commands in the same
+// process (tests) only change the level.
+Status SetUpLogging(const std::string& level) {
+  if (spdlog::get("iosfarm") == nullptr) return InitLogging(level);
+  spdlog::set_level(spdlog::level::from_str(level));
+  return absl::OkStatus();
+}
+
+Status RunTuneCommand(TuneCommandOptions o, CommandContext& context) {
+  o.report.wait = true;
+  RETURN_IF_ERROR(SetUpLogging(o.log_level));
+  if (o.remote.server) {
+    if (o.spec.device_key.empty()) {
+      return absl::InvalidArgumentError("tune --server needs --device KEY (the GPU type to tune for)");
+    }
+    ASSIGN_OR_RETURN(v1::SubmitJobRequest request, MakeSubmitRequest(o.spec));
+    ASSIGN_OR_RETURN(std::unique_ptr<FarmClient> client, ConnectWithFlags(o.remote));
+    return SubmitAndReport(*client, request, o.report, context);
+  }
+  ASSIGN_OR_RETURN(v1::SubmitJobRequest request, MakeSubmitRequest(o.spec));
+  EmbeddedFarmOptions farm_options;
+  farm_options.backend = o.backend;
+  farm_options.device_key = o.spec.device_key;
+  farm_options.db_path = o.db_path;
+  farm_options.cpu_threads = o.threads;
+  ASSIGN_OR_RETURN(std::unique_ptr<EmbeddedFarm> farm, EmbeddedFarm::Start(farm_options));
+  request.set_device_key(farm->device_key());
+  if (o.report.format != "json") {
+    context.out << "embedded farm: backend " << farm->backend_name() << " ("
+                << farm->device_description() << "), device key " << farm->device_key()
+                << ", latency database " << farm->db_path() << "\n";
+  }
+  RemoteOptions remote;
+  remote.server = farm->address();
+  ASSIGN_OR_RETURN(std::unique_ptr<FarmClient> client, FarmClient::Connect(remote));
+  Status status = SubmitAndReport(*client, request, o.report, context);
+  client.reset();
+  farm->Shutdown();
+  return status;
+}
+
+}  // namespace
+
+void AddTuneCommand(CLI::App& app, CommandContext& context) {
+  auto* cmd = app.add_subcommand(
+      "tune", "Tune a model on this machine (embedded server and worker) or on --server");
+  auto o = std::make_shared<TuneCommandOptions>();
+  cmd->add_option("MODEL", o->spec.model, "Zoo model name or path to an .onnx file")->required();
+  AddSearchFlags(*cmd, o->spec.search);
+  auto* backend = cmd->add_option("--backend", o->backend,
+                                  "cuda, cpu, sim or sim:<preset> (default: cuda if a GPU "
+                                  "answers, else cpu)");
+  cmd->add_option("--device", o->spec.device_key,
+                  "Device key the latencies are stored under (default: the GPU's name, or "
+                  "local-<backend>)");
+  auto* db = cmd->add_option("--db", o->db_path,
+                             "Latency database (default: $XDG_CACHE_HOME/iosfarm/latency.db or "
+                             "~/.cache/iosfarm/latency.db)");
+  auto* threads = cmd->add_option("--threads", o->threads, "cpu backend: threads (0 = all)")
+                      ->check(CLI::Range(0, 1024));
+  cmd->add_option("-o,--output", o->report.schedule_output, "Write the schedule JSON to FILE");
+  cmd->add_option("--format", o->report.format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--log-level", o->log_level,
+                  "Embedded server and worker logs on stderr: trace, debug, info, warn, error, "
+                  "off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  AddRemoteFlags(*cmd, o->remote);
+  // The embedded farm's settings mean nothing to a remote server.
+  for (CLI::Option* local : {backend, db, threads}) local->excludes("--server");
+  cmd->callback([&context, o] { context.result = RunTuneCommand(*o, context); });
+}
+
+}  // namespace iosfarm::client
