@@ -9,7 +9,8 @@ packages=(
   libspdlog-dev libsqlite3-dev libgtest-dev libgmock-dev
   libonnx-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libcli11-dev
   python3 python3-torch python3-torchvision python3-onnx python3-yaml
-  libssl-dev clang libclang-rt-14-dev
+  libssl-dev clang libclang-rt-14-dev prometheus-cpp-dev
+  docker-compose yamllint python3-grpcio sqlite3
 )
 
 missing=()

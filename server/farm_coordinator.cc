@@ -397,7 +397,15 @@ void FarmCoordinator::FlushRecordsLocked() {
     }
     auto appended = store_->AppendPhase(row);
     if (!appended.ok()) spdlog::error("cannot log phase: {}", ToStd(appended.status().message()));
+    if (options_.metrics != nullptr) options_.metrics->PhaseFinished(record);
   }
+}
+
+void FarmCoordinator::ReportGaugesLocked() {
+  if (options_.metrics == nullptr) return;
+  options_.metrics->QueueLengths(scheduler_.queue_lengths());
+  options_.metrics->ActiveJobs(static_cast<int>(jobs_.size()));
+  options_.metrics->Workers(static_cast<int>(workers_.size()));
 }
 
 void FarmCoordinator::FinishJobLocked(JobContext& job, JobState state, const std::string& error) {
@@ -415,6 +423,10 @@ void FarmCoordinator::FinishJobLocked(JobContext& job, JobState state, const std
   spdlog::info("job {} {}{}", id, JobStateName(state), error.empty() ? "" : ": " + error);
   ++job.version;
   job.message = StrCat("job ", JobStateName(state), error.empty() ? "" : StrCat(": ", error));
+  if (options_.metrics != nullptr) {
+    options_.metrics->JobFinished(std::string(JobStateName(state)),
+                                  NowSeconds() - job.row.submitted_unix_ms / 1000.0);
+  }
   const std::string key = job.row.device_key;
   jobs_.erase(id);
   WakeParkedLocked(key);
@@ -452,6 +464,7 @@ void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
       continue;
     }
     std::shared_ptr<JobContext> job = it->second;
+    if (options_.metrics != nullptr) options_.metrics->PhaseStarted(assignment.kind);
     InFlight flight;
     flight.dispatched_s = NowSeconds();
     flight.job = assignment.job;
@@ -491,6 +504,7 @@ void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
     sends.emplace_back(w->second.link, std::move(message));
     TouchLocked(*job, StrCat(job->row.phase, " started on ", assignment.worker));
   }
+  ReportGaugesLocked();
 }
 
 v1::ServerMessage FarmCoordinator::WorkerPhaseMessageLocked(const farm::Assignment& assignment,
@@ -575,16 +589,24 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
       }
     }
     if (status.ok()) {
+      const int64_t lookups = job->runner->lookups(), hits = job->runner->cache_hits();
       auto result = job->runner->Enumerate(*store_, claims_);
       if (result.ok()) {
         next = *result;
       } else {
         status = result.status();
       }
+      if (options_.metrics != nullptr) {
+        const int64_t new_hits = job->runner->cache_hits() - hits;
+        options_.metrics->SignatureLookups(new_hits, job->runner->lookups() - lookups - new_hits);
+      }
     }
   } else if (assignment.kind == farm::PhaseKind::kUpdate) {
     status = job->runner->ApplyProfile(job->pending_profile, job->pending_worker,
                                        job->pending_backend, *store_, claims_, NowUnixMs());
+    if (status.ok() && options_.metrics != nullptr) {
+      options_.metrics->StagesProfiled(job->pending_profile.latencies_size());
+    }
     job->pending_profile.Clear();
   } else {
     status = absl::InternalError("a worker phase ran on the server");

@@ -35,6 +35,7 @@
 #include "graph/graph.h"
 #include "iosfarm/v1/farm.pb.h"
 #include "scheduler/farm/farm_scheduler.h"
+#include "server/farm_metrics.h"
 #include "server/farm_store.h"
 #include "server/job_runner.h"
 
@@ -64,6 +65,8 @@ struct CoordinatorOptions {
   // is held back (on a timer thread) until its minimum has passed since it
   // was dispatched. See ServerOptions::synthetic_phase_seconds.
   std::map<scheduler::farm::PhaseKind, double> synthetic_phase_seconds;
+  // Where to report metrics (not owned; must outlive the coordinator), or null.
+  FarmMetrics* metrics = nullptr;
 };
 
 // Parses "kind=seconds,..." (kinds: enumerate, build, profile, update,
@@ -173,6 +176,8 @@ class FarmCoordinator {
   // Appends finished phase records to the store's phase log.
   void FlushRecordsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TouchLocked(JobContext& job, std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gauges: queue lengths, active jobs, connected workers.
+  void ReportGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a job: final state in the store, scheduler and claims released.
   void FinishJobLocked(JobContext& job, JobState state, const std::string& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

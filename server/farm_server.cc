@@ -11,6 +11,7 @@
 #include "scheduler/farm/farm_scheduler.h"
 #include "server/auth.h"
 #include "server/farm_coordinator.h"
+#include "server/farm_metrics.h"
 #include "server/farm_store.h"
 #include "server/tuning_service.h"
 #include "server/worker_service.h"
@@ -53,6 +54,7 @@ class FarmServer::Impl {
  public:
   ServerOptions options;
   TokenSet client_tokens, worker_tokens;
+  FarmMetrics metrics;  // outlives the coordinator (declared first)
   std::unique_ptr<FarmStore> store;
   std::unique_ptr<FarmCoordinator> coordinator;
   std::unique_ptr<TuningServiceImpl> tuning;
@@ -108,6 +110,8 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   coordinator.heartbeat_timeout_s = options.heartbeat_timeout_s;
   coordinator.profile = ProfileFrom(options);
   coordinator.measure = ProfileFrom(options);
+  coordinator.metrics = &impl->metrics;
+  if (!options.metrics_listen.empty()) RETURN_IF_ERROR(impl->metrics.Serve(options.metrics_listen));
   ASSIGN_OR_RETURN(coordinator.synthetic_phase_seconds,
                    ParseSyntheticPhaseSeconds(options.synthetic_phase_seconds));
   impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->store.get());
@@ -148,10 +152,13 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   }
   impl->server->GetHealthCheckService()->SetServingStatus(true);
   impl->host = options.listen.substr(0, options.listen.rfind(':'));
-  spdlog::info("iosfarm server listening on {}:{} (database {}, policy {}, {} server slots{}{})",
+  spdlog::info("iosfarm server listening on {}:{} (database {}, policy {}, {} server slots{}{}{})",
                impl->host, impl->port, options.db_path, options.policy, options.server_slots,
                impl->client_tokens.empty() ? ", no client tokens" : "",
-               options.tls_cert_file.empty() ? "" : ", TLS");
+               options.tls_cert_file.empty() ? "" : ", TLS",
+               options.metrics_listen.empty()
+                   ? std::string()
+                   : StrCat(", metrics on port ", impl->metrics.port(), "/metrics"));
   return std::unique_ptr<FarmServer>(new FarmServer(std::move(impl)));
 }
 
@@ -161,6 +168,7 @@ FarmServer::~FarmServer() { Shutdown(); }
 
 std::string FarmServer::address() const { return StrCat(impl_->host, ":", impl_->port); }
 int FarmServer::port() const { return impl_->port; }
+int FarmServer::metrics_port() const { return impl_->metrics.port(); }
 
 void FarmServer::Shutdown() {
   {

@@ -44,6 +44,9 @@ struct ServerOptions {
   // results are held back), so a real farm reproduces chosen phase times.
   // Never set it in production: it only slows the farm down.
   std::string synthetic_phase_seconds;
+  // Prometheus metrics over HTTP at HOST:PORT/metrics (empty = off; port 0
+  // picks a free one, see FarmServer::metrics_port).
+  std::string metrics_listen;
 };
 
 class FarmServer {
@@ -57,6 +60,8 @@ class FarmServer {
   // "<host>:<port actually bound>".
   std::string address() const;
   int port() const;
+  // The metrics port actually bound, 0 when metrics are off.
+  int metrics_port() const;
   // Ends worker streams (jobs in flight stay unfinished in the database and
   // are resumed by the next start), then stops the gRPC server. Idempotent.
   void Shutdown();

@@ -81,6 +81,7 @@ Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, FarmStore& st
   signatures.reserve(requests.size());
   for (const auto& request : requests) signatures.push_back(request.signature);
   ASSIGN_OR_RETURN(auto known, store.LookupLatencies(job_.device_key, signatures));
+  lookups_ += static_cast<int64_t>(signatures.size());
   std::vector<uint64_t> unknown;
   for (const auto& request : requests) {
     auto it = known.find(request.signature);

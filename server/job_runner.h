@@ -97,6 +97,9 @@ class JobRunner {
   void FillProgress(JobRow& row) const;
 
   const JobRow& job() const { return job_; }
+  // Signatures looked up in the store so far, and how many were there.
+  int64_t lookups() const { return lookups_; }
+  int64_t cache_hits() const { return cache_hits_; }
 
  private:
   JobRunner(const JobRow& job, graph::Graph graph) : job_(job), graph_(std::move(graph)) {}
@@ -116,6 +119,7 @@ class JobRunner {
   std::vector<scheduler::ios::StageRequest> awaiting_;  // measured by another job
   int64_t stages_profiled_ = 0;
   int64_t cache_hits_ = 0;
+  int64_t lookups_ = 0;
   // Final schedules, once the search is done: ios, sequential, greedy.
   std::vector<std::pair<std::string, scheduler::ios::Schedule>> schedules_;
   scheduler::ios::SearchStats final_stats_;

@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
                  "timed runs per stage at most (0: backend default)");
   app.add_option("--profile-max-seconds", options.profile_max_seconds,
                  "timed work per stage at most (0: backend default)");
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "serve Prometheus metrics at HOST:PORT/metrics (default: off)");
   app.add_option("--synthetic-phase-seconds", options.synthetic_phase_seconds,
                  "BENCHMARK ONLY: pad phases to at least these wall seconds, e.g. "
                  "enumerate=0.01,build=0.083,profile=0.395,update=0.44,measure=0.1 "
