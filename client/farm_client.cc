@@ -62,6 +62,12 @@ void FarmClient::Prepare(grpc::ClientContext& context, bool unary) const {
 
 Status FarmClient::Convert(const grpc::Status& status) const {
   if (status.ok()) return absl::OkStatus();
+  if (status.error_message().find("Received http2 header") != std::string::npos) {
+    // Something answered HTTP/2 that is not a gRPC server (a proxy, a web server).
+    return absl::UnavailableError(StrCat("the server at ", options_.server,
+                                         " is not an iosfarm server (", status.error_message(),
+                                         "); check --server / IOSFARM_SERVER"));
+  }
   switch (status.error_code()) {
     case grpc::StatusCode::UNAUTHENTICATED:
       return absl::UnauthenticatedError(
