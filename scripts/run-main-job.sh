@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The main job of `make run`. Until the tuning farm lands (`iosfarm tune`,
-# embedded server + local worker), it lists the zoo and inspects every zoo
-# model: op counts, parameters, FLOPs, width and shapes.
+# The main job of `make run`: `iosfarm tune MODEL` with no server, i.e. an
+# embedded server and a local worker in one process on the best backend
+# present (cuda if a GPU answers, else cpu), with the latency database in the
+# user's cache directory. It searches the IOS schedule of the model on this
+# machine and prints sequential / greedy / IOS latencies measured end to end.
+# A second run reuses every measurement from the database.
+# MODEL defaults to resnet50; override with IOSFARM_MODEL=<zoo name or .onnx>.
 set -euo pipefail
 bin="${1:-build}/client/iosfarm"
+model="${IOSFARM_MODEL:-resnet50}"
 "$bin" models
-for model in $("$bin" models --format json | python3 -c 'import json,sys; print(" ".join(m["name"] for m in json.load(sys.stdin)["models"]))'); do
-  echo
-  "$bin" inspect "$model"
-done
+echo
+"$bin" tune "$model"

@@ -724,7 +724,11 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
   auto it = workers_.find(worker);
   if (it == workers_.end()) return;
   workers_.erase(it);
-  spdlog::warn("worker {} lost: {}", worker, reason);
+  if (shutting_down_) {
+    spdlog::info("worker {} disconnected: {}", worker, reason);
+  } else {
+    spdlog::warn("worker {} lost: {}", worker, reason);
+  }
   std::vector<farm::JobId> affected = scheduler_.WorkerLost(worker, NowSeconds());
   FlushRecordsLocked();
   for (farm::JobId id : affected) {
