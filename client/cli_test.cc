@@ -1,4 +1,5 @@
 #include "client/cli.h"
+#include "client/cli_testing.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -16,20 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result RunIosfarm(std::vector<std::string> args) {
-  args.insert(args.begin(), "iosfarm");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int code = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = CliResult;
 
 TEST(CliTest, ModelsListsTheSixZooModels) {
   Result r = RunIosfarm({"models"});

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/cli.h"
+#include "client/cli_testing.h"
 #include "client/job_watch.h"
 #include "iosfarm/v1/farm.grpc.pb.h"
 #include "onnx/onnx_pb.h"
@@ -168,11 +169,7 @@ class FakeTuningService final : public v1::TuningService::Service {
   std::string required_token_;
 };
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using Result = CliResult;
 
 class RemoteCliTest : public ::testing::Test {
  protected:
@@ -193,16 +190,11 @@ class RemoteCliTest : public ::testing::Test {
 
   // Runs `iosfarm args... --server <fake>`.
   Result Run(std::vector<std::string> args, bool add_server = true) {
-    args.insert(args.begin(), "iosfarm");
     if (add_server) {
       args.push_back("--server");
       args.push_back(address_);
     }
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
-    return {code, out.str(), err.str()};
+    return RunIosfarm(std::move(args));
   }
 
   std::string TempPath(const std::string& name) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/cli.h"
+#include "client/cli_testing.h"
 #include "client/embedded_farm.h"
 
 namespace iosfarm::client {
@@ -28,20 +29,7 @@ EnvLookup FakeEnv(std::map<std::string, std::string> values) {
   };
 }
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result RunIosfarm(std::vector<std::string> args) {
-  args.insert(args.begin(), "iosfarm");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int code = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = CliResult;
 
 TEST(EmbeddedFarmTest, DatabasePathFollowsXdgThenHome) {
   EXPECT_EQ(*DefaultDatabasePath(FakeEnv({{"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}})),
