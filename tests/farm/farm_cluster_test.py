@@ -52,6 +52,7 @@ class Farm:
         self.server = None
         self.workers = {}
         self.logs = []
+        self.cli_env = {}  # extra environment of CLI calls (token, CA)
 
     def _log(self, name):
         path = os.path.join(self.tmp, name + ".log")
@@ -111,7 +112,7 @@ class Farm:
                 p.wait()
 
     def cli(self, *args, check=True):
-        env = dict(os.environ, IOSFARM_SERVER=self.address)
+        env = dict(os.environ, IOSFARM_SERVER=self.address, **self.cli_env)
         r = subprocess.run([os.path.join(BUILD, CLI), *args], env=env, capture_output=True,
                            text=True, timeout=120)
         if check and r.returncode != 0:
@@ -198,7 +199,9 @@ def schedule_stages(farm, job):
             for block in schedule["blocks"] for s in block["stages"]]
 
 
-class FarmClusterTest(unittest.TestCase):
+class FarmTestBase(unittest.TestCase):
+    """Temp directory per test; farms are stopped and logs kept on failure."""
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="iosfarm-cluster-")
         self.farms = []
@@ -226,6 +229,9 @@ class FarmClusterTest(unittest.TestCase):
         f = Farm(path, policy)
         self.farms.append(f)
         return f
+
+
+class FarmClusterTest(FarmTestBase):
 
     def test_eight_concurrent_jobs_three_workers_two_keys(self):
         farm = self.farm("eight")
@@ -351,6 +357,76 @@ class FarmClusterTest(unittest.TestCase):
         # Still serving: a real job completes.
         ok = farm.submit("squeezenet", "sim-x")
         self.assertEqual(farm.wait_jobs([ok])[ok]["state"], "succeeded")
+
+
+class FarmSecurityAndRetuneTest(FarmTestBase):
+    """TLS with tokens end to end, and batch re-tuning for a new device key."""
+
+    def test_tls_and_tokens(self):
+        farm = self.farm("tls")
+        cert, key = os.path.join(farm.tmp, "cert.pem"), os.path.join(farm.tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                       check=True, capture_output=True)
+        clients, workers = os.path.join(farm.tmp, "clients"), os.path.join(farm.tmp, "workers")
+        with open(clients, "w") as f:
+            f.write("client-token-0123456789 alice\n")
+        with open(workers, "w") as f:
+            f.write("worker-token-0123456789 gpu-pool\n")
+        farm.start_server("--tls-cert", cert, "--tls-key", key, "--client-tokens", clients,
+                          "--worker-tokens", workers)
+        farm.start_worker("t1", "sim-t", 0.0, "--tls-ca", cert,
+                          "--token", "worker-token-0123456789")
+        farm.cli_env = {"IOSFARM_TLS_CA": cert, "IOSFARM_TOKEN": "client-token-0123456789"}
+        farm.wait_workers(1)
+        job = farm.submit("squeezenet", "sim-t")
+        jobs = farm.wait_jobs([job])
+        self.assertEqual(jobs[job]["state"], "succeeded", jobs[job])
+        self.assertEqual(jobs[job]["owner"], "alice")
+        # A wrong token, the worker's token, and no CA each fail and change nothing.
+        for env in ({"IOSFARM_TLS_CA": cert, "IOSFARM_TOKEN": "wrong-token-0123456789"},
+                    {"IOSFARM_TLS_CA": cert, "IOSFARM_TOKEN": "worker-token-0123456789"},
+                    {"IOSFARM_TLS_CA": cert}):
+            farm.cli_env = env
+            r = farm.cli("submit", "squeezenet", "--device", "sim-t", check=False)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("token", r.stderr)
+        farm.cli_env = {"IOSFARM_TOKEN": "client-token-0123456789"}  # plaintext to a TLS port
+        r = farm.cli("list", check=False)
+        self.assertEqual(r.returncode, 1)
+        farm.cli_env = {"IOSFARM_TLS_CA": cert, "IOSFARM_TOKEN": "client-token-0123456789"}
+        self.assertEqual(len(farm.cli_json("list")["jobs"]), 1)
+
+    def test_retune_for_a_new_device_key(self):
+        farm = self.farm("retune")
+        farm.start_server()
+        farm.start_worker("old1", "sim-old", 0.0)
+        farm.wait_workers(1)
+        ids = [farm.submit("squeezenet", "sim-old"), farm.submit("resnet50", "sim-old")]
+        for i in ids:
+            self.assertEqual(farm.wait_jobs([i])[i]["state"], "succeeded")
+        farm.start_worker("new1", "sim-new", 0.0, "--sim-seed", "7")
+        farm.wait_workers(2)
+        out = farm.cli_json("retune", "--device", "sim-new", "--from-device", "sim-old")
+        batch = out["retune_batch"]
+        retuned = [j["id"] for j in out["jobs"]]
+        self.assertEqual(len(retuned), 2, out)
+        jobs = farm.wait_jobs(retuned)
+        names = sorted(jobs[i]["model_name"] for i in retuned)
+        self.assertEqual(names, ["resnet50", "squeezenet"])
+        for i in retuned:
+            self.assertEqual(jobs[i]["state"], "succeeded", jobs[i])
+            self.assertEqual(jobs[i]["device_key"], "sim-new")
+            self.assertEqual(jobs[i]["retune_batch"], batch)
+        # Latencies are per device key: the new key's stages were all measured
+        # anew (the two jobs may share a few signatures between them).
+        rows = sqlite3.connect(farm.db).execute(
+            "SELECT device_key, COUNT(*) FROM latencies GROUP BY device_key").fetchall()
+        self.assertEqual(dict(rows)["sim-new"], dict(rows)["sim-old"])
+        listed = farm.cli_json("list", "--retune-batch", batch)["jobs"]
+        self.assertEqual(sorted(j["id"] for j in listed), sorted(retuned))
+        check_timeline(self, farm.timeline())
 
 
 def main():
