@@ -138,7 +138,6 @@ Status JobRunner::FinishSearch(FarmStore& store) {
   ASSIGN_OR_RETURN(ios::Schedule greedy, ios::GreedySchedule(graph_, options_.max_groups));
   // Baselines are costed with what the database knows (0 where it knows
   // nothing: they are measured end to end anyway).
-  std::vector<ios::StageRequest> none;
   auto known_or_zero = [&](const ios::Stage& stage) -> StatusOr<double> {
     ASSIGN_OR_RETURN(ios::Signature signature, ios::StageSignature(graph_, stage));
     ASSIGN_OR_RETURN(auto known, store.LookupLatencies(job_.device_key, {signature}));
