@@ -309,6 +309,9 @@ StatusOr<JobRow> FarmCoordinator::Cancel(int64_t job_id) {
       if (flight.job != job_id || flight.worker.empty()) continue;
       auto w = workers_.find(flight.worker);
       if (w == workers_.end()) continue;
+      // The scheduler frees the resource now; the worker drops the result.
+      w->second.state = "idle";
+      w->second.job_id = 0;
       v1::ServerMessage cancel;
       cancel.mutable_cancel()->set_phase_id(phase);
       sends.emplace_back(w->second.link, cancel);
