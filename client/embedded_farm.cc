@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "server/farm_server.h"
+#include "spdlog/spdlog.h"
 #include "worker/backends/backend_factory.h"
 #include "worker/worker_daemon.h"
 
@@ -109,6 +110,9 @@ StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOp
 }
 
 void EmbeddedFarm::Shutdown() {
+  // The local worker's disconnect is expected here: keep it out of the
+  // warnings (errors still show).
+  if (worker_ && spdlog::get_level() < spdlog::level::err) spdlog::set_level(spdlog::level::err);
   if (worker_) worker_->Shutdown();
   if (worker_thread_.joinable()) worker_thread_.join();
   worker_.reset();
