@@ -208,27 +208,28 @@ StatusOr<JobRow> FarmCoordinator::AdmitLocked(JobRow row, std::optional<graph::G
   return job->row;
 }
 
+Status FarmCoordinator::CheckDeviceKeyLocked(const std::string& device_key) {
+  for (const auto& [id, worker] : workers_) {
+    if (worker.registration.device_key() == device_key) return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(bool known, store_->HasDevice(device_key));
+  if (known) return absl::OkStatus();
+  ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+  std::string names;
+  for (const auto& d : devices) names += (names.empty() ? "" : ", ") + d.key;
+  return absl::NotFoundError(StrCat("unknown device key '", device_key,
+                                    "': no worker ever registered it (known: ",
+                                    names.empty() ? "none" : names,
+                                    "; start a worker with --device-key ", device_key, ")"));
+}
+
 StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model, graph::Graph graph) {
   std::vector<Send> sends;
   JobRow admitted;
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return absl::UnavailableError("the server is shutting down");
-    bool live_key = false;
-    for (const auto& [id, worker] : workers_) {
-      if (worker.registration.device_key() == job.device_key) live_key = true;
-    }
-    if (!live_key) {
-      ASSIGN_OR_RETURN(bool known, store_->HasDevice(job.device_key));
-      if (!known) {
-        ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
-        std::string names;
-        for (const auto& d : devices) names += (names.empty() ? "" : ", ") + d.key;
-        return absl::NotFoundError(StrCat("unknown device key '", job.device_key,
-                                          "': no worker ever registered it (known: ",
-                                          names.empty() ? "none" : names, ")"));
-      }
-    }
+    RETURN_IF_ERROR(CheckDeviceKeyLocked(job.device_key));
     int active = 0;
     for (const auto& [id, other] : jobs_) active += other->row.owner == job.owner;
     if (active >= options_.max_active_jobs_per_owner) {
@@ -254,6 +255,10 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
   if (targets.empty()) {
     return absl::NotFoundError("no stored model matches the retune filter");
   }
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckDeviceKeyLocked(device_key));
+  }
   const std::string batch_id = StrCat("retune-", NowUnixMs());
   std::vector<JobRow> jobs;
   for (const RetuneTarget& target : targets) {
@@ -271,16 +276,6 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
     std::vector<Send> sends;
     {
       absl::MutexLock lock(&mu_);
-      if (jobs.empty()) {
-        bool live = false;
-        for (const auto& [id, w] : workers_) live |= w.registration.device_key() == device_key;
-        ASSIGN_OR_RETURN(bool known, store_->HasDevice(device_key));
-        if (!live && !known) {
-          return absl::NotFoundError(StrCat("unknown device key '", device_key,
-                                            "': start a worker with --device-key ", device_key,
-                                            " first"));
-        }
-      }
       job.state = JobState::kQueued;
       job.submitted_unix_ms = NowUnixMs();
       ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));

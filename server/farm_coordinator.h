@@ -195,6 +195,9 @@ class FarmCoordinator {
   v1::ServerMessage WorkerPhaseMessageLocked(const scheduler::farm::Assignment& assignment,
                                              JobContext& job, Status& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK when a connected worker has `device_key` or one registered it before;
+  // NotFound naming the key and listing the known ones otherwise.
+  Status CheckDeviceKeyLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   StatusOr<JobRow> AdmitLocked(JobRow job, std::optional<graph::Graph> graph)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PoolLoop();
