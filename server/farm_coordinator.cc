@@ -439,6 +439,13 @@ void FarmCoordinator::WakeParkedLocked(const std::string& device_key) {
   }
 }
 
+void FarmCoordinator::RequeueWorkerPhaseLocked(JobContext& job) {
+  // A batch still waiting for its latencies is built again (on any worker of
+  // the key); with no batch left the search is done and only the measure is owed.
+  const bool measuring = job.runner && job.runner->batch_size() == 0;
+  EnqueueLocked(job, measuring ? farm::PhaseKind::kMeasure : farm::PhaseKind::kBuild);
+}
+
 void FarmCoordinator::RetryLocked(JobContext& job, const std::string& error) {
   ++job.attempts;
   spdlog::warn("job {}: {} (attempt {} of {})", job.row.id, error, job.attempts,
@@ -448,8 +455,7 @@ void FarmCoordinator::RetryLocked(JobContext& job, const std::string& error) {
                     StrCat("gave up after ", job.attempts, " failed worker phases; last: ", error));
     return;
   }
-  const bool measuring = job.runner && job.runner->batch_size() == 0;
-  EnqueueLocked(job, measuring ? farm::PhaseKind::kMeasure : farm::PhaseKind::kBuild);
+  RequeueWorkerPhaseLocked(job);
   TouchLocked(job, StrCat("retrying: ", error));
 }
 
@@ -734,8 +740,7 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
     if (job == jobs_.end()) continue;
     // Nothing it measured is lost: measurements reach the store in the
     // update phase, which runs on the server. Re-measure the batch elsewhere.
-    const bool measuring = job->second->runner && job->second->runner->batch_size() == 0;
-    EnqueueLocked(*job->second, measuring ? farm::PhaseKind::kMeasure : farm::PhaseKind::kBuild);
+    RequeueWorkerPhaseLocked(*job->second);
     TouchLocked(*job->second, StrCat("worker ", worker, " lost (", reason, "); re-queued"));
   }
   if (!shutting_down_) DispatchLocked(sends);

@@ -184,6 +184,9 @@ class FarmCoordinator {
   // A worker phase failed: retries from the build (or measure) elsewhere, or
   // fails the job after max_attempts.
   void RetryLocked(JobContext& job, const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the worker phase a job must redo after a failure or a lost
+  // worker: the build of its batch, or the final measure.
+  void RequeueWorkerPhaseLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeParkedLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerLostLocked(const std::string& worker, const std::string& reason,
                         std::vector<Send>& sends) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
