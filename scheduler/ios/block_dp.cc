@@ -91,8 +91,13 @@ class BlockDp {
     const size_t count = sc.endings.size();
     stats_.transitions += static_cast<int64_t>(count);
     // Latencies of the endings; prefetch the children's states meanwhile.
+    // The ending table is far larger than the caches: keep kLookahead of its
+    // probes in flight ahead of the one being read.
+    constexpr size_t kLookahead = 12;
+    for (size_t i = 0; i < std::min(count, kLookahead); ++i) endings_.Prefetch(sc.hashes[i]);
     sc.values.resize(count);
     for (size_t i = 0; i < count; ++i) {
+      if (i + kLookahead < count) endings_.Prefetch(sc.hashes[i + kLookahead]);
       const EndingValue* value = endings_.Find(sc.endings[i], sc.hashes[i]);
       sc.values[i] = value != nullptr ? *value : NewEnding(sc.endings[i], sc.hashes[i]);
       const OpBits<W> child = remaining.Minus(sc.endings[i]);
