@@ -45,4 +45,57 @@ Graph SmallBranchyGraph(bool with_data) {
   return graph;
 }
 
+Graph ResidualBlocksGraph(int64_t batch) {
+  GraphBuilder b("residual_blocks");
+  const auto conv = [](int64_t out, int64_t k, Activation act, bool bias) {
+    ConvSpec spec;
+    spec.out_channels = out;
+    spec.kernel = {k, k};
+    spec.padding = {k / 2, k / 2};
+    spec.activation = act;
+    spec.bias = bias;
+    return spec;
+  };
+  ValueId x = b.Input("x", {batch, 8, 10, 10});
+  ValueId s = b.Conv(x, conv(8, 3, Activation::kRelu, true), "stem");
+  ValueId t = b.Conv(s, conv(8, 1, Activation::kRelu, true), "b1/conv1");
+  ValueId u = b.Conv(t, conv(8, 3, Activation::kNone, true), "b1/conv2");
+  ValueId r1 = b.Relu(b.Add(u, s, "b1/add"), "b1/relu");
+  ValueId p = b.Conv(r1, conv(16, 3, Activation::kNone, true), "b2/conv");
+  ValueId q = b.Conv(r1, conv(16, 1, Activation::kNone, false), "b2/proj");
+  ValueId r2 = b.Relu(b.Add(p, q, "b2/add"), "b2/relu");
+  ConvSpec asymmetric = conv(16, 2, Activation::kNone, false);
+  asymmetric.pads = {0, 0, 1, 1};
+  ValueId e = b.Conv(r2, asymmetric, "b3/conv");
+  b.Output(b.Add(r2, e, "b3/add"));
+  return *std::move(b).Finish();
+}
+
+Graph NonFusableResidualGraph() {
+  GraphBuilder b("non_fusable_residual");
+  ConvSpec spec;
+  spec.out_channels = 8;
+  spec.kernel = {3, 3};
+  spec.padding = {1, 1};
+  ConvSpec relu_spec = spec;
+  relu_spec.activation = Activation::kRelu;
+  ValueId x = b.Input("x", {1, 8, 6, 6});
+  ValueId z = b.Input("z", {1, 8, 6, 6});
+  ValueId narrow = b.Input("narrow", {1, 8, 1, 1});
+  ValueId c0 = b.Conv(x, spec, "shared_conv");
+  b.Output(b.Add(c0, z, "shared_add"));
+  b.Output(b.Relu(c0, "other_reader"));
+  b.Output(b.Add(b.Conv(x, spec, "bcast_conv"), narrow, "bcast_add"));
+  b.Output(b.Add(b.Conv(x, relu_spec, "relu_conv"), z, "relu_add"));
+  ValueId c3 = b.Conv(x, spec, "kept_conv");
+  b.Output(c3);
+  b.Output(b.Add(c3, z, "kept_add"));
+  ValueId c4 = b.Conv(x, spec, "twice_conv");
+  b.Output(b.Add(c4, c4, "twice_add"));
+  ValueId sum = b.Add(b.Conv(x, spec, "out_conv"), z, "out_add");
+  b.Output(sum);
+  b.Output(b.Relu(sum, "out_relu"));
+  return *std::move(b).Finish();
+}
+
 }  // namespace iosfarm::graph::testing

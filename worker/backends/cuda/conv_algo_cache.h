@@ -1,9 +1,9 @@
 // The convolution algorithms chosen on one device, by problem.
 //
 // A ConvKey is everything an algorithm choice depends on: shapes, window,
-// groups, whether bias+Relu are fused into the call, whether TF32 is allowed
-// and the 16-byte alignment of the data pointers (cuDNN picks kernels by
-// alignment). Not thread-safe: owned by a CudaDeviceContext, used under the
+// groups, whether bias+Relu (and a residual z) are fused into the call,
+// whether TF32 is allowed and the 16-byte alignment of the data pointers
+// (cuDNN picks kernels by alignment). Not thread-safe: owned by a CudaDeviceContext, used under the
 // backend's run mutex.
 #ifndef IOSFARM_WORKER_BACKENDS_CUDA_CONV_ALGO_CACHE_H_
 #define IOSFARM_WORKER_BACKENDS_CUDA_CONV_ALGO_CACHE_H_
@@ -20,7 +20,8 @@ namespace iosfarm::worker::cuda {
 
 struct ConvKey {
   // n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dilation_h,
-  // dilation_w, groups, fused, allow_tf32, alignment bits (x, w, y).
+  // dilation_w, groups, fused mode (0 none, 1 bias + Relu, 2 bias + residual
+  // + Relu, 3 bias + residual), allow_tf32, alignment bits (x, w, y, z).
   std::array<int64_t, 17> fields = {};
 
   bool operator<(const ConvKey& other) const { return fields < other.fields; }

@@ -11,6 +11,15 @@
 // garbage); when no algorithm supports that, and for other activations,
 // cudnnConvolutionForward runs and then one kernel adds the bias and applies
 // the activation. Without TF32 the math type is CUDNN_FMA_MATH.
+//
+// Residual conv (a step with a second input z, execution_plan.h): first
+// cudnnConvolutionBiasActivationForward with y = act(1 * conv(x) + 1 * z +
+// bias), z in its own buffer (cuDNN allows z to alias y, the plan never
+// does, so no copy is needed and the algorithm search may overwrite y), act
+// RELU or IDENTITY (cuDNN runs IDENTITY only with IMPLICIT_PRECOMP_GEMM; other
+// algorithms answer NOT_SUPPORTED and are skipped). When no algorithm
+// supports the fused call, cudnnConvolutionForward runs and one kernel
+// computes y = act(y + bias + z), exactly as the bias + Relu path falls back.
 #include <algorithm>
 #include <cstdint>
 #include <variant>
@@ -40,8 +49,10 @@ bool IsUnsupported(cudnnStatus_t status) {
 class ConvOp final : public DeviceOp {
  public:
   static StatusOr<std::unique_ptr<DeviceOp>> Create(const Step& step, const DeviceOpContext& ctx) {
-    if (step.inputs.size() != 1 || step.outputs.size() != 1 || step.weights.empty() ||
-        step.inputs[0].shape.size() != 4 || step.outputs[0].shape.size() != 4) {
+    if (step.inputs.empty() || step.inputs.size() > 2 || step.outputs.size() != 1 ||
+        step.weights.empty() || step.inputs[0].shape.size() != 4 ||
+        step.outputs[0].shape.size() != 4 ||
+        (step.inputs.size() == 2 && step.inputs[1].shape != step.outputs[0].shape)) {
       return absl::InternalError("malformed conv step");
     }
     const auto& a = std::get<graph::ConvAttrs>(step.attrs);
@@ -57,6 +68,10 @@ class ConvOp final : public DeviceOp {
     op->y_ = ctx.Ptr(step.outputs[0]);
     op->w_ = ctx.Weight(step.weights[0]);
     op->bias_ = step.weights.size() > 1 ? ctx.Weight(step.weights[1]) : nullptr;
+    op->z_ = step.inputs.size() == 2 ? ctx.Ptr(step.inputs[1]) : nullptr;
+    if (op->z_ != nullptr && op->z_ == op->y_) {
+      return absl::InternalError("conv step whose residual is its output");
+    }
     op->elements_ = step.outputs[0].num_elements();
     op->channels_ = y[1];
     op->plane_ = y[2] * y[3];
@@ -90,17 +105,25 @@ class ConvOp final : public DeviceOp {
       return absl::InternalError(StrCat("cuDNN computes output [", on, ",", oc, ",", oh, ",", ow,
                                         "], the graph ", graph::ShapeToString(y)));
     }
-    const bool want_fused = a.activation == graph::Activation::kRelu && op->bias_ != nullptr;
+    // cuDNN's fused call: bias always, then Relu, or no activation with a residual.
+    const bool residual = op->z_ != nullptr;
+    const bool relu = a.activation == graph::Activation::kRelu;
+    const bool want_fused =
+        op->bias_ != nullptr && (relu || (residual && a.activation == graph::Activation::kNone));
     if (want_fused) {
       ASSIGN_OR_RETURN(op->bias_desc_, CreateTensorDesc(1, yi[1], 1, 1));
-      ASSIGN_OR_RETURN(op->relu_desc_, CreateActivationDesc(CUDNN_ACTIVATION_RELU));
+      ASSIGN_OR_RETURN(op->act_desc_, CreateActivationDesc(relu ? CUDNN_ACTIVATION_RELU
+                                                                : CUDNN_ACTIVATION_IDENTITY));
     }
+    // 0: plain, 1: bias + Relu, 2: bias + residual + Relu, 3: bias + residual.
+    const int fused_mode = !want_fused ? 0 : !residual ? 1 : relu ? 2 : 3;
 
     ConvKey key;
     key.fields = {x[0], x[1], x[2], x[3], w[0], w[2], w[3], pad_h, pad_w, stride_h, stride_w,
-                  dilation_h, dilation_w, groups, want_fused ? 1 : 0, tf32 ? 1 : 0,
+                  dilation_h, dilation_w, groups, fused_mode, tf32 ? 1 : 0,
                   (Aligned16(op->x_) ? 1 : 0) | (Aligned16(op->w_) ? 2 : 0) |
-                      (Aligned16(op->y_) ? 4 : 0)};
+                      (Aligned16(op->y_) ? 4 : 0) |
+                      (residual && Aligned16(op->z_) ? 8 : 0)};
     std::optional<ConvChoice> choice = ctx.device->conv_algos().Find(key);
     if (!choice.has_value()) {
       ASSIGN_OR_RETURN(ConvChoice found, op->Search(ctx, want_fused));
@@ -119,7 +142,12 @@ class ConvOp final : public DeviceOp {
                                      choice_.workspace_bytes),
                               choice_.fused ? "cudnnConvolutionBiasActivationForward"
                                             : "cudnnConvolutionForward"));
-    if (needs_epilogue_) {
+    if (needs_epilogue_ && z_ != nullptr) {
+      RETURN_IF_ERROR(CudaCall(
+          LaunchBiasResidualActivation(y_, bias_, z_, elements_, channels_, plane_,
+                                       ConvActivationParams(attrs_), lane.stream),
+          "bias/residual/activation kernel"));
+    } else if (needs_epilogue_) {
       RETURN_IF_ERROR(CudaCall(LaunchBiasActivation(y_, bias_, elements_, channels_, plane_,
                                                     ConvActivationParams(attrs_), lane.stream),
                                "bias/activation kernel"));
@@ -138,10 +166,13 @@ class ConvOp final : public DeviceOp {
                        void* workspace, size_t workspace_bytes) const {
     const float one = 1.0f, zero = 0.0f;
     if (fused) {
+      // y = act(1 * conv(x) + alpha2 * z + bias): z is the residual, or y
+      // itself with alpha2 = 0.
+      const bool residual = z_ != nullptr;
       return cudnnConvolutionBiasActivationForward(
           handle, &one, x_desc_.get(), x_, w_desc_.get(), w_, conv_desc_.get(), algo, workspace,
-          workspace_bytes, &zero, y_desc_.get(), y_, bias_desc_.get(), bias_, relu_desc_.get(),
-          y_desc_.get(), y_);
+          workspace_bytes, residual ? &one : &zero, y_desc_.get(), residual ? z_ : y_,
+          bias_desc_.get(), bias_, act_desc_.get(), y_desc_.get(), y_);
     }
     return cudnnConvolutionForward(handle, &one, x_desc_.get(), x_, w_desc_.get(), w_,
                                    conv_desc_.get(), algo, workspace, workspace_bytes, &zero,
@@ -225,8 +256,8 @@ class ConvOp final : public DeviceOp {
     choice_ = choice;
     RETURN_IF_ERROR(CudnnCall(cudnnSetConvolutionMathType(conv_desc_.get(), choice.math),
                               "cudnnSetConvolutionMathType"));
-    needs_epilogue_ =
-        !choice.fused && (bias_ != nullptr || attrs_.activation != graph::Activation::kNone);
+    needs_epilogue_ = !choice.fused && (bias_ != nullptr || z_ != nullptr ||
+                                        attrs_.activation != graph::Activation::kNone);
     return absl::OkStatus();
   }
 
@@ -234,12 +265,13 @@ class ConvOp final : public DeviceOp {
   const float* x_ = nullptr;
   const float* w_ = nullptr;
   const float* bias_ = nullptr;
+  const float* z_ = nullptr;  // residual input, or null
   float* y_ = nullptr;
   int64_t elements_ = 0, channels_ = 0, plane_ = 0;
   UniqueTensorDesc x_desc_, y_desc_, bias_desc_;
   UniqueFilterDesc w_desc_;
   UniqueConvDesc conv_desc_;
-  UniqueActivationDesc relu_desc_;
+  UniqueActivationDesc act_desc_;
   ConvChoice choice_;
   bool needs_epilogue_ = false;
 };

@@ -21,6 +21,15 @@ __global__ void BiasActivationKernel(float* y, const float* bias, int64_t n, int
   }
 }
 
+__global__ void BiasResidualActivationKernel(float* y, const float* bias, const float* z,
+                                             int64_t n, int64_t channels, int64_t inner,
+                                             UnaryParams f) {
+  for (int64_t i = GlobalThreadIndex(); i < n; i += GridStride()) {
+    const float b = bias != nullptr ? bias[math::Channel(i, channels, inner)] : 0.0f;
+    y[i] = math::BiasResidualActivation(y[i], b, z[i], f);
+  }
+}
+
 __global__ void ChannelAffineKernel(const float* x, const float* scale, const float* shift,
                                     float* y, int64_t n, int64_t channels, int64_t inner) {
   for (int64_t i = GlobalThreadIndex(); i < n; i += GridStride()) {
@@ -51,6 +60,16 @@ cudaError_t LaunchBiasActivation(float* y, const float* bias, int64_t n, int64_t
   if (n <= 0) return cudaSuccess;
   if (channels < 1 || inner < 1) return cudaErrorInvalidValue;
   BiasActivationKernel<<<GridFor(n), kBlockThreads, 0, stream>>>(y, bias, n, channels, inner, f);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBiasResidualActivation(float* y, const float* bias, const float* z, int64_t n,
+                                         int64_t channels, int64_t inner, UnaryParams f,
+                                         cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  if (channels < 1 || inner < 1 || z == nullptr) return cudaErrorInvalidValue;
+  BiasResidualActivationKernel<<<GridFor(n), kBlockThreads, 0, stream>>>(y, bias, z, n, channels,
+                                                                        inner, f);
   return cudaGetLastError();
 }
 

@@ -38,6 +38,13 @@ cudaError_t LaunchUnary(const float* x, float* y, int64_t n, UnaryParams f, cuda
 cudaError_t LaunchBiasActivation(float* y, const float* bias, int64_t n, int64_t channels,
                                  int64_t inner, UnaryParams f, cudaStream_t stream);
 
+// In place: y[i] = f(y[i] + bias[c] + z[i]), c as above; the epilogue of a
+// conv with a fused residual add when cuDNN cannot fuse it. bias may be null;
+// z has n elements and may not alias y.
+cudaError_t LaunchBiasResidualActivation(float* y, const float* bias, const float* z, int64_t n,
+                                         int64_t channels, int64_t inner, UnaryParams f,
+                                         cudaStream_t stream);
+
 // y[i] = x[i] * scale[c] + shift[c], c = (i / inner) % channels.
 cudaError_t LaunchChannelAffine(const float* x, const float* scale, const float* shift, float* y,
                                 int64_t n, int64_t channels, int64_t inner, cudaStream_t stream);

@@ -56,4 +56,16 @@ int ExecutionPlan::max_concurrent_groups() const {
   return most;
 }
 
+int ExecutionPlan::num_residual_convs() const {
+  int n = 0;
+  for (const StageProgram& stage : stages) {
+    for (const GroupProgram& group : stage.groups) {
+      for (const Step& step : group.steps) {
+        n += step.kind == StepKind::kConv && step.inputs.size() == 2 ? 1 : 0;
+      }
+    }
+  }
+  return n;
+}
+
 }  // namespace iosfarm::worker::cuda

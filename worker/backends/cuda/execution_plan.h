@@ -44,10 +44,14 @@ struct WeightRef {
 };
 
 enum class StepKind {
-  // y = act(conv(x, W) + B). attrs: ConvAttrs (pads symmetric: top == bottom,
-  // left == right; asymmetric pads get an explicit kPad step first).
-  // weights: W [, B]; a Relu conv always has B (zeros when the op has none)
-  // so that the device can fuse bias and Relu.
+  // y = act(conv(x, W) + B [+ z]). attrs: ConvAttrs (pads symmetric: top ==
+  // bottom, left == right; asymmetric pads get an explicit kPad step first).
+  // inputs: x [, z]. With z, a residual Add (and a Relu after it, as the
+  // activation) is fused in (worker/backends/residual_fusion.h): z has y's
+  // shape, lives in its own buffer (never y's) and is added before the
+  // activation. weights: W [, B]; a Relu conv and a residual conv always
+  // have B (zeros when the op has none) so that the device can fuse bias,
+  // residual and Relu into one cuDNN call.
   kConv,
   kPool,        // MaxPool / AveragePool (op), attrs: PoolAttrs
   kGlobalPool,  // GlobalAveragePool / GlobalMaxPool (op)
@@ -139,6 +143,8 @@ struct ExecutionPlan {
   int num_steps() const;
   // The largest number of non-empty groups of any stage.
   int max_concurrent_groups() const;
+  // Number of kConv steps with a residual input z (fused Conv + Add).
+  int num_residual_convs() const;
 };
 
 // Alignment of buffer offsets in the arena and of WeightRefs (bytes).

@@ -65,6 +65,13 @@ IOSFARM_HOST_DEVICE inline int64_t Channel(int64_t i, int64_t channels, int64_t 
   return (i / inner) % channels;
 }
 
+// The conv epilogue with a residual: f((v + bias) + z), in the order of the
+// unfused graph (the conv's bias first, then the Add).
+IOSFARM_HOST_DEVICE inline float BiasResidualActivation(float v, float bias, float z,
+                                                        const UnaryParams& f) {
+  return ApplyUnary((v + bias) + z, f);
+}
+
 // Offsets in a and b read by output element i.
 IOSFARM_HOST_DEVICE inline void BroadcastOffsets(int64_t i, const BroadcastParams& p,
                                                  int64_t* ia, int64_t* ib) {

@@ -79,6 +79,12 @@ TEST(KernelMathTest, BiasActivationAndChannelAffineFindTheChannel) {
   EXPECT_EQ(math::ApplyUnary(-5.0f, clip), -1.0f);
   conv.activation = graph::Activation::kNone;
   EXPECT_EQ(math::ApplyUnary(-5.0f, ConvActivationParams(conv)), -5.0f);
+  // The epilogue of a conv with a fused residual: act((v + bias) + z).
+  conv.activation = graph::Activation::kRelu;
+  const UnaryParams relu = ConvActivationParams(conv);
+  EXPECT_EQ(math::BiasResidualActivation(1.0f, 0.5f, -2.0f, relu), 0.0f);
+  EXPECT_EQ(math::BiasResidualActivation(1.0f, 0.5f, 2.0f, relu), 3.5f);
+  EXPECT_EQ(math::BiasResidualActivation(1.0f, 0.5f, -2.0f, ConvActivationParams({})), -0.5f);
 }
 
 TEST(KernelMathTest, BinaryBroadcastMatchesReference) {

@@ -13,6 +13,7 @@
 #include "worker/backends/cuda/op_support.h"
 #include "worker/backends/cuda/plan_checks.h"
 #include "worker/backends/merged_conv_weights.h"
+#include "worker/backends/residual_fusion.h"
 #include "worker/backends/weights.h"
 
 namespace iosfarm::worker::cuda {
@@ -129,7 +130,24 @@ class PlanBuilder {
       }
       if (stage.strategy == Strategy::kMerge) RETURN_IF_ERROR(CheckMergeStage(s));
     }
+    FindResidualFusions();
     return absl::OkStatus();
+  }
+
+  // Conv + Add (+ Relu) chains run as one conv step with a residual input,
+  // at the Add's position (residual_fusion.h says where the graph allows it).
+  // The conv's output, and the Add's when the Relu is fused, are never
+  // stored: they get no buffer.
+  void FindResidualFusions() {
+    const std::vector<std::vector<NodeId>> consumers = graph_.Consumers();
+    elided_.assign(static_cast<size_t>(graph_.num_values()), false);
+    for (int s = 0; s < num_stages(); ++s) {
+      fusions_.push_back(ResidualFusions::Find(graph_, *stages_[s], consumers));
+      for (const ResidualFusion& f : fusions_.back().all()) {
+        elided_[graph_.node(f.conv).outputs[0]] = true;
+        if (f.relu != graph::kNoNode) elided_[graph_.node(f.add).outputs[0]] = true;
+      }
+    }
   }
 
   Status CheckMergeStage(int s) {
@@ -398,7 +416,7 @@ class PlanBuilder {
       synthetic_buffer_.push_back(static_cast<int>(plan_.buffers.size()) - 1);
     }
     for (ValueId v = 0; v < graph_.num_values(); ++v) {
-      if (source_[v] == Source::kNone) continue;
+      if (source_[v] == Source::kNone || elided_[v]) continue;
       const Location loc = Resolve(v);
       BufferSpec& spec = plan_.buffers[loc.buffer];
       const int last = std::max(last_use_[v], def_stage_[v]);
@@ -465,10 +483,12 @@ class PlanBuilder {
     return absl::OkStatus();
   }
 
-  // Appends a conv step reading x (through an explicit pad when needed).
+  // Appends a conv step reading x (through an explicit pad when needed) and,
+  // when given, the residual z.
   void EmitConv(graph::ConvAttrs attrs, const TensorRef& x, const TensorRef& y,
                 WeightRef w, std::optional<WeightRef> bias, int pad_synthetic,
-                const std::string& label, std::vector<Step>& steps) {
+                const std::string& label, std::vector<Step>& steps,
+                const std::optional<TensorRef>& residual = std::nullopt) {
     TensorRef input = x;
     if (!SymmetricPads(attrs.pads)) {
       Step pad;
@@ -492,9 +512,12 @@ class PlanBuilder {
     conv.kind = StepKind::kConv;
     conv.op = OpType::kConv;
     conv.inputs = {input};
+    if (residual.has_value()) conv.inputs.push_back(*residual);
     conv.outputs = {y};
     conv.weights = {std::move(w)};
-    if (!bias.has_value() && attrs.activation == graph::Activation::kRelu) {
+    // cudnnConvolutionBiasActivationForward always adds a bias.
+    if (!bias.has_value() &&
+        (attrs.activation == graph::Activation::kRelu || residual.has_value())) {
       bias = AddWeight({attrs.out_channels},
                        std::vector<float>(static_cast<size_t>(attrs.out_channels), 0.0f));
     }
@@ -534,9 +557,33 @@ class PlanBuilder {
     return absl::OkStatus();
   }
 
+  // The fused Conv + Add (+ Relu) of `f`, at the Add's position: y = act(
+  // conv(x) + B + z) with act the Relu's when fused, else none (the conv
+  // itself has no activation: residual_fusion.h).
+  Status EmitResidualConv(const ResidualFusion& f, std::vector<Step>& steps) {
+    const graph::Node& conv = graph_.node(f.conv);
+    graph::ConvAttrs a = std::get<graph::ConvAttrs>(conv.attrs);
+    a.activation = f.relu != graph::kNoNode ? graph::Activation::kRelu : graph::Activation::kNone;
+    ASSIGN_OR_RETURN(graph::Tensor w, NodeWeight(conv, "W"));
+    std::optional<WeightRef> bias;
+    if (a.has_bias) {
+      ASSIGN_OR_RETURN(graph::Tensor b, NodeWeight(conv, "B"));
+      bias = AddWeight(b.shape, b.data);
+    }
+    std::string label = StrCat(conv.name, " + ", graph_.node(f.add).name);
+    if (f.relu != graph::kNoNode) label = StrCat(label, " + ", graph_.node(f.relu).name);
+    auto pad = pad_buffer_.find(f.conv);
+    EmitConv(a, Ref(conv.inputs[0]), Ref(f.output), AddWeight(w.shape, w.data), bias,
+             pad == pad_buffer_.end() ? -1 : pad->second, label, steps, Ref(f.residual));
+    return absl::OkStatus();
+  }
+
   Status EmitNode(NodeId id, std::vector<Step>& steps) {
     const graph::Node& node = graph_.node(id);
     if (node.type == OpType::kConstant || IsViewOp(node.type)) return absl::OkStatus();
+    const ResidualFusions& fusions = fusions_[node_stage_[id]];
+    if (fusions.Absorbed(id)) return absl::OkStatus();  // runs at its Add
+    if (const ResidualFusion* f = fusions.AtAdd(id)) return EmitResidualConv(*f, steps);
     Step step;
     step.op = node.type;
     step.attrs = node.attrs;
@@ -775,6 +822,8 @@ class PlanBuilder {
   const PlanOptions options_;
 
   std::vector<int> node_stage_, node_group_, node_index_;
+  std::vector<ResidualFusions> fusions_;       // by stage
+  std::vector<bool> elided_;                   // values a fusion never stores
   std::vector<int> def_stage_, last_use_;
   std::vector<Source> source_;
   std::vector<Alias> alias_;

@@ -12,6 +12,10 @@
 //    a step of the plan (not a view, not kept as a result), is written by its
 //    producer straight into its slice of the Concat output when the slice is
 //    contiguous; the Concat then copies nothing for it;
+//  - residual fusion: a Conv + Add (+ Relu) chain in one group, where
+//    worker/backends/residual_fusion.h allows it, is one kConv step with the
+//    Add's other operand as residual input z, at the Add's position; the
+//    conv's (and the Add's) output gets no buffer;
 //  - memory: one buffer per stored value (views share their source's), live
 //    from its first write to its last read, placed in one arena
 //    (memory_plan.h); presets (constants, stage inputs, graph inputs) live for

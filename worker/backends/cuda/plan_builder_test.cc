@@ -13,6 +13,7 @@
 #include "common/strings.h"
 #include "graph/graph_builder.h"
 #include "graph/models/zoo.h"
+#include "graph/test_graphs.h"
 #include "scheduler/ios/testing_util.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/merge.h"
@@ -208,6 +209,94 @@ TEST(PlanBuilderTest, ZooModelsMatchReferenceWithSequentialAndGreedySchedules) {
       EXPECT_TRUE(status.ok()) << status;
     }
   }
+}
+
+// All nodes of `graph` in one group of one stage, in id (topological) order.
+Schedule OneGroupSchedule(const graph::Graph& graph) {
+  std::vector<NodeId> all;
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) all.push_back(id);
+  return ScheduleOf({ConcurrentStage({all})});
+}
+
+TEST(PlanBuilderTest, ResidualAddsFuseIntoConvSteps) {
+  for (int64_t batch : {1, 2}) {
+    const graph::Graph g = graph::testing::ResidualBlocksGraph(batch);
+    const Schedule one_group = OneGroupSchedule(g);
+    auto plan = SchedulePlan(g, one_group);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    // Three Conv + Add (+ Relu) chains are three conv steps with a residual;
+    // no Add or Relu step is left; b3's conv keeps its explicit pad.
+    EXPECT_EQ(plan->num_residual_convs(), 3);
+    EXPECT_EQ(CountSteps(*plan, StepKind::kConv), 6);
+    EXPECT_EQ(CountSteps(*plan, StepKind::kBinary), 0);
+    EXPECT_EQ(CountSteps(*plan, StepKind::kUnary), 0);
+    EXPECT_EQ(CountSteps(*plan, StepKind::kPad), 1);
+    for (const Step& step : plan->stages[0].groups[0].steps) {
+      if (step.kind != StepKind::kConv || step.inputs.size() != 2) continue;
+      EXPECT_EQ(step.inputs[1].shape, step.outputs[0].shape) << step.label;
+      EXPECT_NE(step.inputs[1].buffer, step.outputs[0].buffer) << step.label;
+      EXPECT_EQ(step.weights.size(), 2u) << step.label;  // a zero bias when none
+    }
+    Status same = EmulateAndCompare(g, one_group, StrCat("residual blocks batch ", batch));
+    EXPECT_TRUE(same.ok()) << same;
+    // One op per stage: nothing fuses.
+    auto sequential = scheduler::ios::SequentialSchedule(g);
+    ASSERT_TRUE(sequential.ok());
+    auto unfused = SchedulePlan(g, *sequential);
+    ASSERT_TRUE(unfused.ok()) << unfused.status();
+    EXPECT_EQ(unfused->num_residual_convs(), 0);
+    EXPECT_EQ(CountSteps(*unfused, StepKind::kBinary), 3);
+  }
+}
+
+TEST(PlanBuilderTest, ResidualFusionNeedsConvAndAddInOneGroup) {
+  const graph::Graph g = graph::testing::ResidualBlocksGraph(1);
+  struct Case {
+    Schedule schedule;
+    int fused;
+  };
+  const std::vector<Case> cases = {
+      // Both block-2 convs in an earlier stage than their Add: not fused.
+      {ScheduleOf({ConcurrentStage({{0, 1, 2, 3, 4}}), ConcurrentStage({{5}, {6}}),
+                   ConcurrentStage({{7, 8, 9, 10}})}),
+       2},
+      // The projection (z) in an earlier stage: an input of the stage, fused.
+      {ScheduleOf({ConcurrentStage({{0, 1, 2, 3, 4, 6}}),
+                   ConcurrentStage({{5, 7, 8, 9, 10}})}),
+       3},
+      // The Relu of block 1 in the next stage: conv + add fused, Relu kept.
+      {ScheduleOf({ConcurrentStage({{0, 1, 2, 3}}), ConcurrentStage({{4}}),
+                   ConcurrentStage({{5, 6, 7, 8, 9, 10}})}),
+       3},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_TRUE(scheduler::ios::ValidateSchedule(g, cases[i].schedule).ok()) << i;
+    auto plan = SchedulePlan(g, cases[i].schedule);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->num_residual_convs(), cases[i].fused) << i;
+    Status same = EmulateAndCompare(g, cases[i].schedule, StrCat("case ", i));
+    EXPECT_TRUE(same.ok()) << same;
+  }
+  // A stage plan (random stage inputs): block 2 alone, the projection's
+  // output and r1 come from outside.
+  const Stage block2 = ConcurrentStage({{5, 7, 8}});
+  auto plan = BuildExecutionPlan(g, {&block2}, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->num_residual_convs(), 1);
+  EXPECT_EQ(plan->num_steps(), 1);
+  EXPECT_TRUE(EmulatePlan(*plan, {}).ok());
+}
+
+TEST(PlanBuilderTest, NonFusableResidualPatternsStayUnfused) {
+  const graph::Graph g = graph::testing::NonFusableResidualGraph();
+  const Schedule one_group = OneGroupSchedule(g);
+  auto plan = SchedulePlan(g, one_group);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->num_residual_convs(), 1);  // out_conv + out_add only
+  EXPECT_EQ(CountSteps(*plan, StepKind::kBinary), 5);
+  EXPECT_EQ(CountSteps(*plan, StepKind::kUnary), 2);
+  Status same = EmulateAndCompare(g, one_group, "non-fusable residual patterns");
+  EXPECT_TRUE(same.ok()) << same;
 }
 
 TEST(PlanBuilderTest, MemoryIsReusedAcrossStages) {

@@ -79,11 +79,28 @@ class Emulator {
 
   Status RunStep(const Step& step) {
     switch (step.kind) {
-      case StepKind::kConv:
-        reference::Conv2D(std::get<graph::ConvAttrs>(step.attrs), In(step.inputs[0]),
-                          W(step.weights[0]), step.weights.size() > 1 ? W(step.weights[1]) : nullptr,
+      case StepKind::kConv: {
+        graph::ConvAttrs attrs = std::get<graph::ConvAttrs>(step.attrs);
+        const bool residual = step.inputs.size() > 1;
+        const graph::Activation activation = attrs.activation;
+        // With a residual z the activation applies to conv + B + z.
+        if (residual) attrs.activation = graph::Activation::kNone;
+        reference::Conv2D(attrs, In(step.inputs[0]), W(step.weights[0]),
+                          step.weights.size() > 1 ? W(step.weights[1]) : nullptr,
                           Out(step.outputs[0]));
+        if (residual) {
+          if (step.inputs[1].shape != step.outputs[0].shape) {
+            return absl::InternalError(StrCat("emulator: residual of '", step.label,
+                                              "' does not have the output's shape"));
+          }
+          float* y = Ptr(step.outputs[0]);
+          const float* z = Ptr(step.inputs[1]);
+          const int64_t n = step.outputs[0].num_elements();
+          for (int64_t i = 0; i < n; ++i) y[i] += z[i];
+          reference::ApplyActivation(activation, attrs.clip_min, attrs.clip_max, y, n);
+        }
         return absl::OkStatus();
+      }
       case StepKind::kPool:
         reference::Pool2D(step.op, std::get<graph::PoolAttrs>(step.attrs), In(step.inputs[0]),
                           Out(step.outputs[0]));
