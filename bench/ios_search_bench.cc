@@ -3,7 +3,7 @@
 //
 //   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N]
 //                    [--block-size B] [--window OPS] [--no-reuse] [--blocks]
-//                    [--markdown]
+//                    [--walk-only] [--markdown]
 //
 // Each (model, r, s) runs in a forked child so that its peak RSS is its own.
 // Columns: blocks (reused identical ones in parentheses), DP states,
@@ -11,10 +11,17 @@
 // per block) and the unique signatures they collapse into, CPU seconds of the
 // whole search (partition, enumeration, signatures, oracle, DP), the
 // sequential / greedy / IOS analytic latencies, and the child's peak RSS.
+//
+// --walk-only measures the floor under the exact DP: for every distinct
+// block of the partition (boundary windows left out) it only walks the
+// reachable remaining sets, enumerating each one's endings and finding each
+// child, with no signatures, latencies or ending table. Its CPU time is what
+// the state space alone costs on this machine.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +33,11 @@
 #include "graph/models/zoo.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
+#include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/blocks.h"
 #include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/endings.h"
+#include "scheduler/ios/op_bits_map.h"
 #include "scheduler/ios/schedule.h"
 
 namespace {
@@ -50,7 +61,74 @@ double CpuSeconds() {
 }
 
 bool g_show_blocks = false;
+bool g_walk_only = false;
 int g_window_ops = -1;
+
+// Walks the reachable remaining sets of `block` (see --walk-only); adds to
+// the row's states and transitions.
+template <int W>
+void WalkBlock(const ios::BlockGraph& block, const ios::EndingBounds& bounds, Row& row) {
+  ios::EndingEnumerator<W> enumerator(block, bounds);
+  ios::OpBitsMap<W, char> seen;
+  std::vector<ios::OpBits<W>> stack = {ios::OpBits<W>::FirstN(block.size())};
+  seen.Insert(stack.back(), stack.back().Hash(), 1);
+  std::vector<ios::OpBits<W>> children;
+  while (!stack.empty()) {
+    const ios::OpBits<W> remaining = stack.back();
+    stack.pop_back();
+    children.clear();
+    enumerator.Enumerate(remaining, [&](const ios::OpBits<W>& ending,
+                                        const ios::EndingGroup<W>*, int) {
+      children.push_back(remaining.Minus(ending));
+    });
+    row.transitions += static_cast<long long>(children.size());
+    for (const ios::OpBits<W>& child : children) {
+      if (child.Empty()) continue;
+      const uint64_t hash = child.Hash();
+      if (seen.Find(child, hash) != nullptr) continue;
+      seen.Insert(child, hash, 1);
+      stack.push_back(child);
+    }
+  }
+  row.states += static_cast<long long>(seen.size());
+}
+
+Row WalkOnly(const iosfarm::graph::Graph& graph, int r, int s, int block_size) {
+  Row row;
+  const double start = CpuSeconds();
+  auto partition = ios::PartitionIntoBlocks(graph, ios::BlockOptions{block_size});
+  if (!partition.ok()) {
+    std::snprintf(row.error, sizeof(row.error), "%s", partition.status().ToString().c_str());
+    return row;
+  }
+  const ios::EndingBounds bounds{r, s};
+  std::vector<std::vector<uint64_t>> walked;  // structure keys of distinct blocks
+  for (const ios::Block& b : partition->blocks) {
+    auto block = ios::BlockGraph::Build(graph, b.ops);
+    if (!block.ok()) {
+      std::snprintf(row.error, sizeof(row.error), "%s", block.status().ToString().c_str());
+      return row;
+    }
+    ++row.blocks;
+    if (std::find(walked.begin(), walked.end(), block->structure_key()) != walked.end()) {
+      ++row.reused;
+      continue;
+    }
+    walked.push_back(block->structure_key());
+    if (block->size() == 0) continue;
+    switch (block->words()) {
+      case 1: WalkBlock<1>(*block, bounds, row); break;
+      case 2: WalkBlock<2>(*block, bounds, row); break;
+      default:
+        std::snprintf(row.error, sizeof(row.error), "block of %d ops: too wide for --walk-only",
+                      block->size());
+        return row;
+    }
+  }
+  row.cpu_s = CpuSeconds() - start;
+  row.ok = 1;
+  return row;
+}
 
 Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bool reuse) {
   Row row;
@@ -59,6 +137,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
     std::snprintf(row.error, sizeof(row.error), "%s", graph.status().ToString().c_str());
     return row;
   }
+  if (g_walk_only) return WalkOnly(*graph, r, s, block_size);
   ios::SearchOptions options;
   options.max_group_ops = r;
   options.max_groups = s;
@@ -197,6 +276,8 @@ int main(int argc, char** argv) {
       reuse = false;
     } else if (arg == "--window") {
       g_window_ops = std::atoi(next().c_str());
+    } else if (arg == "--walk-only") {
+      g_walk_only = true;
     } else if (arg == "--blocks") {
       g_show_blocks = true;
     } else if (arg == "--markdown") {
@@ -204,7 +285,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: ios_search_bench [--models a,b] [--bounds 1x3,2x8,3x8] [--batch N] "
-                   "[--block-size B] [--window OPS] [--no-reuse] [--blocks] [--markdown]\n");
+                   "[--block-size B] [--window OPS] [--no-reuse] [--blocks] [--walk-only] "
+                   "[--markdown]\n");
       return 2;
     }
   }
