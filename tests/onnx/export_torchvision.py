@@ -8,6 +8,7 @@ Exits 3 with a message on stderr when torch or torchvision is missing, so caller
 can skip with a clear reason.
 """
 import argparse
+import inspect
 import os
 import sys
 
@@ -46,10 +47,16 @@ def main() -> int:
         # model; os.replace makes the final write atomic.
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
+            # The TorchScript exporter, which the importer is tested against:
+            # newer torch releases default `dynamo` to True (the torch.export
+            # based exporter), whose graphs the importer was never tested with.
+            kwargs = {}
+            if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+                kwargs["dynamo"] = False
             with torch.no_grad():
                 torch.onnx.export(model, example, tmp, opset_version=args.opset,
                                   input_names=["input"], output_names=["output"],
-                                  do_constant_folding=True)
+                                  do_constant_folding=True, **kwargs)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

@@ -1,0 +1,615 @@
+#!/usr/bin/env python3
+"""GPU schedule benchmark driver (issue 4): IOS vs PyTorch on one GPU.
+
+Three subcommands (how to use them on the device machine: docs/benchmarks.md,
+"GPU benchmark"):
+
+  bundle  (here, where the project builds) Puts schedule_bench, stripped, and
+          the shared libraries it needs that the GPU image lacks into one
+          folder to carry to the device machine: DEST/bin/schedule_bench,
+          DEST/lib.tar.xz (libraries, unpacked by `run`) and
+          DEST/MANIFEST.json. glibc, libstdc++ and the CUDA libraries
+          (cudart, cuBLAS, cuDNN) are left out: `run` finds the image's own.
+
+  run     (on the device machine) One command, bounded by --deadline-s:
+          exports the torchvision ONNX files (tests/onnx/export_torchvision.py)
+          if a tv_* model is selected; runs bench/torch_bench.py (PyTorch
+          eager, CUDA graph, torch.compile) unless --no-torch; runs
+          schedule_bench --backend cuda for every selected model and batch
+          (the search uses the cuda backend as oracle; schedules cached in
+          WORK/schedules); merges every result in WORK/results (this command's
+          and earlier ones' on the same machine) into results.json; prints the
+          markdown table and writes results.json, table.md, gpu_bench.log and
+          schedules.tar.gz to --out. Items already done in WORK/results are
+          skipped, so re-running a part after its deadline resumes it.
+
+  report  (anywhere) Merges results.json files (later files win for the same
+          model and batch) and prints the table; --json FILE writes the merge.
+
+Models (--models; --part picks a preset):
+  squeezenet resnet50 inception_v3 randwire nasnet_a   zoo models (graph/models)
+  tv_inception_v3 tv_googlenet                         torchvision ONNX exports
+Parts: 1 = torch_bench + squeezenet, resnet50; 2 = tv_googlenet,
+tv_inception_v3, inception_v3; 3 = randwire, nasnet_a; all = everything.
+
+Search bounds per model (--bounds MODEL=RxS[:B][|RxS[:B]...]): alternatives
+are tried in order; when a search exceeds its budget (--search-budget MODEL=S)
+the next one is tried, the cached schedule of an earlier run is reused.
+
+The table's geomean is seq/IOS over inception_v3, randwire, nasnet_a and
+squeezenet (the IOS paper's four models) at each batch; the paper's V100
+batch-1 figure is (6.51/4.03 * 8.49/6.02 * 22.95/16.04 * 0.86/0.73)^(1/4).
+"""
+import argparse
+import datetime
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# key -> (schedule_bench display name, zoo name or torchvision model for ONNX)
+MODELS = {
+    "squeezenet": ("squeezenet", None),
+    "resnet50": ("resnet50", None),
+    "inception_v3": ("inception_v3", None),
+    "randwire": ("randwire", None),
+    "nasnet_a": ("nasnet_a", None),
+    "tv_inception_v3": ("inception_v3.onnx", "inception_v3"),
+    "tv_googlenet": ("googlenet.onnx", "googlenet"),
+}
+PARTS = {
+    "1": (["squeezenet", "resnet50"], True),
+    "2": (["tv_googlenet", "tv_inception_v3", "inception_v3"], False),
+    "3": (["randwire", "nasnet_a"], False),
+    "all": (list(MODELS), True),
+}
+# Bounds tried in order on the cuda backend (see the module doc).
+DEFAULT_BOUNDS = {
+    "squeezenet": ["3x8"],
+    "resnet50": ["3x8"],
+    "inception_v3": ["3x8", "2x4"],
+    "tv_inception_v3": ["3x8", "2x4"],
+    "tv_googlenet": ["3x8", "2x4"],
+    "randwire": ["2x3", "1x3"],
+    "nasnet_a": ["1x3"],
+}
+# Seconds of stage measurement one search may take (per attempt).
+DEFAULT_BUDGET = {
+    "squeezenet": 60, "resnet50": 90, "inception_v3": 150, "tv_inception_v3": 150,
+    "tv_googlenet": 120, "randwire": 120, "nasnet_a": 200,
+}
+GEOMEAN_MODELS = ("inception_v3", "randwire", "nasnet_a", "squeezenet")
+PAPER = {"inception_v3": (6.51, 4.03), "randwire": (8.49, 6.02), "nasnet_a": (22.95, 16.04),
+         "squeezenet": (0.86, 0.73)}
+# Libraries `bundle` leaves out: the loader, glibc, the C++ runtime and CUDA.
+SYSTEM_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so",
+               "librt.so", "libresolv.so", "libstdc++.so", "libgcc_s.so", "libcudart.so",
+               "libcublas.so", "libcublasLt.so", "libcudnn", "libcuda.so")
+CUDA_LIBS = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9")
+
+
+def log(*parts):
+    print(*parts, flush=True)
+
+
+# ---------------------------------------------------------------- bundle ---
+
+def cmd_bundle(args):
+    binary = os.path.join(args.build, "bench", "schedule_bench")
+    if not os.path.isfile(binary):
+        sys.exit(f"{binary} not found: cmake --build {args.build} --target schedule_bench")
+    dest = args.dest
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(os.path.join(dest, "bin"))
+    out_binary = os.path.join(dest, "bin", "schedule_bench")
+    subprocess.run(["objcopy", "--strip-debug", binary, out_binary], check=True)
+    ldd = subprocess.run(["ldd", binary], check=True, capture_output=True, text=True).stdout
+    libs = []
+    for line in ldd.splitlines():
+        parts = line.split()
+        if not parts or parts[0].startswith(SYSTEM_LIBS) or "=>" not in parts:
+            continue
+        path = parts[parts.index("=>") + 1]
+        if path == "not":
+            sys.exit(f"ldd: {line.strip()}")
+        libs.append((parts[0], os.path.realpath(path)))
+    archive = os.path.join(dest, "lib.tar.xz")
+    with tarfile.open(archive, "w:xz") as tar:
+        for soname, path in libs:
+            tar.add(path, arcname=soname)
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip() != ""
+    manifest = {"built_from": os.path.abspath(args.build), "commit": commit, "dirty": dirty,
+                "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+                "libs": [soname for soname, _ in libs]}
+    with open(os.path.join(dest, "MANIFEST.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    size = sum(os.path.getsize(os.path.join(root, name))
+               for root, _, names in os.walk(dest) for name in names)
+    log(f"bundle {dest}: schedule_bench + {len(libs)} libraries, {size / 2**20:.1f} MiB "
+        f"(commit {commit[:10]}{', dirty tree' if dirty else ''})")
+    return 0
+
+
+# ------------------------------------------------------------------- run ---
+
+def find_cuda_lib_dirs():
+    """Directories holding the CUDA libraries schedule_bench needs, image's own."""
+    dirs = []
+    roots = ["/usr/local/cuda/lib64", "/usr/local/cuda/lib",
+             "/usr/local/cuda/targets/x86_64-linux/lib"]
+    for entry in sys.path:
+        nvidia = os.path.join(entry, "nvidia")
+        if os.path.isdir(nvidia):
+            roots.append(nvidia)
+    for root in roots:
+        for dirpath, _, names in os.walk(root):
+            if any(name in names for name in CUDA_LIBS) and dirpath not in dirs:
+                dirs.append(dirpath)
+    return dirs
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.start = time.monotonic()
+        self.work = os.path.abspath(args.work)
+        self.results = os.path.join(self.work, "results")
+        self.logs = os.path.join(self.work, "logs")
+        for d in (self.results, self.logs, os.path.join(self.work, "schedules")):
+            os.makedirs(d, exist_ok=True)
+        self.log_file = open(os.path.join(self.work, "gpu_bench.log"), "a")
+        self.env = dict(os.environ)
+
+    def say(self, text):
+        stamp = f"[{time.monotonic() - self.start:6.0f} s]"
+        print(f"{stamp} {text}", flush=True)
+        self.log_file.write(f"{stamp} {text}\n")
+        self.log_file.flush()
+
+    def remaining(self):
+        return self.args.deadline_s - (time.monotonic() - self.start)
+
+    def run_logged(self, argv, log_name, timeout, env=None):
+        """Runs argv, streaming its output to stdout and WORK/logs/LOG_NAME.
+
+        Returns (exit code or 'timeout', last lines of the output)."""
+        self.say("$ " + " ".join(argv))
+        tail = []
+        with open(os.path.join(self.logs, log_name), "w") as log_out:
+            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True, env=env or self.env, cwd=REPO, bufsize=1)
+            deadline = time.monotonic() + max(timeout, 1)
+            timed_out = False
+            try:
+                import selectors
+                selector = selectors.DefaultSelector()
+                selector.register(process.stdout, selectors.EVENT_READ)
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        timed_out = True
+                        break
+                    if not selector.select(timeout=min(left, 5)):
+                        continue
+                    line = process.stdout.readline()
+                    if not line:
+                        break
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                    log_out.write(line)
+                    self.log_file.write(line)
+                    tail = (tail + [line.rstrip()])[-15:]
+            finally:
+                if timed_out:
+                    process.kill()
+                process.wait()
+        if timed_out:
+            self.say(f"killed after {timeout:.0f} s (deadline)")
+            return "timeout", tail
+        return process.returncode, tail
+
+    # -- setup --
+    def setup_binary(self):
+        args = self.args
+        if args.bin:
+            self.binary = os.path.abspath(args.bin)
+        else:
+            bundle = os.path.abspath(args.bundle)
+            self.binary = os.path.join(bundle, "bin", "schedule_bench")
+            lib_dir = os.path.join(self.work, "lib")
+            stamp = os.path.join(bundle, "lib.tar.xz")
+            marker = os.path.join(lib_dir, ".unpacked")
+            if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(stamp):
+                shutil.rmtree(lib_dir, ignore_errors=True)
+                os.makedirs(lib_dir)
+                with tarfile.open(stamp) as tar:
+                    if hasattr(tarfile, "data_filter"):
+                        tar.extractall(lib_dir, filter="data")
+                    else:
+                        tar.extractall(lib_dir)
+                open(marker, "w").close()
+            with open(os.path.join(bundle, "MANIFEST.json")) as f:
+                self.say(f"bundle: {json.load(f)}")
+            dirs = [lib_dir] + find_cuda_lib_dirs()
+            old = self.env.get("LD_LIBRARY_PATH")
+            self.env["LD_LIBRARY_PATH"] = ":".join(dirs + ([old] if old else []))
+            self.say(f"LD_LIBRARY_PATH={self.env['LD_LIBRARY_PATH']}")
+        if not os.path.isfile(self.binary):
+            sys.exit(f"{self.binary} not found")
+        ldd = subprocess.run(["ldd", self.binary], capture_output=True, text=True, env=self.env)
+        missing = [line.strip() for line in ldd.stdout.splitlines() if "not found" in line]
+        if missing:
+            self.say("schedule_bench cannot load: " + "; ".join(missing))
+            sys.exit(1)
+        for line in ldd.stdout.splitlines():
+            if any(name in line for name in ("libcudart", "libcudnn", "libcublas")):
+                self.say("  " + line.strip())
+
+    def export_onnx(self, keys):
+        wanted = [MODELS[k][1] for k in keys if MODELS[k][1]]
+        self.onnx_dir = os.path.join(self.work, "onnx")
+        if not wanted:
+            return
+        code, tail = self.run_logged(
+            [sys.executable, os.path.join(REPO, "tests", "onnx", "export_torchvision.py"),
+             self.onnx_dir] + wanted, "export_onnx.log", timeout=min(300, self.remaining()))
+        if code != 0:
+            self.say(f"ONNX export failed ({code}): {' | '.join(tail[-3:])}")
+
+    # -- one schedule_bench item --
+    def bench_item(self, key, batch):
+        name, tv = MODELS[key]
+        result = os.path.join(self.results, f"ios_{key}_b{batch}.json")
+        error_file = os.path.join(self.results, f"ios_{key}_b{batch}.error.json")
+        if os.path.exists(result) and not self.args.redo:
+            self.say(f"{key} b{batch}: done earlier ({result})")
+            return
+        model_arg = name
+        if tv:
+            model_arg = os.path.join(self.onnx_dir, f"{tv}.onnx")
+            if not os.path.exists(model_arg):
+                self.record_error(error_file, key, batch, "ONNX export missing", model_arg)
+                return
+        bounds = self.args.bounds.get(key, DEFAULT_BOUNDS[key])
+        budget = self.args.budgets.get(key, DEFAULT_BUDGET[key])
+        repeats = self.args.repeats if batch == 1 else self.args.repeats_large_batch
+        last = ("not run", [])
+        for attempt, bound in enumerate(bounds):
+            left = self.remaining()
+            if left < self.args.min_item_s:
+                self.record_error(error_file, key, batch, "not run: deadline",
+                                  f"{left:.0f} s left of --deadline-s {self.args.deadline_s}")
+                return
+            search_budget = max(10, min(budget, left - self.args.measure_reserve_s))
+            argv = [self.binary, "--backend", self.args.backend, "--models",
+                    f"{model_arg}:{bound}", "--batch", str(batch),
+                    "--schedule-dir", os.path.join(self.work, "schedules"),
+                    "--json", result + ".part", "--rounds", str(self.args.rounds),
+                    "--repeats", str(repeats), "--search-budget-s", f"{search_budget:.0f}"]
+            if self.args.verify:
+                argv.append("--verify")
+            code, tail = self.run_logged(argv, f"ios_{key}_b{batch}_{attempt}.log",
+                                         timeout=left - 5)
+            text = "\n".join(tail)
+            if code != 0 and self.args.verify and " verify: " in text:
+                self.say(f"{key} b{batch}: verification failed; measuring without it")
+                verify_error = next((l for l in tail if " verify: " in l), "")
+                argv.remove("--verify")
+                code, tail = self.run_logged(argv, f"ios_{key}_b{batch}_{attempt}_noverify.log",
+                                             timeout=self.remaining() - 5)
+                if code == 0:
+                    self.patch_verified(result + ".part", "FAILED: " + verify_error)
+            if code == 0 and os.path.exists(result + ".part"):
+                os.replace(result + ".part", result)
+                if os.path.exists(error_file):
+                    os.remove(error_file)
+                return
+            last = (code, tail)
+            if "search budget" in "\n".join(tail) and attempt + 1 < len(bounds):
+                self.say(f"{key} b{batch}: search over budget at {bound}; trying {bounds[attempt + 1]}")
+                continue
+            break
+        code, tail = last
+        self.record_error(error_file, key, batch, f"schedule_bench exit {code}",
+                          " | ".join(l for l in tail[-4:] if l))
+
+    def patch_verified(self, path, text):
+        with open(path) as f:
+            doc = json.load(f)
+        for row in doc["models"]:
+            row["verified"] = text[:300]
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=2)
+
+    def record_error(self, path, key, batch, what, message):
+        self.say(f"{key} b{batch}: {what}: {message}")
+        with open(path, "w") as f:
+            json.dump({"key": key, "model": MODELS[key][0], "batch": batch, "what": what,
+                       "message": message}, f, indent=2)
+
+    # -- torch --
+    def torch_bench(self):
+        result = os.path.join(self.results, "torch.json")
+        if os.path.exists(result) and not self.args.redo:
+            self.say(f"torch_bench: done earlier ({result})")
+            return
+        left = self.remaining()
+        if left < self.args.min_item_s:
+            self.say("torch_bench: not run (deadline)")
+            return
+        device = "cuda" if self.args.backend == "cuda" else "cpu"
+        argv = [sys.executable, os.path.join(REPO, "bench", "torch_bench.py"), "--device", device,
+                "--models", ",".join(self.args.torch_models), "--batches",
+                ",".join(str(b) for b in self.args.batches), "--modes",
+                ",".join(self.args.torch_modes), "--rounds", str(self.args.rounds),
+                "--repeats", str(self.args.torch_repeats), "--warmup", str(self.args.torch_warmup),
+                "--compile-mode", self.args.compile_mode, "--json", result + ".part"]
+        code, tail = self.run_logged(argv, "torch_bench.log", timeout=left - 5)
+        if code == 0 and os.path.exists(result + ".part"):
+            os.replace(result + ".part", result)
+        else:
+            self.say(f"torch_bench failed ({code}): {' | '.join(tail[-3:])}")
+            with open(os.path.join(self.results, "torch.error.json"), "w") as f:
+                json.dump({"what": f"torch_bench exit {code}", "message": " | ".join(tail[-4:])},
+                          f, indent=2)
+
+
+def cmd_run(args):
+    runner = Runner(args)
+    runner.say(f"gpu_bench run: backend {args.backend}, models {','.join(args.models)}, "
+               f"batches {args.batches}, torch {'off' if args.no_torch else 'on'}, "
+               f"deadline {args.deadline_s} s, work {runner.work}")
+    if args.backend == "cuda":
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm",
+                              "--format=csv,noheader"], capture_output=True, text=True)
+        runner.say(f"nvidia-smi: {smi.stdout.strip() or smi.stderr.strip()}")
+    runner.setup_binary()
+    runner.export_onnx(args.models)
+    if not args.no_torch:
+        runner.torch_bench()
+    for key in args.models:
+        for batch in args.batches:
+            runner.bench_item(key, batch)
+    doc = merge_files(sorted(glob.glob(os.path.join(runner.results, "*.json"))))
+    table = markdown(doc)
+    with open(os.path.join(runner.work, "results.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(runner.work, "table.md"), "w") as f:
+        f.write(table + "\n")
+    runner.say(f"done in {time.monotonic() - runner.start:.0f} s")
+    print()
+    print(table)
+    runner.log_file.close()
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        for name in ("results.json", "table.md", "gpu_bench.log"):
+            shutil.copy(os.path.join(runner.work, name), args.out)
+        with tarfile.open(os.path.join(args.out, "schedules.tar.gz"), "w:gz") as tar:
+            tar.add(os.path.join(runner.work, "schedules"), arcname="schedules")
+    return 0
+
+
+# ----------------------------------------------------------- merge/report ---
+
+def merge_files(paths):
+    """One results document from schedule_bench, torch_bench, error and merged files."""
+    doc = {"tool": "gpu_bench", "ios": {}, "torch": {}, "errors": {}, "devices": []}
+
+    def add_device(text):
+        if text and text not in doc["devices"]:
+            doc["devices"].append(text)
+
+    for path in paths:
+        with open(path) as f:
+            part = json.load(f)
+        tool = part.get("tool")
+        if tool == "gpu_bench":  # an earlier merge
+            for section in ("ios", "torch", "errors"):
+                for row in part[section]:
+                    doc[section][(row["model"], row["batch"])] = row
+            for device in part.get("devices", []):
+                add_device(device)
+        elif tool == "schedule_bench":
+            add_device(f"{part['backend']}: {part['device']}")
+            for row in part["models"]:
+                row = dict(row, backend=part["backend"], device=part["device"],
+                           date=part["date"], rounds=part["rounds"], repeats=part["repeats"])
+                doc["ios"][(row["model"], row["batch"])] = row
+                doc["errors"].pop((row["model"], row["batch"]), None)
+        elif tool == "torch_bench":
+            add_device(f"torch: {part['device']}")
+            for row in part["models"]:
+                row = dict(row, device=part["device"], date=part["date"],
+                           compile_mode=part["compile_mode"])
+                doc["torch"][(row["model"], row["batch"])] = row
+        elif "what" in part and "model" in part:  # an error record
+            key = (part["model"], part["batch"])
+            if key not in doc["ios"]:
+                doc["errors"][key] = part
+        elif "what" in part:  # torch_bench error
+            doc["errors"][("torch_bench", 0)] = dict(part, model="torch_bench", batch=0)
+        else:
+            raise SystemExit(f"{path}: not a result file of schedule_bench, torch_bench or "
+                             "gpu_bench")
+    for section in ("ios", "torch", "errors"):
+        doc[section] = [row for key, row in sorted(doc[section].items(),
+                                                   key=lambda item: row_order(item[0]))]
+    return doc
+
+
+def row_order(key):
+    """Sort key of a (display name, batch) pair: batch, then the MODELS order."""
+    names = [name for name, _ in MODELS.values()]
+    name, batch = key
+    return (batch, names.index(name) if name in names else len(names), name)
+
+
+def fmt(value):
+    return "-" if value is None else f"{value:.3f}"
+
+
+def markdown(doc):
+    ios = {(r["model"], r["batch"]): r for r in doc["ios"]}
+    torch = {(r["model"], r["batch"]): r for r in doc["torch"]}
+    errors = {(r["model"], r["batch"]): r for r in doc["errors"]}
+    keys = sorted(set(ios) | set(errors) | {(f"{m}.onnx", b) for m, b in torch}, key=row_order)
+    keys = [k for k in keys if k[0] != "torch_bench"]
+    lines = [f"Devices: {'; '.join(doc['devices']) or 'none'}. Medians in ms (p10-p90 and "
+             "search details in results.json); speedup = sequential / IOS.", "",
+             "| model | batch | sequential | greedy | IOS | seq CUDA graph | IOS CUDA graph "
+             "| torch eager | torch CUDA graph | torch.compile | IOS/sequential speedup "
+             "| IOS graph vs torch eager |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    speedups = {}
+    for model, batch in keys:
+        row = ios.get((model, batch))
+        measured = row["measured_ms"] if row else {}
+        med = lambda name: measured[name]["median"] if name in measured else None
+        cells = [med("sequential"), med("greedy"), med("ios"), med("sequential_cuda_graph"),
+                 med("ios_cuda_graph")]
+        trow = torch.get((model[:-5], batch)) if model.endswith(".onnx") else None
+        tcells = []
+        for mode in ("eager", "cuda_graph", "compile"):
+            if trow is None:
+                tcells.append("-")
+            elif mode in trow["measured_ms"]:
+                tcells.append(fmt(trow["measured_ms"][mode]["median"]))
+            else:
+                tcells.append("skipped")
+        speedup = cells[0] / cells[2] if cells[0] and cells[2] else None
+        if speedup:
+            speedups[(model, batch)] = speedup
+        vs_eager = "-"
+        if trow and cells[4] and "eager" in trow["measured_ms"]:
+            vs_eager = f"{trow['measured_ms']['eager']['median'] / cells[4]:.2f}x"
+        if row is None:
+            error = errors.get((model, batch))
+            text = f"{error['what']}: {error['message']}"[:160] if error else "not run"
+            lines.append(f"| {model} | {batch} | {text} | | | | | " + " | ".join(tcells) +
+                         " | - | - |")
+            continue
+        lines.append(f"| {model} | {batch} | " + " | ".join(fmt(c) for c in cells) + " | " +
+                     " | ".join(tcells) + f" | {fmt(speedup) if speedup else '-'} | {vs_eager} |")
+    lines.append("")
+    paper = math.exp(sum(math.log(s / i) for s, i in PAPER.values()) / len(PAPER))
+    for batch in sorted({b for _, b in keys}):
+        got = [speedups.get((m, batch)) for m in GEOMEAN_MODELS]
+        if all(got):
+            geo = math.exp(sum(math.log(g) for g in got) / len(got))
+            lines.append(f"Batch {batch}: geomean IOS/sequential speedup over "
+                         f"{', '.join(GEOMEAN_MODELS)}: **{geo:.3f}x** (paper, V100 batch 1: "
+                         f"{paper:.3f}x; goal >= 1.4x).")
+        else:
+            missing = [m for m, g in zip(GEOMEAN_MODELS, got) if not g]
+            lines.append(f"Batch {batch}: geomean not available (missing: {', '.join(missing)}).")
+    for error in errors.values():
+        if error["model"] == "torch_bench":
+            lines.append(f"torch_bench: {error['what']}: {error['message'][:200]}")
+    return "\n".join(lines)
+
+
+def cmd_report(args):
+    doc = merge_files(args.files)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+    print(markdown(doc))
+    return 0
+
+
+# ------------------------------------------------------------------ main ---
+
+def parse_map(text, convert):
+    out = {}
+    for item in filter(None, (text or "").split(",")):
+        key, _, value = item.partition("=")
+        if key not in MODELS or not value:
+            raise SystemExit(f"bad item {item!r} (want MODEL=VALUE, MODEL one of "
+                             f"{', '.join(MODELS)})")
+        out[key] = convert(value)
+    return out
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    bundle = sub.add_parser("bundle", help="pack schedule_bench and its libraries to carry")
+    bundle.add_argument("--build", default=os.path.join(REPO, "build"))
+    bundle.add_argument("--dest", default=os.path.join(REPO, ".gpubench"))
+
+    run = sub.add_parser("run", help="run the benchmark (on the GPU machine)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--bundle", default=os.path.join(REPO, ".gpubench"),
+                       help="folder made by `bundle` (default .gpubench)")
+    where.add_argument("--bin", help="a schedule_bench binary to use as is (no bundle)")
+    run.add_argument("--backend", default="cuda", choices=("cuda", "cpu"),
+                     help="cpu only for smoke tests")
+    run.add_argument("--part", choices=sorted(PARTS), help="a preset of models (module doc)")
+    run.add_argument("--models", help="comma-separated: " + ", ".join(MODELS))
+    run.add_argument("--batches", default="1,16")
+    run.add_argument("--no-torch", action="store_true", help="skip torch_bench")
+    run.add_argument("--torch-models", default="googlenet,inception_v3")
+    run.add_argument("--torch-modes", default="eager,cuda_graph,compile")
+    run.add_argument("--torch-repeats", type=int, default=50)
+    run.add_argument("--torch-warmup", type=int, default=5)
+    run.add_argument("--compile-mode", default="default", help="torch.compile mode")
+    run.add_argument("--rounds", type=int, default=5)
+    run.add_argument("--repeats", type=int, default=50, help="schedule_bench, batch 1")
+    run.add_argument("--repeats-large-batch", type=int, default=20,
+                     help="schedule_bench, batch > 1")
+    run.add_argument("--bounds", help="MODEL=RxS[:B][|RxS[:B]...],... (module doc)")
+    run.add_argument("--search-budget", help="MODEL=SECONDS,... per search attempt")
+    run.add_argument("--no-verify", dest="verify", action="store_false")
+    run.add_argument("--deadline-s", type=float, default=540,
+                     help="stop starting work after this many seconds (default 540)")
+    run.add_argument("--min-item-s", type=float, default=40,
+                     help="do not start an item with less time left")
+    run.add_argument("--measure-reserve-s", type=float, default=30,
+                     help="time kept for measuring after a search")
+    run.add_argument("--redo", action="store_true", help="ignore results of earlier runs")
+    run.add_argument("--work", default=os.path.join(REPO, ".gpubench-work"))
+    run.add_argument("--out", help="copy results.json, table.md, gpu_bench.log and "
+                     "schedules.tar.gz here (e.g. $OUT)")
+
+    report = sub.add_parser("report", help="merge results and print the table")
+    report.add_argument("files", nargs="+")
+    report.add_argument("--json", help="write the merged results here")
+
+    args = parser.parse_args(argv)
+    if args.command == "bundle":
+        return cmd_bundle(args)
+    if args.command == "report":
+        return cmd_report(args)
+    part_models, part_torch = PARTS[args.part] if args.part else (list(MODELS), True)
+    args.models = args.models.split(",") if args.models else part_models
+    for key in args.models:
+        if key not in MODELS:
+            parser.error(f"unknown model {key!r} (want {', '.join(MODELS)})")
+    if args.part and not part_torch:
+        args.no_torch = True
+    args.batches = [int(b) for b in args.batches.split(",")]
+    args.torch_models = args.torch_models.split(",")
+    args.torch_modes = args.torch_modes.split(",")
+    args.bounds = parse_map(args.bounds, lambda v: v.split("|"))
+    args.budgets = parse_map(args.search_budget, float)
+    return cmd_run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

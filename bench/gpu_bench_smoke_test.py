@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Smoke test of the GPU benchmark scripts, on the CPU (CTest gpu_bench_smoke).
+
+Usage: gpu_bench_smoke_test.py SCHEDULE_BENCH_BINARY
+
+Runs bench/gpu_bench.py end to end with tiny settings on the cpu backend
+(squeezenet through schedule_bench --backend cpu, torch_bench.py --device cpu
+on googlenet batch 1, eager only), checks that results.json and table.md parse
+and hold the rows, that `gpu_bench.py report` re-reads them, and that
+`schedule_bench --backend cuda` either runs (a GPU answers) or fails with the
+"no CUDA device" message. Exits 77 (CTest SKIP_RETURN_CODE) only when no
+python3 here can import torch and torchvision.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIP = 77
+
+
+def torch_python():
+    """A Python interpreter that imports torch and torchvision, or None."""
+    candidates = [sys.executable, "/usr/bin/python3", shutil.which("python3")]
+    for python in dict.fromkeys(c for c in candidates if c and os.path.exists(c)):
+        probe = subprocess.run([python, "-c", "import torch, torchvision"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0:
+            return python
+    return None
+
+
+def check(condition, message):
+    if not condition:
+        print(f"FAIL: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    binary = sys.argv[1]
+    python = torch_python()
+    if python is None:
+        print("SKIP: no python3 here imports torch and torchvision", file=sys.stderr)
+        return SKIP
+
+    # schedule_bench --backend cuda: runs where a GPU answers, else says why.
+    cuda = subprocess.run([binary, "--backend", "cuda", "--models", "squeezenet", "--rounds", "1",
+                           "--repeats", "1"], capture_output=True, text=True, timeout=120)
+    if cuda.returncode != 0:
+        check("no CUDA device" in cuda.stderr or "UNIMPLEMENTED" in cuda.stderr,
+              f"--backend cuda failed without a clear reason: {cuda.stderr.strip()}")
+        print(f"schedule_bench --backend cuda: {cuda.stderr.strip()}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work, out = os.path.join(tmp, "work"), os.path.join(tmp, "out")
+        run = subprocess.run(
+            [python, os.path.join(HERE, "gpu_bench.py"), "run", "--backend", "cpu", "--bin",
+             binary, "--models", "squeezenet", "--batches", "1", "--rounds", "1", "--repeats",
+             "2", "--torch-models", "googlenet", "--torch-modes", "eager", "--torch-repeats", "3",
+             "--torch-warmup", "1", "--work", work, "--out", out, "--deadline-s", "150"],
+            capture_output=True, text=True, timeout=170)
+        print(run.stdout[-3000:])
+        check(run.returncode == 0, f"gpu_bench.py run exited {run.returncode}: {run.stderr}")
+        for name in ("results.json", "table.md", "gpu_bench.log", "schedules.tar.gz"):
+            check(os.path.exists(os.path.join(out, name)), f"{name} missing from --out")
+
+        with open(os.path.join(out, "results.json")) as f:
+            doc = json.load(f)
+        check(doc["tool"] == "gpu_bench", "results.json: tool")
+        check(not doc["errors"], f"results.json has errors: {doc['errors']}")
+        ios = {(r["model"], r["batch"]): r for r in doc["ios"]}
+        check(("squeezenet", 1) in ios, f"no squeezenet row: {list(ios)}")
+        measured = ios[("squeezenet", 1)]["measured_ms"]
+        for name in ("sequential", "greedy", "ios"):
+            check(measured.get(name, {}).get("median", 0) > 0, f"squeezenet {name} not measured")
+        check("ios_cuda_graph" not in measured, "cpu backend must not report CUDA graph rows")
+        torch = {(r["model"], r["batch"]): r for r in doc["torch"]}
+        check(("googlenet", 1) in torch, f"no torch googlenet row: {list(torch)}")
+        check(torch[("googlenet", 1)]["measured_ms"]["eager"]["median"] > 0, "torch eager")
+
+        with open(os.path.join(out, "table.md")) as f:
+            table = f.read()
+        check("| model | batch | sequential | greedy | IOS |" in table, "table header")
+        check("| squeezenet | 1 |" in table, "table: squeezenet row")
+        check("| googlenet.onnx | 1 |" in table, "table: googlenet row")
+
+        # report re-reads merged results (and a raw schedule_bench file).
+        raw = os.path.join(work, "results", "ios_squeezenet_b1.json")
+        report = subprocess.run([python, os.path.join(HERE, "gpu_bench.py"), "report",
+                                 os.path.join(out, "results.json"), raw],
+                                capture_output=True, text=True, timeout=60)
+        check(report.returncode == 0, f"report exited {report.returncode}: {report.stderr}")
+        check("| squeezenet | 1 |" in report.stdout and "| googlenet.onnx | 1 |" in report.stdout,
+              f"report table rows: {report.stdout}")
+    print("gpu_bench smoke test passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
