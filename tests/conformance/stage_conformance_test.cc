@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "graph/graph_builder.h"
+#include "graph/test_graphs.h"
 #include "scheduler/ios/testing_util.h"
 #include "scheduler/ios/merge.h"
 #include "tests/conformance/conformance_backends.h"
@@ -134,15 +135,39 @@ StatusOr<StageCase> MergeThenConcurrent() {
   return StageCase{"merge_then_concurrent", std::move(g), std::move(s)};
 }
 
+// All nodes of `graph` in one group of one stage, in id (topological) order.
+Schedule OneGroupSchedule(const graph::Graph& graph) {
+  std::vector<NodeId> all;
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) all.push_back(id);
+  return ScheduleOf({ConcurrentStage({all})});
+}
+
+// Three residual blocks in one group: the backends fuse Conv + Add (+ Relu)
+// (worker/backends/residual_fusion.h), batch 2.
+StatusOr<StageCase> FusedResidualBlocks() {
+  graph::Graph g = graph::testing::ResidualBlocksGraph(2);
+  Schedule s = OneGroupSchedule(g);
+  return StageCase{"fused_residual_blocks", std::move(g), std::move(s)};
+}
+
+// Conv -> Add patterns that must not fuse, in one group.
+StatusOr<StageCase> UnfusableResiduals() {
+  graph::Graph g = graph::testing::NonFusableResidualGraph();
+  Schedule s = OneGroupSchedule(g);
+  return StageCase{"unfusable_residuals", std::move(g), std::move(s)};
+}
+
 const std::vector<std::function<StatusOr<StageCase>()>>& StageCases() {
   static const auto* const kCases = new std::vector<std::function<StatusOr<StageCase>()>>{
-      TwoGroups, ThreeGroups, ResidualGroups, MergedFour, MergedStrided, MergeThenConcurrent};
+      TwoGroups,     ThreeGroups,          ResidualGroups,      MergedFour,
+      MergedStrided, MergeThenConcurrent, FusedResidualBlocks, UnfusableResiduals};
   return *kCases;
 }
 
 const char* const kCaseNames[] = {"concurrent_two_groups", "concurrent_three_groups",
                                   "concurrent_then_add",   "merged_1x1_3x3_1x3_3x1",
-                                  "merged_strided_clip",   "merge_then_concurrent"};
+                                  "merged_strided_clip",   "merge_then_concurrent",
+                                  "fused_residual_blocks", "unfusable_residuals"};
 
 class StageConformanceTest : public ::testing::TestWithParam<std::tuple<std::string, size_t>> {
  protected:

@@ -1,4 +1,5 @@
-// Convolution on oneDNN: bias and activation fused, weights reordered once.
+// Convolution on oneDNN: bias and activation fused, weights reordered once;
+// a residual Add (residual_fusion.h) fused as a sum post-op.
 #include <cstring>
 #include <variant>
 
@@ -40,7 +41,8 @@ StatusOr<Convolution> BuildConvolution(CompileContext& ctx, const std::string& n
                                        const graph::ConvAttrs& a, const memory& src,
                                        const graph::Shape& src_shape,
                                        const graph::Tensor& weight, const graph::Tensor* bias,
-                                       const memory& dst, const graph::Shape& dst_shape) {
+                                       const memory& dst, const graph::Shape& dst_shape,
+                                       const memory* residual) {
   const int64_t channels = src_shape[1], oc = a.out_channels, g = a.groups;
   const memory::dims src_dims = ToDims(src_shape), dst_dims = ToDims(dst_shape);
   const memory::dims w_dims =
@@ -56,6 +58,9 @@ StatusOr<Convolution> BuildConvolution(CompileContext& ctx, const std::string& n
   const memory::dims pad_l = {a.pads[0], a.pads[1]}, pad_r = {a.pads[2], a.pads[3]};
   dnnl::primitive_attr attr = ScratchpadAttr();
   dnnl::post_ops post_ops;
+  // y = act(conv + bias + z): the sum post-op adds what dst holds when the
+  // primitive starts (z, copied in just before), then the activation.
+  if (residual != nullptr) post_ops.append_sum(1.0f);
   AppendActivation(a, post_ops);
   attr.set_post_ops(post_ops);
   const auto make = [&](const memory::desc& s, const memory::desc& d) {
@@ -75,7 +80,8 @@ StatusOr<Convolution> BuildConvolution(CompileContext& ctx, const std::string& n
   if (!have_pd) pd = make(Any(src_dims), Any(dst_dims));
 
   auto op = std::make_unique<CpuOp>(name);
-  op->set_implementation(pd.impl_info_str());
+  op->set_implementation(residual != nullptr ? StrCat(pd.impl_info_str(), kResidualFusedSuffix)
+                                             : pd.impl_info_str());
   memory conv_src = src;
   if (pd.src_desc() != src.get_desc()) {
     conv_src = memory(pd.src_desc(), ctx.engine());
@@ -92,6 +98,9 @@ StatusOr<Convolution> BuildConvolution(CompileContext& ctx, const std::string& n
   if (bias != nullptr) {
     args[DNNL_ARG_BIAS] = ConstantMemory(ctx, bias->data, b_md, pd.bias_desc());
   }
+  // z never shares memory with dst (different live values), so it is
+  // copied (reordered, when the layouts differ) into the conv's dst.
+  if (residual != nullptr) op->AddReorder(*residual, conv_dst);
   AddWithScratchpad(*op, dnnl::convolution_forward(pd), pd, std::move(args));
   if (dst && conv_dst.get_data_handle() != dst.get_data_handle()) op->AddReorder(conv_dst, dst);
   return Convolution{std::move(op), dst ? dst : conv_dst};
@@ -110,6 +119,31 @@ OpOrNull CompileConv(CompileContext& ctx, const graph::Node& node) {
                    BuildConvolution(ctx, node.name, a, src, ctx.Shape(node.inputs[0]), weight,
                                     a.has_bias ? &bias : nullptr, dst,
                                     ctx.Shape(node.outputs[0])));
+  return std::move(conv.op);
+}
+
+OpOrNull CompileResidualConv(CompileContext& ctx, const ResidualFusion& fusion) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& node = g.node(fusion.conv);
+  graph::ConvAttrs a = std::get<graph::ConvAttrs>(node.attrs);
+  // The conv has no activation of its own (residual_fusion.h); the fused
+  // Relu, if any, applies after the sum.
+  a.activation = fusion.relu != graph::kNoNode ? graph::Activation::kRelu
+                                               : graph::Activation::kNone;
+  ASSIGN_OR_RETURN(memory src, ctx.Value(node.inputs[0]));
+  ASSIGN_OR_RETURN(memory z, ctx.Value(fusion.residual));
+  ASSIGN_OR_RETURN(memory dst, ctx.Value(fusion.output));
+  ASSIGN_OR_RETURN(graph::Tensor weight, NodeWeight(node, "W"));
+  graph::Tensor bias;
+  if (a.has_bias) {
+    ASSIGN_OR_RETURN(bias, NodeWeight(node, "B"));
+  }
+  std::string name = StrCat(node.name, " + ", g.node(fusion.add).name);
+  if (fusion.relu != graph::kNoNode) name = StrCat(name, " + ", g.node(fusion.relu).name);
+  ASSIGN_OR_RETURN(Convolution conv,
+                   BuildConvolution(ctx, name, a, src, ctx.Shape(node.inputs[0]), weight,
+                                    a.has_bias ? &bias : nullptr, dst, ctx.Shape(fusion.output),
+                                    &z));
   return std::move(conv.op);
 }
 

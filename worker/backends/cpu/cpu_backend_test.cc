@@ -1,14 +1,19 @@
 #include "worker/backends/cpu/cpu_backend.h"
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "common/strings.h"
 #include "graph/graph_builder.h"
+#include "graph/models/zoo.h"
 #include "graph/test_graphs.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/merge.h"
+#include "worker/backends/cpu/op_compiler.h"
 #include "worker/backends/reference/compare.h"
 #include "worker/backends/reference/executor.h"
 #include "worker/backends/weights.h"
@@ -162,6 +167,85 @@ TEST(CpuBackendTest, MergeStageRunsOneConvolution) {
   auto plans = backend->Build(g, {schedule.stages[0].stage});
   ASSERT_TRUE(plans.ok()) << plans.status();
   EXPECT_THAT(backend->DescribePlan(*(*plans)[0]), Contains(HasSubstr("merge[p+q]")));
+}
+
+// All nodes of `graph` in one group of one stage, in id (topological) order.
+scheduler::ios::Stage OneGroup(const graph::Graph& graph) {
+  scheduler::ios::Stage stage;
+  stage.groups.emplace_back();
+  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) stage.groups[0].push_back(id);
+  return stage;
+}
+
+// Ops of a built plan that run a residual Add fused into their conv.
+int FusedResidualOps(const CpuBackend& backend, const StagePlan& plan) {
+  const std::vector<std::string> lines = backend.DescribePlan(plan);
+  return static_cast<int>(std::count_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.find(kResidualFusedSuffix) != std::string::npos;
+  }));
+}
+
+TEST(CpuBackendTest, ResidualAddsRunFusedAndMatchTheReference) {
+  const graph::Graph g = graph::testing::ResidualBlocksGraph(2);
+  scheduler::ios::Schedule schedule;
+  schedule.stages.resize(1);
+  schedule.stages[0].stage = OneGroup(g);
+  RunOptions options;
+  options.profile = Quick();
+  options.return_outputs = true;
+  auto expected = reference::ExecuteGraph(g, MakeGraphInputs(g, options.input_seed));
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (ActivationLayout layout : {ActivationLayout::kPlain, ActivationLayout::kChannelsLast,
+                                  ActivationLayout::kBlocked8, ActivationLayout::kBlocked16}) {
+    auto backend = MakeBackend(2, layout);
+    auto result = backend->RunSchedule(g, schedule, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3,
+                                                ActivationLayoutName(layout));
+    EXPECT_TRUE(same.ok()) << same;
+    auto plans = backend->Build(g, {schedule.stages[0].stage});
+    ASSERT_TRUE(plans.ok()) << plans.status();
+    EXPECT_EQ(FusedResidualOps(*backend, *(*plans)[0]), 3) << ActivationLayoutName(layout);
+    EXPECT_THAT(backend->DescribePlan(*(*plans)[0]),
+                Contains(HasSubstr("b1/conv2 + b1/add + b1/relu")));
+  }
+}
+
+TEST(CpuBackendTest, NonFusableResidualPatternsRunUnfused) {
+  auto backend = MakeBackend();
+  const graph::Graph g = graph::testing::NonFusableResidualGraph();
+  scheduler::ios::Schedule schedule;
+  schedule.stages.resize(1);
+  schedule.stages[0].stage = OneGroup(g);
+  auto plans = backend->Build(g, {schedule.stages[0].stage});
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  const std::vector<std::string> lines = backend->DescribePlan(*(*plans)[0]);
+  EXPECT_EQ(FusedResidualOps(*backend, *(*plans)[0]), 1);  // out_conv + out_add
+  EXPECT_THAT(lines, Contains(HasSubstr("out_conv + out_add:")));
+  EXPECT_THAT(lines, Contains(HasSubstr("out_relu")));
+  for (const char* name : {"shared_add", "bcast_add", "relu_add", "kept_add", "twice_add"}) {
+    EXPECT_THAT(lines, Contains(HasSubstr(StrCat(") ", name, ":")))) << name;
+  }
+  RunOptions options;
+  options.profile = Quick();
+  options.return_outputs = true;
+  auto result = backend->RunSchedule(g, schedule, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto expected = reference::ExecuteGraph(g, MakeGraphInputs(g, options.input_seed));
+  ASSERT_TRUE(expected.ok());
+  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, "non-fusable");
+  EXPECT_TRUE(same.ok()) << same;
+}
+
+// ResNet-50's 16 residual blocks end in conv3 + Add + Relu: with a block's
+// ops in one group all 16 Adds fuse (the plan is built, not run).
+TEST(CpuBackendTest, ResNet50FusesEveryResidualAdd) {
+  auto backend = MakeBackend();
+  auto g = graph::models::BuildZooModel("resnet50", 1);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto plans = backend->Build(*g, {OneGroup(*g)});
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  EXPECT_EQ(FusedResidualOps(*backend, *(*plans)[0]), 16);
 }
 
 // A Constant first read late must not get the buffer of a value that died

@@ -159,6 +159,19 @@ StatusOr<std::unique_ptr<CpuOp>> CompileNode(CompileContext& ctx, graph::NodeId 
   }
 }
 
+StatusOr<std::unique_ptr<CpuOp>> CompileResidualConv(CompileContext& ctx,
+                                                     const ResidualFusion& fusion) {
+  const graph::Graph& g = ctx.graph();
+  for (graph::NodeId id : {fusion.conv, fusion.add, fusion.relu}) {
+    if (id != graph::kNoNode) RETURN_IF_ERROR(CheckNodeShapes(g, g.node(id)));
+  }
+  try {
+    return internal::CompileResidualConv(ctx, fusion);
+  } catch (const dnnl::error&) {
+    return std::unique_ptr<CpuOp>();  // no implementation: the caller un-fuses
+  }
+}
+
 StatusOr<std::unique_ptr<CpuOp>> CompileMergedConv(CompileContext& ctx,
                                                    const scheduler::ios::MergedConv& merged) {
   if (merged.branches.empty()) return absl::InvalidArgumentError("merged conv has no branches");

@@ -1,8 +1,8 @@
 // Compiles graph operators into CpuOps for the cpu backend.
 //
 // oneDNN runs what it has: convolution (bias and activation fused as a
-// post-op; weights reordered once at compile time into the layout the chosen
-// implementation wants), pooling, eltwise, binary with broadcasting, batch
+// post-op, a residual Add as a sum post-op; weights reordered once at compile
+// time into the layout the chosen implementation wants), pooling, eltwise, binary with broadcasting, batch
 // norm, matmul (Gemm/MatMul), softmax, reduction and reorders. Channel
 // concat/split and merged-conv slices are direct copies between layouts.
 // Everything else (Slice, Pad, Transpose, general Concat/Split, broadcasts
@@ -25,6 +25,7 @@
 #include "scheduler/ios/stage.h"
 #include "worker/backends/cpu/cpu_op.h"
 #include "worker/backends/cpu/value_store.h"
+#include "worker/backends/residual_fusion.h"
 
 namespace iosfarm::worker::cpu {
 
@@ -59,6 +60,18 @@ StatusOr<std::unique_ptr<CpuOp>> CompileNode(CompileContext& ctx, graph::NodeId 
 // output value.
 StatusOr<std::unique_ptr<CpuOp>> CompileMergedConv(CompileContext& ctx,
                                                    const scheduler::ios::MergedConv& merged);
+
+// How the implementation string of a fused residual conv ends.
+inline constexpr char kResidualFusedSuffix[] = " (residual add fused)";
+
+// Compiles the Conv + Add (+ Relu) of `fusion` (residual_fusion.h) as one
+// oneDNN convolution, y = act(conv(x) + B + z): the residual z is copied into
+// the output and added by a sum post-op, then the Relu post-op. Writes
+// fusion.output; the conv's and the Add's outputs get no memory. nullptr when
+// oneDNN cannot run it (the caller then compiles the three nodes); errors as
+// CompileNode.
+StatusOr<std::unique_ptr<CpuOp>> CompileResidualConv(CompileContext& ctx,
+                                                     const ResidualFusion& fusion);
 
 // Compiles node `id` with the reference kernels only (the fallback above).
 StatusOr<std::unique_ptr<CpuOp>> CompileReferenceNode(CompileContext& ctx, graph::NodeId id);

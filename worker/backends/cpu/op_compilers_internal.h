@@ -17,12 +17,15 @@
 #include "graph/graph.h"
 #include "worker/backends/cpu/cpu_op.h"
 #include "worker/backends/cpu/op_compiler.h"
+#include "worker/backends/residual_fusion.h"
 
 namespace iosfarm::worker::cpu::internal {
 
 using OpOrNull = StatusOr<std::unique_ptr<CpuOp>>;
 
 OpOrNull CompileConv(CompileContext& ctx, const graph::Node& node);
+// The Conv + Add (+ Relu) of `fusion` as one convolution (sum post-op).
+OpOrNull CompileResidualConv(CompileContext& ctx, const ResidualFusion& fusion);
 OpOrNull CompilePool(CompileContext& ctx, const graph::Node& node);
 // Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Identity, Dropout.
 OpOrNull CompileEltwise(CompileContext& ctx, const graph::Node& node);
@@ -46,12 +49,17 @@ struct Convolution {
 // optional `bias`, activation fused. Writes `dst` when given (non-empty
 // handle), else a memory in the layout the implementation prefers, which is
 // returned. Prefers an implementation that reads and writes the storage
-// layouts directly; otherwise reorders around the one oneDNN picks.
+// layouts directly; otherwise reorders around the one oneDNN picks. With
+// `residual` (z, of dst's shape, never dst's memory) it computes
+// act(conv + bias + z): z is copied into the conv's dst first and added by a
+// sum post-op before the activation post-op; the implementation string then
+// ends in kResidualFusedSuffix.
 StatusOr<Convolution> BuildConvolution(CompileContext& ctx, const std::string& name,
                                        const graph::ConvAttrs& attrs, const dnnl::memory& src,
                                        const graph::Shape& src_shape,
                                        const graph::Tensor& weight, const graph::Tensor* bias,
-                                       const dnnl::memory& dst, const graph::Shape& dst_shape);
+                                       const dnnl::memory& dst, const graph::Shape& dst_shape,
+                                       const dnnl::memory* residual = nullptr);
 
 // Primitive attributes with a user-managed scratchpad (so that primitives of
 // concurrent groups never share one).

@@ -1,8 +1,11 @@
 #include "worker/backends/cpu/stage_program.h"
 
+#include <set>
+
 #include "common/strings.h"
 #include "graph/cost.h"
 #include "worker/backends/cpu/lane_partition.h"
+#include "worker/backends/residual_fusion.h"
 
 namespace iosfarm::worker::cpu {
 
@@ -36,14 +39,33 @@ StatusOr<std::unique_ptr<StageProgram>> StageProgram::Compile(
       }
       costs.push_back(cost);
     }
+    // Conv + Add (+ Relu) chains of a group run as one convolution at the
+    // Add's position (residual_fusion.h); where oneDNN cannot fuse one, its
+    // conv and Add compile there instead, and its Relu at its own position.
+    const ResidualFusions fusions = ResidualFusions::Find(ctx.graph(), stage);
+    std::set<graph::NodeId> unfused_relus;
     for (const LanePlan& plan : PartitionLanes(costs, cores)) {
       Lane lane;
       lane.threads = plan.threads;
       ScopedOmpThreads scoped(plan.threads);
       for (int g : plan.groups) {
         for (graph::NodeId id : stage.groups[g]) {
-          ASSIGN_OR_RETURN(std::unique_ptr<CpuOp> op, CompileNode(ctx, id));
-          lane.ops.push_back(std::move(op));
+          if (fusions.Absorbed(id) && unfused_relus.count(id) == 0) continue;
+          std::vector<graph::NodeId> nodes = {id};
+          if (const ResidualFusion* fusion = fusions.AtAdd(id)) {
+            ASSIGN_OR_RETURN(std::unique_ptr<CpuOp> fused, CompileResidualConv(ctx, *fusion));
+            if (fused != nullptr) {
+              lane.ops.push_back(std::move(fused));
+              ++program->fused_residual_adds_;
+              continue;
+            }
+            nodes = {fusion->conv, id};
+            if (fusion->relu != graph::kNoNode) unfused_relus.insert(fusion->relu);
+          }
+          for (graph::NodeId node : nodes) {
+            ASSIGN_OR_RETURN(std::unique_ptr<CpuOp> op, CompileNode(ctx, node));
+            lane.ops.push_back(std::move(op));
+          }
         }
       }
       program->lanes_.push_back(std::move(lane));

@@ -2,7 +2,8 @@
 //
 // Concurrent stage: the groups are packed into lanes (lane_partition.h) and
 // each lane's ops are compiled with its OpenMP thread count; Run executes the
-// lanes in parallel on a LanePool. Merge stage: the merged convolution
+// lanes in parallel on a LanePool. Conv + Add (+ Relu) chains within a group
+// run as one convolution with a sum post-op where residual_fusion.h allows. Merge stage: the merged convolution
 // (op_compiler.h) on one lane with every core. A program reads and writes
 // the memories of the ValueStore it was compiled against, which must outlive
 // it. Run is not reentrant (callers serialise it).
@@ -38,6 +39,8 @@ class StageProgram {
   int num_lanes() const { return static_cast<int>(lanes_.size()); }
   // "name: implementation" of every op, lane by lane (for logs and tests).
   std::vector<std::string> Describe() const;
+  // Residual Adds (with their convs and Relus) that run fused.
+  int num_fused_residual_adds() const { return fused_residual_adds_; }
 
  private:
   struct Lane {
@@ -49,6 +52,7 @@ class StageProgram {
   std::vector<Lane> lanes_;
   std::vector<LanePool::Lane> runners_;  // one per lane, bound to lanes_
   std::vector<int> threads_;
+  int fused_residual_adds_ = 0;
 };
 
 }  // namespace iosfarm::worker::cpu
