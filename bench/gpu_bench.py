@@ -338,31 +338,39 @@ class Runner:
             json.dump({"key": key, "model": MODELS[key][0], "batch": batch, "what": what,
                        "message": message}, f, indent=2)
 
-    # -- torch --
-    def torch_bench(self):
-        result = os.path.join(self.results, "torch.json")
+    # -- torch: one torch_bench process per model and batch, so that a
+    # deadline loses one item --
+    def torch_item(self, model, batch):
+        result = os.path.join(self.results, f"torch_{model}_b{batch}.json")
+        error_file = os.path.join(self.results, f"torch_{model}_b{batch}.error.json")
         if os.path.exists(result) and not self.args.redo:
-            self.say(f"torch_bench: done earlier ({result})")
+            self.say(f"torch {model} b{batch}: done earlier ({result})")
             return
         left = self.remaining()
         if left < self.args.min_item_s:
-            self.say("torch_bench: not run (deadline)")
+            self.record_torch_error(error_file, model, batch, "not run: deadline",
+                                    f"{left:.0f} s left of --deadline-s {self.args.deadline_s}")
             return
         device = "cuda" if self.args.backend == "cuda" else "cpu"
         argv = [sys.executable, os.path.join(REPO, "bench", "torch_bench.py"), "--device", device,
-                "--models", ",".join(self.args.torch_models), "--batches",
-                ",".join(str(b) for b in self.args.batches), "--modes",
+                "--models", model, "--batches", str(batch), "--modes",
                 ",".join(self.args.torch_modes), "--rounds", str(self.args.rounds),
                 "--repeats", str(self.args.torch_repeats), "--warmup", str(self.args.torch_warmup),
                 "--compile-mode", self.args.compile_mode, "--json", result + ".part"]
-        code, tail = self.run_logged(argv, "torch_bench.log", timeout=left - 5)
+        code, tail = self.run_logged(argv, f"torch_{model}_b{batch}.log", timeout=left - 5)
         if code == 0 and os.path.exists(result + ".part"):
             os.replace(result + ".part", result)
+            if os.path.exists(error_file):
+                os.remove(error_file)
         else:
-            self.say(f"torch_bench failed ({code}): {' | '.join(tail[-3:])}")
-            with open(os.path.join(self.results, "torch.error.json"), "w") as f:
-                json.dump({"what": f"torch_bench exit {code}", "message": " | ".join(tail[-4:])},
-                          f, indent=2)
+            self.record_torch_error(error_file, model, batch, f"torch_bench exit {code}",
+                                    " | ".join(l for l in tail[-4:] if l))
+
+    def record_torch_error(self, path, model, batch, what, message):
+        self.say(f"torch {model} b{batch}: {what}: {message}")
+        with open(path, "w") as f:
+            json.dump({"tool": "torch_bench_error", "model": model, "batch": batch,
+                       "what": what, "message": message}, f, indent=2)
 
 
 def cmd_run(args):
@@ -377,7 +385,9 @@ def cmd_run(args):
     runner.setup_binary()
     runner.export_onnx(args.models)
     if not args.no_torch:
-        runner.torch_bench()
+        for model in args.torch_models:
+            for batch in args.batches:
+                runner.torch_item(model, batch)
     for key in args.models:
         for batch in args.batches:
             runner.bench_item(key, batch)
@@ -405,7 +415,8 @@ def cmd_run(args):
 
 def merge_files(paths):
     """One results document from schedule_bench, torch_bench, error and merged files."""
-    doc = {"tool": "gpu_bench", "ios": {}, "torch": {}, "errors": {}, "devices": []}
+    doc = {"tool": "gpu_bench", "ios": {}, "torch": {}, "errors": {}, "torch_errors": {},
+           "devices": []}
 
     def add_device(text):
         if text and text not in doc["devices"]:
@@ -416,8 +427,8 @@ def merge_files(paths):
             part = json.load(f)
         tool = part.get("tool")
         if tool == "gpu_bench":  # an earlier merge
-            for section in ("ios", "torch", "errors"):
-                for row in part[section]:
+            for section in ("ios", "torch", "errors", "torch_errors"):
+                for row in part.get(section, []):
                     doc[section][(row["model"], row["batch"])] = row
             for device in part.get("devices", []):
                 add_device(device)
@@ -432,18 +443,21 @@ def merge_files(paths):
             add_device(f"torch: {part['device']}")
             for row in part["models"]:
                 row = dict(row, device=part["device"], date=part["date"],
-                           compile_mode=part["compile_mode"])
+                           compile_mode=part["compile_mode"], tf32=part.get("tf32", False))
                 doc["torch"][(row["model"], row["batch"])] = row
-        elif "what" in part and "model" in part:  # an error record
+                doc["torch_errors"].pop((row["model"], row["batch"]), None)
+        elif tool == "torch_bench_error":
+            key = (part["model"], part["batch"])
+            if key not in doc["torch"]:
+                doc["torch_errors"][key] = part
+        elif "what" in part and "model" in part:  # a schedule_bench error record
             key = (part["model"], part["batch"])
             if key not in doc["ios"]:
                 doc["errors"][key] = part
-        elif "what" in part:  # torch_bench error
-            doc["errors"][("torch_bench", 0)] = dict(part, model="torch_bench", batch=0)
         else:
             raise SystemExit(f"{path}: not a result file of schedule_bench, torch_bench or "
                              "gpu_bench")
-    for section in ("ios", "torch", "errors"):
+    for section in ("ios", "torch", "errors", "torch_errors"):
         doc[section] = [row for key, row in sorted(doc[section].items(),
                                                    key=lambda item: row_order(item[0]))]
     return doc
@@ -464,8 +478,9 @@ def markdown(doc):
     ios = {(r["model"], r["batch"]): r for r in doc["ios"]}
     torch = {(r["model"], r["batch"]): r for r in doc["torch"]}
     errors = {(r["model"], r["batch"]): r for r in doc["errors"]}
-    keys = sorted(set(ios) | set(errors) | {(f"{m}.onnx", b) for m, b in torch}, key=row_order)
-    keys = [k for k in keys if k[0] != "torch_bench"]
+    torch_errors = {(r["model"], r["batch"]): r for r in doc.get("torch_errors", [])}
+    keys = sorted(set(ios) | set(errors) | {(f"{m}.onnx", b) for m, b in set(torch) |
+                                             set(torch_errors)}, key=row_order)
     lines = [f"Devices: {'; '.join(doc['devices']) or 'none'}. Medians in ms (p10-p90 and "
              "search details in results.json); speedup = sequential / IOS.", "",
              "| model | batch | sequential | greedy | IOS | seq CUDA graph | IOS CUDA graph "
@@ -481,9 +496,10 @@ def markdown(doc):
                  med("ios_cuda_graph")]
         trow = torch.get((model[:-5], batch)) if model.endswith(".onnx") else None
         tcells = []
+        terror = torch_errors.get((model[:-5], batch)) if model.endswith(".onnx") else None
         for mode in ("eager", "cuda_graph", "compile"):
             if trow is None:
-                tcells.append("-")
+                tcells.append(f"error ({terror['what']})" if terror else "-")
             elif mode in trow["measured_ms"]:
                 tcells.append(fmt(trow["measured_ms"][mode]["median"]))
             else:
@@ -514,9 +530,17 @@ def markdown(doc):
         else:
             missing = [m for m, g in zip(GEOMEAN_MODELS, got) if not g]
             lines.append(f"Batch {batch}: geomean not available (missing: {', '.join(missing)}).")
-    for error in errors.values():
-        if error["model"] == "torch_bench":
-            lines.append(f"torch_bench: {error['what']}: {error['message'][:200]}")
+    for (model, batch), error in sorted(torch_errors.items()):
+        lines.append(f"torch {model} batch {batch}: {error['what']}: {error['message'][:200]}")
+    for row in doc["torch"]:
+        for mode, reason in row.get("skipped", {}).items():
+            lines.append(f"torch {row['model']} batch {row['batch']}: {mode} skipped: {reason}")
+    if doc["torch"]:
+        modes = sorted({row.get("compile_mode", "?") for row in doc["torch"]})
+        tf32 = any(row.get("tf32") for row in doc["torch"])
+        lines.append(f"torch.compile mode: {', '.join(modes)}; torch "
+                     f"{'with TF32 (unlike' if tf32 else 'in fp32, TF32 off (like'} the iosfarm "
+                     "cuda backend's default); cudnn.benchmark on.")
     return "\n".join(lines)
 
 
