@@ -96,14 +96,19 @@ class BlockDp {
     constexpr size_t kLookahead = 12;
     for (size_t i = 0; i < std::min(count, kLookahead); ++i) endings_.Prefetch(sc.hashes[i]);
     sc.values.resize(count);
+    fresh_.clear();
     for (size_t i = 0; i < count; ++i) {
       if (i + kLookahead < count) endings_.Prefetch(sc.hashes[i + kLookahead]);
-      const EndingValue* value = endings_.Find(sc.endings[i], sc.hashes[i]);
-      sc.values[i] = value != nullptr ? *value : NewEnding(sc.endings[i], sc.hashes[i]);
+      if (const EndingValue* value = endings_.Find(sc.endings[i], sc.hashes[i])) {
+        sc.values[i] = *value;
+      } else {
+        fresh_.push_back({i, sc.hashes[i]});
+      }
       const OpBits<W> child = remaining.Minus(sc.endings[i]);
       sc.hashes[i] = child.Hash();
       states_.Prefetch(sc.hashes[i]);
     }
+    if (!fresh_.empty()) AddEndings(sc);
     double best = kInfinity;
     size_t best_index = 0;
     uint8_t best_merge = 0;
@@ -140,17 +145,38 @@ class BlockDp {
     return best;
   }
 
-  // Creates the record of a new ending: its groups, signatures and latencies.
-  EndingValue NewEnding(const OpBits<W>& ops, uint64_t hash) {
-    const Signature signature = HashStage(ops);
-    EndingValue value;
-    value.latency = Lookup(signature, Strategy::kConcurrent);
-    if (options_.enable_merge && IsMergeable(ops)) {
-      value.merge_latency = Lookup(hasher_.Finish(Strategy::kMerge), Strategy::kMerge);
-      ++merges_;
+  // An ending of the current state not in endings_ yet.
+  struct FreshEnding {
+    size_t index = 0;   // in the state's Scratch
+    uint64_t hash = 0;  // of the ending
+    Signature concurrent = 0;
+    Signature merge = 0;  // 0: not mergeable
+  };
+
+  // Creates the records of the state's fresh_ endings: their signatures
+  // first (hinting the source about each), then their latencies, so that
+  // the source's lookups overlap instead of missing the caches one by one.
+  void AddEndings(Scratch& sc) {
+    for (FreshEnding& fresh : fresh_) {
+      const OpBits<W>& ops = sc.endings[fresh.index];
+      fresh.concurrent = HashStage(ops);
+      source_.Prefetch(fresh.concurrent);
+      if (options_.enable_merge && IsMergeable(ops)) {
+        fresh.merge = hasher_.Finish(Strategy::kMerge);
+        source_.Prefetch(fresh.merge);
+      }
     }
-    endings_.Insert(ops, hash, value);
-    return value;
+    for (const FreshEnding& fresh : fresh_) {
+      const OpBits<W>& ops = sc.endings[fresh.index];
+      EndingValue value;
+      value.latency = Lookup(ops, fresh.concurrent, Strategy::kConcurrent);
+      if (fresh.merge != 0) {
+        value.merge_latency = Lookup(ops, fresh.merge, Strategy::kMerge);
+        ++merges_;
+      }
+      endings_.Insert(ops, fresh.hash, value);
+      sc.values[fresh.index] = value;
+    }
   }
 
   // Splits `ops` into its groups (group_bits_) and feeds their cached hashes
@@ -275,9 +301,12 @@ class BlockDp {
     return stage;
   }
 
-  double Lookup(Signature signature, Strategy strategy) {
-    std::optional<double> latency =
-        source_.Lookup(signature, [&]() { return CanonicalStage(strategy); });
+  // The latency of the stage of `ops` with `signature` under `strategy`.
+  double Lookup(const OpBits<W>& ops, Signature signature, Strategy strategy) {
+    std::optional<double> latency = source_.Lookup(signature, [&]() {
+      HashStage(ops);  // group_bits_ may hold another ending's groups
+      return CanonicalStage(strategy);
+    });
 
     if (!source_.status().ok() && status_.ok()) status_ = source_.status();
     if (!latency) {
@@ -306,6 +335,7 @@ class BlockDp {
   std::vector<uint64_t> group_hashes_;
   std::vector<int> local_k_, group_of_, stack_;
   std::vector<Scratch> scratch_;
+  std::vector<FreshEnding> fresh_;
   OpBitsMap<W, StateValue> states_;
   OpBitsMap<W, EndingValue> endings_;
   int64_t merges_ = 0;

@@ -39,6 +39,9 @@ class LatencySource {
   // (to measure it or to queue a request), during this call.
   virtual std::optional<double> Lookup(Signature signature,
                                        absl::FunctionRef<Stage()> stage) = 0;
+  // A hint that `signature` will be looked up soon (e.g. to prefetch its
+  // slot in a table far larger than the caches). Optional.
+  virtual void Prefetch(Signature /*signature*/) const {}
   // The first error the source hit (e.g. a failing oracle); the DP stops
   // and returns it.
   virtual Status status() const = 0;

@@ -42,6 +42,7 @@ class SearchSession::CollectingSource : public LatencySource {
     unknown_.push_back(signature);
     return std::nullopt;
   }
+  void Prefetch(Signature signature) const override { session_.latencies_.prefetch(signature); }
   Status status() const override { return absl::OkStatus(); }
 
  private:
@@ -72,6 +73,7 @@ class SearchSession::InlineSource : public LatencySource {
     if (!inserted) session_.requested_.erase(signature);
     return *latency;
   }
+  void Prefetch(Signature signature) const override { session_.latencies_.prefetch(signature); }
   Status status() const override { return status_; }
 
  private:
