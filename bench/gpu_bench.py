@@ -13,28 +13,35 @@ Three subcommands (how to use them on the device machine: docs/benchmarks.md,
 
   run     (on the device machine) One command, bounded by --deadline-s:
           exports the torchvision ONNX files (tests/onnx/export_torchvision.py)
-          if a tv_* model is selected; runs bench/torch_bench.py (PyTorch
-          eager, CUDA graph, torch.compile) unless --no-torch; runs
-          schedule_bench --backend cuda for every selected model and batch
-          (the search uses the cuda backend as oracle; schedules cached in
-          WORK/schedules); merges every result in WORK/results (this command's
-          and earlier ones' on the same machine) into results.json; prints the
-          markdown table and writes results.json, table.md, gpu_bench.log and
-          schedules.tar.gz to --out. Items already done in WORK/results are
-          skipped, so re-running a part after its deadline resumes it.
+          if a tv_* model is selected, then works through its list in order,
+          batch by batch (all of batch 1 first): for each batch the PyTorch
+          items (bench/torch_bench.py: eager, CUDA graph, torch.compile; one
+          process per model) and then schedule_bench --backend cuda for each
+          model (the search uses the cuda backend as oracle; schedules cached
+          in WORK/schedules, stage latencies in WORK/latency_cache.txt, so a
+          later search never measures a stage twice). Items done by an earlier
+          command (WORK/results) are skipped, and an item stopped by the
+          deadline or a search budget is tried again: running the same
+          command again resumes the work. Finally merges WORK/results into
+          results.json, prints the markdown table and writes results.json,
+          table.md, gpu_bench.log and state.tar.gz (schedules and latency
+          cache) to --out. --seed DIR starts from such an --out folder (a
+          fresh machine then resumes where the last one stopped).
 
   report  (anywhere) Merges results.json files (later files win for the same
           model and batch) and prints the table; --json FILE writes the merge.
 
-Models (--models; --part picks a preset):
-  squeezenet resnet50 inception_v3 randwire nasnet_a   zoo models (graph/models)
-  tv_inception_v3 tv_googlenet                         torchvision ONNX exports
-Parts: 1 = torch_bench + squeezenet, resnet50; 2 = tv_googlenet,
-tv_inception_v3, inception_v3; 3 = randwire, nasnet_a; all = everything.
+Models (--models, in this default order):
+  squeezenet inception_v3 tv_inception_v3 tv_googlenet randwire nasnet_a resnet50
+where tv_inception_v3 and tv_googlenet are the torchvision ONNX exports (the
+others are zoo models, graph/models); tv_inception_v3 after inception_v3
+costs little: the zoo model is the same network, and nearly all its stage
+latencies come from the cache.
 
 Search bounds per model (--bounds MODEL=RxS[:B][|RxS[:B]...]): alternatives
-are tried in order; when a search exceeds its budget (--search-budget MODEL=S)
-the next one is tried, the cached schedule of an earlier run is reused.
+are tried in order; when a search exceeds its budget (--search-budget
+MODEL=SECONDS, of stage measurement per attempt) the next one is tried. A
+schedule searched by an earlier command is reused.
 
 The table's geomean is seq/IOS over inception_v3, randwire, nasnet_a and
 squeezenet (the IOS paper's four models) at each batch; the paper's V100
@@ -54,21 +61,16 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# key -> (schedule_bench display name, zoo name or torchvision model for ONNX)
+# key -> (schedule_bench display name, zoo name or torchvision model for ONNX),
+# in the order `run` works through them.
 MODELS = {
     "squeezenet": ("squeezenet", None),
-    "resnet50": ("resnet50", None),
     "inception_v3": ("inception_v3", None),
-    "randwire": ("randwire", None),
-    "nasnet_a": ("nasnet_a", None),
     "tv_inception_v3": ("inception_v3.onnx", "inception_v3"),
     "tv_googlenet": ("googlenet.onnx", "googlenet"),
-}
-PARTS = {
-    "1": (["squeezenet", "resnet50"], True),
-    "2": (["tv_googlenet", "tv_inception_v3", "inception_v3"], False),
-    "3": (["randwire", "nasnet_a"], False),
-    "all": (list(MODELS), True),
+    "randwire": ("randwire", None),
+    "nasnet_a": ("nasnet_a", None),
+    "resnet50": ("resnet50", None),
 }
 # Bounds tried in order on the cuda backend (see the module doc).
 DEFAULT_BOUNDS = {
@@ -105,6 +107,14 @@ def cmd_bundle(args):
     binary = os.path.join(args.build, "bench", "schedule_bench")
     if not os.path.isfile(binary):
         sys.exit(f"{binary} not found: cmake --build {args.build} --target schedule_bench")
+    # A build without CUDA answers "UNIMPLEMENTED" for --backend cuda; one
+    # with CUDA fails here only because no GPU answers (or runs, on a GPU).
+    probe = subprocess.run([binary, "--backend", "cuda", "--models", "squeezenet", "--rounds",
+                            "1", "--repeats", "1", "--warmup", "0", "--r", "1", "--s", "1"],
+                           capture_output=True, text=True)
+    if "UNIMPLEMENTED" in probe.stderr:
+        sys.exit(f"{binary} was built without the CUDA backend: {probe.stderr.strip()} "
+                 "(configure with -DIOSFARM_CUDA=ON where nvcc and cuDNN are installed)")
     dest = args.dest
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(os.path.join(dest, "bin"))
@@ -170,6 +180,48 @@ class Runner:
             os.makedirs(d, exist_ok=True)
         self.log_file = open(os.path.join(self.work, "gpu_bench.log"), "a")
         self.env = dict(os.environ)
+        self.latency_cache = os.path.join(self.work, "latency_cache.txt")
+
+    def seed(self, folder):
+        """Starts from an earlier --out folder: its results, schedules, latencies."""
+        results = os.path.join(folder, "results.json")
+        if os.path.exists(results):
+            shutil.copy(results, os.path.join(self.results, "seed_results.json"))
+        state = os.path.join(folder, "state.tar.gz")
+        if os.path.exists(state):
+            with tarfile.open(state) as tar:
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(self.work, filter="data")
+                else:
+                    tar.extractall(self.work)
+        self.say(f"seeded from {folder}")
+
+    def load_done(self):
+        """What earlier commands finished, and which errors are final."""
+        doc = merge_files(self.result_files())
+        self.done = {("ios", r["model"], r["batch"]) for r in doc["ios"]}
+        self.done |= {("torch", r["model"], r["batch"]) for r in doc["torch"]}
+        self.final_errors = {("ios", r["model"], r["batch"]) for r in doc["errors"]
+                             if not r.get("retry", True)}
+        self.final_errors |= {("torch", r["model"], r["batch"]) for r in doc["torch_errors"]
+                              if not r.get("retry", True)}
+
+    def result_files(self):
+        """WORK/results/*.json, a seeded merge first so that newer files win."""
+        paths = glob.glob(os.path.join(self.results, "*.json"))
+        return sorted(paths, key=lambda p: (os.path.basename(p) != "seed_results.json", p))
+
+    def skip(self, kind, name, batch):
+        key = (kind, name, batch)
+        if self.args.redo:
+            return False
+        if key in self.done:
+            self.say(f"{kind} {name} b{batch}: done earlier")
+            return True
+        if key in self.final_errors and not self.args.retry_errors:
+            self.say(f"{kind} {name} b{batch}: failed earlier (--retry-errors to try again)")
+            return True
+        return False
 
     def say(self, text):
         stamp = f"[{time.monotonic() - self.start:6.0f} s]"
@@ -272,14 +324,14 @@ class Runner:
         name, tv = MODELS[key]
         result = os.path.join(self.results, f"ios_{key}_b{batch}.json")
         error_file = os.path.join(self.results, f"ios_{key}_b{batch}.error.json")
-        if os.path.exists(result) and not self.args.redo:
-            self.say(f"{key} b{batch}: done earlier ({result})")
+        if self.skip("ios", name, batch):
             return
         model_arg = name
         if tv:
             model_arg = os.path.join(self.onnx_dir, f"{tv}.onnx")
             if not os.path.exists(model_arg):
-                self.record_error(error_file, key, batch, "ONNX export missing", model_arg)
+                self.record_error(error_file, key, batch, "ONNX export missing", model_arg,
+                                  retry=True)
                 return
         bounds = self.args.bounds.get(key, DEFAULT_BOUNDS[key])
         budget = self.args.budgets.get(key, DEFAULT_BUDGET[key])
@@ -289,13 +341,14 @@ class Runner:
             left = self.remaining()
             if left < self.args.min_item_s:
                 self.record_error(error_file, key, batch, "not run: deadline",
-                                  f"{left:.0f} s left of --deadline-s {self.args.deadline_s}")
+                                  f"{left:.0f} s left of --deadline-s {self.args.deadline_s}",
+                                  retry=True)
                 return
             search_budget = max(10, min(budget, left - self.args.measure_reserve_s))
             argv = [self.binary, "--backend", self.args.backend, "--models",
                     f"{model_arg}:{bound}", "--batch", str(batch),
                     "--schedule-dir", os.path.join(self.work, "schedules"),
-                    "--json", result + ".part", "--rounds", str(self.args.rounds),
+                    "--latency-cache", self.latency_cache, "--json", result + ".part", "--rounds", str(self.args.rounds),
                     "--repeats", str(repeats), "--search-budget-s", f"{search_budget:.0f}"]
             if self.args.verify:
                 argv.append("--verify")
@@ -314,6 +367,7 @@ class Runner:
                 os.replace(result + ".part", result)
                 if os.path.exists(error_file):
                     os.remove(error_file)
+                self.done.add(("ios", name, batch))
                 return
             last = (code, tail)
             if "search budget" in "\n".join(tail) and attempt + 1 < len(bounds):
@@ -321,8 +375,11 @@ class Runner:
                 continue
             break
         code, tail = last
+        # Worth another try: a deadline, or a search budget (the stages it
+        # measured are cached, so the next search gets further).
+        retry = code == "timeout" or "search budget" in "\n".join(tail)
         self.record_error(error_file, key, batch, f"schedule_bench exit {code}",
-                          " | ".join(l for l in tail[-4:] if l))
+                          " / ".join(l for l in tail[-2:] if l), retry=retry)
 
     def patch_verified(self, path, text):
         with open(path) as f:
@@ -332,24 +389,24 @@ class Runner:
         with open(path, "w") as f:
             json.dump(doc, f, indent=2)
 
-    def record_error(self, path, key, batch, what, message):
+    def record_error(self, path, key, batch, what, message, retry):
         self.say(f"{key} b{batch}: {what}: {message}")
         with open(path, "w") as f:
             json.dump({"key": key, "model": MODELS[key][0], "batch": batch, "what": what,
-                       "message": message}, f, indent=2)
+                       "message": message, "retry": retry}, f, indent=2)
 
     # -- torch: one torch_bench process per model and batch, so that a
     # deadline loses one item --
     def torch_item(self, model, batch):
         result = os.path.join(self.results, f"torch_{model}_b{batch}.json")
         error_file = os.path.join(self.results, f"torch_{model}_b{batch}.error.json")
-        if os.path.exists(result) and not self.args.redo:
-            self.say(f"torch {model} b{batch}: done earlier ({result})")
+        if self.skip("torch", model, batch):
             return
         left = self.remaining()
         if left < self.args.min_item_s:
             self.record_torch_error(error_file, model, batch, "not run: deadline",
-                                    f"{left:.0f} s left of --deadline-s {self.args.deadline_s}")
+                                    f"{left:.0f} s left of --deadline-s {self.args.deadline_s}",
+                                    retry=True)
             return
         device = "cuda" if self.args.backend == "cuda" else "cpu"
         argv = [sys.executable, os.path.join(REPO, "bench", "torch_bench.py"), "--device", device,
@@ -362,15 +419,17 @@ class Runner:
             os.replace(result + ".part", result)
             if os.path.exists(error_file):
                 os.remove(error_file)
+            self.done.add(("torch", model, batch))
         else:
             self.record_torch_error(error_file, model, batch, f"torch_bench exit {code}",
-                                    " | ".join(l for l in tail[-4:] if l))
+                                    " / ".join(l for l in tail[-2:] if l),
+                                    retry=code == "timeout")
 
-    def record_torch_error(self, path, model, batch, what, message):
+    def record_torch_error(self, path, model, batch, what, message, retry):
         self.say(f"torch {model} b{batch}: {what}: {message}")
         with open(path, "w") as f:
             json.dump({"tool": "torch_bench_error", "model": model, "batch": batch,
-                       "what": what, "message": message}, f, indent=2)
+                       "what": what, "message": message, "retry": retry}, f, indent=2)
 
 
 def cmd_run(args):
@@ -382,16 +441,18 @@ def cmd_run(args):
         smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm",
                               "--format=csv,noheader"], capture_output=True, text=True)
         runner.say(f"nvidia-smi: {smi.stdout.strip() or smi.stderr.strip()}")
+    if args.seed:
+        runner.seed(args.seed)
+    runner.load_done()
     runner.setup_binary()
     runner.export_onnx(args.models)
-    if not args.no_torch:
-        for model in args.torch_models:
-            for batch in args.batches:
+    for batch in args.batches:
+        if not args.no_torch:
+            for model in args.torch_models:
                 runner.torch_item(model, batch)
-    for key in args.models:
-        for batch in args.batches:
+        for key in args.models:
             runner.bench_item(key, batch)
-    doc = merge_files(sorted(glob.glob(os.path.join(runner.results, "*.json"))))
+    doc = merge_files(runner.result_files())
     table = markdown(doc)
     with open(os.path.join(runner.work, "results.json"), "w") as f:
         json.dump(doc, f, indent=2)
@@ -406,15 +467,20 @@ def cmd_run(args):
         os.makedirs(args.out, exist_ok=True)
         for name in ("results.json", "table.md", "gpu_bench.log"):
             shutil.copy(os.path.join(runner.work, name), args.out)
-        with tarfile.open(os.path.join(args.out, "schedules.tar.gz"), "w:gz") as tar:
+        with tarfile.open(os.path.join(args.out, "state.tar.gz"), "w:gz") as tar:
             tar.add(os.path.join(runner.work, "schedules"), arcname="schedules")
+            if os.path.exists(runner.latency_cache):
+                tar.add(runner.latency_cache, arcname="latency_cache.txt")
     return 0
 
 
 # ----------------------------------------------------------- merge/report ---
 
 def merge_files(paths):
-    """One results document from schedule_bench, torch_bench, error and merged files."""
+    """One results document from schedule_bench, torch_bench, error and merged files.
+
+    A later file wins for the same (model, batch); an error is dropped where a
+    result exists."""
     doc = {"tool": "gpu_bench", "ios": {}, "torch": {}, "errors": {}, "torch_errors": {},
            "devices": []}
 
@@ -457,6 +523,10 @@ def merge_files(paths):
         else:
             raise SystemExit(f"{path}: not a result file of schedule_bench, torch_bench or "
                              "gpu_bench")
+    for key in [k for k in doc["errors"] if k in doc["ios"]]:
+        del doc["errors"][key]
+    for key in [k for k in doc["torch_errors"] if k in doc["torch"]]:
+        del doc["torch_errors"][key]
     for section in ("ios", "torch", "errors", "torch_errors"):
         doc[section] = [row for key, row in sorted(doc[section].items(),
                                                    key=lambda item: row_order(item[0]))]
@@ -512,7 +582,8 @@ def markdown(doc):
             vs_eager = f"{trow['measured_ms']['eager']['median'] / cells[4]:.2f}x"
         if row is None:
             error = errors.get((model, batch))
-            text = f"{error['what']}: {error['message']}"[:160] if error else "not run"
+            text = (f"{error['what']}: {error['message'][-160:]}".replace("|", "/")
+                    if error else "not run")
             lines.append(f"| {model} | {batch} | {text} | | | | | " + " | ".join(tcells) +
                          " | - | - |")
             continue
@@ -531,7 +602,7 @@ def markdown(doc):
             missing = [m for m, g in zip(GEOMEAN_MODELS, got) if not g]
             lines.append(f"Batch {batch}: geomean not available (missing: {', '.join(missing)}).")
     for (model, batch), error in sorted(torch_errors.items()):
-        lines.append(f"torch {model} batch {batch}: {error['what']}: {error['message'][:200]}")
+        lines.append(f"torch {model} batch {batch}: {error['what']}: {error['message'][-200:]}")
     for row in doc["torch"]:
         for mode, reason in row.get("skipped", {}).items():
             lines.append(f"torch {row['model']} batch {row['batch']}: {mode} skipped: {reason}")
@@ -584,8 +655,8 @@ def main(argv):
     where.add_argument("--bin", help="a schedule_bench binary to use as is (no bundle)")
     run.add_argument("--backend", default="cuda", choices=("cuda", "cpu"),
                      help="cpu only for smoke tests")
-    run.add_argument("--part", choices=sorted(PARTS), help="a preset of models (module doc)")
-    run.add_argument("--models", help="comma-separated: " + ", ".join(MODELS))
+    run.add_argument("--models", default=",".join(MODELS),
+                     help="comma-separated, in this order by default: " + ", ".join(MODELS))
     run.add_argument("--batches", default="1,16")
     run.add_argument("--no-torch", action="store_true", help="skip torch_bench")
     run.add_argument("--torch-models", default="googlenet,inception_v3")
@@ -600,16 +671,20 @@ def main(argv):
     run.add_argument("--bounds", help="MODEL=RxS[:B][|RxS[:B]...],... (module doc)")
     run.add_argument("--search-budget", help="MODEL=SECONDS,... per search attempt")
     run.add_argument("--no-verify", dest="verify", action="store_false")
-    run.add_argument("--deadline-s", type=float, default=540,
-                     help="stop starting work after this many seconds (default 540)")
+    run.add_argument("--deadline-s", type=float, default=500,
+                     help="end the work after this many seconds (default 500, for the device "
+                     "machine's 600 s per command)")
     run.add_argument("--min-item-s", type=float, default=40,
                      help="do not start an item with less time left")
     run.add_argument("--measure-reserve-s", type=float, default=30,
                      help="time kept for measuring after a search")
     run.add_argument("--redo", action="store_true", help="ignore results of earlier runs")
+    run.add_argument("--retry-errors", action="store_true",
+                     help="try again items that failed for another reason than time")
+    run.add_argument("--seed", help="an earlier --out folder to start from")
     run.add_argument("--work", default=os.path.join(REPO, ".gpubench-work"))
     run.add_argument("--out", help="copy results.json, table.md, gpu_bench.log and "
-                     "schedules.tar.gz here (e.g. $OUT)")
+                     "state.tar.gz here (e.g. $OUT)")
 
     report = sub.add_parser("report", help="merge results and print the table")
     report.add_argument("files", nargs="+")
@@ -620,13 +695,10 @@ def main(argv):
         return cmd_bundle(args)
     if args.command == "report":
         return cmd_report(args)
-    part_models, part_torch = PARTS[args.part] if args.part else (list(MODELS), True)
-    args.models = args.models.split(",") if args.models else part_models
+    args.models = [m for m in args.models.split(",") if m]
     for key in args.models:
         if key not in MODELS:
             parser.error(f"unknown model {key!r} (want {', '.join(MODELS)})")
-    if args.part and not part_torch:
-        args.no_torch = True
     args.batches = [int(b) for b in args.batches.split(",")]
     args.torch_models = args.torch_models.split(",")
     args.torch_modes = args.torch_modes.split(",")

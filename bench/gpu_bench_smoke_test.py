@@ -67,7 +67,7 @@ def main():
             capture_output=True, text=True, timeout=170)
         print(run.stdout[-3000:])
         check(run.returncode == 0, f"gpu_bench.py run exited {run.returncode}: {run.stderr}")
-        for name in ("results.json", "table.md", "gpu_bench.log", "schedules.tar.gz"):
+        for name in ("results.json", "table.md", "gpu_bench.log", "state.tar.gz"):
             check(os.path.exists(os.path.join(out, name)), f"{name} missing from --out")
 
         with open(os.path.join(out, "results.json")) as f:

@@ -6,7 +6,7 @@
 //                  [--models a,b.onnx,c:RxS[:B],...] [--r R] [--s S] [--block-size B]
 //                  [--batch N] [--threads T] [--rounds K] [--repeats N] [--warmup N]
 //                  [--search-min-repeats N] [--search-max-repeats N]
-//                  [--search-budget-s S] [--schedule-dir DIR]
+//                  [--search-budget-s S] [--schedule-dir DIR] [--latency-cache FILE]
 //                  [--verify] [--verify-rtol X] [--json FILE]
 //
 // A model is a zoo name (graph/models/zoo.h) or the path of an .onnx file
@@ -24,6 +24,11 @@
 //     is checked) and skips the search. --search-budget-s S stops a search
 //     that is still measuring after S seconds (DeadlineExceeded, exit 1), so
 //     that a driver with a wall-clock limit loses one model, not the run.
+//     --latency-cache FILE keeps every stage latency measured, one line per
+//     signature tagged with the backend, the device description and the
+//     signature version, and answers later searches (other models with the
+//     same stages, a retry with other bounds, a rerun after a kill) from it
+//     instead of measuring again; lines of another device are ignored.
 //  2. Measure. The sequential, greedy (at most S groups per stage, as
 //     SearchWithBaselines costs it) and IOS schedules run end to end with
 //     RunSchedule, round-robin for K rounds (the order rotates each round),
@@ -63,6 +68,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 
 #include "common/strings.h"
@@ -103,6 +109,8 @@ struct Settings {
   worker::ProfileOptions search_profile;
   double search_budget_s = 0;  // 0: none
   std::string schedule_dir;
+  std::string latency_cache;
+  std::string device;  // the backend's device description
   bool verify = false;
   double verify_rtol = 1e-3;
   std::string json_path;
@@ -125,6 +133,7 @@ struct Row {
   std::string search;  // "123 s, 4613 stages" or "... (earlier run)"
   double search_seconds = 0;
   long long stages_measured = 0;
+  long long stages_cached = 0;  // answered by --latency-cache
   bool search_reused = false;
   size_t seq_stages = 0, greedy_stages = 0, ios_stages = 0;
   double pred_seq = 0, pred_greedy = 0, pred_ios = 0;
@@ -200,6 +209,52 @@ iosfarm::graph::Graph LoadModel(const ModelSpec& spec, int batch) {
   return std::move(*graph);
 }
 
+// The --latency-cache file: "<tag>\t<signature hex>\t<ms>" lines, where the
+// tag names the backend, the device and the signature version. Lines with
+// another tag are kept in the file and ignored here.
+class LatencyCache {
+ public:
+  explicit LatencyCache(const Settings& settings)
+      : path_(settings.latency_cache),
+        tag_(StrCat(settings.backend, "|", settings.device, "|v", ios::kSignatureVersion)) {
+    if (path_.empty()) return;
+    std::ifstream file(path_);
+    std::string line;
+    while (std::getline(file, line)) {
+      const std::vector<std::string> fields = Split(line, '\t');
+      if (fields.size() != 3 || fields[0] != tag_) continue;
+      char* end = nullptr;
+      const unsigned long long signature = std::strtoull(fields[1].c_str(), &end, 16);
+      const double ms = std::atof(fields[2].c_str());
+      if (end != fields[1].c_str() && ms > 0) latencies_[signature] = ms;
+    }
+  }
+
+  bool enabled() const { return !path_.empty(); }
+  size_t size() const { return latencies_.size(); }
+
+  const double* Find(ios::Signature signature) const {
+    auto it = latencies_.find(signature);
+    return it == latencies_.end() ? nullptr : &it->second;
+  }
+
+  // Appends one measurement (flushed at once, so a killed run keeps it).
+  void Add(ios::Signature signature, double ms) {
+    if (path_.empty()) return;
+    latencies_[signature] = ms;
+    if (!out_.is_open()) out_.open(path_, std::ios::app);
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(signature));
+    out_ << tag_ << '\t' << hex << '\t' << StrCat(ms) << '\n';
+    out_.flush();
+  }
+
+ private:
+  std::string path_, tag_;
+  absl::flat_hash_map<ios::Signature, double> latencies_;
+  std::ofstream out_;
+};
+
 // Searches (or loads) the IOS schedule of `graph`; fills the search columns.
 ios::Schedule SearchOrLoad(const iosfarm::graph::Graph& graph, const ModelSpec& spec,
                            const Settings& settings, worker::Backend& backend, Row& row) {
@@ -245,8 +300,14 @@ ios::Schedule SearchOrLoad(const iosfarm::graph::Graph& graph, const ModelSpec& 
     }
   }
   // Count the distinct signatures asked for (search and both baselines): one
-  // per stage the backend oracle builds and profiles.
-  long long measured = 0;
+  // per stage the backend oracle builds and profiles, unless the latency
+  // cache has it.
+  LatencyCache cache(settings);
+  if (cache.enabled()) {
+    std::printf("%s: latency cache %s: %zu stages of this device\n", spec.name.c_str(),
+                settings.latency_cache.c_str(), cache.size());
+  }
+  long long measured = 0, cached = 0;
   absl::flat_hash_set<ios::Signature> seen;
   const ios::StageLatencyFn inner =
       worker::MakeBackendOracle(graph, backend, settings.search_profile);
@@ -257,6 +318,10 @@ ios::Schedule SearchOrLoad(const iosfarm::graph::Graph& graph, const ModelSpec& 
   const ios::StageLatencyFn counting = [&](const ios::Stage& stage) -> iosfarm::StatusOr<double> {
     auto signature = ios::StageSignature(graph, stage);
     if (!signature.ok()) return signature.status();
+    if (const double* ms = cache.Find(*signature)) {
+      if (seen.insert(*signature).second) ++cached;
+      return *ms;
+    }
     if (!seen.insert(*signature).second) return inner(stage);  // memoised
     ++measured;
     if (settings.search_budget_s > 0 && elapsed() > settings.search_budget_s) {
@@ -269,7 +334,9 @@ ios::Schedule SearchOrLoad(const iosfarm::graph::Graph& graph, const ModelSpec& 
       std::fprintf(stderr, "  %s: %lld stages measured, %.0f s\n", spec.name.c_str(), measured,
                    elapsed());
     }
-    return inner(stage);
+    auto ms = inner(stage);
+    if (ms.ok()) cache.Add(*signature, *ms);
+    return ms;
   };
   std::printf("%s: searching r=%d s=%d block %d on the %s backend (load %s)\n", spec.name.c_str(),
               spec.r, spec.s, spec.block_size, settings.backend.c_str(), LoadAvg().c_str());
@@ -279,16 +346,18 @@ ios::Schedule SearchOrLoad(const iosfarm::graph::Graph& graph, const ModelSpec& 
   char buf[96];
   std::snprintf(buf, sizeof(buf), "%.0f s, %lld stages", report->search_seconds, measured);
   row.search = buf;
+  if (cached > 0) row.search += StrCat(" (+", cached, " cached)");
   row.search_seconds = report->search_seconds;
   row.stages_measured = measured;
+  row.stages_cached = cached;
   row.pred_seq = report->sequential.latency_ms;
   row.pred_greedy = report->greedy.latency_ms;
   row.pred_ios = report->ios.schedule.latency_ms;
   std::printf(
-      "%s: search %.1f s wall, %lld stages measured (IOS search: %lld unique signatures), "
-      "%d blocks; "
+      "%s: search %.1f s wall, %lld stages measured, %lld from the latency cache (IOS search: "
+      "%lld unique signatures), %d blocks; "
       "predicted ms: sequential %.3f, greedy %.3f, IOS %.3f\n",
-      spec.name.c_str(), report->search_seconds, measured,
+      spec.name.c_str(), report->search_seconds, measured, cached,
       static_cast<long long>(report->ios.stats.unique_signatures), report->ios.stats.blocks,
       row.pred_seq, row.pred_greedy, row.pred_ios);
   std::fflush(stdout);
@@ -457,6 +526,7 @@ nlohmann::json RowJson(const Row& row, int batch, bool cuda_graph_rows) {
        {{"text", row.search},
         {"seconds", row.search_seconds},
         {"stages_measured", row.stages_measured},
+        {"stages_cached", row.stages_cached},
         {"reused", row.search_reused}}},
       {"stages",
        {{"sequential", row.seq_stages}, {"greedy", row.greedy_stages}, {"ios", row.ios_stages}}},
@@ -503,7 +573,8 @@ void WriteJson(const std::string& path, const nlohmann::json& header, const std:
                "[--models a,b.onnx,c:RxS[:B],...] [--r R] [--s S] [--block-size B] [--batch N] "
                "[--threads T] [--rounds K] [--repeats N] [--warmup N] "
                "[--search-min-repeats N] [--search-max-repeats N] [--search-budget-s S] "
-               "[--schedule-dir DIR] [--verify] [--verify-rtol X] [--json FILE]\n");
+               "[--schedule-dir DIR] [--latency-cache FILE] [--verify] [--verify-rtol X] "
+               "[--json FILE]\n");
   std::exit(2);
 }
 
@@ -557,6 +628,8 @@ int main(int argc, char** argv) {
       settings.search_budget_s = std::atof(next().c_str());
     } else if (arg == "--schedule-dir") {
       settings.schedule_dir = next();
+    } else if (arg == "--latency-cache") {
+      settings.latency_cache = next();
     } else if (arg == "--verify") {
       settings.verify = true;
     } else if (arg == "--verify-rtol") {
@@ -617,6 +690,7 @@ int main(int argc, char** argv) {
   auto backend = worker::CreateBackend(settings.backend, config);
   if (!backend.ok()) Fail(settings.backend + " backend", backend.status());
   const bool cuda_graph_rows = (*backend)->name() == "cuda";
+  settings.device = (*backend)->device_description();
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M", std::localtime(&now));
