@@ -1,5 +1,5 @@
-// Whole zoo models on every backend, with the sequential and the greedy
-// schedule, compared with the reference executor.
+// Whole zoo models on every backend, with the sequential, the greedy and an
+// IOS schedule, compared with the reference executor.
 //
 // squeezenet and nasnet_a_mobile run by default; the reference executor is
 // slow on the larger models, so IOSFARM_CONFORMANCE_MODELS (comma-separated
@@ -11,7 +11,9 @@
 #include <tuple>
 
 #include "graph/models/zoo.h"
+#include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
+#include "scheduler/ios/direct_oracle.h"
 #include "tests/conformance/conformance_backends.h"
 #include "tests/conformance/conformance_util.h"
 
@@ -50,6 +52,23 @@ TEST_P(ModelConformanceTest, SequentialAndGreedyMatchReference) {
   auto greedy = scheduler::ios::GreedySchedule(*graph, 4);
   ASSERT_TRUE(greedy.ok()) << greedy.status();
   status = RunAndCompare(*backend, *graph, *greedy, model + " greedy", 1, model);
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+// An IOS schedule (analytic oracle, r = 3, s = 8, 30-op blocks) groups
+// chains of ops, so the backends fuse what they can inside groups (residual
+// adds: worker/backends/residual_fusion.h); values must not change.
+TEST_P(ModelConformanceTest, IosScheduleMatchesReference) {
+  const auto& [backend_name, model] = GetParam();
+  IOSFARM_BACKEND_OR_SKIP(backend, backend_name, /*needs_values=*/true);
+  auto graph = graph::models::BuildZooModel(model, 1);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  scheduler::ios::SearchOptions options;
+  options.max_block_ops = 30;
+  auto result = scheduler::ios::RunSearch(*graph, options,
+                                          scheduler::ios::MakeAnalyticOracle(*graph));
+  ASSERT_TRUE(result.ok()) << result.status();
+  Status status = RunAndCompare(*backend, *graph, result->schedule, model + " IOS", 1, model);
   EXPECT_TRUE(status.ok()) << status;
 }
 

@@ -237,8 +237,8 @@ TEST(CpuBackendTest, NonFusableResidualPatternsRunUnfused) {
   EXPECT_TRUE(same.ok()) << same;
 }
 
-// ResNet-50's 16 residual blocks end in conv3 + Add + Relu: with a block's
-// ops in one group all 16 Adds fuse (the plan is built, not run).
+// ResNet-50's 16 residual blocks end in conv3 + Add + Relu: with the whole
+// model in one group all 16 Adds fuse (each with its Relu).
 TEST(CpuBackendTest, ResNet50FusesEveryResidualAdd) {
   auto backend = MakeBackend();
   auto g = graph::models::BuildZooModel("resnet50", 1);
@@ -246,6 +246,19 @@ TEST(CpuBackendTest, ResNet50FusesEveryResidualAdd) {
   auto plans = backend->Build(*g, {OneGroup(*g)});
   ASSERT_TRUE(plans.ok()) << plans.status();
   EXPECT_EQ(FusedResidualOps(*backend, *(*plans)[0]), 16);
+  // ... and computes the reference's values.
+  scheduler::ios::Schedule schedule;
+  schedule.stages.resize(1);
+  schedule.stages[0].stage = OneGroup(*g);
+  RunOptions options;
+  options.profile = Quick();
+  options.return_outputs = true;
+  auto result = backend->RunSchedule(*g, schedule, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto expected = reference::ExecuteGraph(*g, MakeGraphInputs(*g, options.input_seed));
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, "resnet50");
+  EXPECT_TRUE(same.ok()) << same;
 }
 
 // A Constant first read late must not get the buffer of a value that died

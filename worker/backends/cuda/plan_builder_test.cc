@@ -15,7 +15,9 @@
 #include "graph/models/zoo.h"
 #include "graph/test_graphs.h"
 #include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
+#include "scheduler/ios/direct_oracle.h"
 #include "scheduler/ios/merge.h"
 #include "scheduler/ios/schedule.h"
 #include "worker/backends/cuda/memory_plan.h"
@@ -297,6 +299,22 @@ TEST(PlanBuilderTest, NonFusableResidualPatternsStayUnfused) {
   EXPECT_EQ(CountSteps(*plan, StepKind::kUnary), 2);
   Status same = EmulateAndCompare(g, one_group, "non-fusable residual patterns");
   EXPECT_TRUE(same.ok()) << same;
+}
+
+// IOS schedules (analytic oracle, r = 3, s = 8, 30-op blocks) put chains in
+// groups, so residual adds fuse where a conv and its Add share one: the
+// fused plans must still compute the reference's values.
+TEST(PlanBuilderTest, ZooModelsMatchReferenceWithIosSchedules) {
+  for (const std::string& model : PlanTestModels()) {
+    auto g = graph::models::BuildZooModel(model, 1);
+    ASSERT_TRUE(g.ok()) << g.status();
+    scheduler::ios::SearchOptions options;
+    options.max_block_ops = 30;
+    auto result = scheduler::ios::RunSearch(*g, options, scheduler::ios::MakeAnalyticOracle(*g));
+    ASSERT_TRUE(result.ok()) << result.status();
+    Status status = EmulateAndCompare(*g, result->schedule, StrCat(model, " IOS"));
+    EXPECT_TRUE(status.ok()) << status;
+  }
 }
 
 TEST(PlanBuilderTest, MemoryIsReusedAcrossStages) {
