@@ -438,9 +438,17 @@ def cmd_run(args):
                f"batches {args.batches}, torch {'off' if args.no_torch else 'on'}, "
                f"deadline {args.deadline_s} s, work {runner.work}")
     if args.backend == "cuda":
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm",
-                              "--format=csv,noheader"], capture_output=True, text=True)
-        runner.say(f"nvidia-smi: {smi.stdout.strip() or smi.stderr.strip()}")
+        try:
+            smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm",
+                                  "--format=csv,noheader"], capture_output=True, text=True)
+            answer = smi.stdout.strip() if smi.returncode == 0 else ""
+            reason = smi.stderr.strip() or smi.stdout.strip()
+        except FileNotFoundError:
+            answer, reason = "", "nvidia-smi not found"
+        if not answer:
+            runner.say(f"no CUDA device: {reason} (--backend cpu runs the scripts on the CPU)")
+            return 1
+        runner.say(f"nvidia-smi: {answer}")
     if args.seed:
         runner.seed(args.seed)
     runner.load_done()

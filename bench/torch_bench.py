@@ -120,8 +120,9 @@ def make_runners(torch, model, example, device, modes, compile_mode):
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 static_output = model(static_input)
-            del static_output  # stays allocated in the graph's pool
-            runners["cuda_graph"] = graph.replay
+            # The runner keeps the static tensors alive with the graph.
+            runners["cuda_graph"] = (
+                lambda keep=(graph, static_input, static_output): keep[0].replay())
             setup["cuda_graph"] = time.perf_counter() - start
     if "compile" in modes:
         if not hasattr(torch, "compile"):
