@@ -60,6 +60,19 @@ def percentile(values, q):
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
+def set_tf32(torch, enabled):
+    """TF32 for cuDNN convolutions and cuBLAS matmuls on or off.
+
+    Only the legacy flags, and only those that differ from the default: torch
+    2.9-2.11 raise "mix of the legacy and new APIs" inside torch.compile when
+    the new fp32_precision API was used (pytorch issue 166387). The defaults
+    are cuDNN TF32 on, matmul TF32 off, so fp32 needs one assignment."""
+    if torch.backends.cudnn.allow_tf32 != enabled:
+        torch.backends.cudnn.allow_tf32 = enabled
+    if enabled and not torch.backends.cuda.matmul.allow_tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+
+
 def build_model(torchvision, name):
     """The same module tests/onnx/export_torchvision.py exports."""
     builder = getattr(torchvision.models, name)
@@ -238,8 +251,7 @@ def main(argv):
         return 1
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = args.tf32
-    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    set_tf32(torch, args.tf32)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
