@@ -31,6 +31,11 @@ const v1::ScheduleLatency* FindMeasured(const v1::JobResult& result, std::string
   return nullptr;
 }
 
+// The schedule the result holds (results of older servers: the IOS one).
+std::string ChosenName(const v1::JobResult& result) {
+  return result.chosen().empty() ? "ios" : result.chosen();
+}
+
 double MedianOf(const v1::JobResult& result, std::string_view name) {
   const v1::ScheduleLatency* latency = FindMeasured(result, name);
   return latency == nullptr ? 0.0 : latency->median_ms();
@@ -148,6 +153,7 @@ nlohmann::json JobResultJson(const v1::JobResult& result) {
           {"device_key", result.device_key()},
           {"backend", result.backend()},
           {"worker", result.worker()},
+          {"chosen", ChosenName(result)},
           {"stages", result.stages()},
           {"measured", measured},
           {"speedup_vs_sequential", ratio(sequential, ios)},
@@ -260,6 +266,11 @@ std::string JobResultText(const v1::JobResult& result) {
   const double ios = MedianOf(result, "ios");
   out += StrCat("speedup:   ", Speedup(MedianOf(result, "sequential"), ios), " vs sequential, ",
                 Speedup(MedianOf(result, "greedy"), ios), " vs greedy\n");
+  if (const std::string chosen = ChosenName(result); chosen != "ios") {
+    out += StrCat("schedule:  ", chosen, ", not the IOS schedule: it ran faster end to end (",
+                  Ms(MedianOf(result, chosen)), " vs ", Ms(ios),
+                  " ms), the stages' own latencies did not add up\n");
+  }
   out += StrCat("predicted: ", Ms(result.predicted_ms()),
                 " ms (sum of the schedule's stage latencies)\n");
   out += StrCat("search:    ", FormatSeconds(result.search_s()), ", ", result.stages_profiled(),

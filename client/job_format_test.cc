@@ -140,6 +140,20 @@ TEST(JobFormatTest, ResultTextHasLatenciesSpeedupsAndStatistics) {
                               "2345 unique signatures"));
 }
 
+TEST(JobFormatTest, ResultSaysWhenABaselineReplacedTheIosSchedule) {
+  v1::JobResult ios = MakeResult();  // no `chosen`: an older server's result
+  EXPECT_THAT(JobResultText(ios), Not(HasSubstr("not the IOS schedule")));
+  EXPECT_EQ(JobResultJson(ios)["chosen"], "ios");
+
+  v1::JobResult sequential = MakeResult();
+  sequential.mutable_measured(0)->set_median_ms(8.0);
+  sequential.set_chosen("sequential");
+  EXPECT_THAT(JobResultText(sequential),
+              HasSubstr("schedule:  sequential, not the IOS schedule: it ran faster end to end "
+                        "(6.0000 vs 8.0000 ms)"));
+  EXPECT_EQ(JobResultJson(sequential)["chosen"], "sequential");
+}
+
 TEST(JobFormatTest, ResultJsonEmbedsTheScheduleAndSpeedups) {
   nlohmann::json j = JobResultJson(MakeResult());
   EXPECT_EQ(j["job_id"], 42);

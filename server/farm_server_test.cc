@@ -16,8 +16,10 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <gtest/gtest.h>
 
+#include "graph/models/zoo.h"
 #include "graph/onnx/onnx_test_util.h"
 #include "nlohmann/json.hpp"
+#include "scheduler/ios/baselines.h"
 #include "server/farm_store.h"
 #include "server/server_test_util.h"
 
@@ -307,6 +309,102 @@ TEST_F(FarmServerTest, TunesSqueezeNetWithASimWorkerAndReusesItsMeasurements) {
   worker.Stop();
   EXPECT_TRUE(worker.status().ok()) << worker.status();
 }
+
+// ---------------------------------------------------------------- end-to-end choice
+
+// Builds and profiles every stage as 0.1 ms, then measures the schedules end
+// to end as given by name (ms), as a CPU does where stage timings do not add
+// up.
+FakeWorker::Respond EndToEndResponder(std::map<std::string, double> medians) {
+  auto builds = std::make_shared<std::map<std::string, v1::BuildAssignment>>();
+  return [builds, medians](const v1::PhaseAssignment& a) -> std::optional<v1::PhaseResult> {
+    if (a.has_build()) {
+      (*builds)[a.batch_id()] = a.build();
+      return BuiltAll(a);
+    }
+    v1::PhaseResult result;
+    result.set_ok(true);
+    if (a.has_profile()) {
+      for (const v1::StageSpec& stage : (*builds)[a.batch_id()].stages()) {
+        v1::StageLatency* l = result.add_latencies();
+        l->set_signature(stage.signature());
+        l->set_median_ms(0.1);
+        l->set_p10_ms(0.09);
+        l->set_p90_ms(0.11);
+        l->set_cv(0.01);
+        l->set_repeats(3);
+      }
+      return result;
+    }
+    for (const v1::NamedSchedule& schedule : a.measure().schedules()) {
+      const double median = medians.at(schedule.name());
+      v1::ScheduleLatency* l = result.add_schedules();
+      l->set_name(schedule.name());
+      l->set_median_ms(median);
+      l->set_p10_ms(0.98 * median);
+      l->set_p90_ms(1.02 * median);
+      l->set_cv(0.01);
+      l->set_repeats(10);
+    }
+    return result;
+  };
+}
+
+struct EndToEndCase {
+  std::string name;
+  double ios_ms = 0;
+  std::string chosen;
+};
+
+void PrintTo(const EndToEndCase& c, std::ostream* os) { *os << c.name; }
+
+class EndToEndChoiceTest : public FarmServerTest,
+                           public ::testing::WithParamInterface<EndToEndCase> {};
+
+TEST_P(EndToEndChoiceTest, ReturnsTheIosScheduleUnlessABaselineRanFaster) {
+  TestFarm farm(Options());
+  ASSERT_TRUE(farm.ok());
+  FakeWorker worker(*farm.workers, "", "e2e-1", "e2e",
+                    EndToEndResponder({{"ios", GetParam().ios_ms},
+                                       {"sequential", 1.0},
+                                       {"greedy", 1.5}}));
+  grpc::Status connected = worker.Connect();
+  ASSERT_TRUE(connected.ok()) << connected.error_message();
+
+  v1::Job job;
+  grpc::Status status = farm.Submit(ZooRequest("squeezenet", "e2e"), job);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::Job done = farm.WaitForFinalState(job.id());
+  ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.error();
+
+  const v1::JobResult result = GetResult(farm, job.id());
+  EXPECT_EQ(result.chosen(), GetParam().chosen);
+  std::vector<std::string> names;
+  for (const v1::ScheduleLatency& measured : result.measured()) names.push_back(measured.name());
+  EXPECT_THAT(names, ElementsAre("ios", "sequential", "greedy"));
+  const nlohmann::json schedule = nlohmann::json::parse(result.schedule_json(), nullptr, false);
+  ASSERT_TRUE(schedule.is_object()) << result.schedule_json().substr(0, 200);
+  EXPECT_EQ(schedule["search"]["kind"], GetParam().chosen);
+  // The result's stage count is the chosen schedule's: squeezenet's
+  // sequential schedule has one stage per op, IOS's fewer.
+  auto graph = graph::models::BuildZooModel("squeezenet", 1);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto sequential = scheduler::ios::SequentialSchedule(*graph);
+  ASSERT_TRUE(sequential.ok()) << sequential.status();
+  const int sequential_stages = static_cast<int>(sequential->stages.size());
+  if (GetParam().chosen == "sequential") {
+    EXPECT_EQ(result.stages(), sequential_stages);
+  } else {
+    EXPECT_LT(result.stages(), sequential_stages);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Margins, EndToEndChoiceTest,
+    ::testing::Values(EndToEndCase{"IosSlowerKeepsSequential", 2.0, "sequential"},
+                      EndToEndCase{"IosWithinTheMarginStays", 1.02, "ios"},
+                      EndToEndCase{"IosFasterStays", 0.8, "ios"}),
+    [](const ::testing::TestParamInfo<EndToEndCase>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------- garbage worker
 

@@ -233,6 +233,19 @@ StatusOr<v1::MeasureAssignment> JobRunner::MakeMeasure() const {
   return measure;
 }
 
+size_t JobRunner::ChooseMeasured(const v1::PhaseResult& result) {
+  size_t chosen = 0;  // the IOS schedule
+  const double ios = result.schedules(0).median_ms();
+  for (int i = 1; i < result.schedules_size(); ++i) {
+    const double median = result.schedules(i).median_ms();
+    if (median < (1.0 - kSwitchMargin) * ios &&
+        median < result.schedules(static_cast<int>(chosen)).median_ms()) {
+      chosen = static_cast<size_t>(i);
+    }
+  }
+  return chosen;
+}
+
 StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
                                             const std::string& worker,
                                             const std::string& backend,
@@ -255,14 +268,15 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
                           {"p90_ms", l.p90_ms()},       {"cv", l.cv()},
                           {"repeats", l.repeats()}};
   }
-  const ios::Schedule& best = schedules_[0].second;
-  ios::ScheduleMetadata metadata =
-      ios::MakeScheduleMetadata(graph_, job_.device_key, "ios", &options_);
+  const auto& [chosen_name, best] = schedules_[ChooseMeasured(result)];
+  ios::ScheduleMetadata metadata = ios::MakeScheduleMetadata(
+      graph_, job_.device_key, chosen_name, chosen_name == "sequential" ? nullptr : &options_);
   ResultRow row;
   row.job_id = job_.id;
   row.schedule_json = ios::ScheduleToJson(graph_, best, metadata).dump(2);
   nlohmann::json figures = {
       {"measured", measured},
+      {"chosen", chosen_name},
       {"predicted_ms", best.latency_ms},
       {"search_s", search_seconds},
       {"stages_profiled", stages_profiled_},

@@ -9,7 +9,11 @@
 //     the latencies to the database and hands them to the search;
 //   measure (a worker's GPU): once the search is done, MakeMeasure() asks for
 //     the IOS, sequential and greedy schedules end to end; ApplyMeasure()
-//     stores the result.
+//     stores the result. The result's schedule is the IOS schedule unless a
+//     baseline ran faster end to end by more than kSwitchMargin: stage
+//     latencies measured one by one need not add up to a schedule's (on the
+//     cpu backend they often do not, docs/benchmarks.md), and a user should
+//     get the fastest schedule that actually ran. The result says which.
 //
 // A signature another job is measuring is not measured twice: the job waits
 // for it (Enumerate answers kWait) and enumerates again when woken.
@@ -92,6 +96,11 @@ class JobRunner {
   StatusOr<ResultRow> ApplyMeasure(const v1::PhaseResult& result, const std::string& worker,
                                    const std::string& backend, double search_seconds) const;
 
+  // How much faster end to end (median) a baseline must be than the IOS
+  // schedule to replace it in the result: above the run-to-run noise of one
+  // measure phase.
+  static constexpr double kSwitchMargin = 0.03;
+
   // Progress fields of the job (blocks, stages profiled, cache hits,
   // candidates, unique signatures).
   void FillProgress(JobRow& row) const;
@@ -102,6 +111,8 @@ class JobRunner {
   int64_t cache_hits() const { return cache_hits_; }
 
  private:
+  // The index (in the measure answer, IOS first) of the schedule to return.
+  static size_t ChooseMeasured(const v1::PhaseResult& result);
   JobRunner(const JobRow& job, graph::Graph graph) : job_(job), graph_(std::move(graph)) {}
   // Looks `requests` up in the store: provides the known ones, claims the
   // rest; claimed ones go to batch_, others to awaiting_.

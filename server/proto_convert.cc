@@ -123,6 +123,8 @@ StatusOr<v1::JobResult> ResultToProto(const ResultRow& result) {
     out.set_worker(figures.value("worker", std::string()));
     out.set_backend(figures.value("backend", std::string()));
     out.set_device_key(figures.value("device_key", std::string()));
+    // Results stored before the end-to-end choice existed hold the IOS schedule.
+    out.set_chosen(figures.value("chosen", std::string("ios")));
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(
         StrCat("the stored result of job ", result.job_id, " is corrupt: ", e.what()));
