@@ -269,7 +269,7 @@ std::string JobResultText(const v1::JobResult& result) {
   if (const std::string chosen = ChosenName(result); chosen != "ios") {
     out += StrCat("schedule:  ", chosen, ", not the IOS schedule: it ran faster end to end (",
                   Ms(MedianOf(result, chosen)), " vs ", Ms(ios),
-                  " ms), the stages' own latencies did not add up\n");
+                  " ms median)\n");
   }
   out += StrCat("predicted: ", Ms(result.predicted_ms()),
                 " ms (sum of the schedule's stage latencies)\n");

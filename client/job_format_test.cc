@@ -150,7 +150,7 @@ TEST(JobFormatTest, ResultSaysWhenABaselineReplacedTheIosSchedule) {
   sequential.set_chosen("sequential");
   EXPECT_THAT(JobResultText(sequential),
               HasSubstr("schedule:  sequential, not the IOS schedule: it ran faster end to end "
-                        "(6.0000 vs 8.0000 ms)"));
+                        "(6.0000 vs 8.0000 ms median)"));
   EXPECT_EQ(JobResultJson(sequential)["chosen"], "sequential");
 }
 
