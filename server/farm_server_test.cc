@@ -312,6 +312,19 @@ TEST_F(FarmServerTest, TunesSqueezeNetWithASimWorkerAndReusesItsMeasurements) {
 
 // ---------------------------------------------------------------- end-to-end choice
 
+// A profile answer for every stage of `build`: 0.1 ms each, quiet.
+void AddPlausibleLatencies(const v1::BuildAssignment& build, v1::PhaseResult& result) {
+  for (const v1::StageSpec& stage : build.stages()) {
+    v1::StageLatency* l = result.add_latencies();
+    l->set_signature(stage.signature());
+    l->set_median_ms(0.1);
+    l->set_p10_ms(0.09);
+    l->set_p90_ms(0.11);
+    l->set_cv(0.01);
+    l->set_repeats(3);
+  }
+}
+
 // Builds and profiles every stage as 0.1 ms, then measures the schedules end
 // to end as given by name (ms), as a CPU does where stage timings do not add
 // up.
@@ -325,15 +338,7 @@ FakeWorker::Respond EndToEndResponder(std::map<std::string, double> medians) {
     v1::PhaseResult result;
     result.set_ok(true);
     if (a.has_profile()) {
-      for (const v1::StageSpec& stage : (*builds)[a.batch_id()].stages()) {
-        v1::StageLatency* l = result.add_latencies();
-        l->set_signature(stage.signature());
-        l->set_median_ms(0.1);
-        l->set_p10_ms(0.09);
-        l->set_p90_ms(0.11);
-        l->set_cv(0.01);
-        l->set_repeats(3);
-      }
+      AddPlausibleLatencies((*builds)[a.batch_id()], result);
       return result;
     }
     for (const v1::NamedSchedule& schedule : a.measure().schedules()) {
@@ -437,16 +442,7 @@ FakeWorker::Respond GarbageResponder(Garbage garbage) {
       return result;
     }
     result.set_ok(true);
-    const v1::BuildAssignment& build = (*builds)[a.batch_id()];
-    for (const v1::StageSpec& stage : build.stages()) {
-      v1::StageLatency* l = result.add_latencies();
-      l->set_signature(stage.signature());
-      l->set_median_ms(0.1);
-      l->set_p10_ms(0.09);
-      l->set_p90_ms(0.11);
-      l->set_cv(0.01);
-      l->set_repeats(3);
-    }
+    AddPlausibleLatencies((*builds)[a.batch_id()], result);
     const int last = result.latencies_size() - 1;
     switch (garbage) {
       case Garbage::kWrongCount:

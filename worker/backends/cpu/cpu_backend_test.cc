@@ -44,6 +44,21 @@ std::unique_ptr<CpuBackend> MakeBackend(int threads = 2,
   return std::move(*backend);
 }
 
+// Runs `schedule` end to end and compares its outputs with the reference
+// executor's on the same inputs (rtol 1e-3); `what` names the case.
+void ExpectRunMatchesReference(CpuBackend& backend, const graph::Graph& g,
+                               const scheduler::ios::Schedule& schedule, const char* what) {
+  RunOptions options;
+  options.profile = Quick();
+  options.return_outputs = true;
+  auto result = backend.RunSchedule(g, schedule, options);
+  ASSERT_TRUE(result.ok()) << what << ": " << result.status();
+  auto expected = reference::ExecuteGraph(g, MakeGraphInputs(g, options.input_seed));
+  ASSERT_TRUE(expected.ok()) << what << ": " << expected.status();
+  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, what);
+  EXPECT_TRUE(same.ok()) << same;
+}
+
 // x [1,32,12,12] -> {conv3x3(32)+relu -> conv1x1(16) | maxpool3x3 | conv1x1(24)}
 // -> concat. Groups: {0,1}, {2}, {3}; concat is node 4.
 graph::Graph ThreeBranchGraph() {
@@ -109,15 +124,7 @@ TEST(CpuBackendTest, ConcurrentStageRunsGroupsInLanes) {
   schedule.stages.resize(2);
   schedule.stages[0].stage.groups = {{0, 1}, {2}, {3}};
   schedule.stages[1].stage.groups = {{4}};
-  RunOptions options;
-  options.profile = Quick();
-  options.return_outputs = true;
-  auto result = backend->RunSchedule(g, schedule, options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  auto expected = reference::ExecuteGraph(g, MakeGraphInputs(g, options.input_seed));
-  ASSERT_TRUE(expected.ok());
-  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, "three");
-  EXPECT_TRUE(same.ok()) << same;
+  ExpectRunMatchesReference(*backend, g, schedule, "three");
 
   auto plans = backend->Build(g, {schedule.stages[0].stage});
   ASSERT_TRUE(plans.ok()) << plans.status();
@@ -155,15 +162,7 @@ TEST(CpuBackendTest, MergeStageRunsOneConvolution) {
   schedule.stages[0].stage.groups = {{0}, {1}};
   schedule.stages[0].stage.merged = *merged;
   schedule.stages[1].stage.groups = {{2}};
-  RunOptions options;
-  options.profile = Quick();
-  options.return_outputs = true;
-  auto result = backend->RunSchedule(g, schedule, options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  auto expected = reference::ExecuteGraph(g, MakeGraphInputs(g, options.input_seed));
-  ASSERT_TRUE(expected.ok());
-  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, "merge");
-  EXPECT_TRUE(same.ok()) << same;
+  ExpectRunMatchesReference(*backend, g, schedule, "merge");
   auto plans = backend->Build(g, {schedule.stages[0].stage});
   ASSERT_TRUE(plans.ok()) << plans.status();
   EXPECT_THAT(backend->DescribePlan(*(*plans)[0]), Contains(HasSubstr("merge[p+q]")));
@@ -226,15 +225,7 @@ TEST(CpuBackendTest, NonFusableResidualPatternsRunUnfused) {
   for (const char* name : {"shared_add", "bcast_add", "relu_add", "kept_add", "twice_add"}) {
     EXPECT_THAT(lines, Contains(HasSubstr(StrCat(") ", name, ":")))) << name;
   }
-  RunOptions options;
-  options.profile = Quick();
-  options.return_outputs = true;
-  auto result = backend->RunSchedule(g, schedule, options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  auto expected = reference::ExecuteGraph(g, MakeGraphInputs(g, options.input_seed));
-  ASSERT_TRUE(expected.ok());
-  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, "non-fusable");
-  EXPECT_TRUE(same.ok()) << same;
+  ExpectRunMatchesReference(*backend, g, schedule, "non-fusable");
 }
 
 // ResNet-50's 16 residual blocks end in conv3 + Add + Relu: with the whole
@@ -250,15 +241,7 @@ TEST(CpuBackendTest, ResNet50FusesEveryResidualAdd) {
   scheduler::ios::Schedule schedule;
   schedule.stages.resize(1);
   schedule.stages[0].stage = OneGroup(*g);
-  RunOptions options;
-  options.profile = Quick();
-  options.return_outputs = true;
-  auto result = backend->RunSchedule(*g, schedule, options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  auto expected = reference::ExecuteGraph(*g, MakeGraphInputs(*g, options.input_seed));
-  ASSERT_TRUE(expected.ok()) << expected.status();
-  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, "resnet50");
-  EXPECT_TRUE(same.ok()) << same;
+  ExpectRunMatchesReference(*backend, *g, schedule, "resnet50");
 }
 
 // A Constant first read late must not get the buffer of a value that died
@@ -282,15 +265,7 @@ TEST(CpuBackendTest, ConstantsSurviveMemoryReuse) {
   const graph::Graph g = *std::move(b).Finish();
   auto schedule = scheduler::ios::SequentialSchedule(g);
   ASSERT_TRUE(schedule.ok()) << schedule.status();
-  RunOptions options;
-  options.profile = Quick();
-  options.return_outputs = true;
-  auto result = backend->RunSchedule(g, *schedule, options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  auto expected = reference::ExecuteGraph(g, MakeGraphInputs(g, options.input_seed));
-  ASSERT_TRUE(expected.ok());
-  Status same = reference::CompareTensorLists(result->outputs, *expected, 1e-3, "late");
-  EXPECT_TRUE(same.ok()) << same;
+  ExpectRunMatchesReference(*backend, g, *schedule, "late");
 }
 
 TEST(CpuBackendTest, BuildRunsWhileProfilesAreSerialised) {
