@@ -150,7 +150,8 @@ class BlockDp {
     size_t index = 0;   // in the state's Scratch
     uint64_t hash = 0;  // of the ending
     Signature concurrent = 0;
-    Signature merge = 0;  // 0: not mergeable
+    Signature merge = 0;  // valid when mergeable
+    bool mergeable = false;
   };
 
   // Creates the records of the state's fresh_ endings: their signatures
@@ -162,6 +163,7 @@ class BlockDp {
       fresh.concurrent = HashStage(ops);
       source_.Prefetch(fresh.concurrent);
       if (options_.enable_merge && IsMergeable(ops)) {
+        fresh.mergeable = true;
         fresh.merge = hasher_.Finish(Strategy::kMerge);
         source_.Prefetch(fresh.merge);
       }
@@ -170,7 +172,7 @@ class BlockDp {
       const OpBits<W>& ops = sc.endings[fresh.index];
       EndingValue value;
       value.latency = Lookup(ops, fresh.concurrent, Strategy::kConcurrent);
-      if (fresh.merge != 0) {
+      if (fresh.mergeable) {
         value.merge_latency = Lookup(ops, fresh.merge, Strategy::kMerge);
         ++merges_;
       }
