@@ -4,6 +4,7 @@
 #include "server/farm_server.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -312,6 +313,22 @@ TEST_F(FarmServerTest, TunesSqueezeNetWithASimWorkerAndReusesItsMeasurements) {
 
 // ---------------------------------------------------------------- end-to-end choice
 
+// A responder that builds every stage it is given and answers each later
+// phase with `answer`, passing the build of the phase's batch (empty for a
+// measure phase).
+FakeWorker::Respond AfterBuilding(
+    std::function<v1::PhaseResult(const v1::PhaseAssignment&, const v1::BuildAssignment&)>
+        answer) {
+  auto builds = std::make_shared<std::map<std::string, v1::BuildAssignment>>();
+  return [builds, answer](const v1::PhaseAssignment& a) -> std::optional<v1::PhaseResult> {
+    if (a.has_build()) {
+      (*builds)[a.batch_id()] = a.build();
+      return BuiltAll(a);
+    }
+    return answer(a, (*builds)[a.batch_id()]);
+  };
+}
+
 // A profile answer for every stage of `build`: 0.1 ms each, quiet.
 void AddPlausibleLatencies(const v1::BuildAssignment& build, v1::PhaseResult& result) {
   for (const v1::StageSpec& stage : build.stages()) {
@@ -329,16 +346,11 @@ void AddPlausibleLatencies(const v1::BuildAssignment& build, v1::PhaseResult& re
 // to end as given by name (ms), as a CPU does where stage timings do not add
 // up.
 FakeWorker::Respond EndToEndResponder(std::map<std::string, double> medians) {
-  auto builds = std::make_shared<std::map<std::string, v1::BuildAssignment>>();
-  return [builds, medians](const v1::PhaseAssignment& a) -> std::optional<v1::PhaseResult> {
-    if (a.has_build()) {
-      (*builds)[a.batch_id()] = a.build();
-      return BuiltAll(a);
-    }
+  return AfterBuilding([medians](const v1::PhaseAssignment& a, const v1::BuildAssignment& build) {
     v1::PhaseResult result;
     result.set_ok(true);
     if (a.has_profile()) {
-      AddPlausibleLatencies((*builds)[a.batch_id()], result);
+      AddPlausibleLatencies(build, result);
       return result;
     }
     for (const v1::NamedSchedule& schedule : a.measure().schedules()) {
@@ -352,7 +364,7 @@ FakeWorker::Respond EndToEndResponder(std::map<std::string, double> medians) {
       l->set_repeats(10);
     }
     return result;
-  };
+  });
 }
 
 struct EndToEndCase {
@@ -429,12 +441,7 @@ class GarbageWorkerTest : public FarmServerTest,
 // Builds fine, then answers each profile with plausible latencies spoiled as
 // the case says (always in the last stage, so earlier ones look valid).
 FakeWorker::Respond GarbageResponder(Garbage garbage) {
-  auto builds = std::make_shared<std::map<std::string, v1::BuildAssignment>>();
-  return [builds, garbage](const v1::PhaseAssignment& a) -> std::optional<v1::PhaseResult> {
-    if (a.has_build()) {
-      (*builds)[a.batch_id()] = a.build();
-      return BuiltAll(a);
-    }
+  return AfterBuilding([garbage](const v1::PhaseAssignment& a, const v1::BuildAssignment& build) {
     v1::PhaseResult result;
     if (!a.has_profile()) {
       result.set_ok(false);
@@ -442,7 +449,7 @@ FakeWorker::Respond GarbageResponder(Garbage garbage) {
       return result;
     }
     result.set_ok(true);
-    AddPlausibleLatencies((*builds)[a.batch_id()], result);
+    AddPlausibleLatencies(build, result);
     const int last = result.latencies_size() - 1;
     switch (garbage) {
       case Garbage::kWrongCount:
@@ -456,7 +463,7 @@ FakeWorker::Respond GarbageResponder(Garbage garbage) {
         break;
     }
     return result;
-  };
+  });
 }
 
 TEST_P(GarbageWorkerTest, JobFailsAfterTheRetryLimitAndNothingIsStored) {
