@@ -133,10 +133,17 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext* context,
     ASSIGN_OR_RETURN(filter.state, JobStateFromText(request->state()));
     filter.device_key = request->device_key();
     filter.retune_batch = request->retune_batch();
-    if (request->limit() > 0) filter.limit = request->limit();
+    // Newest first, and a limit keeps the newest jobs: the store lists by id
+    // ascending, so read every match and take them from the end.
+    const size_t limit = request->limit() > 0 ? static_cast<size_t>(request->limit())
+                                              : static_cast<size_t>(filter.limit);
+    filter.limit = 0;
     ASSIGN_OR_RETURN(std::vector<JobRow> jobs, store_->ListJobs(filter));
     const double now = NowSeconds();
-    for (const JobRow& job : jobs) *response->add_jobs() = JobToProto(job, now);
+    for (auto it = jobs.rbegin(); it != jobs.rend() && response->jobs_size() < static_cast<int>(limit);
+         ++it) {
+      *response->add_jobs() = JobToProto(*it, now);
+    }
     return absl::OkStatus();
   });
 }
@@ -209,7 +216,11 @@ grpc::Status TuningServiceImpl::GetTimeline(grpc::ServerContext* context,
                                             v1::TimelineResponse* response) {
   return Serve(Authenticate(*context), [&](const std::string&) -> Status {
     std::optional<int64_t> job;
-    if (request->job_id() != 0) job = request->job_id();
+    if (request->job_id() != 0) {
+      job = request->job_id();
+      ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(*job));
+      if (!row) return absl::NotFoundError(StrCat("job ", *job, " not found"));
+    }
     ASSIGN_OR_RETURN(std::vector<PhaseLogRow> phases, store_->ListPhases(job));
     for (const PhaseLogRow& row : phases) *response->add_phases() = PhaseToProto(row);
     return absl::OkStatus();
