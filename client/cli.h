@@ -8,12 +8,16 @@
 #define IOSFARM_CLIENT_CLI_H_
 
 #include <ostream>
+#include <string>
 
 namespace iosfarm::client {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+
+// "iosfarm <version>" (`iosfarm --version`).
+std::string VersionText();
 
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 

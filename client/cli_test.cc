@@ -15,6 +15,7 @@ namespace iosfarm::client {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 using Result = CliResult;
@@ -89,6 +90,90 @@ TEST(CliTest, UsageErrorsExitTwo) {
   Result r = RunIosfarm({"models", "--bogus"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("--bogus"));
+}
+
+TEST(CliTest, SearchLabelsPredictedFiguresAndShowsProgressOnStderr) {
+  Result r = RunIosfarm({"search", "squeezenet", "--backend", "sim"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ios:        "));
+  EXPECT_THAT(r.out, HasSubstr(" ms predicted ("));
+  EXPECT_THAT(r.out, HasSubstr("predicted speedup: "));
+  EXPECT_THAT(r.out, Not(HasSubstr("search: 0/")));  // progress stays off stdout
+  // Off a terminal: plain lines, the first before anything is measured, the
+  // last with every block solved.
+  EXPECT_THAT(r.err, StartsWith("search: 0/"));
+  EXPECT_THAT(r.err, HasSubstr(" blocks solved, "));
+  EXPECT_THAT(r.err, HasSubstr(" stages measured, "));
+  EXPECT_EQ(r.err.find('\r'), std::string::npos);
+  std::istringstream lines(r.err);
+  std::string line, last;
+  while (std::getline(lines, line)) last = line;
+  const std::string total = last.substr(last.find('/') + 1, last.find(' ', last.find('/')) -
+                                                                 last.find('/') - 1);
+  EXPECT_THAT(last, StartsWith("search: " + total + "/" + total + " blocks solved"));
+
+  Result json = RunIosfarm({"search", "squeezenet", "--backend", "sim", "--format", "json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["format_version"], 1);
+  EXPECT_EQ(j["latency_kind"], "predicted");
+  EXPECT_GT(j["latency_ms"]["ios"].get<double>(), 0);
+}
+
+TEST(CliTest, UnknownCommandSuggestsTheNearestOne) {
+  Result r = RunIosfarm({"stauts", "7"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, StartsWith("iosfarm: unknown command 'stauts'; did you mean 'status'?\n"));
+  Result far = RunIosfarm({"frobnicate"});
+  EXPECT_EQ(far.code, kExitUsage);
+  EXPECT_THAT(far.err, StartsWith("iosfarm: unknown command 'frobnicate'\n"));
+  EXPECT_THAT(far.err, Not(HasSubstr("subcommand is required")));
+}
+
+TEST(CliTest, UnknownFlagSuggestsTheNearestOne) {
+  Result r = RunIosfarm({"search", "squeezenet", "--bakend", "sim"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, StartsWith("iosfarm: unknown flag '--bakend' for 'iosfarm search'; did you "
+                                "mean '--backend'?\n"));
+  EXPECT_THAT(r.err, HasSubstr("iosfarm search --help"));
+  Result bogus = RunIosfarm({"models", "--bogus"});
+  EXPECT_EQ(bogus.code, kExitUsage);
+  EXPECT_THAT(bogus.err, StartsWith("iosfarm: unknown flag '--bogus' for 'iosfarm models'\n"));
+  // Negative numbers are values, not flags: the range check answers.
+  Result negative = RunIosfarm({"inspect", "resnet50", "--batch", "-3"});
+  EXPECT_EQ(negative.code, kExitUsage);
+  EXPECT_THAT(negative.err, Not(HasSubstr("unknown flag")));
+}
+
+TEST(CliTest, HelpCommandShowsProgramOrCommandHelp) {
+  Result all = RunIosfarm({"help"});
+  EXPECT_EQ(all.code, kExitOk);
+  EXPECT_THAT(all.out, HasSubstr("inspect"));
+  Result one = RunIosfarm({"help", "search"});
+  EXPECT_EQ(one.code, kExitOk);
+  EXPECT_THAT(one.out, HasSubstr("--block-size"));
+  Result typo = RunIosfarm({"help", "serach"});
+  EXPECT_EQ(typo.code, kExitUsage);
+  EXPECT_THAT(typo.err, HasSubstr("did you mean 'search'?"));
+}
+
+TEST(CliTest, VersionFlag) {
+  Result r = RunIosfarm({"--version"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(r.out, VersionText() + "\n");
+  EXPECT_THAT(r.out, ::testing::MatchesRegex("iosfarm [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
+TEST(CliTest, JobIdMustBeAPositiveInteger) {
+  for (const char* command : {"status", "watch", "cancel", "result", "timeline"}) {
+    Result r = RunIosfarm({command, "abc"});
+    EXPECT_EQ(r.code, kExitUsage) << command;
+    EXPECT_THAT(r.err, HasSubstr("job id must be a positive integer, got 'abc'")) << command;
+    EXPECT_LT(r.err.size(), 200u) << r.err;  // no 300-digit range
+  }
+  EXPECT_THAT(RunIosfarm({"status", "0"}).err, HasSubstr("got '0'"));
+  EXPECT_THAT(RunIosfarm({"status", "99999999999999999999"}).err,
+              HasSubstr("job id must be a positive integer"));
 }
 
 TEST(CliTest, HelpExitsZero) {

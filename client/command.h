@@ -14,9 +14,11 @@ struct CommandContext {
   std::ostream& out;
   std::ostream& err;
   Status result;  // set by the subcommand that ran
-  // `out` is a terminal: progress is redrawn in place rather than printed as
-  // plain lines.
-  bool out_is_tty = false;
+  // Progress goes to `err`. When it is a terminal, progress lines fit its
+  // width (`err_width` columns) and are redrawn in place; otherwise they are
+  // printed as plain lines (client/progress_line.h).
+  bool err_is_tty = false;
+  int err_width = 80;
 };
 
 // Each subcommand adds itself to `app`; its callback stores its outcome in

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <filesystem>
 
+#include "client/farm_client.h"
+#include "client/unfinished_jobs.h"
 #include "common/strings.h"
 #include "server/farm_server.h"
 #include "spdlog/spdlog.h"
@@ -78,6 +80,13 @@ StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOp
   server_options.tokens_from_env = false;  // nobody else can reach a loopback port we chose
   ASSIGN_OR_RETURN(farm->server_, server::FarmServer::Start(server_options));
   farm->address_ = farm->server_->address();
+  {
+    // Before the worker connects: no resumed job can end in between.
+    RemoteOptions remote;
+    remote.server = farm->address_;
+    ASSIGN_OR_RETURN(std::unique_ptr<FarmClient> client, FarmClient::Connect(remote));
+    ASSIGN_OR_RETURN(farm->resumed_jobs_, ListUnfinishedJobs(*client));
+  }
 
   worker::WorkerOptions worker_options;
   worker_options.server = farm->address_;

@@ -16,8 +16,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "client/remote_options.h"
+#include "iosfarm/v1/farm.pb.h"
 #include "common/status.h"
 
 namespace iosfarm::server {
@@ -59,6 +61,10 @@ class EmbeddedFarm {
   const std::string& backend_name() const { return backend_name_; }
   const std::string& device_description() const { return device_description_; }
   const std::string& db_path() const { return db_path_; }
+  // The jobs that were queued or running in the database when the server
+  // started (an earlier process was interrupted): the server resumes them.
+  // Listed before the local worker connects, so none of them has ended yet.
+  const std::vector<v1::Job>& resumed_jobs() const { return resumed_jobs_; }
 
   void Shutdown();
 
@@ -70,6 +76,7 @@ class EmbeddedFarm {
   std::thread worker_thread_;
   Status worker_status_;  // Run()'s outcome, written by worker_thread_ before it ends
   std::string address_, device_key_, backend_name_, device_description_, db_path_;
+  std::vector<v1::Job> resumed_jobs_;
 };
 
 }  // namespace iosfarm::client

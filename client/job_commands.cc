@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/cli_usage.h"
 #include "client/command.h"
 #include "client/job_format.h"
 #include "client/job_submission.h"
@@ -162,7 +163,7 @@ Status RunTimeline(const JobIdOptions& o, CommandContext& context) {
 void AddStatusCommand(CLI::App& app, CommandContext& context) {
   auto* cmd = app.add_subcommand("status", "Show a job's state and progress");
   auto o = std::make_shared<JobIdOptions>();
-  cmd->add_option("JOB", o->job_id, "Job id")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("JOB", o->job_id, "Job id")->required()->check(JobIdValidator());
   AddCommonFlags(*cmd, *o);
   cmd->callback([&context, o] { context.result = RunStatus(*o, context); });
 }
@@ -183,7 +184,7 @@ void AddListCommand(CLI::App& app, CommandContext& context) {
 void AddCancelCommand(CLI::App& app, CommandContext& context) {
   auto* cmd = app.add_subcommand("cancel", "Cancel a queued or running job");
   auto o = std::make_shared<JobIdOptions>();
-  cmd->add_option("JOB", o->job_id, "Job id")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("JOB", o->job_id, "Job id")->required()->check(JobIdValidator());
   AddCommonFlags(*cmd, *o);
   cmd->callback([&context, o] { context.result = RunCancel(*o, context); });
 }
@@ -191,7 +192,7 @@ void AddCancelCommand(CLI::App& app, CommandContext& context) {
 void AddResultCommand(CLI::App& app, CommandContext& context) {
   auto* cmd = app.add_subcommand("result", "Show the result of a succeeded job");
   auto o = std::make_shared<ResultOptions>();
-  cmd->add_option("JOB", o->job_id, "Job id")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("JOB", o->job_id, "Job id")->required()->check(JobIdValidator());
   cmd->add_option("-o,--output", o->schedule_output, "Write the schedule JSON to FILE");
   AddCommonFlags(*cmd, *o);
   cmd->callback([&context, o] { context.result = RunResult(*o, context); });
@@ -208,7 +209,7 @@ void AddTimelineCommand(CLI::App& app, CommandContext& context) {
   auto* cmd = app.add_subcommand(
       "timeline", "Show the phases the scheduler ran: resource, wait, run time, outcome");
   auto o = std::make_shared<JobIdOptions>();
-  cmd->add_option("JOB", o->job_id, "Job id (default: all jobs)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("JOB", o->job_id, "Job id (default: all jobs)")->check(JobIdValidator());
   AddCommonFlags(*cmd, *o);
   cmd->callback([&context, o] { context.result = RunTimeline(*o, context); });
 }

@@ -72,6 +72,21 @@ nlohmann::json LatencyJson(const v1::ScheduleLatency& l) {
 
 }  // namespace
 
+std::vector<std::string> NoisyMeasurements(const v1::JobResult& result) {
+  std::vector<std::string> noisy;
+  for (const v1::ScheduleLatency& l : result.measured()) {
+    if (l.cv() > kNoisyCv) noisy.push_back(l.name());
+  }
+  return noisy;
+}
+
+std::string NoisyRunWarning(const std::string& name, double cv) {
+  if (!(cv > kNoisyCv)) return "";
+  return StrCat("warning: noisy measurement (cv > ", Fixed(kNoisyCv, 1), "): ", name, " cv ",
+                Fixed(cv, 3), "; the median of this schedule is uncertain, measure again on a "
+                "quieter machine\n");
+}
+
 bool IsFinal(v1::JobState state) {
   return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
 }
@@ -164,6 +179,8 @@ nlohmann::json JobResultJson(const v1::JobResult& result) {
           {"cache_hits", result.cache_hits()},
           {"candidates", result.candidates()},
           {"unique_signatures", result.unique_signatures()},
+          {"noisy", NoisyMeasurements(result)},
+          {"choice_uncertain", !NoisyMeasurements(result).empty()},
           {"schedule", schedule}};
 }
 
@@ -271,6 +288,16 @@ std::string JobResultText(const v1::JobResult& result) {
                   Ms(MedianOf(result, chosen)), " vs ", Ms(ios),
                   " ms median)\n");
   }
+  if (const std::vector<std::string> noisy = NoisyMeasurements(result); !noisy.empty()) {
+    std::string figures;
+    for (const std::string& name : noisy) {
+      const v1::ScheduleLatency* l = FindMeasured(result, name);
+      figures += StrCat(figures.empty() ? "" : ", ", name, " cv ", Fixed(l->cv(), 3));
+    }
+    out += StrCat("warning:   noisy measurement (cv > ", Fixed(kNoisyCv, 1), "): ", figures,
+                  "; the choice of the ", ChosenName(result),
+                  " schedule is uncertain, measure again on a quieter machine\n");
+  }
   out += StrCat("predicted: ", Ms(result.predicted_ms()),
                 " ms (sum of the schedule's stage latencies)\n");
   out += StrCat("search:    ", FormatSeconds(result.search_s()), ", ", result.stages_profiled(),
@@ -324,7 +351,7 @@ std::string TimelineTable(const std::vector<v1::PhaseEntry>& input) {
   return out;
 }
 
-std::string ProgressLine(const v1::Job& job) {
+std::string JobProgressText(const v1::Job& job, double ticked_s) {
   const v1::JobProgress& p = job.progress();
   std::string line = StrCat("job ", job.id(), " ", JobStateName(job.state()));
   constexpr int kBarWidth = 20;
@@ -334,12 +361,14 @@ std::string ProgressLine(const v1::Job& job) {
     line += StrCat(" [", std::string(filled, '#'), std::string(kBarWidth - filled, '.'), "] ",
                    p.blocks_done(), "/", p.blocks_total(), " blocks");
   }
+  // Times before the counters: a narrow terminal cuts the end of the line.
+  line += StrCat(", ", FormatSeconds(p.elapsed_s() + std::max(0.0, ticked_s)));
+  if (!IsFinal(job.state())) {
+    line += StrCat(", ETA ", p.eta_s() < 0 ? std::string("?")
+                                           : FormatSeconds(std::max(0.0, p.eta_s() - ticked_s)));
+  }
   if (!p.phase().empty() && job.state() == v1::RUNNING) line += StrCat(", ", p.phase());
   line += StrCat(", ", p.stages_profiled(), " stages profiled, ", p.cache_hits(), " cache hits");
-  line += StrCat(", ", FormatSeconds(p.elapsed_s()));
-  if (!IsFinal(job.state())) {
-    line += StrCat(", ETA ", p.eta_s() < 0 ? std::string("?") : FormatSeconds(p.eta_s()));
-  }
   return line;
 }
 

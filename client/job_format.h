@@ -21,6 +21,20 @@ namespace iosfarm::client {
 
 inline constexpr int kRemoteFormatVersion = 1;
 
+// A measurement whose coefficient of variation is above this is too noisy to
+// decide which schedule is faster.
+inline constexpr double kNoisyCv = 0.5;
+
+// The measured schedules of `result` whose cv is above kNoisyCv. They all
+// took part in choosing the result's schedule (the IOS one unless a baseline
+// ran faster end to end), so any of them makes the choice uncertain.
+std::vector<std::string> NoisyMeasurements(const v1::JobResult& result);
+
+// "warning: noisy measurement (cv > 0.5): ios cv 0.620; the median of this
+// schedule is uncertain" for one schedule run alone (`iosfarm run`); empty when
+// cv <= kNoisyCv.
+std::string NoisyRunWarning(const std::string& name, double cv);
+
 // True for a job state that will not change again.
 bool IsFinal(v1::JobState state);
 
@@ -33,7 +47,9 @@ std::string FormatSeconds(double seconds);
 std::string FormatUnixMs(int64_t unix_ms);
 
 nlohmann::json JobJson(const v1::Job& job);
-nlohmann::json JobResultJson(const v1::JobResult& result);  // schedule parsed when valid JSON
+// The schedule parsed when valid JSON; "noisy" lists NoisyMeasurements and
+// "choice_uncertain" is true when it is not empty.
+nlohmann::json JobResultJson(const v1::JobResult& result);
 nlohmann::json WorkerJson(const v1::WorkerInfo& worker);
 nlohmann::json PhaseJson(const v1::PhaseEntry& phase);
 
@@ -42,15 +58,18 @@ std::string JobText(const v1::Job& job);
 // Jobs as a table, one row each (`iosfarm list`, `iosfarm retune`).
 std::string JobsTable(const std::vector<v1::Job>& jobs);
 // The result of a succeeded job (`iosfarm result`): latencies, speedups,
-// predicted latency and search statistics.
+// predicted latency and search statistics, and a warning line when a
+// measurement that decided the choice of schedule is noisy (cv > kNoisyCv).
 std::string JobResultText(const v1::JobResult& result);
 std::string WorkersTable(const std::vector<v1::WorkerInfo>& workers);
 // Phases in time order; times are seconds after the first phase was queued.
 std::string TimelineTable(const std::vector<v1::PhaseEntry>& phases);
 
 // One line of progress for `iosfarm watch` (no newline): state, a bar of
-// blocks done, phase, stages profiled, cache hits, elapsed time and ETA.
-std::string ProgressLine(const v1::Job& job);
+// blocks done, elapsed time and ETA, phase, stages profiled, cache hits.
+// `ticked_s` (>= 0) is added to the server's elapsed time and taken off its
+// ETA: the time since the snapshot arrived, so a terminal line keeps ticking.
+std::string JobProgressText(const v1::Job& job, double ticked_s = 0);
 
 // Aligns `rows` (the first is the header) in columns separated by two spaces;
 // one line per row.

@@ -115,18 +115,50 @@ TEST(JobFormatTest, JobsTableHasOneRowPerJob) {
   EXPECT_THAT(table, HasSubstr("failed"));
 }
 
-TEST(JobFormatTest, ProgressLineHasBarPhaseCountsAndEta) {
+TEST(JobFormatTest, ProgressTextHasBarTimesPhaseAndCounts) {
   v1::Job job = MakeJob();
-  std::string line = ProgressLine(job);
+  std::string line = JobProgressText(job);
+  // Times come before the counters, so a narrow terminal cuts the counters.
   EXPECT_EQ(line,
-            "job 42 running [#######.............] 3/8 blocks, profile, 120 stages profiled, "
-            "40 cache hits, 12.3s, ETA ?");
+            "job 42 running [#######.............] 3/8 blocks, 12.3s, ETA ?, profile, "
+            "120 stages profiled, 40 cache hits");
   job.mutable_progress()->set_eta_s(30);
-  EXPECT_THAT(ProgressLine(job), HasSubstr("ETA 30.0s"));
+  EXPECT_THAT(JobProgressText(job), HasSubstr("ETA 30.0s"));
   job.set_state(v1::SUCCEEDED);
   job.mutable_progress()->set_blocks_done(8);
-  EXPECT_THAT(ProgressLine(job), HasSubstr("[####################] 8/8 blocks"));
-  EXPECT_THAT(ProgressLine(job), Not(HasSubstr("ETA")));
+  EXPECT_THAT(JobProgressText(job), HasSubstr("[####################] 8/8 blocks"));
+  EXPECT_THAT(JobProgressText(job), Not(HasSubstr("ETA")));
+}
+
+TEST(JobFormatTest, ProgressTextTicksElapsedAndEta) {
+  v1::Job job = MakeJob();
+  job.mutable_progress()->set_eta_s(30);
+  const std::string line = JobProgressText(job, /*ticked_s=*/2);
+  EXPECT_THAT(line, HasSubstr(", 14.3s, ETA 28.0s,"));
+  job.mutable_progress()->set_eta_s(1);
+  EXPECT_THAT(JobProgressText(job, 5), HasSubstr("ETA 0ms"));  // never negative
+}
+
+TEST(JobFormatTest, NoisyMeasurementsMakeTheChoiceUncertain) {
+  v1::JobResult quiet = MakeResult();
+  EXPECT_THAT(JobResultText(quiet), Not(HasSubstr("warning")));
+  EXPECT_EQ(JobResultJson(quiet)["choice_uncertain"], false);
+  EXPECT_TRUE(JobResultJson(quiet)["noisy"].empty());
+
+  v1::JobResult noisy = MakeResult();
+  noisy.set_chosen("greedy");
+  noisy.mutable_measured(0)->set_cv(0.62);  // ios
+  noisy.mutable_measured(2)->set_cv(0.5);   // greedy: at the bound, not above
+  const std::string text = JobResultText(noisy);
+  EXPECT_THAT(text, HasSubstr("warning:   noisy measurement (cv > 0.5): ios cv 0.620; the choice "
+                              "of the greedy schedule is uncertain"));
+  EXPECT_THAT(text, Not(HasSubstr("greedy cv")));
+  const nlohmann::json j = JobResultJson(noisy);
+  EXPECT_EQ(j["choice_uncertain"], true);
+  EXPECT_EQ(j["noisy"], nlohmann::json::array({"ios"}));
+
+  EXPECT_EQ(NoisyRunWarning("ios", 0.2), "");
+  EXPECT_THAT(NoisyRunWarning("ios", 0.8), HasSubstr("ios cv 0.800"));
 }
 
 TEST(JobFormatTest, ResultTextHasLatenciesSpeedupsAndStatistics) {

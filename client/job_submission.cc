@@ -69,7 +69,7 @@ Status WriteScheduleFile(const std::string& path, const std::string& schedule_js
 Status WaitAndReport(FarmClient& client, int64_t job_id, const ReportOptions& options,
                      CommandContext& context) {
   const bool json = options.format == "json";
-  ProgressDisplay display(context.out, context.out_is_tty);
+  ProgressDisplay display(context.err, ProgressOptionsFor(context));
   StatusOr<v1::Job> final_job = WatchJobUntilDone(client, job_id, json ? nullptr : &display);
   display.Finish();
   if (!final_job.ok()) return final_job.status();
@@ -90,6 +90,12 @@ Status WaitAndReport(FarmClient& client, int64_t job_id, const ReportOptions& op
   return JobOutcome(*final_job);
 }
 
+void PrintSubmitted(const v1::Job& job, CommandContext& context) {
+  context.out << "job " << job.id() << " submitted: " << job.model_name() << " on "
+              << job.device_key() << ", batch "
+              << (job.batch() > 0 ? std::to_string(job.batch()) : std::string("default")) << "\n";
+}
+
 Status SubmitAndReport(FarmClient& client, const v1::SubmitJobRequest& request,
                        const ReportOptions& options, CommandContext& context) {
   ASSIGN_OR_RETURN(v1::Job job, client.SubmitJob(request));
@@ -104,12 +110,7 @@ Status SubmitAndReport(FarmClient& client, const v1::SubmitJobRequest& request,
     }
     return absl::OkStatus();
   }
-  if (!json) {
-    context.out << "job " << job.id() << " submitted: " << job.model_name() << " on "
-                << job.device_key() << ", batch "
-                << (job.batch() > 0 ? std::to_string(job.batch()) : std::string("default"))
-                << "\n";
-  }
+  if (!json) PrintSubmitted(job, context);
   return WaitAndReport(client, job.id(), options, context);
 }
 

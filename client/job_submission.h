@@ -51,13 +51,16 @@ struct ReportOptions {
 };
 
 // Submits `request` through `client` and prints the job id (text) or the job
-// (JSON). With options.wait: watches the job (progress on context.out in text
+// (JSON). With options.wait: watches the job (progress on context.err in text
 // mode), then prints the result; a job that failed or was cancelled is an
 // error naming it (after the JSON document, in JSON mode).
 Status SubmitAndReport(FarmClient& client, const v1::SubmitJobRequest& request,
                        const ReportOptions& options, CommandContext& context);
 
-// Waits for job `job_id` to end (progress on context.out in text mode) and
+// Text: "job N submitted: MODEL on DEVICE, batch B" on context.out.
+void PrintSubmitted(const v1::Job& job, CommandContext& context);
+
+// Waits for job `job_id` to end (progress on context.err in text mode) and
 // prints its result like SubmitAndReport.
 Status WaitAndReport(FarmClient& client, int64_t job_id, const ReportOptions& options,
                      CommandContext& context);

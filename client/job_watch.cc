@@ -9,57 +9,73 @@
 
 namespace iosfarm::client {
 
-ProgressDisplay::ProgressDisplay(std::ostream& out, bool tty, std::chrono::seconds plain_interval)
-    : out_(out), tty_(tty), plain_interval_(plain_interval) {}
-
-void ProgressDisplay::Update(const v1::Job& job) {
-  auto it = std::find_if(lines_.begin(), lines_.end(),
-                         [&](const Line& line) { return line.job_id == job.id(); });
-  if (it == lines_.end()) {
-    Line line;
-    line.job_id = job.id();
-    lines_.push_back(std::move(line));
-    it = std::prev(lines_.end());
-  }
-  it->text = ProgressLine(job);
-  if (tty_) {
-    Redraw();
-    return;
-  }
-  const auto now = std::chrono::steady_clock::now();
-  const bool changed = it->printed_state != job.state() ||
-                       it->printed_blocks != job.progress().blocks_done();
-  if (changed || now - it->printed_at >= plain_interval_) {
-    out_ << it->text << "\n" << std::flush;
-    it->printed_state = job.state();
-    it->printed_blocks = job.progress().blocks_done();
-    it->printed_at = now;
-  }
+ProgressDisplay::ProgressDisplay(std::ostream& out, ProgressDisplayOptions options)
+    : options_(std::move(options)), lines_(out, options_.tty, options_.width) {
+  if (options_.tty && options_.tick_thread) ticker_ = std::thread([this] { TickLoop(); });
 }
 
-void ProgressDisplay::Redraw() {
-  if (lines_.size() == 1 && drawn_lines_ == 0) {
-    const std::string& text = lines_[0].text;
-    out_ << "\r" << text;
-    if (drawn_width_ > text.size()) out_ << std::string(drawn_width_ - text.size(), ' ');
-    drawn_width_ = text.size();
-    out_ << std::flush;
-    return;
+ProgressDisplay::~ProgressDisplay() { Finish(); }
+
+std::string ProgressDisplay::TextLocked(const Job& job) const {
+  double ticked_s = 0;
+  if (options_.tty && job.snapshot.state() == v1::RUNNING) {
+    ticked_s = std::chrono::duration<double>(options_.now() - job.received).count();
   }
-  if (drawn_width_ > 0) {  // switching from the one-line form: end that line
-    out_ << "\r\033[K";
-    drawn_width_ = 0;
+  return JobProgressText(job.snapshot, ticked_s);
+}
+
+void ProgressDisplay::Update(const v1::Job& snapshot) {
+  absl::MutexLock lock(&mu_);
+  auto it = std::find_if(jobs_.begin(), jobs_.end(),
+                         [&](const Job& job) { return job.snapshot.id() == snapshot.id(); });
+  if (it == jobs_.end()) it = jobs_.insert(jobs_.end(), Job{});
+  it->snapshot = snapshot;
+  it->received = options_.now();
+  const v1::JobProgress& p = snapshot.progress();
+  bool significant = it->printed_state != snapshot.state() ||
+                     it->printed_blocks != p.blocks_done();
+  if (!significant && it->printed_stages != p.stages_profiled()) {
+    significant = it->received - it->printed_at >= options_.plain_interval;
   }
-  if (drawn_lines_ > 0) out_ << "\033[" << drawn_lines_ << "A\r";
-  for (const Line& line : lines_) out_ << "\033[2K" << line.text << "\n";
-  drawn_lines_ = lines_.size();
-  out_ << std::flush;
+  if (significant) {
+    it->printed_state = snapshot.state();
+    it->printed_blocks = p.blocks_done();
+    it->printed_stages = p.stages_profiled();
+    it->printed_at = it->received;
+  }
+  lines_.Set(static_cast<size_t>(it - jobs_.begin()), TextLocked(*it), significant);
+}
+
+void ProgressDisplay::Tick() {
+  absl::MutexLock lock(&mu_);
+  if (finished_ || !options_.tty) return;
+  for (size_t i = 0; i < jobs_.size(); ++i) lines_.Set(i, TextLocked(jobs_[i]));
+}
+
+void ProgressDisplay::TickLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!finished_) {
+    mu_.AwaitWithTimeout(absl::Condition(&finished_), absl::Seconds(1));
+    if (finished_) break;
+    for (size_t i = 0; i < jobs_.size(); ++i) lines_.Set(i, TextLocked(jobs_[i]));
+  }
 }
 
 void ProgressDisplay::Finish() {
-  if (finished_) return;
-  finished_ = true;
-  if (tty_ && drawn_width_ > 0) out_ << "\n" << std::flush;
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    finished_ = true;
+    lines_.Finish();
+  }
+  if (ticker_.joinable()) ticker_.join();
+}
+
+ProgressDisplayOptions ProgressOptionsFor(const CommandContext& context) {
+  ProgressDisplayOptions options;
+  options.tty = context.err_is_tty;
+  options.width = context.err_width;
+  return options;
 }
 
 StatusOr<v1::Job> WatchJobUntilDone(FarmClient& client, int64_t job_id,

@@ -22,6 +22,7 @@ namespace iosfarm::client {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -316,20 +317,20 @@ TEST_F(RemoteCliTest, UnreachableServerNamesTheAddress) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
-TEST_F(RemoteCliTest, WatchPrintsPlainLinesWhenNotATerminal) {
+TEST_F(RemoteCliTest, WatchPrintsPlainLinesOnStderrWhenNotATerminal) {
   Result r = Run({"watch", "7"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(r.out.find('\r'), std::string::npos);
-  EXPECT_EQ(r.out.find('\033'), std::string::npos);
+  EXPECT_EQ(r.out, "");  // progress is for people: stderr
+  EXPECT_EQ(r.err.find('\r'), std::string::npos);
+  EXPECT_EQ(r.err.find('\033'), std::string::npos);
   std::vector<std::string> lines;
-  std::istringstream in(r.out);
+  std::istringstream in(r.err);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   // Five events; the repeated "running 1/3" snapshot prints no second line.
   ASSERT_EQ(lines.size(), 4u) << r.out;
   EXPECT_THAT(lines[0], StartsWith("job 7 queued [....................] 0/3 blocks"));
-  EXPECT_THAT(lines[1], StartsWith("job 7 running [######..............] 1/3 blocks, profile, "
-                                   "10 stages profiled, 0 cache hits"));
-  EXPECT_THAT(lines[1], HasSubstr("ETA ?"));
+  EXPECT_EQ(lines[1], "job 7 running [######..............] 1/3 blocks, 0ms, ETA ?, profile, "
+                      "10 stages profiled, 0 cache hits");
   EXPECT_THAT(lines[3], StartsWith("job 7 succeeded [####################] 3/3 blocks"));
 }
 
@@ -348,8 +349,8 @@ TEST_F(RemoteCliTest, WatchJsonPrintsOneDocumentPerEvent) {
 TEST_F(RemoteCliTest, WatchOfAFailedJobExitsOne) {
   Result r = Run({"watch", "8"});
   EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_EQ(r.err, "iosfarm: error: job 8 failed: out of GPU memory\n");
-  EXPECT_THAT(r.out, HasSubstr("job 8 failed"));
+  EXPECT_THAT(r.err, EndsWith("\niosfarm: error: job 8 failed: out of GPU memory\n"));
+  EXPECT_THAT(r.err, HasSubstr("job 8 failed [######"));  // the last progress line
 }
 
 TEST_F(RemoteCliTest, SubmitWaitFollowsTheJobAndPrintsTheResult) {
@@ -357,7 +358,8 @@ TEST_F(RemoteCliTest, SubmitWaitFollowsTheJobAndPrintsTheResult) {
   Result r = Run({"submit", "resnet50", "--device", "h100", "--wait", "-o", schedule});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.out, StartsWith("job 7 submitted: resnet50 on h100, batch 1\n"));
-  EXPECT_THAT(r.out, HasSubstr("job 7 succeeded"));
+  EXPECT_THAT(r.err, HasSubstr("job 7 succeeded"));
+  EXPECT_THAT(r.out, Not(HasSubstr("job 7 succeeded")));
   EXPECT_THAT(r.out, HasSubstr("1.500x vs sequential, 1.250x vs greedy"));
   EXPECT_THAT(r.out, HasSubstr("30 stages profiled, 12 cache hits"));
   std::ifstream in(schedule);
@@ -427,8 +429,8 @@ TEST_F(RemoteCliTest, RetuneWaitFollowsEveryJobOfTheBatch) {
   EXPECT_THAT(request.model_names(), ElementsAre("resnet50", "squeezenet"));
   EXPECT_EQ(request.batch(), 8);
   EXPECT_THAT(r.out, StartsWith("retune batch rb-1: 2 jobs for h200\n"));
-  EXPECT_THAT(r.out, HasSubstr("job 21 succeeded"));
-  EXPECT_THAT(r.out, HasSubstr("job 22 succeeded"));
+  EXPECT_THAT(r.err, HasSubstr("job 21 succeeded"));
+  EXPECT_THAT(r.err, HasSubstr("job 22 succeeded"));
   EXPECT_THAT(r.out, HasSubstr("all 2 jobs succeeded"));
 
   Result json = Run({"retune", "--device", "h200", "--format", "json"});
@@ -447,31 +449,6 @@ TEST_F(RemoteCliTest, UsageErrorsExitTwo) {
             kExitUsage);  // -o needs --wait
   EXPECT_EQ(Run({"retune"}).code, kExitUsage);
   EXPECT_TRUE(service_.submits_.empty());
-}
-
-TEST(ProgressDisplayTest, TerminalRedrawsOneJobWithCarriageReturn) {
-  std::ostringstream out;
-  ProgressDisplay display(out, /*tty=*/true);
-  display.Update(JobWith(3, v1::RUNNING, 1));
-  display.Update(JobWith(3, v1::RUNNING, 1));
-  display.Update(JobWith(3, v1::SUCCEEDED, 3));
-  display.Finish();
-  const std::string text = out.str();
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\r'), 3);
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
-  EXPECT_EQ(text.back(), '\n');
-  EXPECT_THAT(text.substr(text.rfind('\r')), HasSubstr("job 3 succeeded"));
-}
-
-TEST(ProgressDisplayTest, TerminalRedrawsSeveralJobsInPlace) {
-  std::ostringstream out;
-  ProgressDisplay display(out, /*tty=*/true);
-  display.Update(JobWith(1, v1::RUNNING, 1));
-  display.Update(JobWith(2, v1::QUEUED, 0));
-  display.Update(JobWith(1, v1::SUCCEEDED, 3));
-  display.Finish();
-  EXPECT_THAT(out.str(), HasSubstr("\033[2A"));  // back over the two lines
-  EXPECT_THAT(out.str(), Not(HasSubstr("\033[3A")));
 }
 
 }  // namespace

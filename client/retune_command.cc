@@ -52,7 +52,7 @@ Status RunRetuneCommand(const RetuneCommandOptions& o, CommandContext& context) 
   }
   std::vector<v1::Job> final_jobs(response.jobs().begin(), response.jobs().end());
   if (o.wait && !ids.empty()) {
-    ProgressDisplay display(context.out, context.out_is_tty);
+    ProgressDisplay display(context.err, ProgressOptionsFor(context));
     StatusOr<std::vector<v1::Job>> jobs =
         WatchJobsUntilDone(*client, ids, response.retune_batch(), json ? nullptr : &display);
     display.Finish();

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/command.h"
+#include "client/job_format.h"
 #include "client/model_source.h"
 #include "common/strings.h"
 #include "scheduler/ios/baselines.h"
@@ -118,6 +119,7 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
                           l.p90_ms, " ms, cv ", l.cv, ", ", l.repeats, " runs\n")
                 << "verify    " << verified << "\n";
   }
+  context.err << NoisyRunWarning(kind, l.cv);
   return absl::OkStatus();
 }
 

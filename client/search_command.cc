@@ -1,12 +1,16 @@
 // `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
 //  [--block-size B] [--no-merge] [-o FILE] [--format text|json] [--stages]`:
-// runs the IOS search in-process, measuring stages on the backend, and prints
-// sequential, greedy and IOS latencies with the search statistics.
+// runs the IOS search in-process, measuring stages on the backend (progress
+// on stderr), and prints the predicted sequential, greedy and IOS latencies
+// with the search statistics.
 #include <fstream>
 #include <optional>
 
 #include "client/command.h"
 #include "client/model_source.h"
+#include "client/progress_line.h"
+#include "client/search_progress.h"
+#include "client/search_summary.h"
 #include "common/strings.h"
 #include "scheduler/ios/schedule_json.h"
 #include "scheduler/ios/search_report.h"
@@ -50,10 +54,11 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   profile.min_repeats = o.min_repeats;
   profile.max_repeats = o.max_repeats;
   RETURN_IF_ERROR(worker::ValidateProfileOptions(profile));
+  ProgressLines progress(context.err, context.err_is_tty, context.err_width);
   ASSIGN_OR_RETURN(scheduler::ios::SearchReport report,
-                   scheduler::ios::SearchWithBaselines(
-                       model.graph, options,
-                       worker::MakeBackendOracle(model.graph, *backend, profile)));
+                   SearchWithProgress(model.graph, options,
+                                      worker::MakeBackendOracle(model.graph, *backend, profile),
+                                      &progress));
   const scheduler::ios::ScheduleMetadata metadata =
       scheduler::ios::MakeScheduleMetadata(model.graph, o.backend, "ios", &options);
   if (!o.output.empty()) {
@@ -65,12 +70,11 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
     }
   }
   if (o.format == "json") {
-    context.out << scheduler::ios::SearchReportJson(model.graph, report, metadata).dump(2)
-                << "\n";
+    context.out << SearchSummaryJson(model.graph, report, metadata).dump(2) << "\n";
   } else {
     context.out << "backend   " << backend->name() << ": " << backend->device_description()
                 << "\n"
-                << scheduler::ios::SearchReportText(model.graph, report, o.list_stages);
+                << SearchSummaryText(model.graph, report, o.list_stages);
   }
   return absl::OkStatus();
 }

@@ -10,9 +10,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "client/cli_usage.h"
 #include "client/command.h"
 #include "client/embedded_farm.h"
+#include "client/interrupt_notice.h"
 #include "client/job_submission.h"
+#include "client/unfinished_jobs.h"
 #include "common/logging.h"
 #include "common/strings.h"
 
@@ -25,6 +28,7 @@ struct TuneCommandOptions {
   std::string db_path;
   int threads = 0;
   std::string log_level = "warn";
+  bool fresh = false;
   ReportOptions report;
   RemoteFlags remote;
 };
@@ -38,16 +42,69 @@ Status SetUpLogging(const std::string& level) {
   return absl::OkStatus();
 }
 
+// Ctrl-C while waiting: what becomes of the job.
+std::string InterruptMessage(const v1::Job& job, const TuneCommandOptions& o,
+                             const std::string& db_path) {
+  if (db_path.empty()) {  // a remote server
+    return StrCat("\niosfarm: interrupted; job ", job.id(),
+                  " keeps running on the server: `iosfarm watch ", job.id(),
+                  "` follows it, `iosfarm cancel ", job.id(), "` cancels it\n");
+  }
+  return StrCat("\niosfarm: interrupted; job ", job.id(), " (", job.model_name(),
+                ") stays unfinished in the latency database ", db_path,
+                ": the next `iosfarm tune ", o.spec.model,
+                "` with the same options resumes it, keeping what it measured; add --fresh to "
+                "cancel it and start anew\n");
+}
+
+// Submits `request` (text: "job N submitted: ..." on stdout) and waits for
+// the job under a Ctrl-C notice.
+Status SubmitAndWait(FarmClient& client, const v1::SubmitJobRequest& request,
+                     const TuneCommandOptions& o, const std::string& db_path,
+                     CommandContext& context) {
+  ASSIGN_OR_RETURN(v1::Job job, client.SubmitJob(request));
+  if (o.report.format != "json") PrintSubmitted(job, context);
+  ScopedInterruptNotice notice(InterruptMessage(job, o, db_path));
+  return WaitAndReport(client, job.id(), o.report, context);
+}
+
+// The embedded farm resumed what an earlier, interrupted `tune` left
+// unfinished: follow the job of the same model (or cancel it with --fresh)
+// rather than submit it again, and say so.
+Status TuneOnEmbeddedFarm(FarmClient& client, const v1::SubmitJobRequest& request,
+                          const std::vector<v1::Job>& resumed, const TuneCommandOptions& o,
+                          const std::string& db_path, CommandContext& context) {
+  const UnfinishedJobs unfinished = SplitBySameTuning(resumed, request);
+  for (const v1::Job& other : unfinished.others) {
+    context.err << "iosfarm: note: " << DescribeJob(other)
+                << ", left unfinished by an earlier `iosfarm tune`, resumes too and shares the "
+                   "local worker\n";
+  }
+  if (!unfinished.same) return SubmitAndWait(client, request, o, db_path, context);
+  const v1::Job& earlier = *unfinished.same;
+  if (o.fresh) {
+    ASSIGN_OR_RETURN(v1::Job cancelled, client.CancelJob(earlier.id()));
+    context.err << "iosfarm: cancelled " << DescribeJob(cancelled)
+                << ", left unfinished by an earlier `iosfarm tune`; starting anew\n";
+    return SubmitAndWait(client, request, o, db_path, context);
+  }
+  context.err << "iosfarm: resuming " << DescribeJob(earlier)
+              << ", left unfinished by an earlier `iosfarm tune`; its measurements are kept "
+                 "(--fresh cancels it and starts anew)\n";
+  ScopedInterruptNotice notice(InterruptMessage(earlier, o, db_path));
+  return WaitAndReport(client, earlier.id(), o.report, context);
+}
+
 Status RunTuneCommand(TuneCommandOptions o, CommandContext& context) {
   o.report.wait = true;
   RETURN_IF_ERROR(SetUpLogging(o.log_level));
   if (o.remote.server) {
     if (o.spec.device_key.empty()) {
-      return absl::InvalidArgumentError("tune --server needs --device KEY (the GPU type to tune for)");
+      return UsageError("tune --server needs --device KEY (the GPU type to tune for)");
     }
     ASSIGN_OR_RETURN(v1::SubmitJobRequest request, MakeSubmitRequest(o.spec));
     ASSIGN_OR_RETURN(std::unique_ptr<FarmClient> client, ConnectWithFlags(o.remote));
-    return SubmitAndReport(*client, request, o.report, context);
+    return SubmitAndWait(*client, request, o, /*db_path=*/"", context);
   }
   ASSIGN_OR_RETURN(v1::SubmitJobRequest request, MakeSubmitRequest(o.spec));
   EmbeddedFarmOptions farm_options;
@@ -65,7 +122,8 @@ Status RunTuneCommand(TuneCommandOptions o, CommandContext& context) {
   RemoteOptions remote;
   remote.server = farm->address();
   ASSIGN_OR_RETURN(std::unique_ptr<FarmClient> client, FarmClient::Connect(remote));
-  Status status = SubmitAndReport(*client, request, o.report, context);
+  Status status =
+      TuneOnEmbeddedFarm(*client, request, farm->resumed_jobs(), o, farm->db_path(), context);
   client.reset();
   farm->Shutdown();
   return status;
@@ -90,6 +148,9 @@ void AddTuneCommand(CLI::App& app, CommandContext& context) {
                              "~/.cache/iosfarm/latency.db)");
   auto* threads = cmd->add_option("--threads", o->threads, "cpu backend: threads (0 = all)")
                       ->check(CLI::Range(0, 1024));
+  auto* fresh = cmd->add_flag("--fresh", o->fresh,
+                              "Cancel the unfinished job an interrupted `tune` of the same model "
+                              "left, and start anew (default: resume it)");
   cmd->add_option("-o,--output", o->report.schedule_output, "Write the schedule JSON to FILE");
   cmd->add_option("--format", o->report.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}));
@@ -100,7 +161,7 @@ void AddTuneCommand(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   AddRemoteFlags(*cmd, o->remote);
   // The embedded farm's settings mean nothing to a remote server.
-  for (CLI::Option* local : {backend, db, threads}) local->excludes("--server");
+  for (CLI::Option* local : {backend, db, threads, fresh}) local->excludes("--server");
   cmd->callback([&context, o] { context.result = RunTuneCommand(*o, context); });
 }
 

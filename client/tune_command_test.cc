@@ -14,11 +14,15 @@
 #include "client/cli.h"
 #include "client/cli_testing.h"
 #include "client/embedded_farm.h"
+#include "client/farm_client.h"
+#include "client/interrupt_notice.h"
+#include "server/farm_server.h"
 
 namespace iosfarm::client {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 EnvLookup FakeEnv(std::map<std::string, std::string> values) {
@@ -59,7 +63,7 @@ TEST(TuneCommandTest, EmbeddedSimTunesAZooModelAndReusesTheDatabase) {
   ASSERT_EQ(r.code, kExitOk) << r.err << r.out;
   EXPECT_THAT(r.out, StartsWith("embedded farm: backend sim"));
   EXPECT_THAT(r.out, HasSubstr("device key local-sim"));
-  EXPECT_THAT(r.out, HasSubstr("succeeded"));
+  EXPECT_THAT(r.err, HasSubstr("succeeded"));  // the progress line, on stderr
   EXPECT_THAT(r.out, HasSubstr("x vs sequential"));
   EXPECT_TRUE(std::filesystem::exists(db));
   EXPECT_GT(std::filesystem::file_size(schedule), 0u);
@@ -76,11 +80,96 @@ TEST(TuneCommandTest, EmbeddedSimTunesAZooModelAndReusesTheDatabase) {
   std::filesystem::remove_all(dir);
 }
 
+// What an interrupted `tune` leaves behind: a queued job in the database,
+// submitted to a server with no worker that then stops. Returns its id.
+int64_t LeaveUnfinishedJob(const std::string& db, const std::string& model) {
+  server::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.db_path = db;
+  options.tokens_from_env = false;
+  auto server = server::FarmServer::Start(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return 0;
+  RemoteOptions remote;
+  remote.server = (*server)->address();
+  auto client = FarmClient::Connect(remote);
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return 0;
+  v1::SubmitJobRequest request;
+  request.set_zoo_name(model);
+  request.set_model_name(model);
+  request.set_device_key("local-sim");
+  auto job = (*client)->SubmitJob(request);
+  EXPECT_TRUE(job.ok()) << job.status();
+  client->reset();
+  (*server)->Shutdown();
+  return job.ok() ? job->id() : 0;
+}
+
+TEST(TuneCommandTest, ResumesTheJobAnInterruptedTuneLeftOrStartsAfreshWithFresh) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("iosfarm_resume_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string db = (dir / "latency.db").string();
+  // A first tune makes the device key local-sim known to the database.
+  Result first = RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--db", db, "--log-level",
+                             "off"});
+  ASSERT_EQ(first.code, kExitOk) << first.err;
+  EXPECT_THAT(first.err, Not(HasSubstr("resuming")));
+
+  const int64_t left = LeaveUnfinishedJob(db, "squeezenet");
+  ASSERT_GT(left, 0);
+  Result resumed = RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--db", db,
+                               "--log-level", "off"});
+  ASSERT_EQ(resumed.code, kExitOk) << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("iosfarm: resuming job " + std::to_string(left) +
+                                     " (squeezenet, batch "));
+  EXPECT_THAT(resumed.err, HasSubstr("--fresh"));
+  EXPECT_THAT(resumed.out, Not(HasSubstr("submitted")));  // no second job
+  EXPECT_THAT(resumed.out, HasSubstr("job " + std::to_string(left) + ": device local-sim"));
+
+  const int64_t again = LeaveUnfinishedJob(db, "squeezenet");
+  ASSERT_GT(again, left);
+  Result fresh = RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--db", db, "--fresh",
+                             "--log-level", "off"});
+  ASSERT_EQ(fresh.code, kExitOk) << fresh.err;
+  EXPECT_THAT(fresh.err, HasSubstr("iosfarm: cancelled job " + std::to_string(again)));
+  EXPECT_THAT(fresh.out, HasSubstr("job " + std::to_string(again + 1) + " submitted"));
+
+  // An unfinished job of another model is named, and resumes alongside.
+  const int64_t other = LeaveUnfinishedJob(db, "resnet50");
+  Result note = RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--db", db, "--log-level",
+                            "off"});
+  ASSERT_EQ(note.code, kExitOk) << note.err;
+  EXPECT_THAT(note.err, HasSubstr("note: job " + std::to_string(other) + " (resnet50"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(InterruptNoticeTest, CtrlCPrintsWhatBecomesOfTheJobAndExits130) {
+  GTEST_FLAG(death_test_style) = "threadsafe";  // gRPC threads may exist
+  EXPECT_EXIT(
+      {
+        ScopedInterruptNotice notice("\niosfarm: interrupted; job 7 stays unfinished");
+        raise(SIGINT);
+      },
+      ::testing::ExitedWithCode(kExitInterrupted), "iosfarm: interrupted; job 7 stays unfinished");
+}
+
+TEST(InterruptNoticeTest, PreviousHandlerComesBack) {
+  struct sigaction before {};
+  sigaction(SIGINT, nullptr, &before);
+  { ScopedInterruptNotice notice("x"); }
+  struct sigaction after {};
+  sigaction(SIGINT, nullptr, &after);
+  EXPECT_EQ(before.sa_handler, after.sa_handler);
+}
+
 TEST(TuneCommandTest, RemoteFlagsExcludeEmbeddedOnes) {
   EXPECT_EQ(RunIosfarm({"tune", "squeezenet", "--server", "127.0.0.1:1", "--db", "x"}).code,
             kExitUsage);
   Result r = RunIosfarm({"tune", "squeezenet", "--server", "127.0.0.1:1"});
-  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(r.code, kExitUsage);  // a missing required flag, like any other
   EXPECT_THAT(r.err, HasSubstr("--device"));
 }
 

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/cli_usage.h"
 #include "client/command.h"
 #include "client/job_format.h"
 #include "client/job_submission.h"
@@ -35,7 +36,7 @@ Status RunWatchCommand(const WatchCommandOptions& o, CommandContext& context) {
     }));
     return JobOutcome(job);
   }
-  ProgressDisplay display(context.out, context.out_is_tty);
+  ProgressDisplay display(context.err, ProgressOptionsFor(context));
   StatusOr<v1::Job> job = WatchJobUntilDone(*client, o.job_id, &display);
   display.Finish();
   if (!job.ok()) return job.status();
@@ -47,7 +48,7 @@ Status RunWatchCommand(const WatchCommandOptions& o, CommandContext& context) {
 void AddWatchCommand(CLI::App& app, CommandContext& context) {
   auto* cmd = app.add_subcommand("watch", "Follow a job's progress until it ends");
   auto o = std::make_shared<WatchCommandOptions>();
-  cmd->add_option("JOB", o->job_id, "Job id")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("JOB", o->job_id, "Job id")->required()->check(JobIdValidator());
   cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   AddRemoteFlags(*cmd, o->remote);
   cmd->callback([&context, o] { context.result = RunWatchCommand(*o, context); });

@@ -1,0 +1,120 @@
+#include "client/progress_line.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <map>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace iosfarm::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+EnvLookup Env(std::map<std::string, std::string> values) {
+  return [values](const char* name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(TerminalWidthTest, FallsBackToColumnsThenEighty) {
+  // /dev/null is no terminal: ioctl fails.
+  const int fd = open("/dev/null", O_WRONLY);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(TerminalWidth(fd, Env({{"COLUMNS", "132"}})), 132);
+  EXPECT_EQ(TerminalWidth(fd, Env({})), 80);
+  EXPECT_EQ(TerminalWidth(fd, Env({{"COLUMNS", "wide"}})), 80);
+  EXPECT_EQ(TerminalWidth(fd, Env({{"COLUMNS", "0"}})), 80);
+  EXPECT_EQ(TerminalWidth(fd, Env({{"COLUMNS", "100x"}})), 80);
+  close(fd);
+}
+
+TEST(FitToWidthTest, CutsToOneLessThanTheWidth) {
+  EXPECT_EQ(FitToWidth("short", 80), "short");
+  const std::string long_line(150, 'x');
+  EXPECT_EQ(FitToWidth(long_line, 100).size(), 99u);
+  EXPECT_EQ(FitToWidth(long_line, 100).substr(96), "...");
+  EXPECT_EQ(FitToWidth(std::string(99, 'y'), 100), std::string(99, 'y'));
+  EXPECT_EQ(FitToWidth(std::string(100, 'y'), 100).size(), 99u);
+  EXPECT_EQ(FitToWidth(long_line, 0).size(), 7u);  // absurd widths count as 8
+}
+
+// Every line the terminal would show, each no wider than `width` - 1: the
+// text between carriage returns / newlines with escape sequences removed.
+std::vector<std::string> VisibleSegments(const std::string& text) {
+  std::vector<std::string> segments(1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\033') {
+      while (i < text.size() && !std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    } else if (text[i] == '\r' || text[i] == '\n') {
+      segments.emplace_back();
+    } else {
+      segments.back() += text[i];
+    }
+  }
+  return segments;
+}
+
+TEST(ProgressLinesTest, TerminalLinesNeverWrapAndRedrawInPlace) {
+  std::ostringstream out;
+  ProgressLines lines(out, /*tty=*/true, /*width=*/100);
+  const std::string long_text = "job 7 running " + std::string(200, '#');
+  lines.Set(0, long_text);
+  lines.Set(0, long_text + " more");
+  lines.Finish();
+  const std::string text = out.str();
+  for (const std::string& segment : VisibleSegments(text)) EXPECT_LE(segment.size(), 99u);
+  // One line redrawn: carriage returns and clear-to-end, one newline at the end.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_THAT(text, HasSubstr("\r"));
+  EXPECT_THAT(text, HasSubstr("\033[K"));
+  EXPECT_THAT(text, Not(HasSubstr("\033[1A")));  // never moves up over one line
+}
+
+TEST(ProgressLinesTest, TerminalSkipsARedrawThatChangesNothing) {
+  std::ostringstream out;
+  ProgressLines lines(out, /*tty=*/true, 80);
+  lines.Set(0, "same");
+  const std::string once = out.str();
+  lines.Set(0, "same");
+  lines.Redraw();
+  EXPECT_EQ(out.str(), once);
+}
+
+TEST(ProgressLinesTest, TerminalBlockOfSeveralLinesMovesUpOverItself) {
+  std::ostringstream out;
+  ProgressLines lines(out, /*tty=*/true, 40);
+  lines.Set(0, "job 1 running " + std::string(100, '.'));
+  lines.Set(1, "job 2 queued");
+  const size_t before = out.str().size();
+  lines.Set(0, "job 1 succeeded");
+  const std::string redraw = out.str().substr(before);
+  // Two lines on screen, none wrapped: up exactly one line to the first.
+  EXPECT_THAT(redraw, ::testing::StartsWith("\033[1A\r"));
+  EXPECT_EQ(std::count(redraw.begin(), redraw.end(), '\n'), 1);
+  for (const std::string& segment : VisibleSegments(out.str())) EXPECT_LE(segment.size(), 39u);
+}
+
+TEST(ProgressLinesTest, PlainLinesOnlyWhenSignificantAndNeverRepeated) {
+  std::ostringstream out;
+  ProgressLines lines(out, /*tty=*/false, 20);
+  lines.Set(0, "job 7 queued");
+  lines.Set(0, "job 7 queued");                       // a repeat: nothing
+  lines.Set(0, "job 7 running 1s", /*significant=*/false);  // not asked: nothing
+  lines.Set(0, "job 7 running 2s with a long text beyond the width");
+  lines.Redraw();  // nothing off a terminal
+  lines.Finish();
+  EXPECT_EQ(out.str(),
+            "job 7 queued\n"
+            "job 7 running 2s with a long text beyond the width\n");  // not cut: a log keeps all
+}
+
+}  // namespace
+}  // namespace iosfarm::client

@@ -1,0 +1,70 @@
+#include "client/search_progress.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "client/job_format.h"
+#include "common/strings.h"
+#include "scheduler/ios/baselines.h"
+#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/search_session.h"
+
+namespace iosfarm::client {
+
+namespace ios = scheduler::ios;
+
+std::string SearchProgressText(int blocks_solved, int blocks_total, int64_t stages_measured,
+                               double elapsed_s) {
+  return StrCat("search: ", std::min(blocks_solved, blocks_total), "/", blocks_total,
+                " blocks solved, ", stages_measured, " stages measured, ",
+                FormatSeconds(elapsed_s));
+}
+
+StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
+                                               const ios::SearchOptions& options,
+                                               const ios::StageLatencyFn& oracle,
+                                               ProgressLines* progress) {
+  using Clock = std::chrono::steady_clock;
+  ios::SearchReport report;
+  const Clock::time_point start = Clock::now();
+  ASSIGN_OR_RETURN(std::unique_ptr<ios::SearchSession> session,
+                   ios::SearchSession::Create(graph, options));
+  const int blocks_total = static_cast<int>(session->partition().blocks.size());
+  int64_t measured = 0;
+  int shown_blocks = -1;
+  Clock::time_point shown_at;
+  auto show = [&](bool force) {
+    if (progress == nullptr) return;
+    const Clock::time_point now = Clock::now();
+    const int solved = session->solved_blocks();
+    const bool block_done = solved != shown_blocks;
+    if (!force && !block_done && (!progress->tty() || now - shown_at < std::chrono::milliseconds(100))) {
+      return;
+    }
+    progress->Set(0, SearchProgressText(solved, blocks_total, measured,
+                                        std::chrono::duration<double>(now - start).count()),
+                  /*significant=*/block_done || force);
+    shown_blocks = solved;
+    shown_at = now;
+  };
+  show(/*force=*/true);
+  ios::DirectOracle direct([&](const ios::Stage& stage) -> StatusOr<double> {
+    show(/*force=*/false);  // a block may have been solved since the last stage
+    StatusOr<double> latency = oracle(stage);
+    ++measured;
+    return latency;
+  });
+  Status finished = direct.Finish(*session);
+  show(/*force=*/true);
+  if (progress != nullptr) progress->Finish();
+  RETURN_IF_ERROR(finished);
+  ASSIGN_OR_RETURN(report.ios, session->Result());
+  report.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSIGN_OR_RETURN(report.sequential, ios::SequentialSchedule(graph));
+  RETURN_IF_ERROR(ios::CostSchedule(graph, report.sequential, oracle));
+  ASSIGN_OR_RETURN(report.greedy, ios::GreedySchedule(graph, options.max_groups));
+  RETURN_IF_ERROR(ios::CostSchedule(graph, report.greedy, oracle));
+  return report;
+}
+
+}  // namespace iosfarm::client
