@@ -86,6 +86,9 @@ StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOp
     remote.server = farm->address_;
     ASSIGN_OR_RETURN(std::unique_ptr<FarmClient> client, FarmClient::Connect(remote));
     ASSIGN_OR_RETURN(farm->resumed_jobs_, ListUnfinishedJobs(*client));
+    if (options.before_worker) {
+      RETURN_IF_ERROR(options.before_worker(*client, farm->resumed_jobs_, farm->device_key_));
+    }
   }
 
   worker::WorkerOptions worker_options;

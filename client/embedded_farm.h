@@ -13,11 +13,13 @@
 #define IOSFARM_CLIENT_EMBEDDED_FARM_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "client/farm_client.h"
 #include "client/remote_options.h"
 #include "iosfarm/v1/farm.pb.h"
 #include "common/status.h"
@@ -37,6 +39,13 @@ struct EmbeddedFarmOptions {
   std::string db_path;     // "" = DefaultDatabasePath(); its directory is created
   int cpu_threads = 0;     // cpu backend: 0 = every hardware thread
   std::chrono::milliseconds register_timeout{30000};
+  // Called by Start with a client of the embedded server, the jobs it
+  // resumed and the farm's device key, before the local worker connects (so
+  // none of the jobs can end meanwhile), e.g. to cancel some. An error stops
+  // Start with it.
+  std::function<Status(FarmClient& client, const std::vector<v1::Job>& resumed,
+                       const std::string& device_key)>
+      before_worker;
 };
 
 // $XDG_CACHE_HOME/iosfarm/latency.db, else $HOME/.cache/iosfarm/latency.db;

@@ -51,7 +51,8 @@ class FarmCliTest : public ::testing::Test {
     CliResult r = Run(args);
     EXPECT_EQ(r.code, kExitOk) << r.err;
     std::vector<int64_t> ids;
-    for (const auto& job : nlohmann::json::parse(r.out)["jobs"]) ids.push_back(job["id"]);
+    const nlohmann::json listed = nlohmann::json::parse(r.out);
+    for (const auto& job : listed["jobs"]) ids.push_back(job["id"]);
     return ids;
   }
 

@@ -69,10 +69,12 @@ Status SubmitAndWait(FarmClient& client, const v1::SubmitJobRequest& request,
 }
 
 // The embedded farm resumed what an earlier, interrupted `tune` left
-// unfinished: follow the job of the same model (or cancel it with --fresh)
-// rather than submit it again, and say so.
+// unfinished: follow the job of the same model rather than submit it again
+// (with --fresh, `cancelled` holds it, cancelled before the worker started),
+// and say so.
 Status TuneOnEmbeddedFarm(FarmClient& client, const v1::SubmitJobRequest& request,
-                          const std::vector<v1::Job>& resumed, const TuneCommandOptions& o,
+                          const std::vector<v1::Job>& resumed,
+                          const std::optional<v1::Job>& cancelled, const TuneCommandOptions& o,
                           const std::string& db_path, CommandContext& context) {
   const UnfinishedJobs unfinished = SplitBySameTuning(resumed, request);
   for (const v1::Job& other : unfinished.others) {
@@ -80,14 +82,12 @@ Status TuneOnEmbeddedFarm(FarmClient& client, const v1::SubmitJobRequest& reques
                 << ", left unfinished by an earlier `iosfarm tune`, resumes too and shares the "
                    "local worker\n";
   }
-  if (!unfinished.same) return SubmitAndWait(client, request, o, db_path, context);
-  const v1::Job& earlier = *unfinished.same;
-  if (o.fresh) {
-    ASSIGN_OR_RETURN(v1::Job cancelled, client.CancelJob(earlier.id()));
-    context.err << "iosfarm: cancelled " << DescribeJob(cancelled)
+  if (cancelled) {
+    context.err << "iosfarm: cancelled " << DescribeJob(*cancelled)
                 << ", left unfinished by an earlier `iosfarm tune`; starting anew\n";
-    return SubmitAndWait(client, request, o, db_path, context);
   }
+  if (!unfinished.same || cancelled) return SubmitAndWait(client, request, o, db_path, context);
+  const v1::Job& earlier = *unfinished.same;
   context.err << "iosfarm: resuming " << DescribeJob(earlier)
               << ", left unfinished by an earlier `iosfarm tune`; its measurements are kept "
                  "(--fresh cancels it and starts anew)\n";
@@ -112,6 +112,19 @@ Status RunTuneCommand(TuneCommandOptions o, CommandContext& context) {
   farm_options.device_key = o.spec.device_key;
   farm_options.db_path = o.db_path;
   farm_options.cpu_threads = o.threads;
+  std::optional<v1::Job> cancelled;
+  farm_options.before_worker = [&](FarmClient& client, const std::vector<v1::Job>& resumed,
+                                   const std::string& device_key) -> Status {
+    if (!o.fresh) return absl::OkStatus();
+    v1::SubmitJobRequest same = request;
+    same.set_device_key(device_key);
+    for (const v1::Job& job : resumed) {
+      if (!SameTuning(job, same)) continue;
+      ASSIGN_OR_RETURN(cancelled, client.CancelJob(job.id()));
+      break;
+    }
+    return absl::OkStatus();
+  };
   ASSIGN_OR_RETURN(std::unique_ptr<EmbeddedFarm> farm, EmbeddedFarm::Start(farm_options));
   request.set_device_key(farm->device_key());
   if (o.report.format != "json") {
@@ -123,7 +136,8 @@ Status RunTuneCommand(TuneCommandOptions o, CommandContext& context) {
   remote.server = farm->address();
   ASSIGN_OR_RETURN(std::unique_ptr<FarmClient> client, FarmClient::Connect(remote));
   Status status =
-      TuneOnEmbeddedFarm(*client, request, farm->resumed_jobs(), o, farm->db_path(), context);
+      TuneOnEmbeddedFarm(*client, request, farm->resumed_jobs(), cancelled, o, farm->db_path(),
+                         context);
   client.reset();
   farm->Shutdown();
   return status;

@@ -147,7 +147,7 @@ TEST(TuneCommandTest, ResumesTheJobAnInterruptedTuneLeftOrStartsAfreshWithFresh)
 }
 
 TEST(InterruptNoticeTest, CtrlCPrintsWhatBecomesOfTheJobAndExits130) {
-  GTEST_FLAG(death_test_style) = "threadsafe";  // gRPC threads may exist
+  ::testing::GTEST_FLAG(death_test_style) = "threadsafe";  // gRPC threads may exist
   EXPECT_EXIT(
       {
         ScopedInterruptNotice notice("\niosfarm: interrupted; job 7 stays unfinished");
