@@ -2,6 +2,9 @@
 //
 //   iosfarm-worker --server ADDR --device-key KEY --backend cuda|cpu|sim[:preset] ...
 //
+// --server falls back to $IOSFARM_SERVER (as for the `iosfarm` CLI);
+// --threads sets the cpu backend's threads (--cpu-threads: deprecated alias).
+//
 // Exit status: 0 after a graceful shutdown (SIGINT/SIGTERM), 1 when the
 // backend cannot run here or the server refuses the worker for good, 2 for
 // usage errors. Logs go to stderr.
@@ -24,6 +27,10 @@
 #include "proto/rpc_util.h"
 #include "worker/backends/backend_factory.h"
 #include "worker/worker_daemon.h"
+
+#ifndef IOSFARM_VERSION  // set by the build (worker/CMakeLists.txt)
+#define IOSFARM_VERSION "dev"
+#endif
 
 namespace iosfarm::worker {
 namespace {
@@ -108,7 +115,10 @@ int Main(int argc, char** argv) {
 
   Flags flags;
   CLI::App app{"iosfarm-worker: runs build and profile phases for an iosfarm server"};
-  app.add_option("--server", flags.options.server, "server address, host:port")->required();
+  app.set_version_flag("--version", StrCat("iosfarm-worker ", IOSFARM_VERSION));
+  app.add_option("--server", flags.options.server, "server address, host:port")
+      ->envname("IOSFARM_SERVER")
+      ->required();
   app.add_option("--device-key", flags.options.device_key,
                  "GPU type this worker measures for (e.g. h100-sxm)")
       ->required();
@@ -124,8 +134,14 @@ int Main(int argc, char** argv) {
                  "PEM of the CA that signed the server's certificate (default: plaintext)");
   app.add_option("--worker-id", flags.options.worker_id,
                  "unique id (default: <hostname>-<pid>, plus -gpu<N> for cuda)");
-  app.add_option("--cpu-threads", flags.cpu_threads, "cpu: threads (0 = all)")
-      ->check(CLI::NonNegativeNumber);
+  auto* threads = app.add_option("--threads", flags.cpu_threads, "cpu: threads (0 = all)")
+                      ->check(CLI::NonNegativeNumber);
+  // The spelling before the CLI's --threads; hidden, kept for old scripts.
+  auto* cpu_threads = app.add_option("--cpu-threads", flags.cpu_threads,
+                                     "deprecated spelling of --threads")
+                          ->check(CLI::NonNegativeNumber)
+                          ->excludes(threads)
+                          ->group("");
   app.add_option("--sim-time-scale", flags.sim_time_scale,
                  "sim: wall seconds slept per simulated second")
       ->check(CLI::NonNegativeNumber);
@@ -147,7 +163,7 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
@@ -155,6 +171,9 @@ int Main(int argc, char** argv) {
   }
   Status logging = InitLogging(flags.log_level);
   if (!logging.ok()) return Fail(kExitUsage, ToStd(logging.message()));
+  if (cpu_threads->count() > 0) {
+    spdlog::warn("--cpu-threads is deprecated; use --threads");
+  }
 
   if (!flags.token_file.empty()) {
     StatusOr<std::string> text = rpc::ReadFileToString(flags.token_file);
