@@ -7,6 +7,7 @@
 #include "common/strings.h"
 #include "scheduler/ios/merge.h"
 #include "scheduler/ios/op_bits_map.h"
+#include "scheduler/ios/search_options.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -23,7 +24,12 @@ class BlockDp {
         enumerator_(block, options.bounds),
         local_k_(block.size(), -1),
         group_of_(block.size(), -1),
-        scratch_(block.size() + 2) {}
+        scratch_(block.size() + 2) {
+    enumerator_.SetCheck([this](uint64_t) {
+      if (status_.ok()) CheckBudget(static_cast<int64_t>(scratch_pending_));
+      return status_.ok();
+    });
+  }
 
   StatusOr<BlockSolution> Run() {
     BlockSolution solution;
@@ -72,13 +78,15 @@ class BlockDp {
 
   // Solves `remaining` (non-empty, not solved yet) and returns its cost.
   double Visit(const OpBits<W>& remaining, int depth) {
-    if (options_.max_states > 0 && static_cast<int64_t>(states_.size()) >= options_.max_states) {
-      if (status_.ok()) {
-        status_ = absl::ResourceExhaustedError(
-            StrCat("block starting at '", block_.graph().node(block_.node(0)).name,
-                   "' needs more than ", options_.max_states,
-                   " DP states; lower r/s or the block size"));
-      }
+    // The full check every 4 Ki states or new endings; the state cap and the
+    // stop flag at every state.
+    if (status_.ok() && (++since_check_ >= 4096 ||
+                         (options_.max_states > 0 &&
+                          static_cast<int64_t>(states_.size()) >= options_.max_states) ||
+                         (options_.stop != nullptr &&
+                          options_.stop->load(std::memory_order_relaxed)))) {
+      since_check_ = 0;
+      CheckBudget(0);
     }
     if (!status_.ok()) return 0;
     Scratch& sc = scratch_[depth];
@@ -87,7 +95,18 @@ class BlockDp {
     enumerator_.Enumerate(remaining, [&](const OpBits<W>& ops, const EndingGroup<W>*, int) {
       sc.endings.push_back(ops);
       sc.hashes.push_back(ops.Hash());
+      const int64_t pending = static_cast<int64_t>(sc.endings.size());
+      scratch_pending_ = static_cast<size_t>(pending);
+      if (options_.max_transitions > 0 &&
+          stats_.transitions + pending > options_.max_transitions) {
+        CheckBudget(pending);
+      } else if ((pending & 0xffff) == 0) {
+        CheckBudget(pending);
+      }
+      if (!status_.ok()) enumerator_.Stop();
     });
+    scratch_pending_ = 0;
+    if (!status_.ok()) return 0;
     const size_t count = sc.endings.size();
     stats_.transitions += static_cast<int64_t>(count);
     // Latencies of the endings; prefetch the children's states meanwhile.
@@ -108,7 +127,10 @@ class BlockDp {
       sc.hashes[i] = child.Hash();
       states_.Prefetch(sc.hashes[i]);
     }
-    if (!fresh_.empty()) AddEndings(sc);
+    if (!fresh_.empty()) {
+      AddEndings(sc);
+      since_check_ += static_cast<int64_t>(fresh_.size());
+    }
     double best = kInfinity;
     size_t best_index = 0;
     uint8_t best_merge = 0;
@@ -143,6 +165,45 @@ class BlockDp {
     state.merge = best_merge;
     states_.Insert(remaining, remaining.Hash(), state);
     return best;
+  }
+
+  // Sets status_ when the stop flag is up or the pass is over a budget,
+  // counting `pending` endings of the state being enumerated.
+  void CheckBudget(int64_t pending) {
+    if (options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed)) {
+      status_ = absl::CancelledError("search stopped (job cancelled or server shutting down)");
+      return;
+    }
+    const int64_t states = static_cast<int64_t>(states_.size());
+    if (options_.max_states > 0 && states >= options_.max_states) {
+      OverBudget(StrCat("more than ", options_.max_states, " DP states"));
+    } else if (options_.max_transitions > 0 &&
+               stats_.transitions + pending > options_.max_transitions) {
+      OverBudget(StrCat("more than ", options_.max_transitions, " transitions"));
+    } else if (options_.max_steps > 0 &&
+               static_cast<int64_t>(enumerator_.steps()) > options_.max_steps) {
+      OverBudget(StrCat("more than ", options_.max_steps, " ending enumeration steps"));
+    } else if (options_.max_bytes > 0 && MemoryBytes() > options_.max_bytes) {
+      OverBudget(StrCat("more than ", options_.max_bytes >> 20, " MiB"));
+    }
+  }
+
+  void OverBudget(const std::string& what) {
+    status_ = SearchBudgetError(
+        StrCat("block starting at '", block_.graph().node(block_.node(0)).name, "' (",
+               block_.size(), " ops) needs ", what, " in one search pass (the search budget)"));
+  }
+
+  // Bytes of the pass's tables and scratch, plus the source's.
+  int64_t MemoryBytes() const {
+    size_t bytes = states_.memory_bytes() + endings_.memory_bytes() + groups_.memory_bytes() +
+                   reads_.capacity() * sizeof(ExternalRead);
+    for (const Scratch& sc : scratch_) {
+      bytes += sc.endings.capacity() * sizeof(OpBits<W>) +
+               sc.hashes.capacity() * sizeof(uint64_t) +
+               sc.values.capacity() * sizeof(EndingValue);
+    }
+    return static_cast<int64_t>(bytes) + source_.memory_bytes();
   }
 
   // An ending of the current state not in endings_ yet.
@@ -341,6 +402,8 @@ class BlockDp {
   OpBitsMap<W, StateValue> states_;
   OpBitsMap<W, EndingValue> endings_;
   int64_t merges_ = 0;
+  int64_t since_check_ = 0;  // states and endings added since CheckBudget
+  size_t scratch_pending_ = 0;  // endings of the state being enumerated
   DpStats stats_;
   bool complete_ = true;
   Status status_;

@@ -17,6 +17,7 @@
 #ifndef IOSFARM_SCHEDULER_IOS_BLOCK_DP_H_
 #define IOSFARM_SCHEDULER_IOS_BLOCK_DP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -45,13 +46,23 @@ class LatencySource {
   // The first error the source hit (e.g. a failing oracle); the DP stops
   // and returns it.
   virtual Status status() const = 0;
+  // Bytes the source holds for the running pass (e.g. queued requests),
+  // counted against DpOptions::max_bytes. Optional.
+  virtual int64_t memory_bytes() const { return 0; }
 };
 
 struct DpOptions {
   EndingBounds bounds;
   bool enable_merge = true;
-  // Abort with ResourceExhausted when a block needs more states (0: no limit).
+  // Budget of this pass (0: no limit). Past one the DP stops with a
+  // SearchBudgetError (search_options.h) naming the limit and the block.
   int64_t max_states = 0;
+  int64_t max_transitions = 0;  // (state, ending) pairs
+  int64_t max_steps = 0;        // ending enumeration steps (EndingEnumerator::steps)
+  int64_t max_bytes = 0;        // tables + the source's memory_bytes()
+  // When set, read at every state and every 64 Ki endings: true stops the DP
+  // with Cancelled (a cancelled job, a server shutting down).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct DpStats {
@@ -83,8 +94,8 @@ struct BlockSolution {
 };
 
 // Runs the DP over the whole block. Errors: InvalidArgument for bounds < 1,
-// ResourceExhausted past max_states (naming the block's first op), or the
-// source's error.
+// a SearchBudgetError past a budget (naming the block's first op),
+// Cancelled when `stop` reads true, or the source's error.
 StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
                                    LatencySource& latencies);
 

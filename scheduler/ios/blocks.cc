@@ -100,66 +100,62 @@ void SplitBySize(const graph::Graph& graph, const OpDag& dag, const Piece& piece
     depth = std::max(depth, asap[i] + height[i]);
   }
 
-  // Candidate down-closed cuts, as membership vectors.
-  std::vector<std::vector<char>> candidates;
-  for (int v = 0; v < m; ++v) {
-    std::vector<char> c(m, 0);
-    for (int i = 0; i < m; ++i) c[i] = anc[v].Test(i) || i == v;
-    candidates.push_back(std::move(c));
-    std::vector<char> d(m, 0);
-    for (int i = 0; i < m; ++i) d[i] = !(desc[v].Test(i) || i == v);
-    candidates.push_back(std::move(d));
-  }
-  for (int level = 0; level < depth; ++level) {
-    std::vector<char> a(m, 0), l(m, 0);
-    for (int i = 0; i < m; ++i) {
-      a[i] = asap[i] <= level;
-      l[i] = depth - height[i] <= level;  // ALAP level
-    }
-    candidates.push_back(std::move(a));
-    candidates.push_back(std::move(l));
-  }
-
+  // Candidate down-closed cuts, as membership vectors, each scored as it is
+  // made (materialising all 2m + 2 depth of them would take O(m^2) memory).
   const int min_side = std::max(1, m / 4);
-  int best = -1;
+  std::vector<char> best_cut;
   bool best_in_window = false;
   int best_crossing = std::numeric_limits<int>::max();
   int best_balance = std::numeric_limits<int>::max();
-  for (size_t k = 0; k < candidates.size(); ++k) {
-    const int size = static_cast<int>(std::count(candidates[k].begin(), candidates[k].end(), 1));
-    if (size == 0 || size == m) continue;
+  std::vector<char> c(m, 0);
+  auto consider = [&]() {
+    const int size = static_cast<int>(std::count(c.begin(), c.end(), 1));
+    if (size == 0 || size == m) return;
     const int smaller = std::min(size, m - size);
     const bool in_window = smaller >= min_side;
-    if (best_in_window && !in_window) continue;
+    if (best_in_window && !in_window) return;
     const int balance = std::abs(m - 2 * size);
     if (!in_window) {
       // Outside the window only balance matters (fallback; rare).
-      if (best == -1 || balance < best_balance) {
-        best = static_cast<int>(k);
+      if (best_cut.empty() || balance < best_balance) {
+        best_cut = c;
         best_balance = balance;
       }
-      continue;
+      return;
     }
-    const int crossing = CrossingTensors(graph, dag, pos, local_of, candidates[k]);
+    const int crossing = CrossingTensors(graph, dag, pos, local_of, c);
     if (!best_in_window || crossing < best_crossing ||
         (crossing == best_crossing && balance < best_balance)) {
-      best = static_cast<int>(k);
+      best_cut = c;
       best_in_window = true;
       best_crossing = crossing;
       best_balance = balance;
     }
+  };
+  for (int v = 0; v < m; ++v) {
+    for (int i = 0; i < m; ++i) c[i] = anc[v].Test(i) || i == v;
+    consider();
+    for (int i = 0; i < m; ++i) c[i] = !(desc[v].Test(i) || i == v);
+    consider();
   }
+  for (int level = 0; level < depth; ++level) {
+    for (int i = 0; i < m; ++i) c[i] = asap[i] <= level;
+    consider();
+    for (int i = 0; i < m; ++i) c[i] = depth - height[i] <= level;  // ALAP level
+    consider();
+  }
+
   for (int i = 0; i < m; ++i) local_of[pos[i]] = -1;
   // m >= 2 here, so some candidate is proper (the closure of the last op
   // misses nothing but the ops that are not its ancestors, or the complement
   // of the first op's descendants is non-empty ...). Guard anyway.
   Piece before{{}, piece.start}, after{{}, BlockStart::kSizeSplit};
-  if (best < 0) {
+  if (best_cut.empty()) {
     before.positions.assign(pos.begin(), pos.begin() + m / 2);
     after.positions.assign(pos.begin() + m / 2, pos.end());
   } else {
     for (int i = 0; i < m; ++i) {
-      (candidates[best][i] ? before : after).positions.push_back(pos[i]);
+      (best_cut[i] ? before : after).positions.push_back(pos[i]);
     }
   }
   SplitBySize(graph, dag, before, max_ops, local_of, out);
@@ -256,6 +252,35 @@ StatusOr<BlockPartition> PartitionIntoBlocks(const graph::Graph& graph,
     partition.blocks.push_back(std::move(block));
   }
   return partition;
+}
+
+StatusOr<std::vector<Block>> SplitBlock(const graph::Graph& graph, const Block& block,
+                                        int max_ops) {
+  if (max_ops < 1) return absl::InvalidArgumentError(StrCat("max_ops must be >= 1, got ", max_ops));
+  ASSIGN_OR_RETURN(OpDag dag, BuildOpDag(graph));
+  Piece piece{{}, block.start};
+  for (graph::NodeId id : block.ops) {
+    const int p = id >= 0 && id < static_cast<graph::NodeId>(dag.position.size())
+                      ? dag.position[id]
+                      : -1;
+    if (p < 0) {
+      return absl::InvalidArgumentError(StrCat("node ", id, " is not an operator of the graph"));
+    }
+    piece.positions.push_back(p);
+  }
+  std::sort(piece.positions.begin(), piece.positions.end());
+  std::vector<int> local_of(dag.size(), -1);
+  std::vector<Piece> pieces;
+  SplitBySize(graph, dag, piece, max_ops, local_of, pieces);
+  std::vector<Block> out;
+  for (const Piece& part : pieces) {
+    Block split;
+    split.start = part.start;
+    for (int p : part.positions) split.ops.push_back(dag.order[p]);
+    split.input_tensors = CountInputTensors(graph, split);
+    out.push_back(std::move(split));
+  }
+  return out;
 }
 
 std::string BlockPartitionText(const graph::Graph& graph, const BlockPartition& partition) {

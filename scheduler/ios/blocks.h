@@ -65,6 +65,13 @@ struct BlockPartition {
 StatusOr<BlockPartition> PartitionIntoBlocks(const graph::Graph& graph,
                                              const BlockOptions& options);
 
+// Splits one block of `graph` into blocks of at most `max_ops` ops by the
+// size cut above (the first keeps `block.start`, the others start with
+// kSizeSplit), in execution order. Used when a block is over the search
+// budget. InvalidArgument for max_ops < 1 or ops that are not operators.
+StatusOr<std::vector<Block>> SplitBlock(const graph::Graph& graph, const Block& block,
+                                        int max_ops);
+
 // Human-readable summary for `iosfarm inspect`: one header line, then one line
 // per block: index, op count, how it starts, input tensors, first and last op.
 std::string BlockPartitionText(const graph::Graph& graph, const BlockPartition& partition);

@@ -23,6 +23,8 @@
 #ifndef IOSFARM_SCHEDULER_IOS_ENDINGS_H_
 #define IOSFARM_SCHEDULER_IOS_ENDINGS_H_
 
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/status.h"
@@ -62,10 +64,12 @@ class EndingEnumerator {
 
   // Calls visit(ending, groups, num_groups) for every ending of `remaining`
   // within the bounds, in a deterministic order. `groups` points to
-  // num_groups components, valid during the call only.
+  // num_groups components, valid during the call only. A visit may call
+  // Stop() to end the enumeration early (a budget ran out).
   template <typename Visit>
   void Enumerate(const OpBits<W>& remaining, Visit&& visit) {
     remaining_ = remaining;
+    stopped_ = false;
     OpBits<W> candidates;
     remaining.ForEach([&](int i) {
       if (!succ_[i].Intersects(remaining)) candidates.Set(i);
@@ -73,6 +77,17 @@ class EndingEnumerator {
     groups_.clear();
     Grow(OpBits<W>(), candidates, 0, 0, 0, visit);
   }
+
+  // Ends the running Enumerate after the current visit.
+  void Stop() { stopped_ = true; }
+
+  // Growth steps taken so far, over all Enumerate calls: the enumeration's
+  // work, which can be large where it finds few endings (many independent
+  // ops: their groups cannot merge, but the exact pruning cannot know).
+  uint64_t steps() const { return steps_; }
+  // Called every 64 Ki steps with steps(); returning false stops the running
+  // Enumerate (a budget or a stop flag). Optional.
+  void SetCheck(std::function<bool(uint64_t)> check) { check_ = std::move(check); }
 
  private:
   template <typename Visit>
@@ -82,7 +97,14 @@ class EndingEnumerator {
     const int r = bounds_.max_group_ops;
     const int s = bounds_.max_groups;
     const int child_begin = groups_begin + num_groups;
-    while (!candidates.Empty()) {
+    while (!candidates.Empty() && !stopped_) {
+      if (++steps_ >= next_check_) {
+        next_check_ = steps_ + 65536;
+        if (check_ && !check_(steps_)) {
+          stopped_ = true;
+          break;
+        }
+      }
       const int c = candidates.First();
       candidates.Reset(c);
       // c's successors in S are all chosen; its group absorbs theirs.
@@ -131,6 +153,9 @@ class EndingEnumerator {
   const BlockGraph& block_;
   EndingBounds bounds_;
   int max_ops_ = 0;
+  bool stopped_ = false;
+  uint64_t steps_ = 0, next_check_ = 65536;
+  std::function<bool(uint64_t)> check_;
   std::vector<OpBits<W>> succ_, pred_;
   OpBits<W> remaining_;
   std::vector<EndingGroup<W>> groups_;  // stack of per-level group lists

@@ -1,5 +1,6 @@
 #include "scheduler/ios/search_options.h"
 
+#include "absl/strings/cord.h"
 #include "common/strings.h"
 #include "scheduler/ios/op_bits.h"
 
@@ -22,11 +23,31 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(StrCat("boundary_window_ops must be in 0..", kMaxBlockOps,
                                              ", got ", options.boundary_window_ops));
   }
-  if (options.max_states_per_block < 0) {
-    return absl::InvalidArgumentError(
-        StrCat("max_states_per_block must be >= 0, got ", options.max_states_per_block));
+  const SearchBudget& b = options.budget;
+  if (b.max_states_per_pass < 0 || b.max_transitions_per_pass < 0 || b.max_steps_per_pass < 0 ||
+      b.max_bytes_per_pass < 0 ||
+      b.max_transitions_total < 0) {
+    return absl::InvalidArgumentError("search budget limits must be >= 0 (0: no limit)");
+  }
+  if (b.min_block_ops < 1 || b.min_block_ops > kMaxBlockOps) {
+    return absl::InvalidArgumentError(StrCat("budget.min_block_ops must be in 1..", kMaxBlockOps,
+                                             ", got ", b.min_block_ops));
   }
   return absl::OkStatus();
+}
+
+namespace {
+constexpr char kBudgetPayload[] = "iosfarm.dev/search-budget";
+}  // namespace
+
+Status SearchBudgetError(const std::string& message) {
+  Status status = absl::ResourceExhaustedError(message);
+  status.SetPayload(kBudgetPayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsSearchBudgetError(const Status& status) {
+  return absl::IsResourceExhausted(status) && status.GetPayload(kBudgetPayload).has_value();
 }
 
 }  // namespace iosfarm::scheduler::ios

@@ -3,10 +3,41 @@
 #define IOSFARM_SCHEDULER_IOS_SEARCH_OPTIONS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "common/status.h"
 
 namespace iosfarm::scheduler::ios {
+
+// How much work and memory a search may spend, checked as it goes (every DP
+// state, and every 64 Ki endings or enumeration steps inside one state). A pass is one run of the
+// block DP over one block or boundary window. 0 disables a limit.
+//
+// Past a per-pass limit the block is not given up: it is split into blocks of
+// at most 70 % of its size (the size cut of blocks.h) and those are solved
+// instead, down to `min_block_ops`; a boundary window over the budget is
+// skipped (its stages stay as the blocks had them). Past the total limit, or
+// when a block of min_block_ops is still over a per-pass limit, the search
+// fails with ResourceExhausted naming the budget (IsSearchBudgetError).
+struct SearchBudget {
+  int64_t max_states_per_pass = 4'000'000;
+  // (state, ending) pairs evaluated in one pass (IOS's transitions).
+  int64_t max_transitions_per_pass = 1'000'000'000;
+  // Steps of the ending enumeration in one pass (it can search long for few
+  // endings among many independent ops). A few ns each.
+  int64_t max_steps_per_pass = 20'000'000'000;
+  // The pass's tables (states, endings, groups) plus what its latency source
+  // holds for it (queued stage requests).
+  int64_t max_bytes_per_pass = int64_t{1} << 30;
+  // Transitions of every pass of the search together.
+  int64_t max_transitions_total = 0;
+  int min_block_ops = 4;
+};
+
+// A ResourceExhausted error that says a search budget ran out (the message
+// names which), and the test for it.
+Status SearchBudgetError(const std::string& message);
+bool IsSearchBudgetError(const Status& status);
 
 struct SearchOptions {
   int max_group_ops = 3;   // r: ops per group (IOS default 3), 1..64
@@ -23,10 +54,9 @@ struct SearchOptions {
   // again as one small block and replaced when that is cheaper. It recovers
   // parallelism that a size cut separated. 0 disables.
   int boundary_window_ops = 24;
-  // Per-block cap on DP states, to bound memory (0: none): past it the search
-  // fails with ResourceExhausted. The default bounds the state table to about
-  // 2 GiB (the largest zoo block needs 0.15 M states).
-  int64_t max_states_per_block = 30'000'000;
+  // Work and memory bounds (the largest zoo block at r=3, s=8 needs 0.15 M
+  // states per pass, well inside the defaults).
+  SearchBudget budget;
 };
 
 // InvalidArgument naming the field when an option is out of range.

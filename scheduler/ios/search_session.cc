@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "absl/strings/match.h"
 #include "common/strings.h"
 #include "scheduler/ios/merge.h"
 #include "scheduler/ios/op_dag.h"
@@ -23,6 +24,17 @@ Status CheckLatency(Signature signature, double latency_ms) {
   return absl::OkStatus();
 }
 
+// Estimated heap bytes of a queued request (its stage's vectors; a merged
+// conv's description is small and counted as a fixed size).
+int64_t RequestBytes(const StageRequest& request) {
+  int64_t bytes = sizeof(StageRequest) + 64;
+  for (const auto& group : request.stage.groups) {
+    bytes += sizeof(group) + static_cast<int64_t>(group.size() * sizeof(graph::NodeId));
+  }
+  if (request.stage.merged) bytes += 256;
+  return bytes;
+}
+
 }  // namespace
 
 // Looks latencies up; queues a request for each unknown one.
@@ -38,12 +50,17 @@ class SearchSession::CollectingSource : public LatencySource {
     if (inserted) {
       session_.requested_.insert(signature);
       session_.queue_.push_back({signature, stage()});
+      session_.queue_bytes_ += RequestBytes(session_.queue_.back());
     }
     unknown_.push_back(signature);
     return std::nullopt;
   }
   void Prefetch(Signature signature) const override { session_.latencies_.prefetch(signature); }
   Status status() const override { return absl::OkStatus(); }
+  int64_t memory_bytes() const override {
+    return session_.queue_bytes_ +
+           static_cast<int64_t>(unknown_.capacity() * sizeof(Signature));
+  }
 
  private:
   SearchSession& session_;
@@ -158,14 +175,52 @@ Status SearchSession::CreateWindows() {
 Status SearchSession::SolveWith(int b, LatencySource& source) {
   BlockState& state = blocks_[b];
   const bool first_pass = state.phase == BlockPhase::kNotStarted;
+  const SearchBudget& budget = options_.budget;
   state.unknown.clear();
   DpOptions dp;
   dp.bounds = {options_.max_group_ops, options_.max_groups};
   dp.enable_merge = options_.enable_merge;
-  dp.max_states = options_.max_states_per_block;
-  ASSIGN_OR_RETURN(BlockSolution solution, SolveBlock(state.graph, dp, source));
+  dp.max_states = budget.max_states_per_pass;
+  dp.max_transitions = budget.max_transitions_per_pass;
+  dp.max_steps = budget.max_steps_per_pass;
+  dp.max_bytes = budget.max_bytes_per_pass;
+  dp.stop = stop_;
+  bool total_binds = false;  // the total budget is the tighter transitions limit
+  if (budget.max_transitions_total > 0) {
+    const int64_t left = std::max<int64_t>(1, budget.max_transitions_total - stats_.total_transitions);
+    if (dp.max_transitions == 0 || left < dp.max_transitions) {
+      dp.max_transitions = left;
+      total_binds = true;
+    }
+  }
+  StatusOr<BlockSolution> solved = SolveBlock(state.graph, dp, source);
+  if (!solved.ok() && IsSearchBudgetError(solved.status())) {
+    const std::string what(solved.status().message());
+    if (total_binds && absl::StrContains(what, "transitions")) {
+      return SearchBudgetError(StrCat("the search needs more than ", budget.max_transitions_total,
+                                      " DP transitions in all (the search budget; a smaller "
+                                      "block size or r/s needs fewer)"));
+    }
+    if (b >= num_blocks_) {
+      // A boundary window is an optional improvement: keep the blocks' stages.
+      state.solution = BlockSolution();
+      state.solution.complete = true;
+      state.solution.latency_ms = std::numeric_limits<double>::infinity();
+      state.unknown.clear();
+      ++stats_.skipped_windows;
+      MarkSolved(b);
+      return absl::OkStatus();
+    }
+    if (!first_pass || state.graph.size() <= budget.min_block_ops) {
+      return SearchBudgetError(StrCat(what, "; blocks of ", budget.min_block_ops,
+                                      " ops are the smallest it splits into"));
+    }
+    return SplitBlock(b);
+  }
+  ASSIGN_OR_RETURN(BlockSolution solution, std::move(solved));
   RETURN_IF_ERROR(source.status());
   ++stats_.dp_passes;
+  stats_.total_transitions += solution.stats.transitions;
   if (first_pass) {
     stats_.dp_states += solution.stats.states;
     stats_.transitions += solution.stats.transitions;
@@ -183,6 +238,50 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
     state.phase = BlockPhase::kWaiting;
   }
   stats_.unique_signatures = static_cast<int64_t>(latencies_.size());
+  return absl::OkStatus();
+}
+
+Status SearchSession::SplitBlock(int b) {
+  const int max_ops =
+      std::max(options_.budget.min_block_ops, blocks_[b].graph.size() * 7 / 10);
+  const std::vector<uint64_t> key = blocks_[b].graph.structure_key();
+  std::vector<BlockState> old_blocks;
+  old_blocks.swap(blocks_);
+  std::vector<Block> old_partition;
+  old_partition.swap(partition_.blocks);
+  first_with_structure_.clear();
+  int first_piece = -1;
+  for (int i = 0; i < static_cast<int>(old_blocks.size()); ++i) {
+    // Blocks of b's structure after b wait for b (twins are never earlier
+    // than their original): they are split the same way.
+    if (i == b || (i > b && old_blocks[i].graph.structure_key() == key)) {
+      ASSIGN_OR_RETURN(std::vector<Block> pieces, ::iosfarm::scheduler::ios::SplitBlock(graph_, old_partition[i], max_ops));
+      if (i == b) first_piece = static_cast<int>(blocks_.size());
+      for (Block& piece : pieces) {
+        BlockState state;
+        ASSIGN_OR_RETURN(state.graph, BlockGraph::Build(graph_, piece.ops));
+        AddBlock(std::move(state));
+        partition_.blocks.push_back(std::move(piece));
+      }
+      ++stats_.split_blocks;
+    } else {
+      old_blocks[i].twin = -1;  // AddBlock finds it again under the new indices
+      AddBlock(std::move(old_blocks[i]));
+      partition_.blocks.push_back(std::move(old_partition[i]));
+    }
+  }
+  stats_.smallest_split =
+      stats_.smallest_split == 0 ? max_ops : std::min(stats_.smallest_split, max_ops);
+  num_blocks_ = static_cast<int>(blocks_.size());
+  stats_.blocks = num_blocks_;
+  partition_.size_cuts = partition_.articulation_cuts = partition_.largest_block = 0;
+  for (const Block& block : partition_.blocks) {
+    partition_.size_cuts += block.start == BlockStart::kSizeSplit;
+    partition_.articulation_cuts += block.start == BlockStart::kArticulation;
+    partition_.largest_block =
+        std::max(partition_.largest_block, static_cast<int>(block.ops.size()));
+  }
+  next_block_ = first_piece;
   return absl::OkStatus();
 }
 
@@ -262,6 +361,7 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
   while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch) {
     StageRequest request = std::move(queue_.front());
     queue_.pop_front();
+    queue_bytes_ -= RequestBytes(request);
     if (IsKnown(request.signature)) continue;  // measured meanwhile
     batch.push_back(std::move(request));
   }
@@ -281,11 +381,14 @@ Status SearchSession::RunInline(const StageLatencyFn& measure) {
   InlineSource source(*this, measure);
   while (true) {
     for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
-      BlockState& state = blocks_[b];
-      if (state.phase == BlockPhase::kSolved) continue;
-      if (state.phase == BlockPhase::kNotStarted) {
+      if (blocks_[b].phase == BlockPhase::kSolved) continue;
+      if (blocks_[b].phase == BlockPhase::kNotStarted) {
         RETURN_IF_ERROR(StartBlock(b, source));
-      } else if (state.twin < 0) {
+        if (blocks_[b].phase == BlockPhase::kNotStarted) {  // split: start its first piece
+          --b;
+          continue;
+        }
+      } else if (blocks_[b].twin < 0) {
         RETURN_IF_ERROR(SolveWith(b, source));
       }
       ResolveTwins();
@@ -295,6 +398,7 @@ Status SearchSession::RunInline(const StageLatencyFn& measure) {
     RETURN_IF_ERROR(CreateWindows());
   }
   queue_.clear();
+  queue_bytes_ = 0;
   return absl::OkStatus();
 }
 

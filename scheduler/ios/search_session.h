@@ -21,13 +21,22 @@
 // Each unknown signature is requested exactly once per session; a block with
 // unknowns is enumerated once to list them and solved in a second pass once
 // they are known. Once every block is solved, the boundary windows
-// (SearchOptions::boundary_window_ops) go through the same loop. Provide() accepts any signature at any time (a latency that
-// no block needs is kept and harmless).
+// (SearchOptions::boundary_window_ops) go through the same loop. Provide()
+// accepts any signature at any time (a latency that no block needs is kept
+// and harmless).
+//
+// The search keeps to SearchOptions::budget: a block whose first pass runs
+// over a per-pass limit is split (with the blocks of the same structure that
+// wait for it) into smaller blocks, which are solved in its place; a window
+// over the budget is skipped. SetStopFlag() lets another thread stop a long
+// pass (NextUnknown/RunInline then return Cancelled; the session must not be
+// used afterwards).
 //
 // The graph must outlive the session. Not thread-safe: one caller at a time.
 #ifndef IOSFARM_SCHEDULER_IOS_SEARCH_SESSION_H_
 #define IOSFARM_SCHEDULER_IOS_SEARCH_SESSION_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -62,6 +71,10 @@ struct SearchStats {
   int64_t dp_passes = 0;          // block DP runs (a block with unknowns takes two)
   int windows = 0;                // boundary windows re-solved
   int improved_windows = 0;       // of which replaced their stages
+  int skipped_windows = 0;        // left as they were: over the search budget
+  int split_blocks = 0;           // blocks split for being over the budget
+  int smallest_split = 0;         // ops limit of the smallest split (0: none)
+  int64_t total_transitions = 0;  // of every completed pass (the total budget)
   double window_gain_ms = 0;      // latency saved by boundary windows
 };
 
@@ -116,6 +129,10 @@ class SearchSession {
   const BlockPartition& partition() const { return partition_; }
   const SearchStats& stats() const { return stats_; }
   int solved_blocks() const { return solved_blocks_; }
+  // `stop` (may be null; must outlive the session) is read during long
+  // passes; when it reads true the running call returns Cancelled.
+  void SetStopFlag(const std::atomic<bool>* stop) { stop_ = stop; }
+
   // Signatures handed out and not yet provided.
   int64_t outstanding() const { return static_cast<int64_t>(requested_.size()); }
 
@@ -155,7 +172,13 @@ class SearchSession {
   // Appends the boundary windows (all blocks of the partition are solved).
   Status CreateWindows();
   // Starts block or window b (its first DP pass, or waits for its twin).
+  // When the pass is over the budget, block b is split: index b then holds
+  // the first of its pieces, not started yet.
   Status StartBlock(int b, LatencySource& source);
+  // Replaces block b and the later blocks of its structure by their pieces
+  // of at most 70 % of b's size (b: a partition block larger than
+  // budget.min_block_ops, in its first pass).
+  Status SplitBlock(int b);
 
   const graph::Graph& graph_;
   SearchOptions options_;
@@ -171,6 +194,8 @@ class SearchSession {
   absl::flat_hash_map<Signature, double> latencies_;
   absl::flat_hash_set<Signature> requested_;  // queued or handed out, not provided
   std::deque<StageRequest> queue_;            // requests not handed out yet
+  int64_t queue_bytes_ = 0;                   // estimated bytes of queue_
+  const std::atomic<bool>* stop_ = nullptr;
   SearchStats stats_;
 };
 

@@ -17,6 +17,19 @@ namespace iosfarm::scheduler::ios::testing {
 using graph::GraphBuilder;
 using graph::ValueId;
 
+graph::Graph WideGraph(int branches, int depth) {
+  GraphBuilder b(StrCat("wide_", branches, "x", depth));
+  const ValueId x = b.Input("x", {1, 4, 4, 4});
+  std::vector<ValueId> ends;
+  for (int i = 0; i < branches; ++i) {
+    ValueId v = x;
+    for (int d = 0; d < depth; ++d) v = b.Relu(v, StrCat("relu", i, "_", d));
+    ends.push_back(v);
+  }
+  b.Output(b.Concat(ends, 1, "concat"));
+  return std::move(b).Finish().value();
+}
+
 graph::Graph RandomDag(uint64_t seed, int num_ops) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };

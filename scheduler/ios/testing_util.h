@@ -20,6 +20,11 @@ namespace iosfarm::scheduler::ios::testing {
 // Concat, wired to random earlier tensors. Deterministic in `seed`.
 graph::Graph RandomDag(uint64_t seed, int num_ops);
 
+// One input [1, 4, 4, 4] feeding `branches` parallel chains of `depth` Relu
+// ops, joined by one Concat: the widest graphs there are (a hostile model's
+// shape: the DP's state space is 2^branches per block).
+graph::Graph WideGraph(int branches, int depth);
+
 // A latency oracle giving every signature a pseudo-random latency in
 // [0.1, 10.1) ms (a function of the signature and `seed` only, so stages
 // with one signature get one latency, as in a real search).
