@@ -153,11 +153,14 @@ void PhaseExecutor::Store(const std::string& batch_id, std::shared_ptr<Batch> ba
       ++it;
     }
   }
+  // Batches already profiled go first (the server holds back builds so that
+  // unprofiled ones fit), then the least recently built.
   while (static_cast<int>(batches_.size()) >= kMaxBatches) {
-    auto oldest = std::min_element(batches_.begin(), batches_.end(), [](const auto& a, const auto& b) {
-      return a.second->sequence < b.second->sequence;
+    auto victim = std::min_element(batches_.begin(), batches_.end(), [](const auto& a, const auto& b) {
+      return std::make_pair(!a.second->profiled.load(), a.second->sequence) <
+             std::make_pair(!b.second->profiled.load(), b.second->sequence);
     });
-    batches_.erase(oldest);
+    batches_.erase(victim);
   }
   batch->sequence = next_sequence_++;
   batches_.emplace(batch_id, std::move(batch));
@@ -190,6 +193,7 @@ Status PhaseExecutor::ProfileBatch(const v1::PhaseAssignment& assignment,
     latency->set_signature(batch->signatures[i]);
     FillLatency(latencies[i], *latency);
   }
+  batch->profiled = true;
   return absl::OkStatus();
 }
 

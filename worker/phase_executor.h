@@ -5,7 +5,9 @@
 //    the server's signature (stage_spec.h), calls Backend::Build and keeps the
 //    graph and plans under the assignment's batch_id. A newer batch of the
 //    same job replaces the job's older ones; at most kMaxBatches are kept
-//    (least recently built dropped first).
+//    (profiled ones dropped first, then the least recently built). The worker
+//    tells the server kMaxBatches when it registers, and the server never has
+//    more of its builds waiting for their profile (farm_scheduler.h).
 //  * profile (device): Backend::Profile on the plans of batch_id; one
 //    StageLatency per stage, in assignment order, with its signature. Fails
 //    with "unknown batch ..." when the batch is not here (e.g. the worker
@@ -24,6 +26,7 @@
 #ifndef IOSFARM_WORKER_PHASE_EXECUTOR_H_
 #define IOSFARM_WORKER_PHASE_EXECUTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -72,6 +75,7 @@ class PhaseExecutor {
     std::unique_ptr<graph::Graph> graph;
     std::vector<uint64_t> signatures;
     std::vector<std::unique_ptr<StagePlan>> plans;
+    mutable std::atomic<bool> profiled{false};  // evicted first when the table is full
   };
 
   v1::PhaseResult Dispatch(const v1::PhaseAssignment& assignment);

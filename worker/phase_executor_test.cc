@@ -230,6 +230,24 @@ TEST_F(PhaseExecutorTest, KeepsAtMostMaxBatches) {
   EXPECT_TRUE(executor_->HasBatch(StrCat("b", PhaseExecutor::kMaxBatches + 3)));
 }
 
+TEST_F(PhaseExecutorTest, ProfiledBatchesAreEvictedBeforeUnprofiledOnes) {
+  graph::Graph graph = graph::testing::SmallBranchyGraph(false);
+  const auto stages = GreedyStages(graph);
+  // b1 (oldest) waits for its profile; b2 has been profiled.
+  ASSERT_TRUE(executor_->Execute(BuildAssignment(1, 1, "b1", graph, stages)).ok());
+  ASSERT_TRUE(executor_->Execute(BuildAssignment(2, 2, "b2", graph, stages)).ok());
+  ASSERT_TRUE(executor_->Execute(ProfileAssignment(3, 2, "b2")).ok());
+  for (int job = 3; job <= PhaseExecutor::kMaxBatches; ++job) {
+    ASSERT_TRUE(executor_->Execute(BuildAssignment(job + 10, job, StrCat("b", job), graph, stages)).ok());
+  }
+  // The table is full: the next build evicts the profiled b2, not b1.
+  ASSERT_TRUE(executor_->Execute(BuildAssignment(99, 99, "b99", graph, stages)).ok());
+  EXPECT_EQ(executor_->num_batches(), PhaseExecutor::kMaxBatches);
+  EXPECT_TRUE(executor_->HasBatch("b1"));
+  EXPECT_FALSE(executor_->HasBatch("b2"));
+  EXPECT_TRUE(executor_->Execute(ProfileAssignment(100, 1, "b1")).ok());
+}
+
 TEST_F(PhaseExecutorTest, AnEmptyAssignmentFails) {
   v1::PhaseAssignment assignment;
   assignment.set_phase_id(4);

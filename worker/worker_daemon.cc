@@ -104,6 +104,11 @@ WorkerDaemon::WorkerDaemon(WorkerOptions options, std::unique_ptr<Backend> backe
   if (options_.worker_id.empty()) {
     options_.worker_id = DefaultWorkerId(backend_->name(), options_.cuda_device);
   }
+  // A token read with its newline (a file, `echo`, an env var) is trimmed;
+  // ValidateOptions rejects what is left if it cannot travel in a header.
+  if (auto token = rpc::NormalizeToken(options_.token, "worker token"); token.ok()) {
+    options_.token = *std::move(token);
+  }
 }
 
 WorkerDaemon::~WorkerDaemon() {
@@ -149,6 +154,11 @@ Status WorkerDaemon::ValidateOptions() const {
   if (!(options_.register_timeout_s > 0)) {
     return absl::InvalidArgumentError(
         StrCat("register timeout must be > 0 (got ", options_.register_timeout_s, " s)"));
+  }
+  if (auto token = rpc::NormalizeToken(options_.token, "worker token (--token, --token-file "
+                                                      "or IOSFARM_WORKER_TOKEN)");
+      !token.ok()) {
+    return token.status();
   }
   if (!options_.tls_ca_file.empty()) {
     StatusOr<std::string> ca = rpc::ReadFileToString(options_.tls_ca_file);
@@ -241,6 +251,7 @@ Status WorkerDaemon::RunSession(bool* registered) {
   worker->set_backend(backend_->name());
   worker->set_device_description(backend_->device_description());
   worker->set_version(IOSFARM_VERSION);
+  worker->set_max_built_batches(PhaseExecutor::kMaxBatches);
   session->Write(hello);  // on failure, Read below returns false at once
 
   Status protocol_error;

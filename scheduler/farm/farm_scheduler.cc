@@ -55,7 +55,8 @@ Status FarmScheduler::RemoveJob(JobId job, double now_s) {
   return absl::OkStatus();
 }
 
-Status FarmScheduler::WorkerJoined(const std::string& worker, const std::string& device_key) {
+Status FarmScheduler::WorkerJoined(const std::string& worker, const std::string& device_key,
+                                   int max_batches) {
   if (worker.empty() || device_key.empty()) {
     return absl::InvalidArgumentError(
         StrCat("worker '", worker, "' with device key '", device_key, "': empty name or key"));
@@ -66,6 +67,7 @@ Status FarmScheduler::WorkerJoined(const std::string& worker, const std::string&
   Worker& w = workers_[worker];
   w.name = worker;
   w.key = device_key;
+  w.max_batches = std::max(0, max_batches);
   KeyPool& pool = Pool(device_key);
   pool.workers.insert(worker);
   pool.free_cpu.insert(worker);
@@ -147,7 +149,10 @@ Status FarmScheduler::Enqueue(JobId job, PhaseRequest request, double now_s) {
   phase.key = j.key;
   phase.pinned = std::move(request.pinned_worker);
   phase.queued_s = t;
-  if (!phase.pinned.empty()) workers_.at(phase.pinned).pinned_phases.insert(id);
+  if (!phase.pinned.empty()) {
+    workers_.at(phase.pinned).pinned_phases.insert(id);
+    if (phase.kind == PhaseKind::kProfile) HoldBatch(phase, phase.pinned);
+  }
   j.phase = id;
   switch (policy_) {
     case Policy::kInterleaved:
@@ -236,7 +241,28 @@ void FarmScheduler::EndRoundPart(Phase& phase) {
   --round_outstanding_;
 }
 
+void FarmScheduler::HoldBatch(Phase& phase, const std::string& worker) {
+  phase.batch_worker = worker;
+  ++workers_.at(worker).held_batches;
+}
+
+void FarmScheduler::ReleaseBatch(Phase& phase) {
+  if (phase.batch_worker.empty()) return;
+  auto wit = workers_.find(phase.batch_worker);
+  if (wit != workers_.end()) {
+    --wit->second.held_batches;
+    dirty_keys_.insert(wit->second.key);  // a build may fit there now
+  }
+  phase.batch_worker.clear();
+}
+
+int FarmScheduler::held_batches(std::string_view worker) const {
+  auto it = workers_.find(std::string(worker));
+  return it == workers_.end() ? 0 : it->second.held_batches;
+}
+
 void FarmScheduler::DropQueued(Phase& phase) {
+  ReleaseBatch(phase);
   if (phase.state == PhaseState::kHeld) {
     held_.erase(phase.rank);
   } else {
@@ -254,6 +280,7 @@ void FarmScheduler::DropQueued(Phase& phase) {
 }
 
 void FarmScheduler::EndRunning(Phase& phase, PhaseOutcome outcome, double now_s) {
+  ReleaseBatch(phase);
   PhaseRecord record;
   record.phase = phase.id;
   record.job = phase.job;
@@ -336,6 +363,7 @@ void FarmScheduler::Start(Phase& phase, const std::string& worker, int slot, dou
       phase.worker = worker;
       phase.resource = WorkerCpuResource(worker);
       w.cpu_phase = phase.id;
+      if (phase.kind == PhaseKind::kBuild) HoldBatch(phase, worker);
       Pool(w.key).free_cpu.erase(worker);
       break;
     }
@@ -364,6 +392,8 @@ void FarmScheduler::DispatchKey(const std::string& key, bool gpu, double now_s,
   Queue& unpinned = gpu ? pool.gpu : pool.build;
   std::set<std::string>& free = gpu ? pool.free_gpu : pool.free_cpu;
   std::set<std::string>& waiting = gpu ? pool.pinned_gpu_waiting : pool.pinned_build_waiting;
+  // A build needs room for one more batch on its worker.
+  auto can_take = [&](const Worker& w) { return gpu || w.HasRoomForBuild(); };
   while (!free.empty()) {
     // The oldest ready phase pinned to a free worker.
     const QueueKey* best = nullptr;
@@ -371,20 +401,22 @@ void FarmScheduler::DispatchKey(const std::string& key, bool gpu, double now_s,
     for (const std::string& name : waiting) {
       if (free.count(name) == 0) continue;
       const Worker& w = workers_.at(name);
+      if (!can_take(w)) continue;
       const Queue& q = gpu ? w.pinned_gpu : w.pinned_build;
       if (best == nullptr || *q.begin() < *best) {
         best = &*q.begin();
         best_worker = &w.name;
       }
     }
+    // Prefer a free worker with no pinned work waiting for it; for a build,
+    // then the one whose GPU has the least work (running + pinned queue),
+    // since the profile of that build will be pinned to it. Ties: by name.
+    const std::string* chosen = nullptr;
     if (!unpinned.empty() && (best == nullptr || *unpinned.begin() < *best)) {
-      // Prefer a free worker with no pinned work waiting for it; for a build,
-      // then the one whose GPU has the least work (running + pinned queue),
-      // since the profile of that build will be pinned to it. Ties: by name.
-      const std::string* chosen = nullptr;
       std::pair<int, size_t> chosen_load;
       for (const std::string& name : free) {
         const Worker& w = workers_.at(name);
+        if (!can_take(w)) continue;
         const std::pair<int, size_t> load(
             waiting.count(name) ? 1 : 0,
             gpu ? 0 : w.pinned_gpu.size() + (w.gpu_phase != 0 ? 1 : 0));
@@ -394,6 +426,8 @@ void FarmScheduler::DispatchKey(const std::string& key, bool gpu, double now_s,
           if (load == std::pair<int, size_t>(0, 0)) break;
         }
       }
+    }
+    if (chosen != nullptr) {
       const std::string worker = *chosen;
       Start(phases_.at(std::get<2>(*unpinned.begin())), worker, -1, now_s, out);
     } else if (best != nullptr) {

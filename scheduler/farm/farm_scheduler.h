@@ -32,6 +32,14 @@
 // A job has at most one phase queued or in flight (its phases run in order,
 // one at a time).
 //
+// Built batches. A worker keeps a limited number of built batches
+// (`max_batches` at WorkerJoined; 0: no limit). A batch is held on a worker
+// from the start of its build until the profile pinned to that worker ends
+// or is dropped; a build starts on a worker only while it holds fewer than
+// its limit, so no profile ever finds its batch evicted however many jobs
+// build at once. The caller enqueues the pinned profile of a finished build
+// before its next Dispatch (the batch is uncounted in between).
+//
 // Policies:
 //  - kInterleaved (Listing 2, the default): a phase is ready as soon as it is
 //    enqueued; every free resource takes the next ready phase of its queues
@@ -115,8 +123,11 @@ class FarmScheduler {
   Status RemoveJob(JobId job, double now_s);
 
   // AlreadyExists if a worker of that name is registered; InvalidArgument for
-  // an empty name or key.
-  Status WorkerJoined(const std::string& worker, const std::string& device_key);
+  // an empty name or key. `max_batches`: built batches it keeps (0: no limit).
+  Status WorkerJoined(const std::string& worker, const std::string& device_key,
+                      int max_batches = 0);
+  // Batches held on the worker now (see "Built batches"); 0 for an unknown one.
+  int held_batches(std::string_view worker) const;
 
   // The worker is gone: phases in flight on it end with kWorkerLost (records
   // at now_s); queued phases pinned to it are dropped. Returns the affected
@@ -185,6 +196,7 @@ class FarmScheduler {
     std::string resource;
     std::string worker;
     int slot = -1;
+    std::string batch_worker;  // the worker it holds a built batch on, if any
   };
 
   struct Worker {
@@ -195,6 +207,9 @@ class FarmScheduler {
     Queue pinned_build;     // ready builds pinned here
     Queue pinned_gpu;       // ready profile/measure pinned here
     std::set<PhaseId> pinned_phases;  // every queued phase pinned here (any state)
+    int max_batches = 0;   // built batches it keeps; 0: no limit
+    int held_batches = 0;  // builds running + pinned profiles queued or running
+    bool HasRoomForBuild() const { return max_batches <= 0 || held_batches < max_batches; }
   };
 
   struct KeyPool {
@@ -212,6 +227,9 @@ class FarmScheduler {
   void Unqueue(Phase& phase);          // removes a ready phase from its queue
   void DropQueued(Phase& phase);       // drops a held or ready phase
   void EndRunning(Phase& phase, PhaseOutcome outcome, double now_s);
+  // The phase holds a batch on `worker` / no longer does.
+  void HoldBatch(Phase& phase, const std::string& worker);
+  void ReleaseBatch(Phase& phase);
   void EndRoundPart(Phase& phase);
   void ReleaseSequentialHead(double now_s);
   void MaybeStartRound(double now_s);

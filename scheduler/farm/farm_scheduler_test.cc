@@ -441,3 +441,82 @@ TEST(FarmSchedulerTest, Deterministic) {
 
 }  // namespace
 }  // namespace iosfarm::scheduler::farm
+
+namespace iosfarm::scheduler::farm {
+namespace {
+
+// Issue 13: 20 jobs on one worker that keeps 8 built batches; the server
+// pinned more profiles to it than it held, and profiles found their batch
+// evicted. Builds now wait while the worker holds its limit.
+TEST(FarmSchedulerBatchLimitTest, NeverMoreBatchesOnAWorkerThanItKeeps) {
+  constexpr int kLimit = 3;
+  FarmScheduler s(Policy::kInterleaved, 2);
+  ASSERT_TRUE(s.WorkerJoined("w", "k", kLimit).ok());
+  std::map<PhaseId, Assignment> running;
+  double now = 0;
+  auto dispatch = [&] {
+    for (const Assignment& a : s.Dispatch(now)) running[a.phase] = a;
+    EXPECT_LE(s.held_batches("w"), kLimit);
+  };
+  for (JobId job = 1; job <= 12; ++job) {
+    ASSERT_TRUE(s.AddJob(job, "k").ok());
+    ASSERT_TRUE(s.Enqueue(job, Req(PhaseKind::kBuild), now).ok());
+  }
+  int max_held = 0, profiles = 0;
+  dispatch();
+  // Finish builds at once (fast CPU), profiles one at a time (slow GPU): the
+  // pressure that overflowed the worker.
+  while (!running.empty()) {
+    now += 1;
+    // Prefer finishing a build: the GPU falls behind.
+    auto it = std::find_if(running.begin(), running.end(),
+                           [](const auto& r) { return r.second.kind == PhaseKind::kBuild; });
+    if (it == running.end()) it = running.begin();
+    const Assignment a = it->second;
+    running.erase(it);
+    ASSERT_TRUE(s.Finished(a.phase, PhaseOutcome::kOk, now).ok());
+    if (a.kind == PhaseKind::kBuild) {
+      ASSERT_TRUE(s.Enqueue(a.job, Req(PhaseKind::kProfile, "w"), now).ok());
+    } else {
+      ++profiles;
+    }
+    max_held = std::max(max_held, s.held_batches("w"));
+    dispatch();
+  }
+  EXPECT_EQ(profiles, 12);            // every job got through
+  EXPECT_EQ(max_held, kLimit);        // the limit was reached, never passed
+  EXPECT_EQ(s.held_batches("w"), 0);  // and everything released
+}
+
+TEST(FarmSchedulerBatchLimitTest, DroppedAndLostPhasesReleaseTheirBatches) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.WorkerJoined("w", "k", 1).ok());
+  ASSERT_TRUE(s.WorkerJoined("v", "k", 1).ok());
+  for (JobId job = 1; job <= 3; ++job) {
+    ASSERT_TRUE(s.AddJob(job, "k").ok());
+    ASSERT_TRUE(s.Enqueue(job, Req(PhaseKind::kBuild), 0).ok());
+  }
+  auto started = s.Dispatch(0);
+  ASSERT_THAT(started, SizeIs(2));  // one build per worker, job 3 waits
+  EXPECT_EQ(s.held_batches("w") + s.held_batches("v"), 2);
+  // Job 1's build finishes; its pinned profile keeps the batch; removing the
+  // job drops the profile and frees the room for job 3.
+  const Assignment first = started[0];
+  ASSERT_TRUE(s.Finished(first.phase, PhaseOutcome::kOk, 1).ok());
+  ASSERT_TRUE(s.Enqueue(first.job, Req(PhaseKind::kProfile, first.worker), 1).ok());
+  auto next = s.Dispatch(1);
+  ASSERT_THAT(next, SizeIs(1));
+  EXPECT_EQ(next[0].kind, PhaseKind::kProfile);
+  ASSERT_TRUE(s.RemoveJob(first.job, 2).ok());
+  EXPECT_EQ(s.held_batches(first.worker), 0);
+  next = s.Dispatch(2);
+  ASSERT_THAT(next, SizeIs(1));
+  EXPECT_EQ(next[0].job, 3);
+  EXPECT_EQ(next[0].kind, PhaseKind::kBuild);
+  // A lost worker takes its batches with it.
+  (void)s.WorkerLost(next[0].worker, 3);
+  EXPECT_EQ(s.held_batches(next[0].worker), 0);
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::farm
