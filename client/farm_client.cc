@@ -45,7 +45,9 @@ FarmClient::FarmClient(RemoteOptions options, std::shared_ptr<grpc::Channel> cha
       channel_(std::move(channel)),
       stub_(v1::TuningService::NewStub(channel_)) {}
 
-StatusOr<std::unique_ptr<FarmClient>> FarmClient::Connect(const RemoteOptions& options) {
+StatusOr<std::unique_ptr<FarmClient>> FarmClient::Connect(const RemoteOptions& given) {
+  RemoteOptions options = given;
+  ASSIGN_OR_RETURN(options.token, rpc::NormalizeToken(given.token, "--token / IOSFARM_TOKEN"));
   rpc::ChannelOptions channel_options;
   channel_options.address = options.server;
   channel_options.tls_ca_file = options.tls_ca_file;

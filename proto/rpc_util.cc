@@ -45,10 +45,26 @@ StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions& optio
   return grpc::CreateCustomChannel(options.address, credentials, args);
 }
 
+StatusOr<std::string> NormalizeToken(std::string_view token, std::string_view source) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!token.empty() && space(token.front())) token.remove_prefix(1);
+  while (!token.empty() && space(token.back())) token.remove_suffix(1);
+  for (size_t i = 0; i < token.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          StrCat(source, ": the token has a ",
+                 c < 0x20 || c == 0x7f ? "control character" : c == ' ' ? "space" : "non-ASCII byte",
+                 " at position ", i + 1, " (tokens are printable ASCII without spaces)"));
+    }
+  }
+  return std::string(token);
+}
+
 void PrepareContext(grpc::ClientContext& context, std::string_view token,
                     std::optional<std::chrono::milliseconds> timeout) {
-  if (!token.empty()) {
-    context.AddMetadata(std::string(kAuthorizationKey), StrCat("Bearer ", token));
+  if (auto normalized = NormalizeToken(token, "token"); normalized.ok() && !normalized->empty()) {
+    context.AddMetadata(std::string(kAuthorizationKey), StrCat("Bearer ", *normalized));
   }
   if (timeout) context.set_deadline(std::chrono::system_clock::now() + *timeout);
 }

@@ -37,10 +37,18 @@ struct ChannelOptions {
 // NotFound/InvalidArgument naming the CA file when it cannot be read.
 StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions& options);
 
-// Adds "authorization: Bearer <token>" (nothing for an empty token) and, if
-// given, a deadline to a client context.
+// Adds "authorization: Bearer <token>" (nothing for an empty token, or for
+// one NormalizeToken rejects: the call then fails as unauthenticated instead
+// of aborting) and, if given, a deadline to a client context.
 void PrepareContext(grpc::ClientContext& context, std::string_view token,
                     std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+// A token as read from a flag, an environment variable or a file: leading
+// and trailing whitespace (a file's or `echo`'s newline) removed; then
+// InvalidArgument naming `source` and the position when a byte is left that
+// cannot travel in a header (control characters, spaces, non-ASCII: gRPC
+// aborts the process on those).
+StatusOr<std::string> NormalizeToken(std::string_view token, std::string_view source);
 
 // The bearer token a call carries, or "" when it has none (or a malformed
 // header).

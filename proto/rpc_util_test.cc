@@ -43,6 +43,27 @@ TEST(RpcUtilTest, WaitForConnectedNamesTheAddress) {
   EXPECT_NE(status.message().find("127.0.0.1:1"), std::string::npos);
 }
 
+TEST(RpcUtilTest, NormalizeTokenTrimsWhitespaceAndRejectsHeaderBreakers) {
+  EXPECT_EQ(*NormalizeToken("secret\n", "--token"), "secret");
+  EXPECT_EQ(*NormalizeToken("  secret\r\n", "--token"), "secret");
+  EXPECT_EQ(*NormalizeToken("", "--token"), "");
+  for (const std::string bad : {std::string("sec\nret"), std::string("sec ret"),
+                                std::string("sec\x01ret"), std::string("sec\xc3\xa9t")}) {
+    auto normalized = NormalizeToken(bad, "IOSFARM_TOKEN");
+    ASSERT_FALSE(normalized.ok()) << bad;
+    EXPECT_EQ(normalized.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(normalized.status().message().find("IOSFARM_TOKEN: the token has a"),
+              std::string::npos)
+        << normalized.status();
+    EXPECT_NE(normalized.status().message().find("position 4"), std::string::npos)
+        << normalized.status();
+  }
+  // PrepareContext never hands gRPC a header it would abort on.
+  grpc::ClientContext context;
+  PrepareContext(context, "bad\ntoken");
+  PrepareContext(context, "good-token\n");
+}
+
 TEST(RpcUtilTest, ReadFileToString) {
   auto path = std::filesystem::temp_directory_path() / "iosfarm_rpc_util_test.txt";
   { std::ofstream(path) << "token-a client\n"; }
