@@ -361,3 +361,48 @@ TEST_F(ServerAuthTest, TokensFromTheEnvironment) {
 
 }  // namespace
 }  // namespace iosfarm::server
+
+namespace iosfarm::server {
+namespace {
+
+// Who may cancel what (docs/farm.md): a client cancels only its own jobs; an
+// admin client (--admin-clients) any; everyone may read every job.
+TEST_F(ServerAuthTest, OnlyTheOwnerOrAnAdminCancelsAJob) {
+  constexpr char kBobToken[] = "bob-token-0123456789";
+  constexpr char kAdminToken[] = "admin-token-0123456789";
+  ServerOptions options = Options();
+  WriteFileBytes(options.client_tokens_file, std::string(kClientToken) + " alice\n" + kBobToken +
+                                                 " bob\n" + kAdminToken + " ops\n");
+  options.admin_clients = {"ops"};
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  testing::FakeWorker silent(*farm.workers, kWorkerToken, "silent", "sim-test");  // never answers
+  ASSERT_TRUE(silent.Connect().ok());
+
+  v1::Job first, second;
+  ASSERT_TRUE(farm.tuning->SubmitJob(Context(kClientToken).get(),
+                                     ZooRequest("squeezenet", "sim-test"), &first).ok());
+  ASSERT_TRUE(farm.tuning->SubmitJob(Context(kClientToken).get(),
+                                     ZooRequest("squeezenet", "sim-test"), &second).ok());
+  v1::JobRequest request;
+  request.set_job_id(first.id());
+  v1::Job response;
+  // Bob reads alice's job but cannot cancel it.
+  EXPECT_TRUE(farm.tuning->GetJob(Context(kBobToken).get(), request, &response).ok());
+  grpc::Status denied = farm.tuning->CancelJob(Context(kBobToken).get(), request, &response);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED) << denied.error_message();
+  EXPECT_THAT(denied.error_message(), HasSubstr("belongs to client 'alice'"));
+  ASSERT_TRUE(farm.tuning->GetJob(Context(kClientToken).get(), request, &response).ok());
+  EXPECT_NE(response.state(), v1::CANCELLED);
+  // Alice cancels her own job; the admin cancels hers too.
+  grpc::Status own = farm.tuning->CancelJob(Context(kClientToken).get(), request, &response);
+  EXPECT_TRUE(own.ok()) << own.error_message();
+  EXPECT_EQ(response.state(), v1::CANCELLED);
+  request.set_job_id(second.id());
+  grpc::Status admin = farm.tuning->CancelJob(Context(kAdminToken).get(), request, &response);
+  EXPECT_TRUE(admin.ok()) << admin.error_message();
+  EXPECT_EQ(response.state(), v1::CANCELLED);
+}
+
+}  // namespace
+}  // namespace iosfarm::server

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/strings.h"
+#include "server/proto_convert.h"
 #include "spdlog/spdlog.h"
 
 namespace iosfarm::server {
@@ -26,6 +27,16 @@ namespace {
 std::string WorkerStateName(farm::PhaseKind kind) { return std::string(farm::PhaseKindName(kind)); }
 
 }  // namespace
+
+scheduler::ios::SearchBudget FarmSearchBudget() {
+  scheduler::ios::SearchBudget budget;
+  budget.max_states_per_pass = 2'000'000;
+  budget.max_transitions_per_pass = 100'000'000;
+  budget.max_steps_per_pass = 1'000'000'000;
+  budget.max_bytes_per_pass = int64_t{256} << 20;
+  budget.max_transitions_total = 4'000'000'000;
+  return budget;
+}
 
 StatusOr<std::map<farm::PhaseKind, double>> ParseSyntheticPhaseSeconds(const std::string& text) {
   std::map<farm::PhaseKind, double> out;
@@ -104,6 +115,8 @@ void FarmCoordinator::Shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
     for (auto& [id, worker] : workers_) links.push_back(worker.link);
+    // Running search passes stop; their jobs stay unfinished (Resume).
+    for (auto& [id, job] : jobs_) job->stop = true;
     changed_.SignalAll();
   }
   for (auto& link : links) link->Close();
@@ -300,6 +313,7 @@ StatusOr<JobRow> FarmCoordinator::Cancel(int64_t job_id) {
                                                   JobStateName(row->state), ")"));
     }
     std::shared_ptr<JobContext> job = it->second;
+    job->stop = true;  // a running search pass ends soon
     for (const auto& [phase, flight] : in_flight_) {
       if (flight.job != job_id || flight.worker.empty()) continue;
       auto w = workers_.find(flight.worker);
@@ -582,7 +596,8 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
         }
       }
       if (graph.ok()) {
-        auto runner = JobRunner::Create(job->row, std::move(*graph));
+        auto runner =
+            JobRunner::Create(job->row, std::move(*graph), options_.search_budget, &job->stop);
         if (runner.ok()) {
           job->runner = std::move(*runner);
         } else {
@@ -629,6 +644,9 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
   std::vector<Send> sends;
   {
     absl::MutexLock lock(&mu_);
+    // Shutting down: the phase (stopped or finished) is not recorded; the
+    // job resumes from its last stored state after a restart.
+    if (shutting_down_) return;
     if (!jobs_.contains(assignment.job)) {
       // Cancelled meanwhile. The cancel released the job's claims, but this
       // enumerate may have claimed signatures since: release them again, or
@@ -693,7 +711,11 @@ Status FarmCoordinator::WorkerJoined(const v1::RegisterWorker& registration,
     RETURN_IF_ERROR(store_->UpsertDevice(registration.device_key(),
                                          registration.device_description(),
                                          registration.backend(), NowUnixMs()));
-    RETURN_IF_ERROR(scheduler_.WorkerJoined(registration.worker_id(), registration.device_key()));
+    // Workers from before max_built_batches kept 8.
+    const int max_batches =
+        registration.max_built_batches() > 0 ? registration.max_built_batches() : 8;
+    RETURN_IF_ERROR(scheduler_.WorkerJoined(registration.worker_id(), registration.device_key(),
+                                            max_batches));
     WorkerState state;
     state.registration = registration;
     state.link = std::move(link);
@@ -796,6 +818,13 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResu
       } else if (flight.kind == farm::PhaseKind::kMeasure) {
         const double search_s = NowSeconds() - job->submitted_s;
         auto row = job->runner->ApplyMeasure(result, worker, backend, search_s);
+        // A result row that cannot be read back is never written.
+        if (row.ok()) {
+          if (auto readable = ResultToProto(*row); !readable.ok()) {
+            row = absl::InvalidArgumentError(
+                StrCat("the result from ", worker, " cannot be read back: ", readable.status().message()));
+          }
+        }
         if (!row.ok()) {
           RetryLocked(*job, std::string(row.status().message()));
         } else {

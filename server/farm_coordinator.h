@@ -17,6 +17,7 @@
 #ifndef IOSFARM_SERVER_FARM_COORDINATOR_H_
 #define IOSFARM_SERVER_FARM_COORDINATOR_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -35,6 +36,7 @@
 #include "graph/graph.h"
 #include "iosfarm/v1/farm.pb.h"
 #include "scheduler/farm/farm_scheduler.h"
+#include "scheduler/ios/search_options.h"
 #include "server/farm_metrics.h"
 #include "server/farm_store.h"
 #include "server/job_runner.h"
@@ -50,6 +52,13 @@ class WorkerLink {
   // Ends the stream (the worker is considered lost).
   virtual void Close() = 0;
 };
+
+// The server's default search budget. Each server slot runs one search pass
+// at a time, so the search's memory is bounded by server_slots x
+// max_bytes_per_pass (256 MiB) plus what the jobs keep between passes; a pass
+// is bounded to 100 M transitions (seconds of one core) so that no job holds
+// a slot for long, and a job to 4 G transitions in all (a few minutes).
+scheduler::ios::SearchBudget FarmSearchBudget();
 
 struct CoordinatorOptions {
   scheduler::farm::Policy policy = scheduler::farm::Policy::kInterleaved;
@@ -67,6 +76,8 @@ struct CoordinatorOptions {
   std::map<scheduler::farm::PhaseKind, double> synthetic_phase_seconds;
   // Where to report metrics (not owned; must outlive the coordinator), or null.
   FarmMetrics* metrics = nullptr;
+  // What one job's search may spend (FarmSearchBudget()).
+  scheduler::ios::SearchBudget search_budget = FarmSearchBudget();
 };
 
 // Parses "kind=seconds,..." (kinds: enumerate, build, profile, update,
@@ -148,6 +159,8 @@ class FarmCoordinator {
     double submitted_s = 0;
     int64_t version = 0;
     std::string message;
+    // Set by Cancel and Shutdown: a running search pass stops soon after.
+    std::atomic<bool> stop{false};
   };
   struct WorkerState {
     v1::RegisterWorker registration;

@@ -1,6 +1,7 @@
 #include "server/farm_server.h"
 
 #include <cstdlib>
+#include <optional>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -10,9 +11,11 @@
 #include "proto/rpc_util.h"
 #include "scheduler/farm/farm_scheduler.h"
 #include "server/auth.h"
+#include "server/database_lock.h"
 #include "server/farm_coordinator.h"
 #include "server/farm_metrics.h"
 #include "server/farm_store.h"
+#include "server/tls_files.h"
 #include "server/tuning_service.h"
 #include "server/worker_service.h"
 #include "spdlog/spdlog.h"
@@ -53,6 +56,7 @@ v1::ProfileOptions ProfileFrom(const ServerOptions& options) {
 class FarmServer::Impl {
  public:
   ServerOptions options;
+  std::optional<DatabaseLock> db_lock;  // held while the server runs
   TokenSet client_tokens, worker_tokens;
   FarmMetrics metrics;  // outlives the coordinator (declared first)
   std::unique_ptr<FarmStore> store;
@@ -99,7 +103,14 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
                "IOSFARM_CLIENT_TOKENS/IOSFARM_WORKER_TOKENS); use a loopback address or "
                "--insecure"));
   }
+  // TLS files are checked first: gRPC would only say it cannot listen.
+  std::optional<TlsPem> tls;
+  if (!options.tls_cert_file.empty()) {
+    ASSIGN_OR_RETURN(tls, LoadServerTls(options.tls_cert_file, options.tls_key_file));
+  }
+  ASSIGN_OR_RETURN(impl->db_lock, DatabaseLock::Acquire(options.db_path));
   ASSIGN_OR_RETURN(impl->store, FarmStore::Open(options.db_path));
+  RETURN_IF_ERROR(impl->store->CheckUsable());
 
   CoordinatorOptions coordinator;
   coordinator.policy = *policy;
@@ -111,15 +122,22 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   coordinator.profile = ProfileFrom(options);
   coordinator.measure = ProfileFrom(options);
   coordinator.metrics = &impl->metrics;
+  if (options.search_pass_mib < 16 || options.search_total_transitions < 1'000'000) {
+    return absl::InvalidArgumentError(
+        StrCat("--search-pass-mib must be >= 16 and --search-total-transitions >= 1000000, got ",
+               options.search_pass_mib, " and ", options.search_total_transitions));
+  }
+  coordinator.search_budget.max_bytes_per_pass = options.search_pass_mib << 20;
+  coordinator.search_budget.max_transitions_total = options.search_total_transitions;
   if (!options.metrics_listen.empty()) RETURN_IF_ERROR(impl->metrics.Serve(options.metrics_listen));
   ASSIGN_OR_RETURN(coordinator.synthetic_phase_seconds,
                    ParseSyntheticPhaseSeconds(options.synthetic_phase_seconds));
   impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->store.get());
-  RETURN_IF_ERROR(impl->coordinator->Resume());
 
   RequestLimits limits;
   limits.max_model_bytes = options.max_model_bytes;
   limits.max_ops = options.max_ops;
+  limits.admin_clients = options.admin_clients;
   impl->tuning = std::make_unique<TuningServiceImpl>(impl->coordinator.get(), impl->store.get(),
                                                      &impl->client_tokens, limits);
   impl->workers = std::make_unique<WorkerServiceImpl>(impl->coordinator.get(),
@@ -127,17 +145,18 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
                                                       options.heartbeat_interval_s);
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
-  if (options.tls_cert_file.empty()) {
+  if (!tls) {
     credentials = grpc::InsecureServerCredentials();
   } else {
-    ASSIGN_OR_RETURN(std::string cert, rpc::ReadFileToString(options.tls_cert_file));
-    ASSIGN_OR_RETURN(std::string key, rpc::ReadFileToString(options.tls_key_file));
     grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({key, cert});
+    ssl.pem_key_cert_pairs.push_back({tls->private_key, tls->cert_chain});
     credentials = grpc::SslServerCredentials(ssl);
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use would
+  // start and take half the clients' calls. Refuse instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen, credentials, &impl->port);
   const int max_message = static_cast<int>(std::min<int64_t>(options.max_model_bytes + (16 << 20), 1LL << 30));
   builder.SetMaxReceiveMessageSize(max_message);
@@ -148,7 +167,13 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   if (!impl->server || impl->port == 0) {
     impl->coordinator->Shutdown();
     return absl::UnavailableError(StrCat("cannot listen on ", options.listen,
-                                         " (address in use or not available?)"));
+                                         ": address in use (another server?) or not available"));
+  }
+  // Jobs resume only once this server owns its address (and its database).
+  if (Status resumed = impl->coordinator->Resume(); !resumed.ok()) {
+    impl->coordinator->Shutdown();
+    impl->server->Shutdown();
+    return resumed;
   }
   impl->server->GetHealthCheckService()->SetServingStatus(true);
   impl->host = options.listen.substr(0, options.listen.rfind(':'));

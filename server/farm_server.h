@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -29,6 +30,12 @@ struct ServerOptions {
   int64_t max_model_bytes = 256LL << 20;
   int64_t max_ops = 20000;
   int max_active_jobs_per_client = 64;
+  // Client names that may cancel any job (others cancel only their own).
+  std::vector<std::string> admin_clients;
+  // The search budget of one job (FarmSearchBudget in farm_coordinator.h):
+  // memory of one search pass, and DP transitions of one job in all.
+  int64_t search_pass_mib = 256;
+  int64_t search_total_transitions = 4'000'000'000;
   // Workers.
   double heartbeat_interval_s = 1.0;
   double heartbeat_timeout_s = 5.0;

@@ -4,6 +4,7 @@
 #include "server/farm_server.h"
 
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <map>
 #include <memory>
@@ -425,7 +426,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---------------------------------------------------------------- garbage worker
 
-enum class Garbage { kWrongCount, kNaN, kWrongSignature };
+enum class Garbage {
+  kWrongCount,
+  kNaN,
+  kWrongSignature,
+  kAbsurd,         // finite but 1e308 ms: poisoned a device key before
+  kInverted,       // p10 > median
+  kNoRepeats,      // repeats 0
+  kNegative,       // -1 ms
+  kInfiniteCv,
+};
 
 struct GarbageCase {
   Garbage garbage;
@@ -460,6 +470,22 @@ FakeWorker::Respond GarbageResponder(Garbage garbage) {
         break;
       case Garbage::kWrongSignature:
         result.mutable_latencies(last)->set_signature(result.latencies(last).signature() ^ 1);
+        break;
+      case Garbage::kAbsurd:
+        result.mutable_latencies(last)->set_median_ms(1e308);
+        result.mutable_latencies(last)->set_p90_ms(1e308);
+        break;
+      case Garbage::kInverted:
+        result.mutable_latencies(last)->set_p10_ms(result.latencies(last).median_ms() * 2);
+        break;
+      case Garbage::kNoRepeats:
+        result.mutable_latencies(last)->set_repeats(0);
+        break;
+      case Garbage::kNegative:
+        result.mutable_latencies(last)->set_p10_ms(-1);
+        break;
+      case Garbage::kInfiniteCv:
+        result.mutable_latencies(last)->set_cv(std::numeric_limits<double>::infinity());
         break;
     }
     return result;
@@ -526,8 +552,13 @@ TEST_P(GarbageWorkerTest, JobFailsAfterTheRetryLimitAndNothingIsStored) {
 INSTANTIATE_TEST_SUITE_P(
     AllKinds, GarbageWorkerTest,
     ::testing::Values(GarbageCase{Garbage::kWrongCount, "WrongCount", "latencies for"},
-                      GarbageCase{Garbage::kNaN, "NaN", "returned latency nan ms"},
-                      GarbageCase{Garbage::kWrongSignature, "WrongSignature", ", expected "}),
+                      GarbageCase{Garbage::kNaN, "NaN", "latencies must be finite and > 0"},
+                      GarbageCase{Garbage::kWrongSignature, "WrongSignature", ", expected "},
+                      GarbageCase{Garbage::kAbsurd, "Absurd", "latencies must be below 60000 ms"},
+                      GarbageCase{Garbage::kInverted, "Inverted", "p10 <= median <= p90 fails"},
+                      GarbageCase{Garbage::kNoRepeats, "NoRepeats", "repeats must be in [1, "},
+                      GarbageCase{Garbage::kNegative, "Negative", "latencies must be finite and > 0"},
+                      GarbageCase{Garbage::kInfiniteCv, "InfiniteCv", "cv must be in [0, 100]"}),
     [](const ::testing::TestParamInfo<GarbageCase>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------- cancel

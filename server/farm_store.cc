@@ -162,6 +162,32 @@ StatusOr<std::unique_ptr<FarmStore>> FarmStore::OpenWithMigrations(
   return std::unique_ptr<FarmStore>(new FarmStore(std::move(db), path));
 }
 
+Status FarmStore::CheckUsable() {
+  absl::MutexLock lock(&mu_);
+  {
+    ASSIGN_OR_RETURN(Statement check, db_->Prepare("PRAGMA quick_check(1)"));
+    auto row = check.Step();
+    if (!row.ok()) {
+      return absl::DataLossError(StrCat("database '", path_, "' is damaged: ",
+                                        ToStd(row.status().message())));
+    }
+    const std::string verdict = *row ? check.ColumnText(0) : std::string("no answer");
+    if (verdict != "ok") {
+      return absl::DataLossError(StrCat("database '", path_, "' is damaged: ", verdict,
+                                        " (restore it from a backup, docs/operations.md)"));
+    }
+  }
+  Status write = db_->Exec(
+      "BEGIN IMMEDIATE; CREATE TABLE iosfarm_write_probe (x INTEGER); ROLLBACK;");
+  if (!write.ok()) {
+    (void)db_->Exec("ROLLBACK");
+    return absl::FailedPreconditionError(StrCat("database '", path_,
+                                                "' cannot be written (read-only file or "
+                                                "directory?): ", ToStd(write.message())));
+  }
+  return absl::OkStatus();
+}
+
 StatusOr<Statement*> FarmStore::Cached(std::string_view sql) {
   auto it = statements_.find(std::string(sql));
   if (it != statements_.end()) return it->second.get();

@@ -144,6 +144,12 @@ class FarmStore {
   FarmStore& operator=(const FarmStore&) = delete;
   ~FarmStore();
 
+  // A server checks this at start rather than failing at its first write:
+  // the file passes SQLite's quick_check (DataLoss naming the file and the
+  // first problem otherwise) and takes a write (FailedPrecondition for a
+  // read-only file or directory). Changes nothing.
+  Status CheckUsable();
+
   // --- devices
   // Inserts or updates (description, backend, last seen) the device key;
   // first_seen is kept from the first call. InvalidArgument for an empty key.

@@ -33,6 +33,26 @@ void SignatureClaims::Release(int64_t job) {
   }
 }
 
+Status CheckFigures(const std::string& worker, const std::string& what, double median_ms,
+                    double p10_ms, double p90_ms, double cv, int64_t repeats) {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        StrCat("worker ", worker, " returned unusable figures for ", what, ": ", why,
+               " (median ", median_ms, " ms, p10 ", p10_ms, ", p90 ", p90_ms, ", cv ", cv,
+               ", repeats ", repeats, "); nothing of this answer is stored"));
+  };
+  for (double v : {median_ms, p10_ms, p90_ms}) {
+    if (!std::isfinite(v) || v <= 0) return bad("latencies must be finite and > 0");
+    if (v > kMaxLatencyMs) return bad(StrCat("latencies must be below ", kMaxLatencyMs, " ms"));
+  }
+  if (!(p10_ms <= median_ms && median_ms <= p90_ms)) return bad("p10 <= median <= p90 fails");
+  if (!std::isfinite(cv) || cv < 0 || cv > kMaxCv) return bad(StrCat("cv must be in [0, ", kMaxCv, "]"));
+  if (repeats < 1 || repeats > kMaxRepeats) {
+    return bad(StrCat("repeats must be in [1, ", kMaxRepeats, "]"));
+  }
+  return absl::OkStatus();
+}
+
 StatusOr<graph::Graph> LoadStoredModel(const ModelRow& model) {
   if (model.source == "zoo") return graph::models::BuildZooModel(model.name, model.batch);
   if (model.source == "onnx") {
@@ -57,11 +77,14 @@ graph::Graph WithoutWeightValues(const graph::Graph& graph) {
   return copy;
 }
 
-StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph::Graph graph) {
+StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph::Graph graph,
+                                                       const ios::SearchBudget& budget,
+                                                       const std::atomic<bool>* stop) {
   std::unique_ptr<JobRunner> runner(new JobRunner(job, std::move(graph)));
   runner->options_.max_group_ops = job.options.r;
   runner->options_.max_groups = job.options.s;
   runner->options_.max_block_ops = job.options.block_size;
+  runner->options_.budget = budget;
   RETURN_IF_ERROR(ios::ValidateSearchOptions(runner->options_));
   if (job.options.batch_size_limit < 1) {
     return absl::InvalidArgumentError(
@@ -70,6 +93,7 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph:
   runner->worker_graph_ = WithoutWeightValues(runner->graph_);
   runner->worker_graph_bytes_ = graph::SerializeGraph(runner->worker_graph_);
   ASSIGN_OR_RETURN(runner->session_, ios::SearchSession::Create(runner->graph_, runner->options_));
+  runner->session_->SetStopFlag(stop);
   runner->stages_profiled_ = job.stages_profiled;
   return runner;
 }
@@ -186,17 +210,8 @@ Status JobRunner::ApplyProfile(const v1::PhaseResult& result, const std::string&
           StrCat("worker ", worker, " answered stage ", i, " with signature ", l.signature(),
                  ", expected ", batch_[i].signature));
     }
-    for (double v : {l.median_ms(), l.p10_ms(), l.p90_ms()}) {
-      if (!std::isfinite(v) || v < 0) {
-        return absl::InvalidArgumentError(StrCat("worker ", worker, " returned latency ", v,
-                                                 " ms for stage ", i, " (signature ",
-                                                 l.signature(), ")"));
-      }
-    }
-    if (!std::isfinite(l.cv()) || l.cv() < 0 || l.repeats() < 1) {
-      return absl::InvalidArgumentError(StrCat("worker ", worker, " returned bad statistics for stage ",
-                                               i, " (cv ", l.cv(), ", repeats ", l.repeats(), ")"));
-    }
+    RETURN_IF_ERROR(CheckFigures(worker, StrCat("stage ", i, " (signature ", l.signature(), ")"),
+                                 l.median_ms(), l.p10_ms(), l.p90_ms(), l.cv(), l.repeats()));
     StoredLatency stored;
     stored.median_ms = l.median_ms();
     stored.p10_ms = l.p10_ms();
@@ -259,11 +274,13 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
   nlohmann::json measured = nlohmann::json::object();
   for (int i = 0; i < result.schedules_size(); ++i) {
     const v1::ScheduleLatency& l = result.schedules(i);
-    if (l.name() != schedules_[i].first || !std::isfinite(l.median_ms()) || l.median_ms() < 0) {
-      return absl::InvalidArgumentError(StrCat("worker ", worker, " returned a bad measurement ",
-                                               "for schedule ", i, " ('", l.name(), "', ",
-                                               l.median_ms(), " ms)"));
+    if (l.name() != schedules_[i].first) {
+      return absl::InvalidArgumentError(StrCat("worker ", worker, " measured schedule '", l.name(),
+                                               "' at position ", i, ", expected '",
+                                               schedules_[i].first, "'"));
     }
+    RETURN_IF_ERROR(CheckFigures(worker, StrCat("schedule '", l.name(), "'"), l.median_ms(),
+                                 l.p10_ms(), l.p90_ms(), l.cv(), l.repeats()));
     measured[l.name()] = {{"median_ms", l.median_ms()}, {"p10_ms", l.p10_ms()},
                           {"p90_ms", l.p90_ms()},       {"cv", l.cv()},
                           {"repeats", l.repeats()}};

@@ -24,6 +24,7 @@
 #ifndef IOSFARM_SERVER_JOB_RUNNER_H_
 #define IOSFARM_SERVER_JOB_RUNNER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -57,6 +58,19 @@ class SignatureClaims {
       ABSL_GUARDED_BY(mu_);
 };
 
+// What a worker may report for one stage or schedule; anything else is a
+// bad answer (the phase is retried elsewhere) and nothing of it is stored,
+// so one broken worker cannot poison a device key's latencies.
+inline constexpr double kMaxLatencyMs = 60'000;  // a minute per stage or schedule run
+inline constexpr double kMaxCv = 100;
+inline constexpr int64_t kMaxRepeats = 1'000'000;
+
+// InvalidArgument naming `worker`, `what` and the figures unless latencies
+// are finite, > 0 and <= kMaxLatencyMs, p10 <= median <= p90, cv in
+// [0, kMaxCv] and repeats in [1, kMaxRepeats].
+Status CheckFigures(const std::string& worker, const std::string& what, double median_ms,
+                    double p10_ms, double p90_ms, double cv, int64_t repeats);
+
 // Loads a stored model as a graph: zoo models are rebuilt by name at the
 // row's batch, ONNX models imported from their bytes.
 StatusOr<graph::Graph> LoadStoredModel(const ModelRow& model);
@@ -70,8 +84,13 @@ class JobRunner {
  public:
   enum class Next { kBuild, kWait, kMeasure };
 
-  // `job` must carry its id, device key and options.
-  static StatusOr<std::unique_ptr<JobRunner>> Create(const JobRow& job, graph::Graph graph);
+  // `job` must carry its id, device key and options. The search keeps to
+  // `budget` (a job over it fails with a SearchBudgetError naming it) and
+  // stops with Cancelled soon after `*stop` turns true (null: never; it must
+  // outlive the runner).
+  static StatusOr<std::unique_ptr<JobRunner>> Create(const JobRow& job, graph::Graph graph,
+                                                     const scheduler::ios::SearchBudget& budget,
+                                                     const std::atomic<bool>* stop);
 
   // The enumerate phase. kBuild: batch() holds signatures to measure;
   // kMeasure: the search is done (final schedules ready); kWait: every
@@ -83,9 +102,9 @@ class JobRunner {
   int64_t batch_size() const { return static_cast<int64_t>(batch_.size()); }
 
   // The update phase: checks `result` (one latency per stage of the batch,
-  // signatures as asked, finite and >= 0; InvalidArgument naming the first
-  // problem otherwise, nothing written), stores the latencies and provides
-  // them to the search. Releases the job's claims.
+  // signatures as asked, every figure passing CheckFigures; InvalidArgument
+  // naming the first problem otherwise, nothing written), stores the
+  // latencies and provides them to the search. Releases the job's claims.
   Status ApplyProfile(const v1::PhaseResult& result, const std::string& worker,
                       const std::string& backend, FarmStore& store, SignatureClaims& claims,
                       int64_t now_unix_ms);

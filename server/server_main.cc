@@ -1,5 +1,7 @@
 // iosfarm-server: the tuning farm's central server (server/farm_server.h).
+#include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -35,6 +37,15 @@ int main(int argc, char** argv) {
   app.add_option("--max-model-mb", max_model_mb, "largest ONNX model accepted, MiB")
       ->capture_default_str();
   app.add_option("--max-ops", options.max_ops, "most operators in a model")->capture_default_str();
+  app.add_option("--search-pass-mib", options.search_pass_mib,
+                 "memory of one search pass at most, MiB (a block over it is split)")
+      ->capture_default_str();
+  app.add_option("--search-total-transitions", options.search_total_transitions,
+                 "DP transitions of one job's search at most (past it the job fails)")
+      ->capture_default_str();
+  app.add_option("--admin-clients", options.admin_clients,
+                 "client names (from --client-tokens) that may cancel any job")
+      ->delimiter(',');
   app.add_option("--max-jobs-per-client", options.max_active_jobs_per_client,
                  "most unfinished jobs per client")
       ->capture_default_str();
@@ -55,6 +66,7 @@ int main(int argc, char** argv) {
                  "(bench/farm_cluster_bench.py; off by default)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
       ->capture_default_str();
+  app.set_version_flag("--version", std::string("iosfarm-server ") + IOSFARM_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -80,12 +92,26 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << "listening on " << (*server)->address() << std::endl;
+  // The first SIGINT/SIGTERM shuts down gracefully (running searches stop
+  // within a second; unfinished jobs resume at the next start); a second one
+  // while that runs exits at once.
+  std::atomic<bool> finished{false};
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);
-    (*server)->Shutdown();
+    if (finished) return;
+    std::thread stopper([&] { (*server)->Shutdown(); });
+    sigwait(&signals, &signal);
+    if (finished) {
+      stopper.join();
+      return;
+    }
+    std::cerr << "iosfarm-server: second signal, exiting now (unfinished jobs resume at the "
+                 "next start)\n";
+    std::_Exit(130);
   });
   (*server)->Wait();
+  finished = true;
   // Wake the waiter if Shutdown came from elsewhere.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();

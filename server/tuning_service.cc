@@ -1,5 +1,7 @@
 #include "server/tuning_service.h"
 
+#include <algorithm>
+
 #include "common/strings.h"
 #include "graph/models/zoo.h"
 #include "graph/onnx/onnx_importer.h"
@@ -150,7 +152,16 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext* context,
 
 grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
                                           const v1::JobRequest* request, v1::Job* response) {
-  return Serve(Authenticate(*context), [&](const std::string&) -> Status {
+  return Serve(Authenticate(*context), [&](const std::string& caller) -> Status {
+    ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(request->job_id()));
+    if (!row) return absl::NotFoundError(StrCat("job ", request->job_id(), " not found"));
+    const bool admin = std::find(limits_.admin_clients.begin(), limits_.admin_clients.end(),
+                                 caller) != limits_.admin_clients.end();
+    if (row->owner != caller && !admin) {
+      return absl::PermissionDeniedError(
+          StrCat("job ", row->id, " belongs to client '", row->owner, "'; client '", caller,
+                 "' may cancel only its own jobs (admins: iosfarm-server --admin-clients)"));
+    }
     ASSIGN_OR_RETURN(JobRow job, coordinator_->Cancel(request->job_id()));
     *response = JobToProto(job, NowSeconds());
     return absl::OkStatus();

@@ -4,6 +4,9 @@
 #ifndef IOSFARM_SERVER_TUNING_SERVICE_H_
 #define IOSFARM_SERVER_TUNING_SERVICE_H_
 
+#include <string>
+#include <vector>
+
 #include "iosfarm/v1/farm.grpc.pb.h"
 #include "server/auth.h"
 #include "server/farm_coordinator.h"
@@ -14,6 +17,11 @@ namespace iosfarm::server {
 struct RequestLimits {
   int64_t max_model_bytes = 256LL << 20;
   int64_t max_ops = 20000;
+  // Client names (from the token files) that may cancel any job. Everyone
+  // else cancels only the jobs it submitted (docs/farm.md, "Who may do
+  // what"); reading jobs, results, workers and timelines is open to every
+  // authenticated client.
+  std::vector<std::string> admin_clients;
 };
 
 class TuningServiceImpl final : public v1::TuningService::Service {
