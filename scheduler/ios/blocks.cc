@@ -111,18 +111,8 @@ void SplitBySize(const graph::Graph& graph, const OpDag& dag, const Piece& piece
   auto consider = [&]() {
     const int size = static_cast<int>(std::count(c.begin(), c.end(), 1));
     if (size == 0 || size == m) return;
-    const int smaller = std::min(size, m - size);
-    const bool in_window = smaller >= min_side;
-    if (best_in_window && !in_window) return;
+    if (std::min(size, m - size) < min_side) return;  // outside the window
     const int balance = std::abs(m - 2 * size);
-    if (!in_window) {
-      // Outside the window only balance matters (fallback; rare).
-      if (best_cut.empty() || balance < best_balance) {
-        best_cut = c;
-        best_balance = balance;
-      }
-      return;
-    }
     const int crossing = CrossingTensors(graph, dag, pos, local_of, c);
     if (!best_in_window || crossing < best_crossing ||
         (crossing == best_crossing && balance < best_balance)) {
@@ -146,6 +136,13 @@ void SplitBySize(const graph::Graph& graph, const OpDag& dag, const Piece& piece
   }
 
   for (int i = 0; i < m; ++i) local_of[pos[i]] = -1;
+  // Without a cut in the window (e.g. hundreds of independent branches: every
+  // closure or level is tiny or nearly everything), split the topological
+  // order in halves (its prefixes are down-closed): lopsided fallback cuts
+  // would recurse once per op.
+  // The recursion below must not keep this level's O(m^2) bitsets alive.
+  std::vector<DenseBits>().swap(anc);
+  std::vector<DenseBits>().swap(desc);
   // m >= 2 here, so some candidate is proper (the closure of the last op
   // misses nothing but the ops that are not its ancestors, or the complement
   // of the first op's descendants is non-empty ...). Guard anyway.

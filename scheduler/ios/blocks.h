@@ -13,7 +13,8 @@
 //      branches stay together; the cut is chosen among ancestor closures,
 //      complements of descendant closures and ASAP/ALAP level prefixes whose
 //      smaller side holds at least a quarter of the block (ties: the more
-//      balanced cut, then the first found).
+//      balanced cut, then the first found). When none does (hundreds of
+//      independent branches), the topological order is cut in halves.
 // Blocks come in execution order: every op of block i may run before any op
 // of block i+1, so concatenating per-block schedules gives a schedule of the
 // graph. Constant nodes belong to no block (they are free inputs).
