@@ -15,6 +15,10 @@ Python 3 standard library only. Results: docs/benchmarks.md.
            --synthetic-phase-seconds padding (the sim worker runs at time
            scale 0). With --sim-bench, farm_policy_bench's simulated makespans
            of the same job shape are printed beside the real ones.
+  memory   the server's peak resident memory (VmHWM) per job: each zoo model
+           (and optional ONNX files, e.g. a hostile wide graph) on a fresh
+           server with one sim worker at time scale 0, for at most
+           --time-cap seconds each; says whether the job finished in that time.
   cache    latency-database reuse with the sim backend at time scale 0
            (counts matter, not times): the same model twice, zoo inception_v3
            then the torchvision inception_v3 ONNX export, and candidates vs
@@ -279,9 +283,55 @@ def cache_bench(args):
     sequence("(c) repeated cells", [("nasnet_a (r=1, s=3)", ["nasnet_a", "--r", "1", "--s", "3"])])
 
 
+ZOO = ["squeezenet", "resnet50", "inception_v3", "nasnet_a_mobile", "randwire", "nasnet_a"]
+
+
+def server_memory_kib(pid):
+    """(VmRSS, VmHWM) of a process in KiB."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0])
+    return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
+
+
+def memory_bench(args):
+    """Peak server memory per model, each on a fresh server."""
+    models = [(m, ["submit", m]) for m in (args.models.split(",") if args.models else ZOO)]
+    for path in args.onnx or []:
+        models.append((os.path.basename(path), ["submit", path]))
+    print(f"| model | state after <= {args.time_cap:.0f} s | phase | blocks | wall s "
+          f"| server peak RSS MiB |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, argv in models:
+        farm = Farm(args)
+        try:
+            pid = farm.procs[0].pid
+            job = farm.cli(*argv, "--device", farm.device)["job"]["id"]
+            t0 = time.time()
+            state, job_row = "running", {}
+            while time.time() < t0 + args.time_cap:
+                job_row = farm.cli("status", str(job))["job"]
+                state = job_row["state"]
+                if state in FINAL:
+                    break
+                time.sleep(0.5)
+            wall = time.time() - t0
+            _, peak = server_memory_kib(pid)
+            progress = job_row.get("progress", {})
+            blocks = f"{progress.get('blocks_done', 0)}/{progress.get('blocks_total', 0)}"
+            error = f" ({job_row.get('error', '')[:60]})" if state == "failed" else ""
+            print(f"| {name} | {state}{error} | {progress.get('phase', '')} | {blocks} "
+                  f"| {wall:.0f} | {peak / 1024:.0f} |", flush=True)
+        finally:
+            farm.close()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["policy", "cache"])
+    parser.add_argument("part", choices=["policy", "cache", "memory"])
     parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     parser.add_argument("--server-bin", help="default: BUILD/server/iosfarm-server")
     parser.add_argument("--worker-bin", help="default: BUILD/worker/iosfarm-worker")
@@ -292,12 +342,17 @@ def main():
                         help="profile batches per identical job (resnet50 r=3,s=8 has 2), for --sim-bench")
     parser.add_argument("--sim-bench", help="farm_policy_bench binary, for the simulated columns")
     parser.add_argument("--onnx-dir", help="directory with inception_v3.onnx (tests/onnx/export_torchvision.py)")
+    parser.add_argument("--models", help="memory: comma-separated zoo models (default: all)")
+    parser.add_argument("--onnx", action="append", help="memory: an ONNX file to submit too")
+    parser.add_argument("--time-cap", type=float, default=120, help="memory: seconds per job")
     args = parser.parse_args()
     args.server_bin = args.server_bin or os.path.join(args.build_dir, "server", "iosfarm-server")
     args.worker_bin = args.worker_bin or os.path.join(args.build_dir, "worker", "iosfarm-worker")
     args.cli_bin = args.cli_bin or os.path.join(args.build_dir, "client", "iosfarm")
     if args.part == "policy":
         policy_bench(args)
+    elif args.part == "memory":
+        memory_bench(args)
     else:
         cache_bench(args)
     return 0

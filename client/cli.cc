@@ -56,6 +56,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddWorkersCommand(app, context);
   AddTimelineCommand(app, context);
   AddRetuneCommand(app, context);
+  AddForgetCommand(app, context);
   std::string help_topic;
   bool help_asked = false;
   AddHelpCommand(app, help_topic, help_asked);

@@ -39,6 +39,8 @@ void AddResultCommand(CLI::App& app, CommandContext& context);
 void AddWorkersCommand(CLI::App& app, CommandContext& context);
 void AddTimelineCommand(CLI::App& app, CommandContext& context);
 void AddRetuneCommand(CLI::App& app, CommandContext& context);
+// Admin commands.
+void AddForgetCommand(CLI::App& app, CommandContext& context);
 
 }  // namespace iosfarm::client
 

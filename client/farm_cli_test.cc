@@ -71,6 +71,25 @@ TEST_F(FarmCliTest, ListIsNewestFirstAndLimitKeepsTheNewest) {
   EXPECT_THAT(ListedIds({"--limit", "1", "--device", farm_->device_key()}), ElementsAre(3));
 }
 
+TEST_F(FarmCliTest, ForgetDeletesAKeysMeasurementsAndTheNextJobMeasuresAgain) {
+  CliResult tuned = Run({"submit", "squeezenet", "--device", farm_->device_key(), "--wait"});
+  ASSERT_EQ(tuned.code, kExitOk) << tuned.err;
+  CliResult forget = Run({"forget", "--device", farm_->device_key()});
+  ASSERT_EQ(forget.code, kExitOk) << forget.err;
+  EXPECT_THAT(forget.out, ::testing::MatchesRegex("forgot [1-9][0-9]* measurements of device "
+                                                  ".*; 0 remain\n"));
+  CliResult again = Run({"submit", "squeezenet", "--device", farm_->device_key(), "--wait",
+                         "--format", "json"});
+  ASSERT_EQ(again.code, kExitOk) << again.err;
+  const nlohmann::json job = nlohmann::json::parse(again.out)["job"];
+  EXPECT_GT(job["progress"]["stages_profiled"].get<int64_t>(), 0) << "measured again";
+  EXPECT_EQ(job["progress"]["cache_hits"].get<int64_t>(), 0);
+  CliResult unknown = Run({"forget", "--device", "no-such-key"});
+  EXPECT_EQ(unknown.code, kExitFailure);
+  EXPECT_THAT(unknown.err, ::testing::HasSubstr("unknown device key 'no-such-key'"));
+  EXPECT_EQ(Run({"forget"}).code, kExitUsage) << "--device is required";
+}
+
 TEST_F(FarmCliTest, TimelineOfAnUnknownJobFailsLikeStatus) {
   CliResult status = Run({"status", "99"});
   CliResult timeline = Run({"timeline", "99"});

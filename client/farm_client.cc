@@ -142,6 +142,11 @@ StatusOr<v1::TimelineResponse> FarmClient::GetTimeline(int64_t job_id) {
   return Unary<v1::TimelineResponse>(&v1::TuningService::Stub::GetTimeline, request);
 }
 
+StatusOr<v1::ForgetLatenciesResponse> FarmClient::ForgetLatencies(
+    const v1::ForgetLatenciesRequest& request) {
+  return Unary<v1::ForgetLatenciesResponse>(&v1::TuningService::Stub::ForgetLatencies, request);
+}
+
 StatusOr<v1::Job> FarmClient::WatchJob(
     int64_t job_id, const std::function<void(const v1::JobEvent&)>& on_event) {
   grpc::ClientContext context;

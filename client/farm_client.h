@@ -35,6 +35,7 @@ class FarmClient {
   StatusOr<v1::ListWorkersResponse> ListWorkers();
   StatusOr<v1::RetuneResponse> Retune(const v1::RetuneRequest& request);
   StatusOr<v1::TimelineResponse> GetTimeline(int64_t job_id);
+  StatusOr<v1::ForgetLatenciesResponse> ForgetLatencies(const v1::ForgetLatenciesRequest& request);
 
   // Streams the job's events to `on_event` until the job ends (the server
   // closes the stream) and returns the last snapshot. An error status if the

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "common/strings.h"
+#include "common/text.h"
 
 namespace iosfarm::client {
 namespace {
@@ -203,7 +204,13 @@ nlohmann::json PhaseJson(const v1::PhaseEntry& p) {
           {"detail", p.detail()}};
 }
 
-std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+std::string FormatTable(const std::vector<std::vector<std::string>>& raw_rows) {
+  // Cells come from the server and from model files: a model name holding a
+  // newline or a terminal escape must not break or redraw the table.
+  std::vector<std::vector<std::string>> rows = raw_rows;
+  for (auto& row : rows) {
+    for (std::string& cell : row) cell = Printable(cell);
+  }
   std::vector<size_t> widths;
   for (const auto& row : rows) {
     if (widths.size() < row.size()) widths.resize(row.size(), 0);
@@ -250,7 +257,9 @@ std::string JobText(const v1::Job& job) {
   if (!job.retune_batch().empty()) rows.push_back({"retune", job.retune_batch()});
   if (!job.error().empty()) rows.push_back({"error", job.error()});
   std::string out;
-  for (auto& row : rows) out += StrCat(row[0], std::string(11 - row[0].size(), ' '), row[1], "\n");
+  for (auto& row : rows) {
+    out += StrCat(row[0], std::string(11 - row[0].size(), ' '), Printable(row[1]), "\n");
+  }
   return out;
 }
 
@@ -270,9 +279,10 @@ std::string JobsTable(const std::vector<v1::Job>& jobs) {
 }
 
 std::string JobResultText(const v1::JobResult& result) {
-  std::string out = StrCat("job ", result.job_id(), ": device ", OrDash(result.device_key()),
-                           ", backend ", OrDash(result.backend()), ", worker ",
-                           OrDash(result.worker()), ", ", result.stages(), " stages\n");
+  std::string out = StrCat("job ", result.job_id(), ": device ",
+                           Printable(OrDash(result.device_key())), ", backend ",
+                           Printable(OrDash(result.backend())), ", worker ",
+                           Printable(OrDash(result.worker())), ", ", result.stages(), " stages\n");
   std::vector<std::vector<std::string>> rows = {
       {"schedule", "median ms", "p10 ms", "p90 ms", "cv", "runs"}};
   for (const v1::ScheduleLatency& l : result.measured()) {

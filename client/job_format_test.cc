@@ -1,5 +1,7 @@
 #include "client/job_format.h"
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -236,6 +238,23 @@ TEST(JobFormatTest, WorkersAndTimeline) {
   EXPECT_THAT(table, HasSubstr("1.5s"));     // enumerate ran 1.5 s
   EXPECT_THAT(table, HasSubstr("3.250"));    // build ended at +3.25 s
   EXPECT_EQ(PhaseJson(b)["resource"], "w1/cpu");
+}
+
+TEST(JobFormatTest, TablesEscapeControlCharactersFromTheServer) {
+  // A model named with a newline and a terminal escape once broke the table
+  // and could clear the user's screen.
+  v1::Job job;
+  job.set_id(3);
+  job.set_model_name("evil\n\x1b[2Jnet");
+  job.set_device_key("k\r");
+  const std::string table = JobsTable({job});
+  EXPECT_THAT(table, HasSubstr("evil\\x0a\\x1b[2Jnet"));
+  EXPECT_THAT(table, HasSubstr("k\\x0d"));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2) << table;  // header + one row
+  EXPECT_EQ(table.find('\x1b'), std::string::npos);
+  const std::string text = JobText(job);
+  EXPECT_THAT(text, HasSubstr("model      evil\\x0a\\x1b[2Jnet"));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
 }
 
 TEST(JobFormatTest, FormatTableAlignsColumns) {

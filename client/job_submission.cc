@@ -8,6 +8,7 @@
 #include "client/job_format.h"
 #include "client/job_watch.h"
 #include "common/strings.h"
+#include "common/text.h"
 #include "graph/models/zoo.h"
 #include "proto/rpc_util.h"
 
@@ -91,8 +92,8 @@ Status WaitAndReport(FarmClient& client, int64_t job_id, const ReportOptions& op
 }
 
 void PrintSubmitted(const v1::Job& job, CommandContext& context) {
-  context.out << "job " << job.id() << " submitted: " << job.model_name() << " on "
-              << job.device_key() << ", batch "
+  context.out << "job " << job.id() << " submitted: " << Printable(job.model_name()) << " on "
+              << Printable(job.device_key()) << ", batch "
               << (job.batch() > 0 ? std::to_string(job.batch()) : std::string("default")) << "\n";
 }
 

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "server/farm_store.h"
 #include "server/server_test_util.h"
 
 namespace iosfarm::server {
@@ -402,6 +403,53 @@ TEST_F(ServerAuthTest, OnlyTheOwnerOrAnAdminCancelsAJob) {
   grpc::Status admin = farm.tuning->CancelJob(Context(kAdminToken).get(), request, &response);
   EXPECT_TRUE(admin.ok()) << admin.error_message();
   EXPECT_EQ(response.state(), v1::CANCELLED);
+}
+
+TEST_F(ServerAuthTest, OnlyAnAdminForgetsMeasurements) {
+  constexpr char kAdminToken[] = "admin-token-0123456789";
+  ServerOptions options = Options();
+  WriteFileBytes(options.client_tokens_file,
+                 std::string(kClientToken) + " alice\n" + kAdminToken + " ops\n");
+  options.admin_clients = {"ops"};
+  {
+    // Measurements of a good and a bad worker, stored before the server starts.
+    auto store = FarmStore::Open(options.db_path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    std::vector<std::pair<uint64_t, StoredLatency>> rows;
+    for (uint64_t signature = 1; signature <= 3; ++signature) {
+      StoredLatency latency;
+      latency.median_ms = latency.p10_ms = latency.p90_ms = 1;
+      latency.repeats = 5;
+      latency.worker = signature == 1 ? "good" : "bad";
+      latency.backend = "sim";
+      rows.emplace_back(signature, latency);
+    }
+    ASSERT_TRUE((*store)->PutLatencies("sim-test", rows).ok());
+  }
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  v1::ForgetLatenciesRequest request;
+  request.set_device_key("sim-test");
+  request.set_worker("bad");
+  v1::ForgetLatenciesResponse response;
+  grpc::Status denied = farm.tuning->ForgetLatencies(Context(kClientToken).get(), request,
+                                                     &response);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED) << denied.error_message();
+  EXPECT_THAT(denied.error_message(), HasSubstr("admins only"));
+  grpc::Status forgot = farm.tuning->ForgetLatencies(Context(kAdminToken).get(), request,
+                                                     &response);
+  ASSERT_TRUE(forgot.ok()) << forgot.error_message();
+  EXPECT_EQ(response.deleted(), 2);
+  EXPECT_EQ(response.remaining(), 1);
+  request.set_device_key("no-such-key");
+  grpc::Status unknown = farm.tuning->ForgetLatencies(Context(kAdminToken).get(), request,
+                                                      &response);
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(unknown.error_message(), HasSubstr("'no-such-key'"));
+  request.set_device_key("");
+  grpc::Status empty = farm.tuning->ForgetLatencies(Context(kAdminToken).get(), request,
+                                                    &response);
+  EXPECT_EQ(empty.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 }  // namespace

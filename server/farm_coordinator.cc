@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/strings.h"
+#include "common/text.h"
 #include "server/proto_convert.h"
 #include "spdlog/spdlog.h"
 
@@ -117,6 +118,14 @@ void FarmCoordinator::Shutdown() {
     for (auto& [id, worker] : workers_) links.push_back(worker.link);
     // Running search passes stop; their jobs stay unfinished (Resume).
     for (auto& [id, job] : jobs_) job->stop = true;
+    // A clean stop is no crash: take back the resumes this server counted.
+    for (auto& [id, job] : jobs_) {
+      if (!job->resume_counted) continue;
+      auto uncounted = store_->AddResumes(id, -1);
+      if (!uncounted.ok()) {
+        spdlog::error("job {}: {}", id, ToStd(uncounted.status().message()));
+      }
+    }
     changed_.SignalAll();
   }
   for (auto& link : links) link->Close();
@@ -197,10 +206,30 @@ Status FarmCoordinator::Resume() {
   {
     absl::MutexLock lock(&mu_);
     for (JobRow& row : unfinished) {
-      spdlog::info("resuming job {} ({}, {}) from its last completed phase", row.id,
-                   row.model_name, row.device_key);
+      // The crash-loop guard (farm_coordinator.h, Resume).
+      const bool in_server_phase = row.phase == "enumerate" || row.phase == "update";
+      if (in_server_phase) {
+        ASSIGN_OR_RETURN(row.resumes, store_->AddResumes(row.id, 1));
+        if (row.resumes > options_.max_resumes) {
+          const std::string error = StrCat(
+              "not resumed: the server stopped ", row.resumes,
+              " times without a clean shutdown while this job's search (", row.phase,
+              ") ran, with no new measurement stored in between; a server crash during its "
+              "search is the likely cause (see the server log). Resubmit it with a smaller "
+              "--block-size, or raise the server's --max-resumes");
+          spdlog::error("job {} ({}, {}): {}", row.id, row.model_name, row.device_key, error);
+          RETURN_IF_ERROR(store_->UpdateJobState(row.id, JobState::kFailed, error, NowUnixMs()));
+          continue;
+        }
+      }
+      spdlog::info("resuming job {} ({}, {}) from its last completed phase{}", row.id,
+                   row.model_name, row.device_key,
+                   row.resumes > 0 ? StrCat(" (resume ", row.resumes, " of at most ",
+                                            options_.max_resumes, " without progress)")
+                                   : std::string());
       auto admitted = AdmitLocked(std::move(row), std::nullopt);
       if (!admitted.ok()) return admitted.status();
+      jobs_.at(admitted->id)->resume_counted = in_server_phase;
     }
     DispatchLocked(sends);
   }
@@ -609,7 +638,7 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
     }
     if (status.ok()) {
       const int64_t lookups = job->runner->lookups(), hits = job->runner->cache_hits();
-      auto result = job->runner->Enumerate(*store_, claims_);
+      auto result = job->runner->Enumerate(*store_, claims_, options_.enumerate_slice_s);
       if (result.ok()) {
         next = *result;
       } else {
@@ -669,6 +698,14 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
       } else if (!status.ok()) {
         FinishJobLocked(*job, JobState::kFailed, std::string(status.message()));
       } else if (update) {
+        // New measurements: the job got further than before any crash.
+        if (job->row.resumes > 0 || job->resume_counted) {
+          if (Status cleared = store_->ClearResumes(job->row.id); !cleared.ok()) {
+            spdlog::error("job {}: {}", job->row.id, ToStd(cleared.message()));
+          }
+          job->row.resumes = 0;
+          job->resume_counted = false;
+        }
         EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
         TouchLocked(*job, StrCat("stored ", job->row.stages_profiled, " measured stages"));
         WakeParkedLocked(job->row.device_key);
@@ -687,6 +724,15 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
             job->parked = true;
             TouchLocked(*job, "waiting for stages another job is measuring");
             break;
+          case JobRunner::Next::kContinue: {
+            // The time slice ran out: behind the other jobs' server phases.
+            EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
+            JobRow progress;
+            job->runner->FillProgress(progress);
+            TouchLocked(*job, StrCat("searching: ", progress.blocks_done, " of ",
+                                     progress.blocks_total, " blocks solved"));
+            break;
+          }
         }
       }
     }
@@ -697,9 +743,22 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
 
 Status FarmCoordinator::WorkerJoined(const v1::RegisterWorker& registration,
                                      std::shared_ptr<WorkerLink> link) {
-  if (registration.worker_id().empty() || registration.device_key().empty()) {
-    return absl::InvalidArgumentError("register: worker_id and device_key are required");
-  }
+  // Bounded and printable: the key names a latency table and appears in
+  // errors and listings; a 200 KB key once broke the unknown-key error.
+  RETURN_IF_ERROR(CheckIdentifier("register: worker_id", registration.worker_id(),
+                                  kMaxWorkerIdBytes));
+  RETURN_IF_ERROR(CheckIdentifier("register: device_key", registration.device_key(),
+                                  kMaxDeviceKeyBytes));
+  RETURN_IF_ERROR(CheckIdentifier("register: backend", registration.backend(), kMaxBackendBytes));
+  v1::RegisterWorker bounded = registration;
+  bounded.set_device_description(
+      Printable(Truncated(registration.device_description(), kMaxDescriptionBytes)));
+  bounded.set_version(Printable(Truncated(registration.version(), kMaxVersionBytes)));
+  return WorkerJoinedChecked(bounded, std::move(link));
+}
+
+Status FarmCoordinator::WorkerJoinedChecked(const v1::RegisterWorker& registration,
+                                            std::shared_ptr<WorkerLink> link) {
   std::vector<Send> sends;
   {
     absl::MutexLock lock(&mu_);
@@ -714,8 +773,11 @@ Status FarmCoordinator::WorkerJoined(const v1::RegisterWorker& registration,
     // Workers from before max_built_batches kept 8.
     const int max_batches =
         registration.max_built_batches() > 0 ? registration.max_built_batches() : 8;
+    const farm::MeasuringDevice device = registration.backend() == "cpu"
+                                             ? farm::MeasuringDevice::kCpu
+                                             : farm::MeasuringDevice::kGpu;
     RETURN_IF_ERROR(scheduler_.WorkerJoined(registration.worker_id(), registration.device_key(),
-                                            max_batches));
+                                            max_batches, device));
     WorkerState state;
     state.registration = registration;
     state.link = std::move(link);
@@ -768,7 +830,13 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
   if (!shutting_down_) DispatchLocked(sends);
 }
 
-void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResult& result) {
+void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResult& reported) {
+  // A worker's error text is stored with the job and shown to its owner:
+  // bounded (a worker once sent 1 MB) and printable.
+  v1::PhaseResult result = reported;
+  if (!result.error().empty()) {
+    result.set_error(Printable(Truncated(result.error(), kMaxWorkerErrorBytes)));
+  }
   std::vector<Send> sends;
   {
     absl::MutexLock lock(&mu_);

@@ -78,6 +78,15 @@ struct CoordinatorOptions {
   FarmMetrics* metrics = nullptr;
   // What one job's search may spend (FarmSearchBudget()).
   scheduler::ios::SearchBudget search_budget = FarmSearchBudget();
+  // The crash-loop guard (Resume): a job found in a server phase (enumerate,
+  // update) by more than this many restarts after unclean stops, with no new
+  // measurement stored in between, fails instead of being resumed again.
+  int max_resumes = 3;
+  // An enumerate phase gives its server slot back after this many seconds
+  // of search (between DP passes) and queues again behind the other jobs'
+  // server phases, so one long search cannot hold the slots for minutes
+  // (JobRunner::Enumerate). <= 0: no slicing.
+  double enumerate_slice_s = 2.0;
 };
 
 // Parses "kind=seconds,..." (kinds: enumerate, build, profile, update,
@@ -108,6 +117,14 @@ class FarmCoordinator {
   ~FarmCoordinator();  // Shutdown()
 
   // Re-queues every unfinished job of the store (after a restart).
+  //
+  // Crash-loop guard: a job whose search takes the server down (out of
+  // memory, a bug) would otherwise be resumed into the same crash forever. A
+  // job stored in a server phase (enumerate or update: the search runs in the
+  // server) counts one resume (JobRow::resumes); a clean Shutdown takes that
+  // count back, and storing a new measurement clears it (the job got
+  // further). When the count exceeds max_resumes the job fails with a
+  // message saying why, and is not resumed.
   Status Resume();
 
   // Stores the model and the job and queues its first phase. `graph` is the
@@ -125,6 +142,14 @@ class FarmCoordinator {
   StatusOr<std::pair<std::string, std::vector<JobRow>>> Retune(
       const std::string& device_key, const RetuneFilter& filter,
       const std::optional<JobOptions>& options, const std::string& owner);
+
+  // What a registration may hold: InvalidArgument naming the field for an
+  // empty, longer or control-character id, key or backend; longer
+  // descriptions and versions are cut. A phase result's error text is cut to
+  // kMaxWorkerErrorBytes before it is logged or stored.
+  static constexpr size_t kMaxWorkerIdBytes = 128, kMaxDeviceKeyBytes = 256,
+                          kMaxBackendBytes = 32, kMaxDescriptionBytes = 1024,
+                          kMaxVersionBytes = 128, kMaxWorkerErrorBytes = 4096;
 
   // Workers. WorkerJoined: AlreadyExists when a live worker has the id.
   Status WorkerJoined(const v1::RegisterWorker& registration, std::shared_ptr<WorkerLink> link);
@@ -147,11 +172,15 @@ class FarmCoordinator {
   void Shutdown();
 
  private:
+  Status WorkerJoinedChecked(const v1::RegisterWorker& registration,
+                             std::shared_ptr<WorkerLink> link);
+
   struct JobContext {
     JobRow row;
     std::optional<graph::Graph> graph;   // until the runner exists
     std::unique_ptr<JobRunner> runner;   // created by the first enumerate
     int attempts = 0;                    // failed worker phases so far
+    bool resume_counted = false;         // Resume counted this start (crash-loop guard)
     bool parked = false;                 // waiting for another job's measurements
     bool running_phase = false;          // a phase is in flight
     v1::PhaseResult pending_profile;     // for the next update

@@ -1,5 +1,6 @@
 #include "server/farm_server.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
@@ -116,6 +117,8 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   coordinator.policy = *policy;
   coordinator.server_slots = options.server_slots;
   coordinator.max_attempts = options.max_attempts;
+  coordinator.max_resumes = std::max(0, options.max_resumes);
+  coordinator.enumerate_slice_s = options.enumerate_slice_s;
   coordinator.max_active_jobs_per_owner = options.max_active_jobs_per_client;
   coordinator.heartbeat_interval_s = options.heartbeat_interval_s;
   coordinator.heartbeat_timeout_s = options.heartbeat_timeout_s;
@@ -142,7 +145,8 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
                                                      &impl->client_tokens, limits);
   impl->workers = std::make_unique<WorkerServiceImpl>(impl->coordinator.get(),
                                                       &impl->worker_tokens,
-                                                      options.heartbeat_interval_s);
+                                                      options.heartbeat_interval_s,
+                                                      options.heartbeat_timeout_s);
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
   if (!tls) {

@@ -38,8 +38,15 @@ struct ServerOptions {
   int64_t search_total_transitions = 4'000'000'000;
   // Workers.
   double heartbeat_interval_s = 1.0;
-  double heartbeat_timeout_s = 5.0;
+  double heartbeat_timeout_s = 5.0;  // also: how long a new stream may take to register
   int max_attempts = 3;
+  // Restarts after unclean stops that may find a job in its search without
+  // it storing a measurement in between, before it fails (the crash-loop
+  // guard, FarmCoordinator::Resume).
+  int max_resumes = 3;
+  // Seconds of search an enumerate phase runs before it queues again behind
+  // other jobs (CoordinatorOptions::enumerate_slice_s).
+  double enumerate_slice_s = 2.0;
   // Profiling protocol for stages and for the end-to-end measurement
   // (docs/profiling.md); 0 = the backend's default.
   int profile_min_repeats = 0, profile_max_repeats = 0;

@@ -3,6 +3,7 @@
 // cancellation and the health service.
 #include "server/farm_server.h"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -666,6 +668,119 @@ TEST_F(FarmServerTest, RefusesARegistrationWithoutIdOrKey) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("device_key"));
   EXPECT_THAT(farm.ListWorkers(), IsEmpty());
+}
+
+TEST_F(FarmServerTest, RefusesHugeOrControlCharacterIdsAndKeys) {
+  TestFarm farm(Options());
+  ASSERT_TRUE(farm.ok());
+  // A 200 KB key once was stored and then broke the unknown-key error.
+  FakeWorker huge_key(*farm.workers, "", "w1", std::string(200000, 'k'));
+  grpc::Status status = huge_key.Connect();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("device_key is 200000 bytes long; at most 256"));
+  EXPECT_LT(status.error_message().size(), 300u);
+  FakeWorker control_id(*farm.workers, "", "w\x1b[2J", "sim-test");
+  status = control_id.Connect();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("worker_id 'w\\x1b[2J' holds a control character"));
+  EXPECT_THAT(farm.ListWorkers(), IsEmpty());
+  auto store = FarmStore::Open(DbPath());
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto devices = (*store)->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_THAT(*devices, IsEmpty()) << "a refused registration stores no device";
+}
+
+TEST_F(FarmServerTest, AStreamThatNeverRegistersIsClosed) {
+  ServerOptions options = Options();
+  options.heartbeat_timeout_s = 0.5;
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  grpc::ClientContext context;
+  auto stream = farm.workers->Connect(&context);
+  const auto opened = std::chrono::steady_clock::now();
+  v1::ServerMessage message;
+  EXPECT_FALSE(stream->Read(&message)) << "the server closes the stream";
+  EXPECT_LT(std::chrono::steady_clock::now() - opened, 10s);
+  // The server cancels the call (the only way to end a blocked read), so the
+  // client sees CANCELLED; the server log says why.
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  // A worker that does register in time is unaffected.
+  FakeWorker prompt(*farm.workers, "", "prompt-1", "sim-test");
+  ASSERT_TRUE(prompt.Connect().ok());
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(farm.HasWorker("prompt-1"));
+}
+
+TEST_F(FarmServerTest, AWorkersErrorTextIsStoredBounded) {
+  ServerOptions options = Options();
+  options.max_attempts = 1;
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  FakeWorker verbose(*farm.workers, "", "verbose-1", "sim-test",
+                     [](const v1::PhaseAssignment&) -> std::optional<v1::PhaseResult> {
+                       v1::PhaseResult result;
+                       result.set_ok(false);
+                       result.set_error("build failed:\n" + std::string(1 << 20, 'e'));
+                       return result;
+                     });
+  ASSERT_TRUE(verbose.Connect().ok());
+  v1::Job job;
+  grpc::Status status = farm.Submit(ZooRequest("squeezenet", "sim-test"), job);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::Job failed = farm.WaitForFinalState(job.id());
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_LT(failed.error().size(), 8192u);
+  EXPECT_THAT(failed.error(), HasSubstr("build failed:\\x0aeee"));
+  EXPECT_THAT(failed.error(), HasSubstr("more bytes)"));
+  auto store = FarmStore::Open(DbPath());
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto row = (*store)->GetJob(job.id());
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_LT((*row)->error.size(), 8192u);
+}
+
+// ---------------------------------------------------------------- sharing the server
+
+TEST_F(FarmServerTest, ALongSearchGivesItsServerSlotToOtherJobsBetweenPasses) {
+  ServerOptions options = Options();
+  options.server_slots = 1;
+  options.enumerate_slice_s = 1e-6;  // one DP pass per enumerate phase
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  SimWorker worker(farm.address(), "sim-1", "sim-test");
+  ASSERT_TRUE(WaitUntil([&] { return farm.HasWorker("sim-1"); }));
+  v1::SubmitJobRequest long_search = ZooRequest("inception_v3", "sim-test");
+  long_search.mutable_options()->set_block_size(8);
+  long_search.mutable_options()->set_batch_size(4096);  // many passes to fill one batch
+  v1::Job first, second;
+  ASSERT_TRUE(farm.Submit(long_search, first).ok());
+  ASSERT_TRUE(farm.Submit(ZooRequest("squeezenet", "sim-test"), second).ok());
+  EXPECT_EQ(farm.WaitForFinalState(first.id()).state(), v1::SUCCEEDED);
+  EXPECT_EQ(farm.WaitForFinalState(second.id()).state(), v1::SUCCEEDED);
+
+  // The first job's search ran in several enumerate phases before its first
+  // build, and the second job's first enumerate ran between them: it did not
+  // wait for the whole first batch of a long search.
+  double first_build = 1e300, second_enumerate = 1e300;
+  std::vector<double> first_enumerates;
+  for (const v1::PhaseEntry& p : Timeline(farm, 0)) {
+    if (p.job_id() == first.id() && p.phase() == "build") {
+      first_build = std::min(first_build, p.start_s());
+    }
+    if (p.job_id() == first.id() && p.phase() == "enumerate") {
+      first_enumerates.push_back(p.start_s());
+    }
+    if (p.job_id() == second.id() && p.phase() == "enumerate") {
+      second_enumerate = std::min(second_enumerate, p.start_s());
+    }
+  }
+  std::sort(first_enumerates.begin(), first_enumerates.end());
+  ASSERT_GE(first_enumerates.size(), 2u);
+  EXPECT_LT(first_enumerates[1], first_build) << "sliced before its first batch";
+  EXPECT_GT(second_enumerate, first_enumerates[0]);
+  EXPECT_LT(second_enumerate, first_build);
 }
 
 // ---------------------------------------------------------------- heartbeats

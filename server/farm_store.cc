@@ -60,7 +60,7 @@ constexpr const char kJobColumns[] =
     "id, model_digest, model_name, device_key, owner, retune_batch, batch, opt_r, opt_s, "
     "opt_block_size, opt_batch_size_limit, priority, state, error, submitted_unix_ms, "
     "started_unix_ms, finished_unix_ms, blocks_total, blocks_done, stages_profiled, cache_hits, "
-    "candidates, unique_signatures, phase";
+    "candidates, unique_signatures, phase, resumes";
 
 StatusOr<JobRow> JobFromRow(const Statement& row) {
   JobRow job;
@@ -88,6 +88,7 @@ StatusOr<JobRow> JobFromRow(const Statement& row) {
   job.candidates = row.ColumnInt64(21);
   job.unique_signatures = row.ColumnInt64(22);
   job.phase = row.ColumnText(23);
+  job.resumes = row.ColumnInt64(24);
   return job;
 }
 
@@ -354,6 +355,44 @@ StatusOr<int64_t> FarmStore::PutLatencies(
   return added;
 }
 
+StatusOr<int64_t> FarmStore::DeleteLatencies(const std::string& device_key,
+                                             const std::string& worker) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  {
+    ASSIGN_OR_RETURN(Statement * raw, Cached("SELECT 1 FROM devices WHERE key = ?1"));
+    ScopedStatement stmt(raw);
+    RETURN_IF_ERROR(stmt->BindText(1, device_key));
+    ASSIGN_OR_RETURN(bool known, stmt->Step());
+    if (!known) {
+      return absl::NotFoundError(StrCat("unknown device key '", device_key, "'"));
+    }
+  }
+  int64_t deleted = 0;
+  {
+    ASSIGN_OR_RETURN(Statement * raw,
+                     Cached(worker.empty()
+                                ? "DELETE FROM latencies WHERE device_key = ?1"
+                                : "DELETE FROM latencies WHERE device_key = ?1 AND worker = ?2"));
+    ScopedStatement stmt(raw);
+    RETURN_IF_ERROR(stmt->BindText(1, device_key));
+    if (!worker.empty()) RETURN_IF_ERROR(stmt->BindText(2, worker));
+    RETURN_IF_ERROR(stmt->Step().status());
+    deleted = db_->Changes();
+  }
+  {
+    ASSIGN_OR_RETURN(Statement * raw,
+                     Cached("UPDATE devices SET latency_count = "
+                            "(SELECT COUNT(*) FROM latencies WHERE device_key = ?1) "
+                            "WHERE key = ?1"));
+    ScopedStatement stmt(raw);
+    RETURN_IF_ERROR(stmt->BindText(1, device_key));
+    RETURN_IF_ERROR(stmt->Step().status());
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return deleted;
+}
+
 StatusOr<int64_t> FarmStore::CountLatencies(const std::string& device_key) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Statement * raw,
@@ -522,7 +561,7 @@ StatusOr<std::vector<JobRow>> FarmStore::ListJobs(const JobFilter& filter) {
   if (!filter.device_key.empty()) sql += " AND device_key = ?2";
   if (!filter.retune_batch.empty()) sql += " AND retune_batch = ?3";
   if (filter.unfinished_only) sql += " AND state IN ('queued', 'running')";
-  sql += " ORDER BY id LIMIT ?4";
+  sql += filter.newest_first ? " ORDER BY id DESC LIMIT ?4" : " ORDER BY id LIMIT ?4";
 
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Statement * raw, Cached(sql));
@@ -591,6 +630,31 @@ Status FarmStore::UpdateJobProgress(const JobRow& progress) {
   RETURN_IF_ERROR(stmt->BindText(8, progress.phase));
   RETURN_IF_ERROR(stmt->Step().status());
   if (db_->Changes() == 0) return absl::NotFoundError(StrCat("job ", progress.id, " not found"));
+  return absl::OkStatus();
+}
+
+StatusOr<int64_t> FarmStore::AddResumes(int64_t id, int64_t delta) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Statement * raw,
+                   Cached("UPDATE jobs SET resumes = MAX(0, resumes + ?2) WHERE id = ?1 "
+                          "RETURNING resumes"));
+  ScopedStatement stmt(raw);
+  RETURN_IF_ERROR(stmt->BindInt64(1, id));
+  RETURN_IF_ERROR(stmt->BindInt64(2, delta));
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  if (!row) return absl::NotFoundError(StrCat("job ", id, " not found"));
+  const int64_t resumes = stmt->ColumnInt64(0);
+  RETURN_IF_ERROR(stmt->Step().status());  // finish the statement
+  return resumes;
+}
+
+Status FarmStore::ClearResumes(int64_t id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Statement * raw, Cached("UPDATE jobs SET resumes = 0 WHERE id = ?1"));
+  ScopedStatement stmt(raw);
+  RETURN_IF_ERROR(stmt->BindInt64(1, id));
+  RETURN_IF_ERROR(stmt->Step().status());
+  if (db_->Changes() == 0) return absl::NotFoundError(StrCat("job ", id, " not found"));
   return absl::OkStatus();
 }
 

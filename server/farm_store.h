@@ -89,6 +89,9 @@ struct JobRow {
   int blocks_total = 0, blocks_done = 0;
   int64_t stages_profiled = 0, cache_hits = 0, candidates = 0, unique_signatures = 0;
   std::string phase /* current phase name */;
+  // Server restarts that found the job unfinished since it last stored a
+  // measurement (the crash-loop guard; AddResumes).
+  int64_t resumes = 0;
 };
 
 struct ResultRow {
@@ -111,6 +114,7 @@ struct JobFilter {
   std::string device_key;    // empty = any
   std::string retune_batch;  // empty = any
   bool unfinished_only = false;  // queued or running
+  bool newest_first = false;     // by id descending (the limit keeps the newest)
   int limit = 1000;              // <= 0: no limit
 };
 
@@ -172,6 +176,12 @@ class FarmStore {
   StatusOr<int64_t> PutLatencies(const std::string& device_key,
                                  const std::vector<std::pair<uint64_t, StoredLatency>>& rows);
   StatusOr<int64_t> CountLatencies(const std::string& device_key);
+  // Forgets measurements (an operator's remedy for a bad worker): deletes the
+  // latencies of `device_key`, all of them or only those `worker` measured
+  // when it is not empty, in one transaction, and returns how many went (the
+  // device's latency count follows). Later jobs measure those stages again;
+  // stored jobs and results are kept. NotFound for an unknown device key.
+  StatusOr<int64_t> DeleteLatencies(const std::string& device_key, const std::string& worker);
 
   // --- models (by digest; PutModel of an existing digest is a no-op)
   // InvalidArgument for an empty digest or name, or a source other than
@@ -188,7 +198,8 @@ class FarmStore {
   // an empty device key, batch < 1 or a non-queued state.
   StatusOr<int64_t> CreateJob(const JobRow& job);
   StatusOr<std::optional<JobRow>> GetJob(int64_t id);
-  StatusOr<std::vector<JobRow>> ListJobs(const JobFilter& filter);  // by id ascending
+  // By id ascending, or descending with filter.newest_first.
+  StatusOr<std::vector<JobRow>> ListJobs(const JobFilter& filter);
   // Moves the job to `state` and stores `error` (cleared when empty). Sets
   // started_unix_ms on the first move to running, finished_unix_ms on a move
   // to a final state. A move to the current non-final state is allowed (only
@@ -199,6 +210,10 @@ class FarmStore {
   // Writes only the progress fields (blocks_total .. phase) of row
   // `progress.id`. NotFound unknown id.
   Status UpdateJobProgress(const JobRow& progress);
+  // Adds `delta` to the job's resume count (not below 0) and returns the new
+  // count; ClearResumes sets it to 0. NotFound unknown id.
+  StatusOr<int64_t> AddResumes(int64_t id, int64_t delta);
+  Status ClearResumes(int64_t id);
 
   // --- results
   Status PutResult(const ResultRow& result);  // replaces; NotFound unknown job

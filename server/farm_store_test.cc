@@ -359,6 +359,66 @@ TEST_F(FarmStoreTest, ListJobsFilters) {
   filter.device_key = "a100";
   filter.retune_batch = "rt";
   EXPECT_THAT(Ids(*store->ListJobs(filter)), ElementsAre(6));
+  // Newest first: the limit keeps the most recent jobs.
+  filter = {};
+  filter.newest_first = true;
+  filter.limit = 3;
+  EXPECT_THAT(Ids(*store->ListJobs(filter)), ElementsAre(6, 5, 4));
+  filter.device_key = "h100";
+  EXPECT_THAT(Ids(*store->ListJobs(filter)), ElementsAre(5, 3, 1));
+}
+
+TEST_F(FarmStoreTest, ResumesCountUpClearAndNeverGoNegative) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutModel(Model("d1", "m1")).ok());
+  auto id = store->CreateJob(Job("d1", "h100"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*store->AddResumes(*id, 1), 1);
+  EXPECT_EQ(*store->AddResumes(*id, 1), 2);
+  EXPECT_EQ(*store->AddResumes(*id, -5), 0);
+  EXPECT_EQ(*store->AddResumes(*id, 3), 3);
+  EXPECT_EQ((*store->GetJob(*id))->resumes, 3);
+  // Progress writes leave the count alone.
+  JobRow progress = **store->GetJob(*id);
+  progress.blocks_done = 1;
+  ASSERT_TRUE(store->UpdateJobProgress(progress).ok());
+  EXPECT_EQ((*store->GetJob(*id))->resumes, 3);
+  ASSERT_TRUE(store->ClearResumes(*id).ok());
+  EXPECT_EQ((*store->GetJob(*id))->resumes, 0);
+  EXPECT_TRUE(absl::IsNotFound(store->AddResumes(*id + 7, 1).status()));
+  EXPECT_TRUE(absl::IsNotFound(store->ClearResumes(*id + 7)));
+}
+
+TEST_F(FarmStoreTest, DeleteLatenciesOfAWorkerOrOfAWholeKey) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutLatencies("h100", {{1, Latency(1.0, "good")},
+                                           {2, Latency(2.0, "bad")},
+                                           {3, Latency(3.0, "bad")}})
+                  .ok());
+  ASSERT_TRUE(store->PutLatencies("a100", {{1, Latency(1.5, "bad")}}).ok());
+  auto deleted = store->DeleteLatencies("h100", "bad");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 2);
+  auto left = store->LookupLatencies("h100", {1, 2, 3});
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(left->size(), 1u);
+  EXPECT_EQ(left->at(1).worker, "good");
+  EXPECT_EQ(*store->CountLatencies("a100"), 1) << "other keys keep theirs";
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  for (const DeviceRow& d : *devices) EXPECT_EQ(d.latencies, 1) << d.key;
+  // The forgotten stages can be measured again (first measurement wins anew).
+  EXPECT_EQ(*store->PutLatencies("h100", {{2, Latency(2.5, "good")}}), 1);
+  deleted = store->DeleteLatencies("h100", "");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, 2);
+  EXPECT_EQ(*store->CountLatencies("h100"), 0);
+  EXPECT_EQ(*store->DeleteLatencies("h100", "nobody"), 0);
+  auto unknown = store->DeleteLatencies("v100", "");
+  EXPECT_TRUE(absl::IsNotFound(unknown.status())) << unknown.status();
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("'v100'"));
 }
 
 TEST_F(FarmStoreTest, JobStateMachine) {

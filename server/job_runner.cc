@@ -1,6 +1,8 @@
 #include "server/job_runner.h"
 
+#include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "common/strings.h"
 #include "graph/models/zoo.h"
@@ -130,8 +132,14 @@ Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, FarmStore& st
   return absl::OkStatus();
 }
 
-StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims& claims) {
+StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims& claims,
+                                               double slice_s) {
   if (done_) return Next::kMeasure;
+  session_->SetDeadline(
+      slice_s > 0 ? std::optional(std::chrono::steady_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(slice_s)))
+                  : std::nullopt);
   const int limit = job_.options.batch_size_limit;
   if (batch_.empty()) {
     // Signatures another job was measuring: known by now, or ours to measure.
@@ -144,7 +152,10 @@ StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims
                      session_->NextUnknown(limit - static_cast<int>(batch_.size())));
     if (requests.empty()) break;
     RETURN_IF_ERROR(Resolve(std::move(requests), store, claims));
+    if (session_->paused()) break;
   }
+  // Out of time with a batch not full yet: the next slice goes on filling it.
+  if (session_->paused() && static_cast<int>(batch_.size()) < limit) return Next::kContinue;
   if (!batch_.empty()) return Next::kBuild;
   if (!awaiting_.empty()) return Next::kWait;
   if (!session_->Done()) {

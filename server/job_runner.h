@@ -82,7 +82,7 @@ graph::Graph WithoutWeightValues(const graph::Graph& graph);
 
 class JobRunner {
  public:
-  enum class Next { kBuild, kWait, kMeasure };
+  enum class Next { kBuild, kWait, kMeasure, kContinue };
 
   // `job` must carry its id, device key and options. The search keeps to
   // `budget` (a job over it fails with a SearchBudgetError naming it) and
@@ -94,8 +94,12 @@ class JobRunner {
 
   // The enumerate phase. kBuild: batch() holds signatures to measure;
   // kMeasure: the search is done (final schedules ready); kWait: every
-  // remaining unknown is being measured by another job.
-  StatusOr<Next> Enumerate(FarmStore& store, SignatureClaims& claims);
+  // remaining unknown is being measured by another job; kContinue: the time
+  // slice (> 0 s) ran out before the batch was full or the search done (the
+  // batch so far is kept and filled by the next call): enumerate again (the caller
+  // queues it behind other jobs' server phases, so a long search shares the
+  // server's slots). A slice ends between DP passes (search_session.h).
+  StatusOr<Next> Enumerate(FarmStore& store, SignatureClaims& claims, double slice_s = 0);
 
   // The build phase of the current batch.
   v1::BuildAssignment MakeBuild() const;

@@ -49,6 +49,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-jobs-per-client", options.max_active_jobs_per_client,
                  "most unfinished jobs per client")
       ->capture_default_str();
+  app.add_option("--max-resumes", options.max_resumes,
+                 "crash-loop guard: restarts after unclean stops that may find a job in its "
+                 "search with no new measurement, before it fails")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   app.add_option("--heartbeat-timeout", options.heartbeat_timeout_s,
                  "seconds of worker silence before it counts as lost")
       ->capture_default_str();

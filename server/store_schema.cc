@@ -97,8 +97,15 @@ CREATE TABLE phase_log (
 CREATE INDEX phase_log_by_job ON phase_log(job_id, id);
 )sql";
 
-constexpr std::array<Migration, 1> kMigrations = {{
+// Version 2: how often a server restart found the job unfinished since it
+// last stored a measurement (the crash-loop guard, farm_coordinator.h).
+constexpr const char kSchemaV2[] = R"sql(
+ALTER TABLE jobs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0 CHECK (resumes >= 0);
+)sql";
+
+constexpr std::array<Migration, 2> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
+    {2, "jobs.resumes", kSchemaV2},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

@@ -1,10 +1,12 @@
 #include "server/store_schema.h"
 
 #include <filesystem>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/strings.h"
 #include "server/farm_store.h"
 #include "server/sqlite_db.h"
 #include "server/store_test_util.h"
@@ -92,10 +94,18 @@ TEST_F(StoreSchemaTest, HandMadeVersionZeroFileIsMigrated) {
   EXPECT_EQ(mode->ColumnText(0), "wal");
 }
 
-// A future version 2 that adds a table and a column, applied to a v1 file.
-constexpr Migration kV2Step = {2, "test: notes table and devices.rack",
-                               "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"
-                               "ALTER TABLE devices ADD COLUMN rack TEXT NOT NULL DEFAULT '';"};
+// A future step after this binary's newest that adds a table and a column.
+constexpr int64_t kNext = kSchemaVersion + 1;
+constexpr Migration kNextStep = {kNext, "test: notes table and devices.rack",
+                                 "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"
+                                 "ALTER TABLE devices ADD COLUMN rack TEXT NOT NULL DEFAULT '';"};
+
+// This binary's steps followed by `next`.
+std::vector<Migration> WithNextStep(const Migration& next) {
+  std::vector<Migration> steps(Migrations().begin(), Migrations().end());
+  steps.push_back(next);
+  return steps;
+}
 
 TEST_F(StoreSchemaTest, MigratesStepByStepKeepingData) {
   const std::string path = PathOf("steps.db");
@@ -104,9 +114,9 @@ TEST_F(StoreSchemaTest, MigratesStepByStepKeepingData) {
     ASSERT_TRUE(store.ok());
     ASSERT_TRUE((*store)->UpsertDevice("h100-sxm", "H100", "cuda", 10).ok());
   }
-  const Migration two_steps[] = {Migrations()[0], kV2Step};
+  const std::vector<Migration> steps = WithNextStep(kNextStep);
   {
-    auto store = FarmStore::OpenWithMigrations(path, two_steps);
+    auto store = FarmStore::OpenWithMigrations(path, steps);
     ASSERT_TRUE(store.ok()) << store.status();
     auto devices = (*store)->ListDevices();
     ASSERT_TRUE(devices.ok()) << devices.status();
@@ -116,41 +126,69 @@ TEST_F(StoreSchemaTest, MigratesStepByStepKeepingData) {
   {
     auto db = SqliteDb::Open(path);
     ASSERT_TRUE(db.ok());
-    EXPECT_EQ(QueryInt(**db, "PRAGMA user_version"), 2);
+    EXPECT_EQ(QueryInt(**db, "PRAGMA user_version"), kNext);
     EXPECT_TRUE(HasTable(**db, "notes"));
-    EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_migrations"), kNext);
     EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM devices WHERE rack = ''"), 1);
   }
-  // This binary (v1) refuses the v2 file.
+  // This binary refuses the newer file.
   auto old = FarmStore::Open(path);
   ASSERT_FALSE(old.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(old.status())) << old.status();
 }
 
+TEST_F(StoreSchemaTest, AVersion1FileGainsJobResumesKeepingItsJobs) {
+  const std::string path = PathOf("v1.db");
+  int64_t id = 0;
+  {
+    auto store = FarmStore::OpenWithMigrations(path, Migrations().first(1));
+    ASSERT_TRUE(store.ok()) << store.status();
+    ModelRow model;
+    model.digest = "d1";
+    model.name = "squeezenet";
+    model.source = "zoo";
+    model.batch = 1;
+    ASSERT_TRUE((*store)->PutModel(model).ok());
+    JobRow job;
+    job.model_digest = "d1";
+    job.device_key = "k";
+    auto created = (*store)->CreateJob(job);
+    ASSERT_TRUE(created.ok()) << created.status();
+    id = *created;
+  }
+  auto store = FarmStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto job = (*store)->GetJob(id);
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_EQ((*job)->model_name, "squeezenet");
+  EXPECT_EQ((*job)->resumes, 0);
+  auto counted = (*store)->AddResumes(id, 1);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(*counted, 1);
+}
+
 TEST_F(StoreSchemaTest, MigratesFromEmptyThroughEveryStep) {
   const std::string path = PathOf("all.db");
-  const Migration two_steps[] = {Migrations()[0], kV2Step};
-  ASSERT_TRUE(FarmStore::OpenWithMigrations(path, two_steps).ok());
+  ASSERT_TRUE(FarmStore::OpenWithMigrations(path, WithNextStep(kNextStep)).ok());
   auto db = SqliteDb::Open(path);
   ASSERT_TRUE(db.ok());
-  EXPECT_EQ(QueryInt(**db, "PRAGMA user_version"), 2);
-  EXPECT_EQ(QueryInt(**db, "SELECT MAX(version) FROM schema_migrations"), 2);
+  EXPECT_EQ(QueryInt(**db, "PRAGMA user_version"), kNext);
+  EXPECT_EQ(QueryInt(**db, "SELECT MAX(version) FROM schema_migrations"), kNext);
 }
 
 TEST_F(StoreSchemaTest, FailingStepIsRolledBackWhole) {
   const std::string path = PathOf("fail.db");
   ASSERT_TRUE(FarmStore::Open(path).ok());
-  const Migration broken[] = {Migrations()[0],
-                              {2, "broken", "CREATE TABLE half (a); SELECT no_such_function();"}};
-  auto store = FarmStore::OpenWithMigrations(path, broken);
+  auto store = FarmStore::OpenWithMigrations(
+      path, WithNextStep({kNext, "broken", "CREATE TABLE half (a); SELECT no_such_function();"}));
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsInternal(store.status())) << store.status();
-  EXPECT_THAT(std::string(store.status().message()), HasSubstr("version 2"));
+  EXPECT_THAT(std::string(store.status().message()), HasSubstr(StrCat("version ", kNext)));
   auto db = SqliteDb::Open(path);
   ASSERT_TRUE(db.ok());
-  EXPECT_EQ(QueryInt(**db, "PRAGMA user_version"), 1);
+  EXPECT_EQ(QueryInt(**db, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_FALSE(HasTable(**db, "half"));
-  EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_migrations"), 1);
+  EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_migrations"), kSchemaVersion);
 }
 
 TEST_F(StoreSchemaTest, OutOfOrderMigrationListIsAnError) {

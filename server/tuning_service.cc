@@ -8,6 +8,7 @@
 #include "proto/rpc_util.h"
 #include "scheduler/ios/schedule_json.h"
 #include "server/proto_convert.h"
+#include "spdlog/spdlog.h"
 
 namespace iosfarm::server {
 
@@ -135,17 +136,45 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext* context,
     ASSIGN_OR_RETURN(filter.state, JobStateFromText(request->state()));
     filter.device_key = request->device_key();
     filter.retune_batch = request->retune_batch();
-    // Newest first, and a limit keeps the newest jobs: the store lists by id
-    // ascending, so read every match and take them from the end.
-    const size_t limit = request->limit() > 0 ? static_cast<size_t>(request->limit())
-                                              : static_cast<size_t>(filter.limit);
-    filter.limit = 0;
+    // Newest first, and a limit keeps the newest jobs.
+    filter.newest_first = true;
+    if (request->limit() > 0) filter.limit = request->limit();
     ASSIGN_OR_RETURN(std::vector<JobRow> jobs, store_->ListJobs(filter));
     const double now = NowSeconds();
-    for (auto it = jobs.rbegin(); it != jobs.rend() && response->jobs_size() < static_cast<int>(limit);
-         ++it) {
-      *response->add_jobs() = JobToProto(*it, now);
+    for (const JobRow& job : jobs) *response->add_jobs() = JobToProto(job, now);
+    return absl::OkStatus();
+  });
+}
+
+bool TuningServiceImpl::IsAdmin(const std::string& caller) const {
+  // Without client tokens (a loopback server) every caller is the one local
+  // "anonymous" user, who owns every job: the operator.
+  if (tokens_->empty()) return true;
+  return std::find(limits_.admin_clients.begin(), limits_.admin_clients.end(), caller) !=
+         limits_.admin_clients.end();
+}
+
+grpc::Status TuningServiceImpl::ForgetLatencies(grpc::ServerContext* context,
+                                                const v1::ForgetLatenciesRequest* request,
+                                                v1::ForgetLatenciesResponse* response) {
+  return Serve(Authenticate(*context), [&](const std::string& caller) -> Status {
+    if (!IsAdmin(caller)) {
+      return absl::PermissionDeniedError(
+          StrCat("client '", caller,
+                 "' may not forget measurements: admins only (iosfarm-server --admin-clients)"));
     }
+    if (request->device_key().empty()) {
+      return absl::InvalidArgumentError("forget: a device key is required");
+    }
+    ASSIGN_OR_RETURN(const int64_t deleted,
+                     store_->DeleteLatencies(request->device_key(), request->worker()));
+    ASSIGN_OR_RETURN(const int64_t remaining, store_->CountLatencies(request->device_key()));
+    spdlog::warn("client {} forgot {} measurements of device key {}{} ({} remain)", caller,
+                 deleted, request->device_key(),
+                 request->worker().empty() ? "" : StrCat(" by worker ", request->worker()),
+                 remaining);
+    response->set_deleted(deleted);
+    response->set_remaining(remaining);
     return absl::OkStatus();
   });
 }
@@ -155,9 +184,7 @@ grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
   return Serve(Authenticate(*context), [&](const std::string& caller) -> Status {
     ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(request->job_id()));
     if (!row) return absl::NotFoundError(StrCat("job ", request->job_id(), " not found"));
-    const bool admin = std::find(limits_.admin_clients.begin(), limits_.admin_clients.end(),
-                                 caller) != limits_.admin_clients.end();
-    if (row->owner != caller && !admin) {
+    if (row->owner != caller && !IsAdmin(caller)) {
       return absl::PermissionDeniedError(
           StrCat("job ", row->id, " belongs to client '", row->owner, "'; client '", caller,
                  "' may cancel only its own jobs (admins: iosfarm-server --admin-clients)"));

@@ -17,10 +17,11 @@ namespace iosfarm::server {
 struct RequestLimits {
   int64_t max_model_bytes = 256LL << 20;
   int64_t max_ops = 20000;
-  // Client names (from the token files) that may cancel any job. Everyone
-  // else cancels only the jobs it submitted (docs/farm.md, "Who may do
-  // what"); reading jobs, results, workers and timelines is open to every
-  // authenticated client.
+  // Client names (from the token files) that may cancel any job and forget
+  // measurements. Everyone else cancels only the jobs it submitted
+  // (docs/farm.md, "Who may do what"); reading jobs, results, workers and
+  // timelines is open to every authenticated client. A server without client
+  // tokens (loopback only) treats its one anonymous caller as an admin.
   std::vector<std::string> admin_clients;
 };
 
@@ -48,10 +49,15 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                       v1::RetuneResponse* response) override;
   grpc::Status GetTimeline(grpc::ServerContext* context, const v1::TimelineRequest* request,
                            v1::TimelineResponse* response) override;
+  // Admins only (PermissionDenied otherwise).
+  grpc::Status ForgetLatencies(grpc::ServerContext* context,
+                               const v1::ForgetLatenciesRequest* request,
+                               v1::ForgetLatenciesResponse* response) override;
 
  private:
   StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
   Status Submit(const std::string& owner, const v1::SubmitJobRequest& request, v1::Job& response);
+  bool IsAdmin(const std::string& caller) const;
 
   FarmCoordinator* const coordinator_;
   FarmStore* const store_;

@@ -1,6 +1,9 @@
 #include "server/worker_service.h"
 
+#include <algorithm>
+
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/strings.h"
 #include "proto/rpc_util.h"
 #include "spdlog/spdlog.h"
@@ -71,13 +74,73 @@ class StreamLink final : public WorkerLink {
 
 }  // namespace
 
+WorkerServiceImpl::WorkerServiceImpl(FarmCoordinator* coordinator, const TokenSet* tokens,
+                                     double heartbeat_interval_s, double registration_timeout_s)
+    : coordinator_(coordinator),
+      tokens_(tokens),
+      heartbeat_interval_s_(heartbeat_interval_s),
+      registration_timeout_s_(registration_timeout_s) {
+  watchdog_ = std::thread([this] { WatchdogLoop(); });
+}
+
+WorkerServiceImpl::~WorkerServiceImpl() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  watchdog_.join();
+}
+
+void WorkerServiceImpl::AwaitRegistration(grpc::ServerContext* context) {
+  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(registration_timeout_s_));
+  absl::MutexLock lock(&mu_);
+  unregistered_[context] = std::chrono::steady_clock::now() + timeout;
+}
+
+void WorkerServiceImpl::Registered(grpc::ServerContext* context) {
+  absl::MutexLock lock(&mu_);
+  unregistered_.erase(context);
+}
+
+void WorkerServiceImpl::WatchdogLoop() {
+  const absl::Duration tick =
+      absl::Seconds(std::clamp(registration_timeout_s_ / 4, 0.01, 0.5));
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), tick);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = unregistered_.begin(); it != unregistered_.end();) {
+      if (it->second > now) {
+        ++it;
+        continue;
+      }
+      // The handler is blocked in its first Read; cancelling ends that read.
+      // The entry goes now so the context is cancelled once; the handler
+      // removes nothing else (Registered of an absent entry is a no-op).
+      spdlog::warn("closing the worker stream from {}: no registration within {} s",
+                   it->first->peer(), registration_timeout_s_);
+      it->first->TryCancel();
+      it = unregistered_.erase(it);
+    }
+  }
+}
+
 grpc::Status WorkerServiceImpl::Connect(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::ServerMessage, v1::WorkerMessage>* stream) {
   auto name = tokens_->Authenticate(rpc::BearerToken(*context), "worker");
   if (!name.ok()) return rpc::ToGrpcStatus(name.status());
   v1::WorkerMessage first;
-  if (!stream->Read(&first)) return grpc::Status(grpc::StatusCode::CANCELLED, "no registration");
+  AwaitRegistration(context);
+  const bool read = stream->Read(&first);
+  Registered(context);
+  if (!read || context->IsCancelled()) {
+    // Cancelled by the watchdog (the client sees CANCELLED) or by the worker.
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        StrCat("no registration within ", registration_timeout_s_,
+                               " s of opening the worker stream"));
+  }
   if (!first.has_register_()) {
     return rpc::ToGrpcStatus(
         absl::InvalidArgumentError("the first message on a worker stream must be 'register'"));

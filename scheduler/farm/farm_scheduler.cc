@@ -56,7 +56,7 @@ Status FarmScheduler::RemoveJob(JobId job, double now_s) {
 }
 
 Status FarmScheduler::WorkerJoined(const std::string& worker, const std::string& device_key,
-                                   int max_batches) {
+                                   int max_batches, MeasuringDevice device) {
   if (worker.empty() || device_key.empty()) {
     return absl::InvalidArgumentError(
         StrCat("worker '", worker, "' with device key '", device_key, "': empty name or key"));
@@ -68,6 +68,7 @@ Status FarmScheduler::WorkerJoined(const std::string& worker, const std::string&
   w.name = worker;
   w.key = device_key;
   w.max_batches = std::max(0, max_batches);
+  w.device = device;
   KeyPool& pool = Pool(device_key);
   pool.workers.insert(worker);
   pool.free_cpu.insert(worker);
@@ -370,7 +371,7 @@ void FarmScheduler::Start(Phase& phase, const std::string& worker, int slot, dou
     case ResourceClass::kWorkerGpu: {
       Worker& w = workers_.at(worker);
       phase.worker = worker;
-      phase.resource = WorkerGpuResource(worker);
+      phase.resource = WorkerDeviceResource(worker, w.device);
       w.gpu_phase = phase.id;
       Pool(w.key).free_gpu.erase(worker);
       break;

@@ -10,7 +10,8 @@
 //
 // Resources. A server CPU pool of `server_slots` slots ("server-cpu/<i>")
 // runs enumerate and update phases; each worker has a CPU ("<w>/cpu") that
-// runs builds and a GPU ("<w>/gpu") that runs profile and measure phases.
+// runs builds and a measuring device that runs profile and measure phases: a
+// GPU ("<w>/gpu"), or on a CPU worker its CPU again ("<w>/device"; phase.h).
 // Every resource runs at most one phase at a time, under every policy; in
 // particular a GPU never runs two profile/measure phases at once.
 // A phase of a job whose device key has no worker yet simply waits queued.
@@ -123,9 +124,10 @@ class FarmScheduler {
   Status RemoveJob(JobId job, double now_s);
 
   // AlreadyExists if a worker of that name is registered; InvalidArgument for
-  // an empty name or key. `max_batches`: built batches it keeps (0: no limit).
+  // an empty name or key. `max_batches`: built batches it keeps (0: no limit);
+  // `device` names its profile/measure resource (phase.h).
   Status WorkerJoined(const std::string& worker, const std::string& device_key,
-                      int max_batches = 0);
+                      int max_batches = 0, MeasuringDevice device = MeasuringDevice::kGpu);
   // Batches held on the worker now (see "Built batches"); 0 for an unknown one.
   int held_batches(std::string_view worker) const;
 
@@ -208,6 +210,7 @@ class FarmScheduler {
     Queue pinned_gpu;       // ready profile/measure pinned here
     std::set<PhaseId> pinned_phases;  // every queued phase pinned here (any state)
     int max_batches = 0;   // built batches it keeps; 0: no limit
+    MeasuringDevice device = MeasuringDevice::kGpu;
     int held_batches = 0;  // builds running + pinned profiles queued or running
     bool HasRoomForBuild() const { return max_batches <= 0 || held_batches < max_batches; }
   };

@@ -108,6 +108,21 @@ TEST(FarmSchedulerTest, GpuRunsOneProfileAtATime) {
   EXPECT_EQ(records[0].outcome, PhaseOutcome::kFailed);
 }
 
+TEST(FarmSchedulerTest, ACpuWorkerMeasuresOnItsDeviceNotOnAGpu) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  ASSERT_TRUE(s.WorkerJoined("c", "cpu:x86", 0, MeasuringDevice::kCpu).ok());
+  ASSERT_TRUE(s.AddJob(1, "cpu:x86").ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kBuild), 0).ok());
+  auto a = s.Dispatch(0);
+  EXPECT_THAT(Show(a), ElementsAre("1:build@c/cpu"));
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 1).ok());
+  ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kProfile, "c"), 1).ok());
+  a = s.Dispatch(1);
+  EXPECT_THAT(Show(a), ElementsAre("1:profile@c/device"));
+  ASSERT_TRUE(s.Finished(a[0].phase, PhaseOutcome::kOk, 2).ok());
+  EXPECT_TRUE(CheckTimeline(s.TakeRecords()).ok());
+}
+
 TEST(FarmSchedulerTest, PhasesWaitUntilAWorkerOfTheKeyJoins) {
   FarmScheduler s(Policy::kInterleaved, 1);
   ASSERT_TRUE(s.WorkerJoined("a100-0", "a100").ok());

@@ -93,6 +93,11 @@ std::optional<PhaseOutcome> PhaseOutcomeFromName(std::string_view name) {
 
 std::string ServerSlotResource(int slot) { return StrCat("server-cpu/", slot); }
 std::string WorkerCpuResource(std::string_view worker) { return StrCat(worker, "/cpu"); }
-std::string WorkerGpuResource(std::string_view worker) { return StrCat(worker, "/gpu"); }
+std::string WorkerDeviceResource(std::string_view worker, MeasuringDevice device) {
+  return StrCat(worker, device == MeasuringDevice::kGpu ? "/gpu" : "/device");
+}
+std::string WorkerGpuResource(std::string_view worker) {
+  return WorkerDeviceResource(worker, MeasuringDevice::kGpu);
+}
 
 }  // namespace iosfarm::scheduler::farm

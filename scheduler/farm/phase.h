@@ -5,8 +5,10 @@
 //   enumerate, update -> a server CPU slot ("server-cpu/<i>", any free slot);
 //   build             -> a worker's CPU ("<worker>/cpu"): any worker of the
 //                        job's device key, or the pinned worker;
-//   profile, measure  -> a worker's GPU ("<worker>/gpu"): the pinned worker if
-//                        given, else any worker of the key.
+//   profile, measure  -> a worker's measuring device: "<worker>/gpu" on a
+//                        GPU worker, "<worker>/device" on a CPU worker (whose
+//                        builds run on "<worker>/cpu" beside it); the pinned
+//                        worker if given, else any worker of the key.
 // Every resource runs one phase at a time. Times are seconds on the caller's
 // clock (doubles); the scheduler never reads a clock itself.
 #ifndef IOSFARM_SCHEDULER_FARM_PHASE_H_
@@ -63,7 +65,7 @@ struct Assignment {
   PhaseId phase = 0;
   JobId job = 0;
   PhaseKind kind = PhaseKind::kEnumerate;
-  std::string resource;  // "server-cpu/0", "<worker>/cpu", "<worker>/gpu"
+  std::string resource;  // "server-cpu/0", "<worker>/cpu", "<worker>/gpu"|"<worker>/device"
   std::string worker;    // empty for server phases
   double start_s = 0;
 };
@@ -84,6 +86,12 @@ struct PhaseRecord {
 // Resource names.
 std::string ServerSlotResource(int slot);  // "server-cpu/<slot>"
 std::string WorkerCpuResource(std::string_view worker);  // "<worker>/cpu"
+// What a worker measures on: a GPU (cuda, sim:<gpu>) or the CPU (cpu backend).
+enum class MeasuringDevice { kGpu, kCpu };
+// The resource of a worker's profile and measure phases: "<worker>/gpu" for a
+// GPU, "<worker>/device" for a CPU worker (not "/cpu": that is its build
+// resource, and not "/gpu": it has none).
+std::string WorkerDeviceResource(std::string_view worker, MeasuringDevice device);
 std::string WorkerGpuResource(std::string_view worker);  // "<worker>/gpu"
 
 }  // namespace iosfarm::scheduler::farm

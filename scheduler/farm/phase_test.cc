@@ -37,6 +37,9 @@ TEST(PhaseTest, ResourceClassesAndNames) {
   EXPECT_EQ(ServerSlotResource(3), "server-cpu/3");
   EXPECT_EQ(WorkerCpuResource("w1"), "w1/cpu");
   EXPECT_EQ(WorkerGpuResource("w1"), "w1/gpu");
+  EXPECT_EQ(WorkerDeviceResource("w1", MeasuringDevice::kGpu), "w1/gpu");
+  // A CPU worker measures on its CPU: neither "/gpu" nor its build resource.
+  EXPECT_EQ(WorkerDeviceResource("w1", MeasuringDevice::kCpu), "w1/device");
 }
 
 }  // namespace

@@ -54,14 +54,20 @@ Status CheckRecord(const PhaseRecord& r) {
       }
       break;
     case ResourceClass::kWorkerGpu:
-      if (r.worker.empty() || r.resource != WorkerGpuResource(r.worker)) {
-        return absl::InvalidArgumentError(
-            StrCat(Describe(r), ": a GPU phase must run on its worker's GPU (<worker>/gpu)"));
+      if (r.worker.empty() ||
+          (r.resource != WorkerDeviceResource(r.worker, MeasuringDevice::kGpu) &&
+           r.resource != WorkerDeviceResource(r.worker, MeasuringDevice::kCpu))) {
+        return absl::InvalidArgumentError(StrCat(
+            Describe(r),
+            ": a profile/measure phase must run on its worker's device (<worker>/gpu or "
+            "<worker>/device)"));
       }
       break;
   }
-  if (EndsWith(r.resource, "/gpu") && ResourceClassOf(r.kind) != ResourceClass::kWorkerGpu) {
-    return absl::InvalidArgumentError(StrCat(Describe(r), ": not a GPU phase on a GPU"));
+  if ((EndsWith(r.resource, "/gpu") || EndsWith(r.resource, "/device")) &&
+      ResourceClassOf(r.kind) != ResourceClass::kWorkerGpu) {
+    return absl::InvalidArgumentError(
+        StrCat(Describe(r), ": not a profile/measure phase on a measuring device"));
   }
   return absl::OkStatus();
 }

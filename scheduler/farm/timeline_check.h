@@ -17,7 +17,8 @@ namespace iosfarm::scheduler::farm {
 //  - each record is well formed: phase id unique, finite times,
 //    queued_s <= start_s <= end_s, a known outcome, a resource that matches
 //    its kind ("server-cpu/<i>" for enumerate/update, "<worker>/cpu" for
-//    build, "<worker>/gpu" for profile/measure, worker named for worker phases);
+//    build, "<worker>/gpu" or "<worker>/device" for profile/measure, worker
+//    named for worker phases);
 //  - no resource runs two phases at overlapping times (in particular no GPU
 //    runs two profile/measure phases at once); touching ends are fine;
 //  - a job's phases never overlap and run one at a time: each phase of a job

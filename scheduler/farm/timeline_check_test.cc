@@ -123,7 +123,15 @@ TEST(TimelineCheckTest, CatchesMalformedRecords) {
   EXPECT_THAT(Message(bad(x)), HasSubstr("no valid outcome"));
   x = r;
   x.resource = "w/cpu";  // a profile on a CPU
-  EXPECT_THAT(Message(bad(x)), HasSubstr("GPU phase must run on its worker's GPU"));
+  EXPECT_THAT(Message(bad(x)), HasSubstr("must run on its worker's device"));
+  x = r;
+  x.resource = "w/device";  // a CPU worker's measuring device
+  EXPECT_TRUE(bad(x).ok()) << bad(x);
+  x.resource = "other/device";
+  EXPECT_THAT(Message(bad(x)), HasSubstr("must run on its worker's device"));
+  x = Rec(9, 4, PhaseKind::kBuild, "w", 0, 1, 2);
+  x.resource = "w/device";
+  EXPECT_THAT(Message(bad(x)), HasSubstr("build must run"));
   x = Rec(9, 4, PhaseKind::kBuild, "w", 0, 1, 2);
   x.resource = "w/gpu";
   EXPECT_THAT(Message(bad(x)), HasSubstr("build must run"));

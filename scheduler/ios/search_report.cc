@@ -53,22 +53,24 @@ StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
 }
 
 std::string SearchReportText(const graph::Graph& graph, const SearchReport& report,
-                             bool list_stages) {
+                             bool list_stages, std::string_view latency_kind) {
   const Schedule& ios = report.ios.schedule;
   const SearchStats& s = report.ios.stats;
   int merges = 0;
   for (const ScheduledStage& stage : ios.stages) {
     merges += stage.stage.strategy == Strategy::kMerge ? 1 : 0;
   }
+  const std::string ms = latency_kind.empty() ? " ms (" : StrCat(" ms ", latency_kind, " (");
   std::string out = StrCat("model: ", graph.name(), "\n");
-  out += StrCat("sequential: ", Ms(report.sequential.latency_ms), " ms (",
+  out += StrCat("sequential: ", Ms(report.sequential.latency_ms), ms,
                 report.sequential.stages.size(), " stages)\n");
-  out += StrCat("greedy:     ", Ms(report.greedy.latency_ms), " ms (",
-                report.greedy.stages.size(), " stages)\n");
-  out += StrCat("ios:        ", Ms(ios.latency_ms), " ms (", ios.stages.size(), " stages, ",
-                merges, " merged)  speedup ", Ratio(report.sequential.latency_ms, ios.latency_ms),
-                "x vs sequential, ", Ratio(report.greedy.latency_ms, ios.latency_ms),
-                "x vs greedy\n");
+  out += StrCat("greedy:     ", Ms(report.greedy.latency_ms), ms, report.greedy.stages.size(),
+                " stages)\n");
+  out += StrCat("ios:        ", Ms(ios.latency_ms), ms, ios.stages.size(), " stages, ", merges,
+                " merged)\n");
+  out += StrCat(latency_kind, latency_kind.empty() ? "speedup: " : " speedup: ",
+                Ratio(report.sequential.latency_ms, ios.latency_ms), "x vs sequential, ",
+                Ratio(report.greedy.latency_ms, ios.latency_ms), "x vs greedy\n");
   out += StrCat("search: ", s.blocks, " blocks (", s.reused_blocks, " reused), ", s.dp_states,
                 " DP states, ", s.transitions, " transitions, ", s.candidate_stages,
                 " candidate stages -> ", s.unique_signatures, " unique signatures, ", s.windows,

@@ -5,6 +5,7 @@
 #define IOSFARM_SCHEDULER_IOS_SEARCH_REPORT_H_
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -33,9 +34,11 @@ StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
 
 // Text summary: latencies of the three schedules and speedups, search
 // statistics (blocks, DP states, candidate stages, unique signatures, search
-// time), then one line per IOS stage when `list_stages`.
+// time), then one line per IOS stage when `list_stages`. A non-empty
+// `latency_kind` (e.g. "predicted": sums of stage latencies measured alone)
+// labels every latency and speedup, so none reads as measured end to end.
 std::string SearchReportText(const graph::Graph& graph, const SearchReport& report,
-                             bool list_stages);
+                             bool list_stages, std::string_view latency_kind = "");
 
 // {"model", "batch", "device_key", "latency_ms": {"sequential", "greedy",
 // "ios"}, "speedup": {"vs_sequential", "vs_greedy"}, "stats": {...},

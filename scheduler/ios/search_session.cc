@@ -327,6 +327,11 @@ bool SearchSession::ResolveTwins() {
   return changed;
 }
 
+bool SearchSession::OutOfTime() const {
+  return deadline_.has_value() && stats_.dp_passes > passes_before_call_ &&
+         std::chrono::steady_clock::now() >= *deadline_;
+}
+
 Status SearchSession::SolveReadyBlocks() {
   for (int b = 0; b < next_block_; ++b) {
     BlockState& state = blocks_[b];
@@ -334,6 +339,10 @@ Status SearchSession::SolveReadyBlocks() {
     const bool ready = std::all_of(state.unknown.begin(), state.unknown.end(),
                                    [&](Signature s) { return IsKnown(s); });
     if (!ready) continue;
+    if (OutOfTime()) {
+      paused_ = true;
+      break;
+    }
     CollectingSource source(*this, state.unknown);
     RETURN_IF_ERROR(SolveWith(b, source));
   }
@@ -345,16 +354,22 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
   if (max_batch < 1) {
     return absl::InvalidArgumentError(StrCat("max_batch must be >= 1, got ", max_batch));
   }
+  paused_ = false;
+  passes_before_call_ = stats_.dp_passes;
   RETURN_IF_ERROR(SolveReadyBlocks());
-  while (true) {
+  while (!paused_) {
     while (static_cast<int>(queue_.size()) < max_batch &&
            next_block_ < static_cast<int>(blocks_.size())) {
+      if (OutOfTime()) {
+        paused_ = true;
+        break;
+      }
       const int b = next_block_++;
       CollectingSource source(*this, blocks_[b].unknown);
       RETURN_IF_ERROR(StartBlock(b, source));
     }
     ResolveTwins();
-    if (windows_created_ || solved_blocks_ < num_blocks_) break;
+    if (paused_ || windows_created_ || solved_blocks_ < num_blocks_) break;
     RETURN_IF_ERROR(CreateWindows());
   }
   std::vector<StageRequest> batch;

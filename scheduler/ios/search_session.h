@@ -37,10 +37,12 @@
 #define IOSFARM_SCHEDULER_IOS_SEARCH_SESSION_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -102,8 +104,9 @@ class SearchSession {
 
   // Advances the search as far as the known latencies allow and returns up to
   // `max_batch` (>= 1) requests for signatures whose latency is unknown and
-  // that were never handed out before. Empty: either Done(), or every unknown
-  // is already handed out and awaits Provide(). Errors: InvalidArgument for
+  // that were never handed out before. Empty: either Done(), or paused() (a
+  // deadline passed), or every unknown is already handed out and awaits
+  // Provide(). Errors: InvalidArgument for
   // max_batch < 1, ResourceExhausted when a block exceeds the state cap.
   StatusOr<std::vector<StageRequest>> NextUnknown(int max_batch);
 
@@ -136,6 +139,18 @@ class SearchSession {
   // Signatures handed out and not yet provided.
   int64_t outstanding() const { return static_cast<int64_t>(requested_.size()); }
 
+  // Time slicing (a farm job's enumerate phase shares the server's CPU slots
+  // with other jobs). With a deadline set, NextUnknown starts or re-solves no
+  // further block once it has passed and at least one DP pass ran in that
+  // call (so every call makes progress), and returns the requests it has;
+  // paused() then says that it stopped for time, not because it needs
+  // latencies: call NextUnknown again to go on. A pass that has begun runs to
+  // its end (its length is bounded by the search budget). nullopt: no limit.
+  void SetDeadline(std::optional<std::chrono::steady_clock::time_point> deadline) {
+    deadline_ = deadline;
+  }
+  bool paused() const { return paused_; }
+
  private:
   enum class BlockPhase { kNotStarted, kWaiting, kSolved };
   // A block of the partition, or a boundary window (after the blocks).
@@ -165,8 +180,11 @@ class SearchSession {
   Status SolveWith(int b, LatencySource& source);
   // Marks twins of solved blocks solved. Returns true if anything changed.
   bool ResolveTwins();
-  // Re-solves waiting blocks whose unknowns are all known now.
+  // Re-solves waiting blocks whose unknowns are all known now (until the
+  // deadline: then sets paused_).
   Status SolveReadyBlocks();
+  // The deadline passed and a pass ran since the current NextUnknown began.
+  bool OutOfTime() const;
   void MarkSolved(int b);
   bool IsKnown(Signature signature) const;
   // Appends the boundary windows (all blocks of the partition are solved).
@@ -196,6 +214,9 @@ class SearchSession {
   std::deque<StageRequest> queue_;            // requests not handed out yet
   int64_t queue_bytes_ = 0;                   // estimated bytes of queue_
   const std::atomic<bool>* stop_ = nullptr;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  int64_t passes_before_call_ = 0;  // stats_.dp_passes when NextUnknown began
+  bool paused_ = false;
   SearchStats stats_;
 };
 

@@ -1,5 +1,6 @@
 #include "scheduler/ios/search_session.h"
 
+#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -61,6 +62,44 @@ TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
       EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.unique_signatures);
       EXPECT_TRUE(ValidateSchedule(graph, batched->schedule).ok());
     }
+  }
+}
+
+TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const graph::Graph graph = testing::RandomDag(seed, 14);
+    const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
+    SearchOptions options;
+    options.max_block_ops = 4;
+    options.boundary_window_ops = 6;
+    auto direct = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    auto session = SearchSession::Create(graph, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    // A deadline always in the past: one DP pass per call at most.
+    (*session)->SetDeadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+    int pauses = 0, calls = 0;
+    std::set<Signature> requested;
+    while (calls < 10000) {
+      ++calls;
+      const int64_t passes = (*session)->stats().dp_passes;
+      auto requests = (*session)->NextUnknown(1000);
+      ASSERT_TRUE(requests.ok()) << requests.status();
+      EXPECT_LE((*session)->stats().dp_passes - passes, 1);
+      if (requests->empty() && !(*session)->paused()) break;
+      pauses += (*session)->paused();
+      for (const StageRequest& request : *requests) {
+        EXPECT_TRUE(requested.insert(request.signature).second);
+        ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+      }
+    }
+    ASSERT_TRUE((*session)->Done());
+    EXPECT_GT(pauses, 0) << "seed " << seed;
+    auto sliced = (*session)->Result();
+    ASSERT_TRUE(sliced.ok()) << sliced.status();
+    EXPECT_EQ(Describe(graph, sliced->schedule), Describe(graph, direct->schedule));
+    EXPECT_DOUBLE_EQ(sliced->schedule.latency_ms, direct->schedule.latency_ms);
+    EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.unique_signatures);
   }
 }
 

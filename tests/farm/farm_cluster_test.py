@@ -331,6 +331,66 @@ class FarmClusterTest(FarmTestBase):
         self.assertEqual(ignored, 0)
         self.assertEqual(profiled, rows)
 
+    def test_crash_loop_guard_fails_a_job_killed_in_its_search_but_not_on_clean_stops(self):
+        farm = self.farm("crash-loop")
+        farm.start_server("--max-resumes", "1")
+        # Register the key, then go: the jobs enumerate (a server phase) and
+        # their build waits for a worker, so each stop finds them in their search.
+        farm.start_worker("k1", "sim-k", 10.0)
+        farm.wait_workers(1)
+        farm.kill_worker("k1")
+        deadline = time.time() + 30
+        while farm.cli_json("workers")["workers"] and time.time() < deadline:
+            time.sleep(0.1)
+        job = farm.submit("squeezenet", "sim-k")
+        db = lambda: sqlite3.connect(farm.db)
+
+        def wait_phase(phase):
+            end = time.time() + 30
+            while time.time() < end:
+                row = db().execute("SELECT phase FROM jobs WHERE id=?", (job,)).fetchone()
+                if row and row[0] == phase:
+                    return
+                time.sleep(0.05)
+            raise AssertionError(f"job {job} never reached {phase}: " + farm.tail())
+
+        def resumes():
+            return db().execute("SELECT resumes FROM jobs WHERE id=?", (job,)).fetchone()[0]
+
+        def wait_resumes(count):
+            end = time.time() + 30  # the server resumes jobs right after it listens
+            while resumes() != count and time.time() < end:
+                time.sleep(0.05)
+            self.assertEqual(resumes(), count)
+
+        wait_phase("enumerate")
+        # Clean stops (SIGTERM) are no crash: three of them leave the job running.
+        for _ in range(3):
+            farm.server.send_signal(signal.SIGTERM)
+            self.assertEqual(farm.server.wait(timeout=30), 0)
+            self.assertEqual(resumes(), 0)
+            farm.start_server("--max-resumes", "1")
+            wait_resumes(1)  # counted at the start, taken back by the next clean stop
+            self.assertEqual(farm.cli_json("status", str(job))["job"]["state"], "running")
+        # An unclean stop keeps the count (1); the next start makes it 2 > 1:
+        # the job fails with a message that says why and is not resumed.
+        farm.kill_server()
+        farm.start_server("--max-resumes", "1")
+        end = time.time() + 30
+        while time.time() < end:
+            status = farm.cli_json("status", str(job))["job"]
+            if status["state"] != "running":
+                break
+            time.sleep(0.05)
+        self.assertEqual(status["state"], "failed", status)
+        self.assertIn("not resumed: the server stopped 2 times without a clean shutdown",
+                      status["error"])
+        self.assertIn("--max-resumes", status["error"])
+        # A worker of the key comes back: a new job of the same model tunes.
+        farm.start_worker("k2", "sim-k", 10.0)
+        again = farm.submit("squeezenet", "sim-k")
+        self.assertEqual(farm.wait_jobs([again])[again]["state"], "succeeded")
+
     def test_cancel_and_bad_requests_keep_the_server_serving(self):
         farm = self.farm("bad")
         farm.start_server()
