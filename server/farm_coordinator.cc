@@ -36,6 +36,8 @@ scheduler::ios::SearchBudget FarmSearchBudget() {
   budget.max_steps_per_pass = 1'000'000'000;
   budget.max_bytes_per_pass = int64_t{256} << 20;
   budget.max_transitions_total = 4'000'000'000;
+  // nasnet_a at r=3, s=8 needs 8.0 M; 12 M keep a search under ~0.6 GiB.
+  budget.max_signatures_total = 12'000'000;
   return budget;
 }
 

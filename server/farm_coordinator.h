@@ -55,9 +55,10 @@ class WorkerLink {
 
 // The server's default search budget. Each server slot runs one search pass
 // at a time, so the search's memory is bounded by server_slots x
-// max_bytes_per_pass (256 MiB) plus what the jobs keep between passes; a pass
-// is bounded to 100 M transitions (seconds of one core) so that no job holds
-// a slot for long, and a job to 4 G transitions in all (a few minutes).
+// max_bytes_per_pass (256 MiB) plus what the jobs keep between passes (at
+// most 12 M signatures' latencies per job, ~0.6 GiB); a pass is bounded to
+// 100 M transitions (seconds of one core) so that no job holds a slot for
+// long, and a job to 4 G transitions in all (a few minutes).
 scheduler::ios::SearchBudget FarmSearchBudget();
 
 struct CoordinatorOptions {

@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "common/strings.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/direct_oracle.h"
 #include "scheduler/ios/search_session.h"
@@ -101,6 +102,25 @@ TEST(SearchBudgetTest, TotalBudgetFailsTheSearchNamingIt) {
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(IsSearchBudgetError(result.status())) << result.status();
   EXPECT_NE(result.status().message().find("1000 DP transitions in all"), std::string::npos)
+      << result.status();
+}
+
+TEST(SearchBudgetTest, SignatureBudgetBoundsWhatTheSearchKeeps) {
+  const graph::Graph graph = testing::WideGraph(8, 2);
+  SearchOptions options;
+  auto unbounded = RunSearch(graph, options, testing::RandomOracle(graph, 1));
+  ASSERT_TRUE(unbounded.ok()) << unbounded.status();
+  const int64_t needed = unbounded->stats.unique_signatures;
+  ASSERT_GT(needed, 10);
+  options.budget.max_signatures_total = needed;  // exactly enough
+  EXPECT_TRUE(RunSearch(graph, options, testing::RandomOracle(graph, 1)).ok());
+  options.budget.max_signatures_total = needed / 2;
+  auto result = RunSearch(graph, options, testing::RandomOracle(graph, 1));
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(IsSearchBudgetError(result.status())) << result.status();
+  EXPECT_NE(result.status().message().find(
+                StrCat("more than ", needed / 2, " distinct stage signatures")),
+            std::string::npos)
       << result.status();
 }
 

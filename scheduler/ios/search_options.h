@@ -31,6 +31,10 @@ struct SearchBudget {
   int64_t max_bytes_per_pass = int64_t{1} << 30;
   // Transitions of every pass of the search together.
   int64_t max_transitions_total = 0;
+  // Distinct stage signatures of the whole search: their latencies are kept
+  // until it ends (about 50 bytes each with the bookkeeping), so this bounds
+  // what a search holds between passes. 0: no limit.
+  int64_t max_signatures_total = 0;
   int min_block_ops = 4;
 };
 

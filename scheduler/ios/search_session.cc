@@ -219,6 +219,13 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
   }
   ASSIGN_OR_RETURN(BlockSolution solution, std::move(solved));
   RETURN_IF_ERROR(source.status());
+  if (budget.max_signatures_total > 0 &&
+      static_cast<int64_t>(latencies_.size()) > budget.max_signatures_total) {
+    return SearchBudgetError(StrCat(
+        "the search needs more than ", budget.max_signatures_total,
+        " distinct stage signatures (the search budget: their latencies are kept for the whole "
+        "search; a smaller block size or r/s needs fewer)"));
+  }
   ++stats_.dp_passes;
   stats_.total_transitions += solution.stats.transitions;
   if (first_pass) {
