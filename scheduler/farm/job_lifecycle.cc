@@ -23,6 +23,17 @@ std::string DescribeStep(const LifecycleStep& step) {
   return "unknown";
 }
 
+namespace {
+
+LifecycleStep Stop(LifecycleStep::Action action, std::string error = "") {
+  LifecycleStep step;
+  step.action = action;
+  step.error = std::move(error);
+  return step;
+}
+
+}  // namespace
+
 JobLifecycle::JobLifecycle(int max_attempts) : max_attempts_(std::max(1, max_attempts)) {}
 
 LifecycleStep JobLifecycle::Enqueue(PhaseKind kind, std::string pinned_worker) {
@@ -46,10 +57,8 @@ LifecycleStep JobLifecycle::Requeue() {
 LifecycleStep JobLifecycle::Retry(const std::string& error) {
   ++attempts_;
   if (attempts_ >= max_attempts_) {
-    LifecycleStep step;
-    step.action = LifecycleStep::Action::kFail;
-    step.error = StrCat("gave up after ", attempts_, " failed worker phases; last: ", error);
-    return step;
+    return Stop(LifecycleStep::Action::kFail,
+                StrCat("gave up after ", attempts_, " failed worker phases; last: ", error));
   }
   LifecycleStep step = Requeue();
   step.retry = true;
@@ -63,10 +72,8 @@ LifecycleStep JobLifecycle::Next(const PhaseEnd& end) {
     if (worker_phase || (end.kind == PhaseKind::kUpdate && end.rejected_answer)) {
       return Retry(end.error);
     }
-    LifecycleStep step;
-    step.action = LifecycleStep::Action::kFail;
-    step.error = end.error.empty() ? StrCat(PhaseKindName(end.kind), " failed") : end.error;
-    return step;
+    return Stop(LifecycleStep::Action::kFail,
+                end.error.empty() ? StrCat(PhaseKindName(end.kind), " failed") : end.error);
   }
   switch (end.kind) {
     case PhaseKind::kEnumerate:
@@ -74,11 +81,8 @@ LifecycleStep JobLifecycle::Next(const PhaseEnd& end) {
         case Enumerated::kBatch:
           batch_pending_ = true;
           return Enqueue(PhaseKind::kBuild);
-        case Enumerated::kWait: {
-          LifecycleStep step;
-          step.action = LifecycleStep::Action::kPark;
-          return step;
-        }
+        case Enumerated::kWait:
+          return Stop(LifecycleStep::Action::kPark);
         case Enumerated::kSearchDone:
           measuring_ = true;
           return Enqueue(PhaseKind::kMeasure);
@@ -93,16 +97,10 @@ LifecycleStep JobLifecycle::Next(const PhaseEnd& end) {
     case PhaseKind::kUpdate:
       batch_pending_ = false;
       return Enqueue(PhaseKind::kEnumerate);
-    case PhaseKind::kMeasure: {
-      LifecycleStep step;
-      step.action = LifecycleStep::Action::kDone;
-      return step;
-    }
+    case PhaseKind::kMeasure:
+      return Stop(LifecycleStep::Action::kDone);
   }
-  LifecycleStep step;
-  step.action = LifecycleStep::Action::kFail;
-  step.error = "unknown phase";
-  return step;
+  return Stop(LifecycleStep::Action::kFail, "unknown phase");
 }
 
 }  // namespace iosfarm::scheduler::farm
