@@ -16,9 +16,11 @@ Python 3 standard library only. Results: docs/benchmarks.md.
            scale 0). With --sim-bench, farm_policy_bench's simulated makespans
            of the same job shape are printed beside the real ones.
   memory   the server's peak resident memory (VmHWM) per job: each zoo model
-           (and optional ONNX files, e.g. a hostile wide graph) on a fresh
-           server with one sim worker at time scale 0, for at most
-           --time-cap seconds each; says whether the job finished in that time.
+           (and optional ONNX files; --wide N writes the hostile wide graph of
+           issue 13) on a fresh server with one sim worker at time scale 0,
+           for at most --time-cap seconds each; says whether the job finished
+           in that time. --together N submits all of them N times at once to
+           one server instead.
   cache    latency-database reuse with the sim backend at time scale 0
            (counts matter, not times): the same model twice, zoo inception_v3
            then the torchvision inception_v3 ONNX export, and candidates vs
@@ -51,7 +53,8 @@ FINAL = ("succeeded", "failed", "cancelled")
 class Farm:
     """One server (fresh database) and `workers` sim workers on loopback."""
 
-    def __init__(self, args, policy="interleaved", workers=1, padding="", device="sim-v100"):
+    def __init__(self, args, policy="interleaved", workers=1, padding="", device="sim-v100",
+                 extra_server_args=()):
         self.args = args
         self.device = device
         self.dir = tempfile.mkdtemp(prefix="farm_cluster_bench.")
@@ -60,6 +63,7 @@ class Farm:
                "--policy", policy, "--server-slots", str(args.slots), "--log-level", "warn"]
         if padding:
             cmd += ["--synthetic-phase-seconds", padding]
+        cmd += list(extra_server_args)
         self.server_log = open(os.path.join(self.dir, "server.log"), "w+")
         server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.server_log, text=True)
         self.procs.append(server)
@@ -297,16 +301,99 @@ def server_memory_kib(pid):
     return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
 
 
-def memory_bench(args):
-    """Peak server memory per model, each on a fresh server."""
+def _varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number, payload):
+    """A protobuf field: bytes payloads are length-delimited, ints are varints."""
+    if isinstance(payload, int):
+        return _varint(number << 3) + _varint(payload)
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def write_wide_onnx(path, branches):
+    """The hostile model of issue 13: one input [1, 8, 8, 8] feeding `branches`
+    parallel Relu, joined by one Concat (written with the protobuf wire format,
+    so no onnx package is needed)."""
+    def value_info(name, dims):
+        shape = b"".join(_field(1, _field(1, d)) for d in dims)
+        tensor = _field(1, 1) + _field(2, shape)  # elem_type FLOAT, shape
+        return _field(1, name) + _field(2, _field(1, tensor))
+    nodes = b""
+    for i in range(branches):
+        nodes += _field(1, _field(1, "x") + _field(2, f"r{i}") + _field(3, f"relu{i}") + _field(4, "Relu"))
+    axis = _field(1, "axis") + _field(3, 1) + _field(20, 2)  # name, i, type INT
+    concat = b"".join(_field(1, f"r{i}") for i in range(branches))
+    nodes += _field(1, concat + _field(2, "y") + _field(3, "concat") + _field(4, "Concat") + _field(5, axis))
+    graph = (nodes + _field(2, f"wide{branches}") + _field(11, value_info("x", [1, 8, 8, 8]))
+             + _field(12, value_info("y", [1, 8 * branches, 8, 8])))
+    model = _field(1, 8) + _field(2, "farm_cluster_bench") + _field(7, graph) + _field(8, _field(2, 13))
+    with open(path, "wb") as f:
+        f.write(model)
+
+
+def memory_models(args, work_dir):
     models = [(m, ["submit", m]) for m in (args.models.split(",") if args.models else ZOO)]
     for path in args.onnx or []:
         models.append((os.path.basename(path), ["submit", path]))
+    if args.wide:
+        path = os.path.join(work_dir, f"wide{args.wide}.onnx")
+        write_wide_onnx(path, args.wide)
+        models.append((os.path.basename(path), ["submit", path]))
+    return models
+
+
+def memory_together(args, models):
+    """All models at once on one server: its peak memory while they run."""
+    farm = Farm(args, extra_server_args=args.server_arg or [])
+    try:
+        pid = farm.procs[0].pid
+        ids = {farm.cli(*argv, "--device", farm.device)["job"]["id"]: name for name, argv in models}
+        t0 = time.time()
+        rows = {}
+        while time.time() < t0 + args.time_cap:
+            rows = {j["id"]: j for j in farm.cli("list").get("jobs", []) if j["id"] in ids}
+            if all(r["state"] in FINAL for r in rows.values()) and len(rows) == len(ids):
+                break
+            time.sleep(1)
+        wall = time.time() - t0
+        _, peak = server_memory_kib(pid)
+        rss, _ = server_memory_kib(pid)
+        print(f"{len(ids)} jobs together, {wall:.0f} s (cap {args.time_cap:.0f} s): "
+              f"server peak RSS {peak / 1024:.0f} MiB, RSS at the end {rss / 1024:.0f} MiB")
+        print("| job | model | state | phase | blocks |")
+        print("| --- | --- | --- | --- | --- |")
+        for job, name in sorted(ids.items()):
+            row = rows.get(job, {})
+            progress = row.get("progress", {})
+            error = f" ({row.get('error', '')[:60]})" if row.get("state") == "failed" else ""
+            print(f"| {job} | {name} | {row.get('state', '?')}{error} | {progress.get('phase', '')} "
+                  f"| {progress.get('blocks_done', 0)}/{progress.get('blocks_total', 0)} |", flush=True)
+    finally:
+        farm.close()
+
+
+def memory_bench(args):
+    """Peak server memory per model, each on a fresh server (or all together)."""
+    work_dir = tempfile.mkdtemp(prefix="farm_cluster_bench.models.")
+    models = memory_models(args, work_dir)
+    if args.together:
+        memory_together(args, models * args.together)
+        return
     print(f"| model | state after <= {args.time_cap:.0f} s | phase | blocks | wall s "
           f"| server peak RSS MiB |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, argv in models:
-        farm = Farm(args)
+        farm = Farm(args, extra_server_args=args.server_arg or [])
         try:
             pid = farm.procs[0].pid
             job = farm.cli(*argv, "--device", farm.device)["job"]["id"]
@@ -345,6 +432,12 @@ def main():
     parser.add_argument("--models", help="memory: comma-separated zoo models (default: all)")
     parser.add_argument("--onnx", action="append", help="memory: an ONNX file to submit too")
     parser.add_argument("--time-cap", type=float, default=120, help="memory: seconds per job")
+    parser.add_argument("--wide", type=int, default=0,
+                        help="memory: also submit a generated ONNX model of N parallel Relu")
+    parser.add_argument("--together", type=int, default=0,
+                        help="memory: submit every model N times at once to one server")
+    parser.add_argument("--server-arg", action="append",
+                        help="memory: an extra iosfarm-server argument (repeat), e.g. --max-searches=2")
     args = parser.parse_args()
     args.server_bin = args.server_bin or os.path.join(args.build_dir, "server", "iosfarm-server")
     args.worker_bin = args.worker_bin or os.path.join(args.build_dir, "worker", "iosfarm-worker")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/memory.h"
 #include "common/strings.h"
 #include "common/text.h"
 #include "server/proto_convert.h"
@@ -36,8 +37,9 @@ scheduler::ios::SearchBudget FarmSearchBudget() {
   budget.max_steps_per_pass = 1'000'000'000;
   budget.max_bytes_per_pass = int64_t{256} << 20;
   budget.max_transitions_total = 4'000'000'000;
-  // nasnet_a at r=3, s=8 needs 8.0 M; 12 M keep a search under ~0.6 GiB.
+  // Held at once; the latency cache limit keeps a search well below it.
   budget.max_signatures_total = 12'000'000;
+  budget.latency_cache_bytes = int64_t{64} << 20;
   return budget;
 }
 
@@ -229,7 +231,7 @@ Status FarmCoordinator::Resume() {
                    row.resumes > 0 ? StrCat(" (resume ", row.resumes, " of at most ",
                                             options_.max_resumes, " without progress)")
                                    : std::string());
-      auto admitted = AdmitLocked(std::move(row), std::nullopt);
+      auto admitted = AdmitLocked(std::move(row));
       if (!admitted.ok()) return admitted.status();
       jobs_.at(admitted->id)->resume_counted = in_server_phase;
     }
@@ -239,17 +241,40 @@ Status FarmCoordinator::Resume() {
   return absl::OkStatus();
 }
 
-StatusOr<JobRow> FarmCoordinator::AdmitLocked(JobRow row, std::optional<graph::Graph> graph) {
+StatusOr<JobRow> FarmCoordinator::AdmitLocked(JobRow row) {
   auto job = std::make_shared<JobContext>();
   job->row = std::move(row);
-  job->graph = std::move(graph);
   job->submitted_s = job->row.submitted_unix_ms / 1000.0;
   RETURN_IF_ERROR(scheduler_.AddJob(job->row.id, job->row.device_key));
   const int64_t id = job->row.id;
   jobs_[id] = job;
-  EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
-  TouchLocked(*job, "queued");
+  StartSearchOrWaitLocked(*job);
   return job->row;
+}
+
+void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
+  if (searches_ < options_.max_searches) {
+    job.holds_search = true;
+    ++searches_;
+    EnqueueLocked(job, farm::PhaseKind::kEnumerate);
+    TouchLocked(job, "queued");
+    return;
+  }
+  waiting_for_search_.push_back(job.row.id);
+  TouchLocked(job, StrCat("queued: ", searches_, " searches hold server memory (at most ",
+                          options_.max_searches, ", --max-searches); starts when one ends"));
+}
+
+void FarmCoordinator::EndSearchLocked(JobContext& job) {
+  if (!job.holds_search) return;
+  job.holds_search = false;
+  --searches_;
+  while (searches_ < options_.max_searches && !waiting_for_search_.empty()) {
+    const int64_t next = waiting_for_search_.front();
+    waiting_for_search_.pop_front();
+    auto it = jobs_.find(next);
+    if (it != jobs_.end()) StartSearchOrWaitLocked(*it->second);  // else: cancelled meanwhile
+  }
 }
 
 Status FarmCoordinator::CheckDeviceKeyLocked(const std::string& device_key) {
@@ -267,7 +292,7 @@ Status FarmCoordinator::CheckDeviceKeyLocked(const std::string& device_key) {
                                     "; start a worker with --device-key ", device_key, ")"));
 }
 
-StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model, graph::Graph graph) {
+StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model) {
   std::vector<Send> sends;
   JobRow admitted;
   {
@@ -285,7 +310,7 @@ StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model, grap
     job.state = JobState::kQueued;
     job.submitted_unix_ms = NowUnixMs();
     ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));
-    ASSIGN_OR_RETURN(admitted, AdmitLocked(std::move(job), std::move(graph)));
+    ASSIGN_OR_RETURN(admitted, AdmitLocked(std::move(job)));
     DispatchLocked(sends);
   }
   SendAll(std::move(sends));
@@ -323,7 +348,7 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
       job.state = JobState::kQueued;
       job.submitted_unix_ms = NowUnixMs();
       ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));
-      ASSIGN_OR_RETURN(JobRow admitted, AdmitLocked(job, std::nullopt));
+      ASSIGN_OR_RETURN(JobRow admitted, AdmitLocked(job));
       jobs.push_back(admitted);
       DispatchLocked(sends);
     }
@@ -471,6 +496,7 @@ void FarmCoordinator::FinishJobLocked(JobContext& job, JobState state, const std
                                   NowSeconds() - job.row.submitted_unix_ms / 1000.0);
   }
   const std::string key = job.row.device_key;
+  EndSearchLocked(job);
   jobs_.erase(id);
   WakeParkedLocked(key);
   changed_.SignalAll();
@@ -613,18 +639,13 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   if (assignment.kind == farm::PhaseKind::kEnumerate) {
     if (!job->runner) {
       StatusOr<graph::Graph> graph = absl::InternalError("unset");
-      if (job->graph) {
-        graph = std::move(*job->graph);
-        job->graph.reset();
+      auto model = store_->GetModel(job->row.model_digest);
+      if (!model.ok()) {
+        graph = model.status();
+      } else if (!model->has_value()) {
+        graph = absl::NotFoundError(StrCat("model ", job->row.model_digest, " is not stored"));
       } else {
-        auto model = store_->GetModel(job->row.model_digest);
-        if (!model.ok()) {
-          graph = model.status();
-        } else if (!model->has_value()) {
-          graph = absl::NotFoundError(StrCat("model ", job->row.model_digest, " is not stored"));
-        } else {
-          graph = LoadStoredModel(**model);
-        }
+        graph = LoadStoredModel(**model);
       }
       if (graph.ok()) {
         auto runner =
@@ -661,6 +682,8 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   } else {
     status = absl::InternalError("a worker phase ran on the server");
   }
+  // A pass frees what it built in this thread's arena; give it back now.
+  if (assignment.kind == farm::PhaseKind::kEnumerate) ReturnFreeMemory();
   // Benchmark padding (off unless synthetic_phase_seconds is set): the slot
   // stays busy until the phase's minimum time has passed.
   if (const double left = PaddingLeft(assignment.kind, dispatched_s); left > 0) {
@@ -719,6 +742,7 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
                                      " stages to measure"));
             break;
           case JobRunner::Next::kMeasure:
+            EndSearchLocked(*job);  // the runner released its search
             EnqueueLocked(*job, farm::PhaseKind::kMeasure);
             TouchLocked(*job, "search done; measuring the schedules end to end");
             break;

@@ -53,12 +53,15 @@ class WorkerLink {
   virtual void Close() = 0;
 };
 
-// The server's default search budget. Each server slot runs one search pass
-// at a time, so the search's memory is bounded by server_slots x
-// max_bytes_per_pass (256 MiB) plus what the jobs keep between passes (at
-// most 12 M signatures' latencies per job, ~0.6 GiB); a pass is bounded to
-// 100 M transitions (seconds of one core) so that no job holds a slot for
-// long, and a job to 4 G transitions in all (a few minutes).
+// The server's default search budget. A search holds at most
+// max_bytes_per_pass (256 MiB) at any time: the tables of its running pass,
+// its queued requests, the batches handed out and its latency table (known
+// latencies that no waiting block needs are forgotten past 64 MiB and looked
+// up in the database again when needed). With at most max_searches searches
+// at once, the server's search memory is bounded by max_searches x 256 MiB
+// (docs/farm.md, "Server memory"). A pass is bounded to 100 M transitions
+// (seconds of one core) so that no job holds a slot for long, and a job to
+// 4 G transitions in all (a few minutes).
 scheduler::ios::SearchBudget FarmSearchBudget();
 
 struct CoordinatorOptions {
@@ -88,6 +91,11 @@ struct CoordinatorOptions {
   // server phases, so one long search cannot hold the slots for minutes
   // (JobRunner::Enumerate). <= 0: no slicing.
   double enumerate_slice_s = 2.0;
+  // Searches that hold memory at once (a job's holds it from its first
+  // enumerate until its search is done); later jobs stay queued until one
+  // ends. With search_budget.max_bytes_per_pass this bounds the server's
+  // memory (FarmSearchBudget). >= 1.
+  int max_searches = 6;
 };
 
 // Parses "kind=seconds,..." (kinds: enumerate, build, profile, update,
@@ -128,10 +136,12 @@ class FarmCoordinator {
   // message saying why, and is not resumed.
   Status Resume();
 
-  // Stores the model and the job and queues its first phase. `graph` is the
-  // imported model at `job.batch`. NotFound for a device key no worker ever
-  // registered, ResourceExhausted when the owner has too many active jobs.
-  StatusOr<JobRow> Submit(JobRow job, const ModelRow& model, graph::Graph graph);
+  // Stores the model and the job and queues its first phase (the caller
+  // checked that the model imports; the first enumerate loads it from the
+  // store, so a queued job holds no graph). NotFound for a device key no
+  // worker ever registered, ResourceExhausted when the owner has too many
+  // active jobs.
+  StatusOr<JobRow> Submit(JobRow job, const ModelRow& model);
   StatusOr<JobRow> Cancel(int64_t job_id);
   StatusOr<JobSnapshot> Snapshot(int64_t job_id);
   // Waits until the job changed after `seen_version`, it is final, the
@@ -178,8 +188,8 @@ class FarmCoordinator {
 
   struct JobContext {
     JobRow row;
-    std::optional<graph::Graph> graph;   // until the runner exists
     std::unique_ptr<JobRunner> runner;   // created by the first enumerate
+    bool holds_search = false;           // counted in searches_ (max_searches)
     int attempts = 0;                    // failed worker phases so far
     bool resume_counted = false;         // Resume counted this start (crash-loop guard)
     bool parked = false;                 // waiting for another job's measurements
@@ -244,8 +254,13 @@ class FarmCoordinator {
   // OK when a connected worker has `device_key` or one registered it before;
   // NotFound naming the key and listing the known ones otherwise.
   Status CheckDeviceKeyLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  StatusOr<JobRow> AdmitLocked(JobRow job, std::optional<graph::Graph> graph)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  StatusOr<JobRow> AdmitLocked(JobRow job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the job's first enumerate when fewer than max_searches searches
+  // hold memory; otherwise the job waits in waiting_for_search_.
+  void StartSearchOrWaitLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's search is done or the job ended: its place goes to the next
+  // waiting job.
+  void EndSearchLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PoolLoop();
   void HeartbeatLoop();
   // Benchmark padding: seconds phase `kind` dispatched at `dispatched_s`
@@ -268,6 +283,8 @@ class FarmCoordinator {
   std::map<std::string, WorkerState> workers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<scheduler::farm::PhaseId, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  int searches_ ABSL_GUARDED_BY(mu_) = 0;  // jobs with holds_search
+  std::deque<int64_t> waiting_for_search_ ABSL_GUARDED_BY(mu_);  // job ids, oldest first
 
   // CPU pool for enumerate/update (the scheduler never starts more than
   // server_slots of them at once).

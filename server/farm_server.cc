@@ -132,6 +132,11 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   }
   coordinator.search_budget.max_bytes_per_pass = options.search_pass_mib << 20;
   coordinator.search_budget.max_transitions_total = options.search_total_transitions;
+  if (options.max_searches < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("--max-searches must be >= 1, got ", options.max_searches));
+  }
+  coordinator.max_searches = options.max_searches;
   if (!options.metrics_listen.empty()) RETURN_IF_ERROR(impl->metrics.Serve(options.metrics_listen));
   ASSIGN_OR_RETURN(coordinator.synthetic_phase_seconds,
                    ParseSyntheticPhaseSeconds(options.synthetic_phase_seconds));

@@ -36,6 +36,9 @@ struct ServerOptions {
   // memory of one search pass, and DP transitions of one job in all.
   int64_t search_pass_mib = 256;
   int64_t search_total_transitions = 4'000'000'000;
+  // Searches in memory at once (CoordinatorOptions::max_searches): the
+  // server's search memory stays under max_searches x search_pass_mib.
+  int max_searches = 6;
   // Workers.
   double heartbeat_interval_s = 1.0;
   double heartbeat_timeout_s = 5.0;  // also: how long a new stream may take to register

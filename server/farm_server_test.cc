@@ -783,6 +783,41 @@ TEST_F(FarmServerTest, ALongSearchGivesItsServerSlotToOtherJobsBetweenPasses) {
   EXPECT_LT(second_enumerate, first_build);
 }
 
+TEST_F(FarmServerTest, AtMostMaxSearchesHoldMemoryAndTheOthersWaitTheirTurn) {
+  ServerOptions options = Options();
+  options.max_searches = 1;
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  SimWorker worker(farm.address(), "sim-1", "sim-test");
+  ASSERT_TRUE(WaitUntil([&] { return farm.HasWorker("sim-1"); }));
+  std::vector<v1::Job> jobs(3);
+  const char* models[] = {"squeezenet", "resnet50", "squeezenet"};
+  for (int i = 0; i < 3; ++i) {
+    v1::SubmitJobRequest request = ZooRequest(models[i], "sim-test");
+    request.mutable_options()->set_batch_size(16);  // several enumerate phases each
+    ASSERT_TRUE(farm.Submit(request, jobs[i]).ok());
+  }
+  for (const v1::Job& job : jobs) {
+    EXPECT_EQ(farm.WaitForFinalState(job.id()).state(), v1::SUCCEEDED);
+  }
+  // A job's search runs from its first enumerate to its last; with one
+  // search at a time those spans never overlap, in submission order.
+  std::map<int64_t, std::pair<double, double>> span;  // job -> (first start, last end)
+  for (const v1::PhaseEntry& p : Timeline(farm, 0)) {
+    if (p.phase() != "enumerate") continue;
+    auto [it, inserted] = span.try_emplace(p.job_id(), p.start_s(), p.end_s());
+    it->second.first = std::min(it->second.first, p.start_s());
+    it->second.second = std::max(it->second.second, p.end_s());
+  }
+  ASSERT_EQ(span.size(), 3u);
+  for (int i = 0; i + 1 < 3; ++i) {
+    const auto& before = span.at(jobs[i].id());
+    const auto& after = span.at(jobs[i + 1].id());
+    EXPECT_LE(before.second, after.first) << "job " << jobs[i + 1].id() << " searched while job "
+                                          << jobs[i].id() << " did";
+  }
+}
+
 // ---------------------------------------------------------------- heartbeats
 
 TEST_F(FarmServerTest, SilentWorkerIsDroppedAndItsPhaseRequeued) {

@@ -82,7 +82,7 @@ graph::Graph WithoutWeightValues(const graph::Graph& graph) {
 StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph::Graph graph,
                                                        const ios::SearchBudget& budget,
                                                        const std::atomic<bool>* stop) {
-  std::unique_ptr<JobRunner> runner(new JobRunner(job, std::move(graph)));
+  std::unique_ptr<JobRunner> runner(new JobRunner(job));
   runner->options_.max_group_ops = job.options.r;
   runner->options_.max_groups = job.options.s;
   runner->options_.max_block_ops = job.options.block_size;
@@ -92,8 +92,11 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph:
     return absl::InvalidArgumentError(
         StrCat("batch size must be >= 1, got ", job.options.batch_size_limit));
   }
-  runner->worker_graph_ = WithoutWeightValues(runner->graph_);
-  runner->worker_graph_bytes_ = graph::SerializeGraph(runner->worker_graph_);
+  // The job names its model's digest (ModelDigest at submission).
+  runner->model_digest_ = job.model_digest.empty() ? ios::ModelDigest(graph) : job.model_digest;
+  runner->graph_ = WithoutWeightValues(graph);
+  graph = graph::Graph();  // the weights go now, not when the caller's copy does
+  runner->graph_bytes_ = graph::SerializeGraph(runner->graph_);
   ASSIGN_OR_RETURN(runner->session_, ios::SearchSession::Create(runner->graph_, runner->options_));
   runner->session_->SetStopFlag(stop);
   runner->stages_profiled_ = job.stages_profiled;
@@ -141,6 +144,7 @@ StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims
                                       std::chrono::duration<double>(slice_s)))
                   : std::nullopt);
   const int limit = job_.options.batch_size_limit;
+  session_->SetCallerBytes(HeldRequestBytes());
   if (batch_.empty()) {
     // Signatures another job was measuring: known by now, or ours to measure.
     std::vector<ios::StageRequest> retry;
@@ -152,6 +156,7 @@ StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims
                      session_->NextUnknown(limit - static_cast<int>(batch_.size())));
     if (requests.empty()) break;
     RETURN_IF_ERROR(Resolve(std::move(requests), store, claims));
+    session_->SetCallerBytes(HeldRequestBytes());
     if (session_->paused()) break;
   }
   // Out of time with a batch not full yet: the next slice goes on filling it.
@@ -185,13 +190,23 @@ Status JobRunner::FinishSearch(FarmStore& store) {
   schedules_.emplace_back("ios", std::move(result.schedule));
   schedules_.emplace_back("sequential", std::move(sequential));
   schedules_.emplace_back("greedy", std::move(greedy));
+  blocks_total_ = static_cast<int>(session_->partition().blocks.size());
+  blocks_done_ = std::min(session_->solved_blocks(), blocks_total_);
+  session_.reset();
   done_ = true;
   return absl::OkStatus();
 }
 
+int64_t JobRunner::HeldRequestBytes() const {
+  int64_t bytes = 0;
+  for (const auto& request : batch_) bytes += ios::StageRequestBytes(request);
+  for (const auto& request : awaiting_) bytes += ios::StageRequestBytes(request);
+  return bytes;
+}
+
 v1::BuildAssignment JobRunner::MakeBuild() const {
   v1::BuildAssignment build;
-  build.set_graph(worker_graph_bytes_);
+  build.set_graph(graph_bytes_);
   for (const auto& request : batch_) {
     v1::StageSpec* spec = build.add_stages();
     spec->set_strategy(std::string(ios::StrategyName(request.stage.strategy)));
@@ -248,13 +263,13 @@ Status JobRunner::ApplyProfile(const v1::PhaseResult& result, const std::string&
 StatusOr<v1::MeasureAssignment> JobRunner::MakeMeasure() const {
   if (!done_) return absl::FailedPreconditionError("the search is not done");
   v1::MeasureAssignment measure;
-  measure.set_graph(worker_graph_bytes_);
+  measure.set_graph(graph_bytes_);
   for (const auto& [name, schedule] : schedules_) {
     ios::ScheduleMetadata metadata = ios::MakeScheduleMetadata(
-        worker_graph_, job_.device_key, name, name == "ios" ? &options_ : nullptr);
+        graph_, job_.device_key, name, name == "ios" ? &options_ : nullptr);
     v1::NamedSchedule* named = measure.add_schedules();
     named->set_name(name);
-    named->set_schedule_json(ios::ScheduleToJson(worker_graph_, schedule, metadata).dump());
+    named->set_schedule_json(ios::ScheduleToJson(graph_, schedule, metadata).dump());
   }
   return measure;
 }
@@ -299,6 +314,7 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
   const auto& [chosen_name, best] = schedules_[ChooseMeasured(result)];
   ios::ScheduleMetadata metadata = ios::MakeScheduleMetadata(
       graph_, job_.device_key, chosen_name, chosen_name == "sequential" ? nullptr : &options_);
+  metadata.model_digest = model_digest_;  // of the model as submitted, weights included
   ResultRow row;
   row.job_id = job_.id;
   row.schedule_json = ios::ScheduleToJson(graph_, best, metadata).dump(2);
@@ -321,8 +337,13 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
 }
 
 void JobRunner::FillProgress(JobRow& row) const {
-  row.blocks_total = static_cast<int>(session_->partition().blocks.size());
-  row.blocks_done = std::min(session_->solved_blocks(), row.blocks_total);
+  if (session_) {
+    row.blocks_total = static_cast<int>(session_->partition().blocks.size());
+    row.blocks_done = std::min(session_->solved_blocks(), row.blocks_total);
+  } else {
+    row.blocks_total = blocks_total_;
+    row.blocks_done = blocks_done_;
+  }
   row.stages_profiled = stages_profiled_;
   row.cache_hits = cache_hits_;
   const ios::SearchStats& stats = done_ ? final_stats_ : session_->stats();

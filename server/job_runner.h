@@ -84,8 +84,12 @@ class JobRunner {
  public:
   enum class Next { kBuild, kWait, kMeasure, kContinue };
 
-  // `job` must carry its id, device key and options. The search keeps to
-  // `budget` (a job over it fails with a SearchBudgetError naming it) and
+  // `job` must carry its id, device key and options. The runner keeps
+  // `graph` without its weight values (the search and the workers need only
+  // its structure; the result still names the full model's digest). The
+  // search keeps to `budget` (a job over it fails with a SearchBudgetError
+  // naming it; with a latency cache limit the pass budget bounds all the
+  // search holds, the batches handed out included) and
   // stops with Cancelled soon after `*stop` turns true (null: never; it must
   // outlive the runner).
   static StatusOr<std::unique_ptr<JobRunner>> Create(const JobRow& job, graph::Graph graph,
@@ -136,19 +140,25 @@ class JobRunner {
  private:
   // The index (in the measure answer, IOS first) of the schedule to return.
   static size_t ChooseMeasured(const v1::PhaseResult& result);
-  JobRunner(const JobRow& job, graph::Graph graph) : job_(job), graph_(std::move(graph)) {}
+  explicit JobRunner(const JobRow& job) : job_(job) {}
   // Looks `requests` up in the store: provides the known ones, claims the
   // rest; claimed ones go to batch_, others to awaiting_.
   Status Resolve(std::vector<scheduler::ios::StageRequest> requests, FarmStore& store,
                  SignatureClaims& claims);
   Status FinishSearch(FarmStore& store);
 
+  // Bytes the runner holds for the session's requests (batch_, awaiting_).
+  int64_t HeldRequestBytes() const;
+
   JobRow job_;
-  graph::Graph graph_;
-  graph::Graph worker_graph_;       // without weight values
-  std::string worker_graph_bytes_;  // SerializeGraph(worker_graph_)
+  graph::Graph graph_;              // without weight values
+  std::string graph_bytes_;         // SerializeGraph(graph_), sent to workers
+  std::string model_digest_;        // ModelDigest of the graph with its weights
   scheduler::ios::SearchOptions options_;
+  // Released once the search is done (the schedules are all that is left).
   std::unique_ptr<scheduler::ios::SearchSession> session_;
+  int blocks_total_ = 0;  // of the finished search
+  int blocks_done_ = 0;
   std::vector<scheduler::ios::StageRequest> batch_;     // to build and profile
   std::vector<scheduler::ios::StageRequest> awaiting_;  // measured by another job
   int64_t stages_profiled_ = 0;

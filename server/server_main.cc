@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
   app.add_option("--search-pass-mib", options.search_pass_mib,
                  "memory of one search pass at most, MiB (a block over it is split)")
       ->capture_default_str();
+  app.add_option("--max-searches", options.max_searches,
+                 "searches in memory at once; later jobs wait (the server's search memory "
+                 "stays under this x --search-pass-mib)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--search-total-transitions", options.search_total_transitions,
                  "DP transitions of one job's search at most (past it the job fails)")
       ->capture_default_str();

@@ -84,7 +84,7 @@ Status TuningServiceImpl::Submit(const std::string& owner, const v1::SubmitJobRe
   job.owner = owner;
   job.batch = model.batch;
   job.options = options;
-  ASSIGN_OR_RETURN(JobRow admitted, coordinator_->Submit(std::move(job), model, std::move(graph)));
+  ASSIGN_OR_RETURN(JobRow admitted, coordinator_->Submit(std::move(job), model));
   response = JobToProto(admitted, NowSeconds());
   return absl::OkStatus();
 }

@@ -26,7 +26,7 @@ Status ValidateSearchOptions(const SearchOptions& options) {
   const SearchBudget& b = options.budget;
   if (b.max_states_per_pass < 0 || b.max_transitions_per_pass < 0 || b.max_steps_per_pass < 0 ||
       b.max_bytes_per_pass < 0 ||
-      b.max_transitions_total < 0) {
+      b.max_transitions_total < 0 || b.max_signatures_total < 0 || b.latency_cache_bytes < 0) {
     return absl::InvalidArgumentError("search budget limits must be >= 0 (0: no limit)");
   }
   if (b.min_block_ops < 1 || b.min_block_ops > kMaxBlockOps) {

@@ -31,10 +31,19 @@ struct SearchBudget {
   int64_t max_bytes_per_pass = int64_t{1} << 30;
   // Transitions of every pass of the search together.
   int64_t max_transitions_total = 0;
-  // Distinct stage signatures of the whole search: their latencies are kept
-  // until it ends (about 50 bytes each with the bookkeeping), so this bounds
-  // what a search holds between passes. 0: no limit.
+  // Stage signatures whose latency the session holds at once (known, or
+  // waiting to be measured; about 25 bytes each). Without a latency cache
+  // limit that is every signature of the search. 0: no limit.
   int64_t max_signatures_total = 0;
+  // For callers that can hand a latency back again (a farm job looks it up
+  // in its database): when the session's latency table grows past this many
+  // bytes, it forgets the known latencies that no block still waiting needs
+  // (a later block that looks one up again gets a request for it, answered
+  // from the database). The table then counts against max_bytes_per_pass, so
+  // that limit bounds everything the search holds. 0: keep every latency
+  // (a search that measures on the spot must not forget: it would measure
+  // again).
+  int64_t latency_cache_bytes = 0;
   int min_block_ops = 4;
 };
 

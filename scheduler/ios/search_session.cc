@@ -24,9 +24,10 @@ Status CheckLatency(Signature signature, double latency_ms) {
   return absl::OkStatus();
 }
 
-// Estimated heap bytes of a queued request (its stage's vectors; a merged
-// conv's description is small and counted as a fixed size).
-int64_t RequestBytes(const StageRequest& request) {
+}  // namespace
+
+// A merged conv's description is small and counted as a fixed size.
+int64_t StageRequestBytes(const StageRequest& request) {
   int64_t bytes = sizeof(StageRequest) + 64;
   for (const auto& group : request.stage.groups) {
     bytes += sizeof(group) + static_cast<int64_t>(group.size() * sizeof(graph::NodeId));
@@ -34,8 +35,6 @@ int64_t RequestBytes(const StageRequest& request) {
   if (request.stage.merged) bytes += 256;
   return bytes;
 }
-
-}  // namespace
 
 // Looks latencies up; queues a request for each unknown one.
 class SearchSession::CollectingSource : public LatencySource {
@@ -45,12 +44,12 @@ class SearchSession::CollectingSource : public LatencySource {
 
   std::optional<double> Lookup(Signature signature,
                                absl::FunctionRef<Stage()> stage) override {
-    auto [it, inserted] = session_.latencies_.try_emplace(signature, kUnknown);
-    if (!std::isnan(it->second)) return it->second;
+    auto [entry, inserted] = session_.Touch(signature);
+    if (!std::isnan(entry->ms)) return entry->ms;
     if (inserted) {
       session_.requested_.insert(signature);
       session_.queue_.push_back({signature, stage()});
-      session_.queue_bytes_ += RequestBytes(session_.queue_.back());
+      session_.queue_bytes_ += StageRequestBytes(session_.queue_.back());
     }
     unknown_.push_back(signature);
     return std::nullopt;
@@ -58,8 +57,12 @@ class SearchSession::CollectingSource : public LatencySource {
   void Prefetch(Signature signature) const override { session_.latencies_.prefetch(signature); }
   Status status() const override { return absl::OkStatus(); }
   int64_t memory_bytes() const override {
-    return session_.queue_bytes_ +
-           static_cast<int64_t>(unknown_.capacity() * sizeof(Signature));
+    int64_t bytes = session_.queue_bytes_ +
+                    static_cast<int64_t>(unknown_.capacity() * sizeof(Signature));
+    if (session_.options_.budget.latency_cache_bytes > 0) {
+      bytes += session_.LatencyTableBytes() + session_.caller_bytes_;
+    }
+    return bytes;
   }
 
  private:
@@ -75,8 +78,8 @@ class SearchSession::InlineSource : public LatencySource {
 
   std::optional<double> Lookup(Signature signature,
                                absl::FunctionRef<Stage()> stage) override {
-    auto [it, inserted] = session_.latencies_.try_emplace(signature, kUnknown);
-    if (!std::isnan(it->second)) return it->second;
+    auto [entry, inserted] = session_.Touch(signature);
+    if (!std::isnan(entry->ms)) return entry->ms;
     if (!status_.ok()) return std::nullopt;
     StatusOr<double> latency = measure_(stage());
     if (latency.ok()) {
@@ -86,7 +89,7 @@ class SearchSession::InlineSource : public LatencySource {
     }
     if (!status_.ok()) return std::nullopt;
     // The map may have grown during measure_ (it does not touch it today).
-    session_.latencies_[signature] = *latency;
+    session_.latencies_[signature] = {*latency, session_.pass_};
     if (!inserted) session_.requested_.erase(signature);
     return *latency;
   }
@@ -177,6 +180,8 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
   const bool first_pass = state.phase == BlockPhase::kNotStarted;
   const SearchBudget& budget = options_.budget;
   state.unknown.clear();
+  ++pass_;
+  if (first_pass) state.first_pass = pass_;
   DpOptions dp;
   dp.bounds = {options_.max_group_ops, options_.max_groups};
   dp.enable_merge = options_.enable_merge;
@@ -223,8 +228,8 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
       static_cast<int64_t>(latencies_.size()) > budget.max_signatures_total) {
     return SearchBudgetError(StrCat(
         "the search needs more than ", budget.max_signatures_total,
-        " distinct stage signatures (the search budget: their latencies are kept for the whole "
-        "search; a smaller block size or r/s needs fewer)"));
+        " distinct stage signatures at once (the search budget: their latencies are held "
+        "in memory; a smaller block size or r/s needs fewer)"));
   }
   ++stats_.dp_passes;
   stats_.total_transitions += solution.stats.transitions;
@@ -244,8 +249,42 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
     state.solution.stats = solution.stats;
     state.phase = BlockPhase::kWaiting;
   }
-  stats_.unique_signatures = static_cast<int64_t>(latencies_.size());
+  if (budget.latency_cache_bytes > 0 &&
+      LatencyTableBytes() > std::max(budget.latency_cache_bytes, forget_at_bytes_)) {
+    ForgetSolvedLatencies();
+  }
   return absl::OkStatus();
+}
+
+std::pair<SearchSession::CachedLatency*, bool> SearchSession::Touch(Signature signature) {
+  auto [it, inserted] = latencies_.try_emplace(signature, CachedLatency{kUnknown, pass_});
+  it->second.last_pass = pass_;
+  stats_.unique_signatures += inserted;
+  return {&it->second, inserted};
+}
+
+int64_t SearchSession::LatencyTableBytes() const {
+  // absl's flat table: one slot and one control byte per unit of capacity.
+  return static_cast<int64_t>(latencies_.capacity() *
+                              (sizeof(std::pair<const Signature, CachedLatency>) + 1));
+}
+
+void SearchSession::ForgetSolvedLatencies() {
+  uint32_t keep_from = pass_ + 1;
+  for (const BlockState& state : blocks_) {
+    if (state.phase == BlockPhase::kWaiting && state.twin < 0) {
+      keep_from = std::min(keep_from, state.first_pass);
+    }
+  }
+  const int64_t before = static_cast<int64_t>(latencies_.size());
+  absl::erase_if(latencies_, [keep_from](const auto& entry) {
+    return !std::isnan(entry.second.ms) && entry.second.last_pass < keep_from;
+  });
+  latencies_.rehash(0);  // give the slots back
+  stats_.forgotten_latencies += before - static_cast<int64_t>(latencies_.size());
+  // What the waiting blocks need stays; forget again only once the table
+  // has grown well past it (each forgetting costs a walk of the table).
+  forget_at_bytes_ = 2 * LatencyTableBytes();
 }
 
 Status SearchSession::SplitBlock(int b) {
@@ -294,7 +333,7 @@ Status SearchSession::SplitBlock(int b) {
 
 bool SearchSession::IsKnown(Signature signature) const {
   auto it = latencies_.find(signature);
-  return it != latencies_.end() && !std::isnan(it->second);
+  return it != latencies_.end() && !std::isnan(it->second.ms);
 }
 
 void SearchSession::MarkSolved(int b) {
@@ -383,7 +422,7 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
   while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch) {
     StageRequest request = std::move(queue_.front());
     queue_.pop_front();
-    queue_bytes_ -= RequestBytes(request);
+    queue_bytes_ -= StageRequestBytes(request);
     if (IsKnown(request.signature)) continue;  // measured meanwhile
     batch.push_back(std::move(request));
   }
@@ -393,8 +432,9 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
 
 Status SearchSession::Provide(Signature signature, double latency_ms) {
   RETURN_IF_ERROR(CheckLatency(signature, latency_ms));
-  auto [it, inserted] = latencies_.try_emplace(signature, latency_ms);
-  if (!inserted && std::isnan(it->second)) it->second = latency_ms;
+  auto [it, inserted] = latencies_.try_emplace(signature, CachedLatency{latency_ms, pass_});
+  if (!inserted && std::isnan(it->second.ms)) it->second.ms = latency_ms;
+  stats_.unique_signatures += inserted;
   requested_.erase(signature);
   return absl::OkStatus();
 }
@@ -440,7 +480,6 @@ StatusOr<SearchResult> SearchSession::Result() const {
   }
   SearchResult result;
   result.stats = stats_;
-  result.stats.unique_signatures = static_cast<int64_t>(latencies_.size());
   // Windows by the block they start, and how many stages they take from
   // each side.
   std::vector<int> window_at(num_blocks_, -1);

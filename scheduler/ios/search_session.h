@@ -68,7 +68,11 @@ struct SearchStats {
   // merge stages.
   int64_t candidate_stages = 0;
   int64_t merge_stages = 0;
-  int64_t unique_signatures = 0;  // distinct signatures looked up (or provided)
+  // Distinct signatures looked up (or provided). With a latency cache limit
+  // (SearchBudget::latency_cache_bytes), one forgotten and looked up again
+  // counts again.
+  int64_t unique_signatures = 0;
+  int64_t forgotten_latencies = 0;  // known latencies dropped over the cache limit
   int64_t requests = 0;           // StageRequests handed out by NextUnknown
   int64_t dp_passes = 0;          // block DP runs (a block with unknowns takes two)
   int windows = 0;                // boundary windows re-solved
@@ -94,6 +98,10 @@ struct SearchResult {
   SearchStats stats;
   std::vector<BlockReport> blocks;  // one per block of the partition
 };
+
+// Estimated heap bytes of a request (its stage's vectors), as counted
+// against the pass budget.
+int64_t StageRequestBytes(const StageRequest& request);
 
 class SearchSession {
  public:
@@ -138,6 +146,13 @@ class SearchSession {
 
   // Signatures handed out and not yet provided.
   int64_t outstanding() const { return static_cast<int64_t>(requested_.size()); }
+  // Latencies (known or awaited) the session holds now.
+  int64_t held_latencies() const { return static_cast<int64_t>(latencies_.size()); }
+
+  // Bytes the caller holds for the session's requests (e.g. handed-out
+  // batches not answered yet). With a latency cache limit they count against
+  // the pass budget, so that it bounds all of a search's memory.
+  void SetCallerBytes(int64_t bytes) { caller_bytes_ = bytes; }
 
   // Time slicing (a farm job's enumerate phase shares the server's CPU slots
   // with other jobs). With a deadline set, NextUnknown starts or re-solves no
@@ -153,12 +168,18 @@ class SearchSession {
 
  private:
   enum class BlockPhase { kNotStarted, kWaiting, kSolved };
+  // A latency (NaN while unknown) and the last DP pass that looked it up.
+  struct CachedLatency {
+    double ms;
+    uint32_t last_pass;
+  };
   // A block of the partition, or a boundary window (after the blocks).
   struct BlockState {
     BlockGraph graph;
     BlockPhase phase = BlockPhase::kNotStarted;
     int twin = -1;                   // earlier block with an identical structure
     std::vector<Signature> unknown;  // what a waiting block needs
+    uint32_t first_pass = 0;         // the pass that started it (pass_ numbering)
     BlockSolution solution;
     // Windows: the boundary between blocks right - 1 and right, the number
     // of stages taken from the end of the left block and from the start of
@@ -187,6 +208,15 @@ class SearchSession {
   bool OutOfTime() const;
   void MarkSolved(int b);
   bool IsKnown(Signature signature) const;
+  // Finds or adds `signature` (unknown) and stamps it with the current pass.
+  // Returns the entry and whether it was added.
+  std::pair<CachedLatency*, bool> Touch(Signature signature);
+  // Bytes of the latency table.
+  int64_t LatencyTableBytes() const;
+  // Over the latency cache limit: drops known latencies that no waiting
+  // block looked up (every lookup of a waiting block is stamped with a pass
+  // at or after its first).
+  void ForgetSolvedLatencies();
   // Appends the boundary windows (all blocks of the partition are solved).
   Status CreateWindows();
   // Starts block or window b (its first DP pass, or waits for its twin).
@@ -208,8 +238,12 @@ class SearchSession {
   std::map<std::vector<uint64_t>, int> first_with_structure_;
   int next_block_ = 0;  // first block never started
   int solved_blocks_ = 0;
-  // Every signature looked up or provided; NaN while unknown.
-  absl::flat_hash_map<Signature, double> latencies_;
+  // Every signature looked up or provided (but those forgotten); NaN while
+  // unknown.
+  absl::flat_hash_map<Signature, CachedLatency> latencies_;
+  uint32_t pass_ = 0;            // DP passes begun (numbering for the stamps)
+  int64_t forget_at_bytes_ = 0;  // the table size that triggers forgetting next
+  int64_t caller_bytes_ = 0;
   absl::flat_hash_set<Signature> requested_;  // queued or handed out, not provided
   std::deque<StageRequest> queue_;            // requests not handed out yet
   int64_t queue_bytes_ = 0;                   // estimated bytes of queue_

@@ -103,6 +103,61 @@ TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
   }
 }
 
+TEST(SearchSessionTest, ForgettingSolvedLatenciesKeepsTheSearchTheSame) {
+  // A cache limit of one byte: after every pass the session forgets every
+  // known latency that no waiting block needs; the caller answers a request
+  // for a forgotten one again (as a farm job does from its database).
+  int64_t forgotten = 0;
+  int held_less = 0;
+  for (uint64_t seed = 1; seed <= 15; ++seed) {
+    const graph::Graph graph = testing::RandomDag(seed, 14);
+    const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
+    SearchOptions options;
+    options.max_block_ops = 4;
+    options.boundary_window_ops = 6;
+    auto direct = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    options.budget.latency_cache_bytes = 1;
+    for (int batch : {1, 7, 1000}) {
+      auto session = SearchSession::Create(graph, options);
+      ASSERT_TRUE(session.ok()) << session.status();
+      int64_t most_held = 0;
+      std::set<Signature> distinct;
+      for (int calls = 0; calls < 100000; ++calls) {
+        auto requests = (*session)->NextUnknown(batch);
+        ASSERT_TRUE(requests.ok()) << requests.status();
+        most_held = std::max(most_held, (*session)->held_latencies());
+        if (requests->empty()) break;
+        for (const StageRequest& request : *requests) {
+          distinct.insert(request.signature);
+          ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+        }
+      }
+      ASSERT_TRUE((*session)->Done()) << "seed " << seed << " batch " << batch;
+      auto result = (*session)->Result();
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(Describe(graph, result->schedule), Describe(graph, direct->schedule))
+          << "seed " << seed << " batch " << batch;
+      EXPECT_DOUBLE_EQ(result->schedule.latency_ms, direct->schedule.latency_ms);
+      EXPECT_EQ(static_cast<int64_t>(distinct.size()), direct->stats.unique_signatures);
+      EXPECT_LE(most_held, direct->stats.unique_signatures);
+      forgotten += result->stats.forgotten_latencies;
+      held_less += most_held < direct->stats.unique_signatures;
+    }
+  }
+  EXPECT_GT(forgotten, 0);
+  EXPECT_GT(held_less, 0);  // some searches never held all their latencies at once
+}
+
+TEST(SearchSessionTest, WithoutACacheLimitNothingIsForgotten) {
+  const graph::Graph graph = testing::RandomDag(3, 14);
+  SearchOptions options;
+  options.max_block_ops = 4;
+  auto result = RunSearch(graph, options, testing::RandomOracle(graph, 3));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->stats.forgotten_latencies, 0);
+}
+
 TEST(SearchSessionTest, ProvideBeforeRequestSkipsTheRequest) {
   const graph::Graph graph = testing::RandomDag(12, 10);
   const StageLatencyFn oracle = testing::RandomOracle(graph, 3);
