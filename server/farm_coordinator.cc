@@ -244,6 +244,7 @@ Status FarmCoordinator::Resume() {
 StatusOr<JobRow> FarmCoordinator::AdmitLocked(JobRow row) {
   auto job = std::make_shared<JobContext>();
   job->row = std::move(row);
+  job->lifecycle = farm::JobLifecycle(options_.max_attempts);
   job->submitted_s = job->row.submitted_unix_ms / 1000.0;
   RETURN_IF_ERROR(scheduler_.AddJob(job->row.id, job->row.device_key));
   const int64_t id = job->row.id;
@@ -256,8 +257,7 @@ void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
   if (searches_ < options_.max_searches) {
     job.holds_search = true;
     ++searches_;
-    EnqueueLocked(job, farm::PhaseKind::kEnumerate);
-    TouchLocked(job, "queued");
+    StepLocked(job, job.lifecycle.Start(), "queued");
     return;
   }
   waiting_for_search_.push_back(job.row.id);
@@ -440,6 +440,7 @@ void FarmCoordinator::EnqueueLocked(JobContext& job, farm::PhaseKind kind,
   farm::PhaseRequest request;
   request.kind = kind;
   request.pinned_worker = pinned_worker;
+  job.queued_kind = kind;
   Status status = scheduler_.Enqueue(job.row.id, request, NowSeconds());
   if (!status.ok()) {
     spdlog::error("job {}: cannot queue {}: {}", job.row.id, farm::PhaseKindName(kind),
@@ -506,28 +507,32 @@ void FarmCoordinator::WakeParkedLocked(const std::string& device_key) {
   for (auto& [id, job] : jobs_) {
     if (!job->parked || job->row.device_key != device_key) continue;
     job->parked = false;
-    EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
+    StepLocked(*job, job->lifecycle.Woken(), "");
   }
 }
 
-void FarmCoordinator::RequeueWorkerPhaseLocked(JobContext& job) {
-  // A batch still waiting for its latencies is built again (on any worker of
-  // the key); with no batch left the search is done and only the measure is owed.
-  const bool measuring = job.runner && job.runner->batch_size() == 0;
-  EnqueueLocked(job, measuring ? farm::PhaseKind::kMeasure : farm::PhaseKind::kBuild);
-}
-
-void FarmCoordinator::RetryLocked(JobContext& job, const std::string& error) {
-  ++job.attempts;
-  spdlog::warn("job {}: {} (attempt {} of {})", job.row.id, error, job.attempts,
-               options_.max_attempts);
-  if (job.attempts >= options_.max_attempts) {
-    FinishJobLocked(job, JobState::kFailed,
-                    StrCat("gave up after ", job.attempts, " failed worker phases; last: ", error));
-    return;
+void FarmCoordinator::StepLocked(JobContext& job, const farm::LifecycleStep& step,
+                                 std::string message) {
+  switch (step.action) {
+    case farm::LifecycleStep::Action::kEnqueue:
+      EnqueueLocked(job, step.next.kind, step.next.pinned_worker);
+      if (step.retry) {
+        spdlog::warn("job {}: {} (attempt {} of {})", job.row.id, message,
+                     job.lifecycle.attempts(), options_.max_attempts);
+        message = StrCat("retrying: ", message);
+      }
+      break;
+    case farm::LifecycleStep::Action::kPark:
+      job.parked = true;
+      break;
+    case farm::LifecycleStep::Action::kDone:
+      FinishJobLocked(job, JobState::kSucceeded, "");
+      return;
+    case farm::LifecycleStep::Action::kFail:
+      FinishJobLocked(job, JobState::kFailed, step.error);
+      return;
   }
-  RequeueWorkerPhaseLocked(job);
-  TouchLocked(job, StrCat("retrying: ", error));
+  if (!message.empty()) TouchLocked(job, std::move(message));
 }
 
 void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
@@ -711,18 +716,19 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
       return;
     } else {
       const bool update = assignment.kind == farm::PhaseKind::kUpdate;
-      // A worker's bad answer fails the update phase but is the worker's fault.
-      const bool bad_answer = update && absl::IsInvalidArgument(status);
       Status finished = scheduler_.Finished(
           assignment.phase, status.ok() ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
           NowSeconds());
       if (!finished.ok()) spdlog::error("job {}: {}", assignment.job, ToStd(finished.message()));
       FlushRecordsLocked();
-      if (bad_answer) {
-        RetryLocked(*job, std::string(status.message()));
-      } else if (!status.ok()) {
-        FinishJobLocked(*job, JobState::kFailed, std::string(status.message()));
-      } else if (update) {
+      farm::PhaseEnd end;
+      end.kind = assignment.kind;
+      end.outcome = status.ok() ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed;
+      end.error = std::string(status.message());
+      // A worker's bad answer fails the update phase but is the worker's fault.
+      end.rejected_answer = update && absl::IsInvalidArgument(status);
+      std::string message = end.error;
+      if (status.ok() && update) {
         // New measurements: the job got further than before any crash.
         if (job->row.resumes > 0 || job->resume_counted) {
           if (Status cleared = store_->ClearResumes(job->row.id); !cleared.ok()) {
@@ -731,36 +737,37 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
           job->row.resumes = 0;
           job->resume_counted = false;
         }
-        EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
-        TouchLocked(*job, StrCat("stored ", job->row.stages_profiled, " measured stages"));
-        WakeParkedLocked(job->row.device_key);
-      } else {
+        message = StrCat("stored ", job->row.stages_profiled, " measured stages");
+      } else if (status.ok()) {
         switch (*next) {
           case JobRunner::Next::kBuild:
-            EnqueueLocked(*job, farm::PhaseKind::kBuild);
-            TouchLocked(*job, StrCat("enumerated a batch of ", job->runner->batch_size(),
-                                     " stages to measure"));
+            end.enumerated = farm::Enumerated::kBatch;
+            message = StrCat("enumerated a batch of ", job->runner->batch_size(),
+                             " stages to measure");
             break;
           case JobRunner::Next::kMeasure:
+            end.enumerated = farm::Enumerated::kSearchDone;
             EndSearchLocked(*job);  // the runner released its search
-            EnqueueLocked(*job, farm::PhaseKind::kMeasure);
-            TouchLocked(*job, "search done; measuring the schedules end to end");
+            message = "search done; measuring the schedules end to end";
             break;
           case JobRunner::Next::kWait:
-            job->parked = true;
-            TouchLocked(*job, "waiting for stages another job is measuring");
+            end.enumerated = farm::Enumerated::kWait;
+            message = "waiting for stages another job is measuring";
             break;
           case JobRunner::Next::kContinue: {
             // The time slice ran out: behind the other jobs' server phases.
-            EnqueueLocked(*job, farm::PhaseKind::kEnumerate);
+            end.enumerated = farm::Enumerated::kSliceOver;
             JobRow progress;
             job->runner->FillProgress(progress);
-            TouchLocked(*job, StrCat("searching: ", progress.blocks_done, " of ",
-                                     progress.blocks_total, " blocks solved"));
+            message = StrCat("searching: ", progress.blocks_done, " of ", progress.blocks_total,
+                             " blocks solved");
             break;
           }
         }
       }
+      const std::string key = job->row.device_key;
+      StepLocked(*job, job->lifecycle.Next(end), std::move(message));
+      if (status.ok() && update) WakeParkedLocked(key);
     }
     DispatchLocked(sends);
   }
@@ -850,8 +857,12 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
     if (job == jobs_.end()) continue;
     // Nothing it measured is lost: measurements reach the store in the
     // update phase, which runs on the server. Re-measure the batch elsewhere.
-    RequeueWorkerPhaseLocked(*job->second);
-    TouchLocked(*job->second, StrCat("worker ", worker, " lost (", reason, "); re-queued"));
+    farm::PhaseEnd end;
+    end.kind = job->second->queued_kind;
+    end.outcome = farm::PhaseOutcome::kWorkerLost;
+    end.worker = worker;
+    StepLocked(*job->second, job->second->lifecycle.Next(end),
+               StrCat("worker ", worker, " lost (", reason, "); re-queued"));
   }
   if (!shutting_down_) DispatchLocked(sends);
 }
@@ -897,18 +908,22 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResu
       DispatchLocked(sends);
     } else {
       std::shared_ptr<JobContext> job = job_it->second;
-      const std::string phase_name(farm::PhaseKindName(flight.kind));
+      farm::PhaseEnd end;
+      end.kind = flight.kind;
+      end.worker = worker;
+      std::string message;
+      Status stored;  // the measure's result row
       if (!result.ok()) {
-        RetryLocked(*job, StrCat(phase_name, " on ", worker, " failed: ", result.error()));
+        end.outcome = farm::PhaseOutcome::kFailed;
+        message = end.error = StrCat(farm::PhaseKindName(flight.kind), " on ", worker,
+                                     " failed: ", result.error());
       } else if (flight.kind == farm::PhaseKind::kBuild) {
-        EnqueueLocked(*job, farm::PhaseKind::kProfile, worker);
-        TouchLocked(*job, StrCat("built ", result.plans_built(), " plans on ", worker));
+        message = StrCat("built ", result.plans_built(), " plans on ", worker);
       } else if (flight.kind == farm::PhaseKind::kProfile) {
         job->pending_profile = result;
         job->pending_worker = worker;
         job->pending_backend = backend;
-        EnqueueLocked(*job, farm::PhaseKind::kUpdate);
-        TouchLocked(*job, StrCat("profiled ", result.latencies_size(), " stages on ", worker));
+        message = StrCat("profiled ", result.latencies_size(), " stages on ", worker);
       } else if (flight.kind == farm::PhaseKind::kMeasure) {
         const double search_s = NowSeconds() - job->submitted_s;
         auto row = job->runner->ApplyMeasure(result, worker, backend, search_s);
@@ -920,17 +935,19 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResu
           }
         }
         if (!row.ok()) {
-          RetryLocked(*job, std::string(row.status().message()));
+          end.outcome = farm::PhaseOutcome::kFailed;  // the worker's answer: retried
+          message = end.error = std::string(row.status().message());
         } else {
-          Status stored = store_->PutResult(*row);
-          if (stored.ok()) {
-            FinishJobLocked(*job, JobState::kSucceeded, "");
-          } else {
-            FinishJobLocked(*job, JobState::kFailed,
-                            StrCat("cannot store the result: ", stored.message()));
-          }
+          stored = store_->PutResult(*row);
         }
       }
+      farm::LifecycleStep step = job->lifecycle.Next(end);
+      if (!stored.ok()) {  // a server reason, not the worker's: no retry
+        step = farm::LifecycleStep{};
+        step.action = farm::LifecycleStep::Action::kFail;
+        step.error = StrCat("cannot store the result: ", stored.message());
+      }
+      StepLocked(*job, step, std::move(message));
       DispatchLocked(sends);
     }
   }

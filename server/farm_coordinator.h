@@ -36,6 +36,7 @@
 #include "graph/graph.h"
 #include "iosfarm/v1/farm.pb.h"
 #include "scheduler/farm/farm_scheduler.h"
+#include "scheduler/farm/job_lifecycle.h"
 #include "scheduler/ios/search_options.h"
 #include "server/farm_metrics.h"
 #include "server/farm_store.h"
@@ -190,7 +191,9 @@ class FarmCoordinator {
     JobRow row;
     std::unique_ptr<JobRunner> runner;   // created by the first enumerate
     bool holds_search = false;           // counted in searches_ (max_searches)
-    int attempts = 0;                    // failed worker phases so far
+    // The phase chain (the one the simulation runs); counts failed attempts.
+    scheduler::farm::JobLifecycle lifecycle{1};
+    scheduler::farm::PhaseKind queued_kind = scheduler::farm::PhaseKind::kEnumerate;
     bool resume_counted = false;         // Resume counted this start (crash-loop guard)
     bool parked = false;                 // waiting for another job's measurements
     bool running_phase = false;          // a phase is in flight
@@ -234,12 +237,11 @@ class FarmCoordinator {
   // Ends a job: final state in the store, scheduler and claims released.
   void FinishJobLocked(JobContext& job, JobState state, const std::string& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A worker phase failed: retries from the build (or measure) elsewhere, or
-  // fails the job after max_attempts.
-  void RetryLocked(JobContext& job, const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues the worker phase a job must redo after a failure or a lost
-  // worker: the build of its batch, or the final measure.
-  void RequeueWorkerPhaseLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acts on the job's lifecycle step: queues its next phase, parks it, or
+  // ends it. `message` (when not empty) becomes the job's progress line; a
+  // retry says so instead.
+  void StepLocked(JobContext& job, const scheduler::farm::LifecycleStep& step,
+                  std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeParkedLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerLostLocked(const std::string& worker, const std::string& reason,
                         std::vector<Send>& sends) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "common/strings.h"
+#include "scheduler/farm/job_lifecycle.h"
 
 namespace iosfarm::scheduler::farm {
 namespace {
@@ -30,10 +31,12 @@ struct Event {
 };
 
 struct JobState {
-  size_t iteration = 0;
-  PhaseKind stage = PhaseKind::kEnumerate;  // the phase queued or in flight
+  explicit JobState(int max_attempts) : lifecycle(max_attempts) {}
+  JobLifecycle lifecycle;                   // the shipped phase chain
+  size_t iteration = 0;                     // batches updated so far
+  PhaseKind kind = PhaseKind::kEnumerate;   // the phase queued or in flight
   PhaseId running = 0;                      // its id once started
-  std::string build_worker;                 // where this iteration's build ran
+  std::string worker;                       // that runs it (worker phases)
   bool done = false;
 };
 
@@ -76,9 +79,9 @@ Status Validate(const SimConfig& config) {
 }
 
 double Duration(const SimJob& job, const JobState& state) {
-  if (state.stage == PhaseKind::kMeasure) return job.measure_s;
+  if (state.kind == PhaseKind::kMeasure) return job.measure_s;
   const SimIteration& it = job.iterations[state.iteration];
-  switch (state.stage) {
+  switch (state.kind) {
     case PhaseKind::kEnumerate:
       return it.enumerate_s;
     case PhaseKind::kBuild:
@@ -98,7 +101,7 @@ class Simulation {
   explicit Simulation(const SimConfig& config)
       : config_(config),
         scheduler_(config.policy, config.server_slots),
-        states_(config.jobs.size()) {}
+        states_(config.jobs.size(), JobState(/*max_attempts=*/1)) {}
 
   StatusOr<SimResult> Run() {
     for (const SimWorker& w : config_.workers) {
@@ -123,7 +126,7 @@ class Simulation {
       for (Assignment& a : started) {
         JobState& state = states_[a.job];
         state.running = a.phase;
-        if (a.kind == PhaseKind::kBuild) state.build_worker = a.worker;
+        state.worker = a.worker;
         running_[a.phase] = a.job;
         Push(t + Duration(config_.jobs[a.job], state), EventType::kPhaseEnd, a.phase);
         result_.assignments.push_back(std::move(a));
@@ -174,23 +177,44 @@ class Simulation {
     for (PhaseRecord& r : scheduler_.TakeRecords()) result_.records.push_back(std::move(r));
   }
 
-  Status EnqueueStage(JobId job, double t) {
+  // Acts on the lifecycle's step: queues the next phase or ends the job.
+  // The job spec has no time for the last enumerate (the one that finds the
+  // search done), so it ends at once, as the spec folds it into the last
+  // update. Simulated phases never fail and never wait for other jobs.
+  Status Apply(JobId job, LifecycleStep step, double t) {
     JobState& state = states_[job];
-    state.running = 0;
-    PhaseRequest request{state.stage, ""};
-    if (state.stage == PhaseKind::kProfile) request.pinned_worker = state.build_worker;
-    return scheduler_.Enqueue(job, std::move(request), t);
+    const SimJob& spec = config_.jobs[job];
+    while (step.action == LifecycleStep::Action::kEnqueue &&
+           step.next.kind == PhaseKind::kEnumerate && state.iteration >= spec.iterations.size()) {
+      PhaseEnd end;
+      end.kind = PhaseKind::kEnumerate;
+      end.enumerated = Enumerated::kSearchDone;
+      step = state.lifecycle.Next(end);
+    }
+    switch (step.action) {
+      case LifecycleStep::Action::kEnqueue:
+        state.kind = step.next.kind;
+        state.running = 0;
+        return scheduler_.Enqueue(job, std::move(step.next), t);
+      case LifecycleStep::Action::kDone:
+        state.done = true;
+        state.running = 0;
+        result_.job_end_s[job] = t;
+        return scheduler_.RemoveJob(job, t);
+      case LifecycleStep::Action::kPark:
+      case LifecycleStep::Action::kFail:
+        break;
+    }
+    return absl::InternalError(
+        StrCat("simulation job ", job, ": unexpected step ", DescribeStep(step)));
   }
 
   Status Handle(const Event& e) {
     switch (e.type) {
       case EventType::kArrival: {
         const JobId job = e.id;
-        JobState& state = states_[job];
-        state.stage = config_.jobs[job].iterations.empty() ? PhaseKind::kMeasure
-                                                           : PhaseKind::kEnumerate;
         RETURN_IF_ERROR(scheduler_.AddJob(job, config_.jobs[job].device_key));
-        return EnqueueStage(job, e.time_s);
+        return Apply(job, states_[job].lifecycle.Start(), e.time_s);
       }
       case EventType::kPhaseEnd: {
         auto it = running_.find(e.id);
@@ -200,7 +224,13 @@ class Simulation {
         Status status;
         Timed([&] { status = scheduler_.Finished(e.id, PhaseOutcome::kOk, e.time_s); });
         RETURN_IF_ERROR(status);
-        return Advance(job, e.time_s);
+        JobState& state = states_[job];
+        PhaseEnd end;
+        end.kind = state.kind;
+        end.worker = state.worker;
+        end.enumerated = Enumerated::kBatch;
+        if (state.kind == PhaseKind::kUpdate) ++state.iteration;
+        return Apply(job, state.lifecycle.Next(end), e.time_s);
       }
       case EventType::kWorker: {
         const SimWorkerEvent& w = config_.worker_events[e.id];
@@ -208,40 +238,16 @@ class Simulation {
         for (JobId job : scheduler_.WorkerLost(w.worker, e.time_s)) {
           JobState& state = states_[job];
           if (state.running != 0) running_.erase(state.running);
-          if (state.stage == PhaseKind::kProfile) state.stage = PhaseKind::kBuild;
-          RETURN_IF_ERROR(EnqueueStage(job, e.time_s));
+          PhaseEnd end;
+          end.kind = state.kind;
+          end.outcome = PhaseOutcome::kWorkerLost;
+          end.worker = w.worker;
+          RETURN_IF_ERROR(Apply(job, state.lifecycle.Next(end), e.time_s));
         }
         return absl::OkStatus();
       }
     }
     return absl::OkStatus();
-  }
-
-  Status Advance(JobId job, double t) {
-    JobState& state = states_[job];
-    const SimJob& spec = config_.jobs[job];
-    switch (state.stage) {
-      case PhaseKind::kEnumerate:
-        state.stage = PhaseKind::kBuild;
-        break;
-      case PhaseKind::kBuild:
-        state.stage = PhaseKind::kProfile;
-        break;
-      case PhaseKind::kProfile:
-        state.stage = PhaseKind::kUpdate;
-        break;
-      case PhaseKind::kUpdate:
-        ++state.iteration;
-        state.stage = state.iteration < spec.iterations.size() ? PhaseKind::kEnumerate
-                                                                : PhaseKind::kMeasure;
-        break;
-      case PhaseKind::kMeasure:
-        state.done = true;
-        state.running = 0;
-        result_.job_end_s[job] = t;
-        return scheduler_.RemoveJob(job, t);
-    }
-    return EnqueueStage(job, t);
   }
 
   const SimConfig& config_;

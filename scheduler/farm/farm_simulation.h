@@ -1,12 +1,16 @@
 // A discrete-event simulation of the farm: runs a FarmScheduler with a fake
 // clock over jobs whose phase durations are known in advance.
 //
-// Each job, on arrival, runs its iterations in order — enumerate (server CPU),
-// build (a worker CPU of its key, any worker), profile (the GPU of the worker
-// that ran the build: pinned), update (server CPU) — then a final measure
-// (any GPU of its key), and is removed. A worker loss (SimWorkerEvent with
-// joins = false) ends its phases with kWorkerLost; an affected job re-runs the
-// build of its current iteration (build or profile lost) or its measure.
+// Each job moves through the shipped phase chain (JobLifecycle, the one the
+// server's FarmCoordinator runs): on arrival, its iterations in order —
+// enumerate (server CPU), build (a worker CPU of its key, any worker),
+// profile (the GPU of the worker that ran the build: pinned), update (server
+// CPU) — then a final measure (any GPU of its key), and is removed. The last
+// enumerate, which finds the search done, takes no time here (the job spec
+// folds it into the last update). A worker loss (SimWorkerEvent with
+// joins = false) ends its phases with kWorkerLost; the lifecycle re-runs the
+// build of the current iteration (build or profile lost) or the measure.
+// Simulated phases never fail and never park.
 // All events at one instant are applied before one Dispatch, as in the
 // thesis's loop. Deterministic: the same config gives the same records.
 #ifndef IOSFARM_SCHEDULER_FARM_FARM_SIMULATION_H_
