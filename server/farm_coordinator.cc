@@ -14,104 +14,20 @@ namespace iosfarm::server {
 
 namespace farm = scheduler::farm;
 
-double NowSeconds() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-int64_t NowUnixMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-namespace {
-
-std::string WorkerStateName(farm::PhaseKind kind) { return std::string(farm::PhaseKindName(kind)); }
-
-}  // namespace
-
-scheduler::ios::SearchBudget FarmSearchBudget() {
-  scheduler::ios::SearchBudget budget;
-  budget.max_states_per_pass = 2'000'000;
-  budget.max_transitions_per_pass = 100'000'000;
-  budget.max_steps_per_pass = 1'000'000'000;
-  budget.max_bytes_per_pass = int64_t{256} << 20;
-  budget.max_transitions_total = 4'000'000'000;
-  // Held at once; the latency cache limit keeps a search well below it.
-  budget.max_signatures_total = 12'000'000;
-  budget.latency_cache_bytes = int64_t{64} << 20;
-  return budget;
-}
-
-StatusOr<std::map<farm::PhaseKind, double>> ParseSyntheticPhaseSeconds(const std::string& text) {
-  std::map<farm::PhaseKind, double> out;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string::npos) end = text.size();
-    const std::string entry = text.substr(begin, end - begin);
-    begin = end + 1;
-    if (entry.empty()) continue;
-    const size_t eq = entry.find('=');
-    std::optional<farm::PhaseKind> kind;
-    if (eq != std::string::npos) kind = farm::PhaseKindFromName(entry.substr(0, eq));
-    char* parse_end = nullptr;
-    const std::string value = eq == std::string::npos ? "" : entry.substr(eq + 1);
-    const double seconds = std::strtod(value.c_str(), &parse_end);
-    if (!kind || value.empty() || *parse_end != '\0' || !std::isfinite(seconds) || seconds < 0) {
-      return absl::InvalidArgumentError(
-          StrCat("--synthetic-phase-seconds: bad entry '", entry,
-                 "' (expected KIND=SECONDS, KIND one of enumerate, build, profile, update, "
-                 "measure, SECONDS >= 0)"));
-    }
-    out[*kind] = seconds;
-  }
-  return out;
-}
-
 FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
     : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock()),
       store_(store),
       scheduler_(options_.policy, options_.server_slots) {
-  for (int i = 0; i < options_.server_slots; ++i) pool_.emplace_back([this] { PoolLoop(); });
-  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  if (!options_.synthetic_phase_seconds.empty()) {
+    padding_ = std::make_unique<PhasePadding>(options_.synthetic_phase_seconds, clock_);
+  }
+  pool_ = std::make_unique<ServerPhasePool>(options_.server_slots);
+  heartbeat_ = std::make_unique<HeartbeatMonitor>(options_.heartbeat_interval_s,
+                                                  [this] { CheckHeartbeats(); });
 }
 
 FarmCoordinator::~FarmCoordinator() { Shutdown(); }
-
-double FarmCoordinator::PaddingLeft(farm::PhaseKind kind, double dispatched_s) const {
-  auto it = options_.synthetic_phase_seconds.find(kind);
-  if (it == options_.synthetic_phase_seconds.end()) return 0;
-  return std::max(0.0, dispatched_s + it->second - NowSeconds());
-}
-
-void FarmCoordinator::RunAt(double due_s, std::function<void()> task) {
-  absl::MutexLock lock(&delay_mu_);
-  if (delay_stop_) return;
-  if (!delay_thread_.joinable()) delay_thread_ = std::thread([this] { DelayLoop(); });
-  delayed_.emplace(due_s, std::move(task));
-  delay_cv_.Signal();
-}
-
-void FarmCoordinator::DelayLoop() {
-  absl::MutexLock lock(&delay_mu_);
-  while (!delay_stop_) {
-    if (delayed_.empty()) {
-      delay_cv_.Wait(&delay_mu_);
-      continue;
-    }
-    const double wait_s = delayed_.begin()->first - NowSeconds();
-    if (wait_s > 0) {
-      delay_cv_.WaitWithTimeout(&delay_mu_, absl::Seconds(wait_s));
-      continue;
-    }
-    std::function<void()> task = std::move(delayed_.begin()->second);
-    delayed_.erase(delayed_.begin());
-    delay_mu_.Unlock();
-    task();
-    delay_mu_.Lock();
-  }
-}
 
 void FarmCoordinator::Shutdown() {
   std::vector<std::shared_ptr<WorkerLink>> links;
@@ -119,7 +35,7 @@ void FarmCoordinator::Shutdown() {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return;
     shutting_down_ = true;
-    for (auto& [id, worker] : workers_) links.push_back(worker.link);
+    links = workers_.Links();
     // Running search passes stop; their jobs stay unfinished (Resume).
     for (auto& [id, job] : jobs_) job->stop = true;
     // A clean stop is no crash: take back the resumes this server counted.
@@ -130,75 +46,26 @@ void FarmCoordinator::Shutdown() {
         spdlog::error("job {}: {}", id, ToStd(uncounted.status().message()));
       }
     }
-    changed_.SignalAll();
   }
   for (auto& link : links) link->Close();
+  pool_->Stop();
+  heartbeat_->Stop();
+  if (padding_) padding_->Stop();
+}
+
+void FarmCoordinator::CheckHeartbeats() {
+  std::vector<Send> sends;
+  std::vector<std::shared_ptr<WorkerLink>> to_close;
   {
-    absl::MutexLock lock(&pool_mu_);
-    pool_stop_ = true;
-    pool_cv_.SignalAll();
-  }
-  for (auto& thread : pool_) thread.join();
-  pool_.clear();
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  std::thread delay_thread;
-  {
-    absl::MutexLock lock(&delay_mu_);
-    delay_stop_ = true;
-    delayed_.clear();
-    delay_cv_.SignalAll();
-    delay_thread.swap(delay_thread_);
-  }
-  if (delay_thread.joinable()) delay_thread.join();
-}
-
-void FarmCoordinator::Post(std::function<void()> task) {
-  absl::MutexLock lock(&pool_mu_);
-  pool_tasks_.push_back(std::move(task));
-  pool_cv_.Signal();
-}
-
-void FarmCoordinator::PoolLoop() {
-  while (true) {
-    std::function<void()> task;
-    {
-      absl::MutexLock lock(&pool_mu_);
-      while (!pool_stop_ && pool_tasks_.empty()) pool_cv_.Wait(&pool_mu_);
-      if (pool_stop_) return;
-      task = std::move(pool_tasks_.front());
-      pool_tasks_.pop_front();
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
+    for (const std::string& id : workers_.Silent(clock_.NowUnixMs(), options_.heartbeat_timeout_s)) {
+      to_close.push_back(workers_.Find(id)->link);
+      WorkerLostLocked(id, StrCat("no heartbeat for ", options_.heartbeat_timeout_s, " s"), sends);
     }
-    task();
   }
-}
-
-void FarmCoordinator::HeartbeatLoop() {
-  while (true) {
-    std::vector<Send> sends;
-    std::vector<std::shared_ptr<WorkerLink>> to_close;
-    {
-      absl::MutexLock lock(&mu_);
-      // Wakes early only for shutdown.
-      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutting_down_; };
-      mu_.AwaitWithTimeout(absl::Condition(&stopping),
-                           absl::Seconds(options_.heartbeat_interval_s));
-      if (shutting_down_) return;
-      const int64_t now = NowUnixMs();
-      std::vector<std::string> silent;
-      for (const auto& [id, worker] : workers_) {
-        if (now - worker.last_heartbeat_unix_ms > options_.heartbeat_timeout_s * 1000) {
-          silent.push_back(id);
-        }
-      }
-      for (const auto& id : silent) {
-        to_close.push_back(workers_[id].link);
-        WorkerLostLocked(id,
-                         StrCat("no heartbeat for ", options_.heartbeat_timeout_s, " s"), sends);
-      }
-    }
-    for (auto& link : to_close) link->Close();
-    SendAll(std::move(sends));
-  }
+  for (auto& link : to_close) link->Close();
+  SendAll(std::move(sends));
 }
 
 Status FarmCoordinator::Resume() {
@@ -222,7 +89,7 @@ Status FarmCoordinator::Resume() {
               "search is the likely cause (see the server log). Resubmit it with a smaller "
               "--block-size, or raise the server's --max-resumes");
           spdlog::error("job {} ({}, {}): {}", row.id, row.model_name, row.device_key, error);
-          RETURN_IF_ERROR(store_->UpdateJobState(row.id, JobState::kFailed, error, NowUnixMs()));
+          RETURN_IF_ERROR(store_->UpdateJobState(row.id, JobState::kFailed, error, clock_.NowUnixMs()));
           continue;
         }
       }
@@ -278,9 +145,7 @@ void FarmCoordinator::EndSearchLocked(JobContext& job) {
 }
 
 Status FarmCoordinator::CheckDeviceKeyLocked(const std::string& device_key) {
-  for (const auto& [id, worker] : workers_) {
-    if (worker.registration.device_key() == device_key) return absl::OkStatus();
-  }
+  if (workers_.HasDeviceKey(device_key)) return absl::OkStatus();
   ASSIGN_OR_RETURN(bool known, store_->HasDevice(device_key));
   if (known) return absl::OkStatus();
   ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
@@ -308,7 +173,7 @@ StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model) {
     }
     RETURN_IF_ERROR(store_->PutModel(model));
     job.state = JobState::kQueued;
-    job.submitted_unix_ms = NowUnixMs();
+    job.submitted_unix_ms = clock_.NowUnixMs();
     ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));
     ASSIGN_OR_RETURN(admitted, AdmitLocked(std::move(job)));
     DispatchLocked(sends);
@@ -328,7 +193,7 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckDeviceKeyLocked(device_key));
   }
-  const std::string batch_id = StrCat("retune-", NowUnixMs());
+  const std::string batch_id = StrCat("retune-", clock_.NowUnixMs());
   std::vector<JobRow> jobs;
   for (const RetuneTarget& target : targets) {
     ASSIGN_OR_RETURN(std::optional<ModelRow> model, store_->GetModel(target.model_digest));
@@ -346,7 +211,7 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
     {
       absl::MutexLock lock(&mu_);
       job.state = JobState::kQueued;
-      job.submitted_unix_ms = NowUnixMs();
+      job.submitted_unix_ms = clock_.NowUnixMs();
       ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));
       ASSIGN_OR_RETURN(JobRow admitted, AdmitLocked(job));
       jobs.push_back(admitted);
@@ -372,14 +237,13 @@ StatusOr<JobRow> FarmCoordinator::Cancel(int64_t job_id) {
     job->stop = true;  // a running search pass ends soon
     for (const auto& [phase, flight] : in_flight_) {
       if (flight.job != job_id || flight.worker.empty()) continue;
-      auto w = workers_.find(flight.worker);
-      if (w == workers_.end()) continue;
+      const WorkerEntry* w = workers_.Find(flight.worker);
+      if (w == nullptr) continue;
       // The scheduler frees the resource now; the worker drops the result.
-      w->second.state = "idle";
-      w->second.job_id = 0;
+      workers_.Released(flight.worker);
       v1::ServerMessage cancel;
       cancel.mutable_cancel()->set_phase_id(phase);
-      sends.emplace_back(w->second.link, cancel);
+      sends.emplace_back(w->link, cancel);
     }
     FinishJobLocked(*job, JobState::kCancelled, "cancelled by the client");
     DispatchLocked(sends);
@@ -432,7 +296,6 @@ void FarmCoordinator::TouchLocked(JobContext& job, std::string message) {
   if (job.runner) job.runner->FillProgress(job.row);
   Status status = store_->UpdateJobProgress(job.row);
   if (!status.ok()) spdlog::error("job {}: cannot store progress: {}", job.row.id, ToStd(status.message()));
-  changed_.SignalAll();
 }
 
 void FarmCoordinator::EnqueueLocked(JobContext& job, farm::PhaseKind kind,
@@ -441,7 +304,7 @@ void FarmCoordinator::EnqueueLocked(JobContext& job, farm::PhaseKind kind,
   request.kind = kind;
   request.pinned_worker = pinned_worker;
   job.queued_kind = kind;
-  Status status = scheduler_.Enqueue(job.row.id, request, NowSeconds());
+  Status status = scheduler_.Enqueue(job.row.id, request, clock_.NowSeconds());
   if (!status.ok()) {
     spdlog::error("job {}: cannot queue {}: {}", job.row.id, farm::PhaseKindName(kind),
                   ToStd(status.message()));
@@ -479,7 +342,7 @@ void FarmCoordinator::ReportGaugesLocked() {
 
 void FarmCoordinator::FinishJobLocked(JobContext& job, JobState state, const std::string& error) {
   const int64_t id = job.row.id;
-  Status removed = scheduler_.RemoveJob(id, NowSeconds());
+  Status removed = scheduler_.RemoveJob(id, clock_.NowSeconds());
   if (!removed.ok()) spdlog::warn("job {}: {}", id, ToStd(removed.message()));
   FlushRecordsLocked();
   claims_.Release(id);
@@ -487,20 +350,19 @@ void FarmCoordinator::FinishJobLocked(JobContext& job, JobState state, const std
   job.row.error = error;
   if (job.runner) job.runner->FillProgress(job.row);
   Status stored = store_->UpdateJobProgress(job.row);
-  if (stored.ok()) stored = store_->UpdateJobState(id, state, error, NowUnixMs());
+  if (stored.ok()) stored = store_->UpdateJobState(id, state, error, clock_.NowUnixMs());
   if (!stored.ok()) spdlog::error("job {}: cannot store its end: {}", id, ToStd(stored.message()));
   spdlog::info("job {} {}{}", id, JobStateName(state), error.empty() ? "" : ": " + error);
   ++job.version;
   job.message = StrCat("job ", JobStateName(state), error.empty() ? "" : StrCat(": ", error));
   if (options_.metrics != nullptr) {
     options_.metrics->JobFinished(std::string(JobStateName(state)),
-                                  NowSeconds() - job.row.submitted_unix_ms / 1000.0);
+                                  clock_.NowSeconds() - job.row.submitted_unix_ms / 1000.0);
   }
   const std::string key = job.row.device_key;
   EndSearchLocked(job);
   jobs_.erase(id);
   WakeParkedLocked(key);
-  changed_.SignalAll();
 }
 
 void FarmCoordinator::WakeParkedLocked(const std::string& device_key) {
@@ -537,7 +399,7 @@ void FarmCoordinator::StepLocked(JobContext& job, const farm::LifecycleStep& ste
 
 void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
   if (shutting_down_) return;
-  for (const farm::Assignment& assignment : scheduler_.Dispatch(NowSeconds())) {
+  for (const farm::Assignment& assignment : scheduler_.Dispatch(clock_.NowSeconds())) {
     auto it = jobs_.find(assignment.job);
     if (it == jobs_.end()) {
       spdlog::error("dispatch of phase {} for unknown job {}", assignment.phase, assignment.job);
@@ -546,32 +408,32 @@ void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
     std::shared_ptr<JobContext> job = it->second;
     if (options_.metrics != nullptr) options_.metrics->PhaseStarted(assignment.kind);
     InFlight flight;
-    flight.dispatched_s = NowSeconds();
+    flight.dispatched_s = clock_.NowSeconds();
     flight.job = assignment.job;
     flight.kind = assignment.kind;
     flight.worker = assignment.worker;
     if (job->row.state == JobState::kQueued) {
       job->row.state = JobState::kRunning;
-      Status s = store_->UpdateJobState(job->row.id, JobState::kRunning, "", NowUnixMs());
+      Status s = store_->UpdateJobState(job->row.id, JobState::kRunning, "", clock_.NowUnixMs());
       if (!s.ok()) spdlog::error("job {}: {}", job->row.id, ToStd(s.message()));
-      job->row.started_unix_ms = NowUnixMs();
+      job->row.started_unix_ms = clock_.NowUnixMs();
     }
     job->row.phase = std::string(farm::PhaseKindName(assignment.kind));
     if (assignment.worker.empty()) {
       in_flight_[assignment.phase] = flight;
-      Post([this, assignment] { RunServerPhase(assignment); });
+      pool_->Post([this, assignment] { RunServerPhase(assignment); });
       TouchLocked(*job, StrCat(job->row.phase, " started"));
       continue;
     }
-    auto w = workers_.find(assignment.worker);
+    const WorkerEntry* w = workers_.Find(assignment.worker);
     Status error;
     v1::ServerMessage message = WorkerPhaseMessageLocked(assignment, *job, error);
     if (assignment.kind == farm::PhaseKind::kBuild) flight.stages = job->runner->batch_size();
     if (assignment.kind == farm::PhaseKind::kProfile) flight.stages = job->runner->batch_size();
     in_flight_[assignment.phase] = flight;
-    if (!error.ok() || w == workers_.end()) {
+    if (!error.ok() || w == nullptr) {
       Status finished = scheduler_.Finished(assignment.phase, farm::PhaseOutcome::kFailed,
-                                            NowSeconds());
+                                            clock_.NowSeconds());
       (void)finished;
       FlushRecordsLocked();
       FinishJobLocked(*job, JobState::kFailed,
@@ -579,9 +441,8 @@ void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
                                  : std::string(error.message()));
       continue;
     }
-    w->second.state = WorkerStateName(assignment.kind);
-    w->second.job_id = assignment.job;
-    sends.emplace_back(w->second.link, std::move(message));
+    workers_.Started(assignment.worker, assignment.kind, assignment.job);
+    sends.emplace_back(w->link, std::move(message));
     TouchLocked(*job, StrCat(job->row.phase, " started on ", assignment.worker));
   }
   ReportGaugesLocked();
@@ -629,7 +490,7 @@ void FarmCoordinator::SendAll(std::vector<Send> sends) {
 
 void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   std::shared_ptr<JobContext> job;
-  double dispatched_s = NowSeconds();
+  double dispatched_s = clock_.NowSeconds();
   {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(assignment.job);
@@ -643,25 +504,11 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   std::optional<JobRunner::Next> next;
   if (assignment.kind == farm::PhaseKind::kEnumerate) {
     if (!job->runner) {
-      StatusOr<graph::Graph> graph = absl::InternalError("unset");
-      auto model = store_->GetModel(job->row.model_digest);
-      if (!model.ok()) {
-        graph = model.status();
-      } else if (!model->has_value()) {
-        graph = absl::NotFoundError(StrCat("model ", job->row.model_digest, " is not stored"));
+      auto runner = JobRunner::Load(*store_, job->row, options_.search_budget, &job->stop);
+      if (runner.ok()) {
+        job->runner = std::move(*runner);
       } else {
-        graph = LoadStoredModel(**model);
-      }
-      if (graph.ok()) {
-        auto runner =
-            JobRunner::Create(job->row, std::move(*graph), options_.search_budget, &job->stop);
-        if (runner.ok()) {
-          job->runner = std::move(*runner);
-        } else {
-          status = runner.status();
-        }
-      } else {
-        status = graph.status();
+        status = runner.status();
       }
     }
     if (status.ok()) {
@@ -679,7 +526,7 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
     }
   } else if (assignment.kind == farm::PhaseKind::kUpdate) {
     status = job->runner->ApplyProfile(job->pending_profile, job->pending_worker,
-                                       job->pending_backend, *store_, claims_, NowUnixMs());
+                                       job->pending_backend, *store_, claims_, clock_.NowUnixMs());
     if (status.ok() && options_.metrics != nullptr) {
       options_.metrics->StagesProfiled(job->pending_profile.latencies_size());
     }
@@ -691,8 +538,10 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   if (assignment.kind == farm::PhaseKind::kEnumerate) ReturnFreeMemory();
   // Benchmark padding (off unless synthetic_phase_seconds is set): the slot
   // stays busy until the phase's minimum time has passed.
-  if (const double left = PaddingLeft(assignment.kind, dispatched_s); left > 0) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(left));
+  if (padding_) {
+    if (const double left = padding_->Left(assignment.kind, dispatched_s); left > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(left));
+    }
   }
   ServerPhaseDone(assignment, job, status, next);
 }
@@ -718,7 +567,7 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
       const bool update = assignment.kind == farm::PhaseKind::kUpdate;
       Status finished = scheduler_.Finished(
           assignment.phase, status.ok() ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
-          NowSeconds());
+          clock_.NowSeconds());
       if (!finished.ok()) spdlog::error("job {}: {}", assignment.job, ToStd(finished.message()));
       FlushRecordsLocked();
       farm::PhaseEnd end;
@@ -774,35 +623,20 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
   SendAll(std::move(sends));
 }
 
-Status FarmCoordinator::WorkerJoined(const v1::RegisterWorker& registration,
+Status FarmCoordinator::WorkerJoined(const v1::RegisterWorker& reported,
                                      std::shared_ptr<WorkerLink> link) {
-  // Bounded and printable: the key names a latency table and appears in
-  // errors and listings; a 200 KB key once broke the unknown-key error.
-  RETURN_IF_ERROR(CheckIdentifier("register: worker_id", registration.worker_id(),
-                                  kMaxWorkerIdBytes));
-  RETURN_IF_ERROR(CheckIdentifier("register: device_key", registration.device_key(),
-                                  kMaxDeviceKeyBytes));
-  RETURN_IF_ERROR(CheckIdentifier("register: backend", registration.backend(), kMaxBackendBytes));
-  v1::RegisterWorker bounded = registration;
-  bounded.set_device_description(
-      Printable(Truncated(registration.device_description(), kMaxDescriptionBytes)));
-  bounded.set_version(Printable(Truncated(registration.version(), kMaxVersionBytes)));
-  return WorkerJoinedChecked(bounded, std::move(link));
-}
-
-Status FarmCoordinator::WorkerJoinedChecked(const v1::RegisterWorker& registration,
-                                            std::shared_ptr<WorkerLink> link) {
+  ASSIGN_OR_RETURN(const v1::RegisterWorker registration, WorkerRegistry::Bounded(reported));
   std::vector<Send> sends;
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return absl::UnavailableError("the server is shutting down");
-    if (workers_.contains(registration.worker_id())) {
+    if (workers_.Find(registration.worker_id()) != nullptr) {
       return absl::AlreadyExistsError(
           StrCat("a worker with id '", registration.worker_id(), "' is already connected"));
     }
     RETURN_IF_ERROR(store_->UpsertDevice(registration.device_key(),
                                          registration.device_description(),
-                                         registration.backend(), NowUnixMs()));
+                                         registration.backend(), clock_.NowUnixMs()));
     // Workers from before max_built_batches kept 8.
     const int max_batches =
         registration.max_built_batches() > 0 ? registration.max_built_batches() : 8;
@@ -811,11 +645,7 @@ Status FarmCoordinator::WorkerJoinedChecked(const v1::RegisterWorker& registrati
                                              : farm::MeasuringDevice::kGpu;
     RETURN_IF_ERROR(scheduler_.WorkerJoined(registration.worker_id(), registration.device_key(),
                                             max_batches, device));
-    WorkerState state;
-    state.registration = registration;
-    state.link = std::move(link);
-    state.connected_unix_ms = state.last_heartbeat_unix_ms = NowUnixMs();
-    workers_[registration.worker_id()] = std::move(state);
+    RETURN_IF_ERROR(workers_.Add(registration, std::move(link), clock_.NowUnixMs()));
     spdlog::info("worker {} joined ({} backend, device key {}: {})", registration.worker_id(),
                  registration.backend(), registration.device_key(),
                  registration.device_description());
@@ -827,8 +657,7 @@ Status FarmCoordinator::WorkerJoinedChecked(const v1::RegisterWorker& registrati
 
 void FarmCoordinator::WorkerHeartbeat(const std::string& worker) {
   absl::MutexLock lock(&mu_);
-  auto it = workers_.find(worker);
-  if (it != workers_.end()) it->second.last_heartbeat_unix_ms = NowUnixMs();
+  workers_.Heartbeat(worker, clock_.NowUnixMs());
 }
 
 void FarmCoordinator::WorkerLost(const std::string& worker, const std::string& reason) {
@@ -842,15 +671,13 @@ void FarmCoordinator::WorkerLost(const std::string& worker, const std::string& r
 
 void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::string& reason,
                                        std::vector<Send>& sends) {
-  auto it = workers_.find(worker);
-  if (it == workers_.end()) return;
-  workers_.erase(it);
+  if (workers_.Remove(worker) == nullptr) return;
   if (shutting_down_) {
     spdlog::info("worker {} disconnected: {}", worker, reason);
   } else {
     spdlog::warn("worker {} lost: {}", worker, reason);
   }
-  std::vector<farm::JobId> affected = scheduler_.WorkerLost(worker, NowSeconds());
+  std::vector<farm::JobId> affected = scheduler_.WorkerLost(worker, clock_.NowSeconds());
   FlushRecordsLocked();
   for (farm::JobId id : affected) {
     auto job = jobs_.find(id);
@@ -868,12 +695,7 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
 }
 
 void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResult& reported) {
-  // A worker's error text is stored with the job and shown to its owner:
-  // bounded (a worker once sent 1 MB) and printable.
-  v1::PhaseResult result = reported;
-  if (!result.error().empty()) {
-    result.set_error(Printable(Truncated(result.error(), kMaxWorkerErrorBytes)));
-  }
+  const v1::PhaseResult result = WorkerRegistry::BoundedResult(reported);
   std::vector<Send> sends;
   {
     absl::MutexLock lock(&mu_);
@@ -886,21 +708,21 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResu
     const InFlight flight = flight_it->second;
     // Benchmark padding (off unless synthetic_phase_seconds is set): hold the
     // result back until the phase's minimum time has passed.
-    if (const double left = PaddingLeft(flight.kind, flight.dispatched_s); left > 1e-4) {
-      RunAt(NowSeconds() + left, [this, worker, result] { PhaseResult(worker, result); });
-      return;
+    if (padding_) {
+      if (const double left = padding_->Left(flight.kind, flight.dispatched_s); left > 1e-4) {
+        padding_->RunAt(clock_.NowSeconds() + left,
+                        [this, worker, result] { PhaseResult(worker, result); });
+        return;
+      }
     }
-    auto w = workers_.find(worker);
     std::string backend;
-    if (w != workers_.end()) {
-      w->second.state = "idle";
-      w->second.job_id = 0;
-      ++w->second.phases_done;
-      backend = w->second.registration.backend();
+    if (const WorkerEntry* w = workers_.Find(worker); w != nullptr) {
+      backend = w->registration.backend();
+      workers_.Finished(worker);
     }
     Status finished = scheduler_.Finished(
         result.phase_id(), result.ok() ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
-        NowSeconds());
+        clock_.NowSeconds());
     if (!finished.ok()) spdlog::error("phase {}: {}", result.phase_id(), ToStd(finished.message()));
     FlushRecordsLocked();
     auto job_it = jobs_.find(flight.job);
@@ -925,7 +747,7 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResu
         job->pending_backend = backend;
         message = StrCat("profiled ", result.latencies_size(), " stages on ", worker);
       } else if (flight.kind == farm::PhaseKind::kMeasure) {
-        const double search_s = NowSeconds() - job->submitted_s;
+        const double search_s = clock_.NowSeconds() - job->submitted_s;
         auto row = job->runner->ApplyMeasure(result, worker, backend, search_s);
         // A result row that cannot be read back is never written.
         if (row.ok()) {
@@ -956,21 +778,7 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResu
 
 std::vector<WorkerSnapshot> FarmCoordinator::Workers() {
   absl::MutexLock lock(&mu_);
-  std::vector<WorkerSnapshot> out;
-  for (const auto& [id, w] : workers_) {
-    WorkerSnapshot s;
-    s.id = id;
-    s.device_key = w.registration.device_key();
-    s.backend = w.registration.backend();
-    s.description = w.registration.device_description();
-    s.state = w.state;
-    s.job_id = w.job_id;
-    s.connected_unix_ms = w.connected_unix_ms;
-    s.last_heartbeat_unix_ms = w.last_heartbeat_unix_ms;
-    s.phases_done = w.phases_done;
-    out.push_back(std::move(s));
-  }
-  return out;
+  return workers_.Snapshot();
 }
 
 farm::QueueLengths FarmCoordinator::QueueLengths() {

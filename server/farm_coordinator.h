@@ -12,8 +12,12 @@
 // job state and progress are written after every phase, so a restarted server
 // resumes unfinished jobs (Resume) without re-profiling anything stored.
 //
-// Thread-safe: one mutex guards the state; store writes and stream sends of
-// worker phases happen outside it where it matters.
+// Thread-safe: one mutex (mu_) guards the state. Stream sends happen outside
+// it (SendAll); so do the search's latency reads and writes (JobRunner's
+// Enumerate, ApplyProfile, Load on a pool thread). Job progress and state,
+// the phase log, results and devices are written under it (short SQLite
+// writes). WaitForChange waits on mu_ with a condition on the job's version.
+// docs/architecture.md draws the threads and locks.
 #ifndef IOSFARM_SERVER_FARM_COORDINATOR_H_
 #define IOSFARM_SERVER_FARM_COORDINATOR_H_
 
@@ -32,6 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "graph/graph.h"
 #include "iosfarm/v1/farm.pb.h"
@@ -40,30 +45,13 @@
 #include "scheduler/ios/search_options.h"
 #include "server/farm_metrics.h"
 #include "server/farm_store.h"
+#include "server/heartbeat_monitor.h"
 #include "server/job_runner.h"
+#include "server/phase_padding.h"
+#include "server/server_phase_pool.h"
+#include "server/worker_registry.h"
 
 namespace iosfarm::server {
-
-// The server's end of one worker's stream.
-class WorkerLink {
- public:
-  virtual ~WorkerLink() = default;
-  // Queues `message` for the worker; false when the stream is gone.
-  virtual bool Send(const v1::ServerMessage& message) = 0;
-  // Ends the stream (the worker is considered lost).
-  virtual void Close() = 0;
-};
-
-// The server's default search budget. A search holds at most
-// max_bytes_per_pass (256 MiB) at any time: the tables of its running pass,
-// its queued requests, the batches handed out and its latency table (known
-// latencies that no waiting block needs are forgotten past 64 MiB and looked
-// up in the database again when needed). With at most max_searches searches
-// at once, the server's search memory is bounded by max_searches x 256 MiB
-// (docs/farm.md, "Server memory"). A pass is bounded to 100 M transitions
-// (seconds of one core) so that no job holds a slot for long, and a job to
-// 4 G transitions in all (a few minutes).
-scheduler::ios::SearchBudget FarmSearchBudget();
 
 struct CoordinatorOptions {
   scheduler::farm::Policy policy = scheduler::farm::Policy::kInterleaved;
@@ -79,6 +67,8 @@ struct CoordinatorOptions {
   // is held back (on a timer thread) until its minimum has passed since it
   // was dispatched. See ServerOptions::synthetic_phase_seconds.
   std::map<scheduler::farm::PhaseKind, double> synthetic_phase_seconds;
+  // The time the coordinator reads (not owned; null: SystemClock()).
+  const Clock* clock = nullptr;
   // Where to report metrics (not owned; must outlive the coordinator), or null.
   FarmMetrics* metrics = nullptr;
   // What one job's search may spend (FarmSearchBudget()).
@@ -99,25 +89,12 @@ struct CoordinatorOptions {
   int max_searches = 6;
 };
 
-// Parses "kind=seconds,..." (kinds: enumerate, build, profile, update,
-// measure; seconds finite, >= 0) for CoordinatorOptions::
-// synthetic_phase_seconds. Empty text: empty map. InvalidArgument naming the
-// flag and the bad entry otherwise.
-StatusOr<std::map<scheduler::farm::PhaseKind, double>> ParseSyntheticPhaseSeconds(
-    const std::string& text);
-
 // A job's state as the Watch call sees it.
 struct JobSnapshot {
   JobRow job;
   int64_t version = 0;  // increases with every change
   std::string message;  // the last change, one line
   bool final = false;   // succeeded, failed or cancelled
-};
-
-struct WorkerSnapshot {
-  std::string id, device_key, backend, description, state;
-  int64_t job_id = 0;
-  int64_t connected_unix_ms = 0, last_heartbeat_unix_ms = 0, phases_done = 0;
 };
 
 class FarmCoordinator {
@@ -155,17 +132,15 @@ class FarmCoordinator {
       const std::string& device_key, const RetuneFilter& filter,
       const std::optional<JobOptions>& options, const std::string& owner);
 
-  // What a registration may hold: InvalidArgument naming the field for an
-  // empty, longer or control-character id, key or backend; longer
-  // descriptions and versions are cut. A phase result's error text is cut to
-  // kMaxWorkerErrorBytes before it is logged or stored.
-  static constexpr size_t kMaxWorkerIdBytes = 128, kMaxDeviceKeyBytes = 256,
-                          kMaxBackendBytes = 32, kMaxDescriptionBytes = 1024,
-                          kMaxVersionBytes = 128, kMaxWorkerErrorBytes = 4096;
-
-  // Workers. WorkerJoined: AlreadyExists when a live worker has the id.
+  // Workers. WorkerJoined: the registration within WorkerRegistry's bounds
+  // (InvalidArgument naming the field otherwise); AlreadyExists when a live
+  // worker has the id.
   Status WorkerJoined(const v1::RegisterWorker& registration, std::shared_ptr<WorkerLink> link);
   void WorkerHeartbeat(const std::string& worker);
+  // Loses the workers whose last heartbeat is more than heartbeat_timeout_s
+  // old on the options' clock (the monitor thread calls this every
+  // heartbeat_interval_s; tests call it after advancing a FakeClock).
+  void CheckHeartbeats() ABSL_LOCKS_EXCLUDED(mu_);
   // The worker's stream ended (or it went silent): its phases are re-queued.
   void WorkerLost(const std::string& worker, const std::string& reason);
   // A phase result from `worker`. Results of unknown or cancelled phases are
@@ -184,9 +159,6 @@ class FarmCoordinator {
   void Shutdown();
 
  private:
-  Status WorkerJoinedChecked(const v1::RegisterWorker& registration,
-                             std::shared_ptr<WorkerLink> link);
-
   struct JobContext {
     JobRow row;
     std::unique_ptr<JobRunner> runner;   // created by the first enumerate
@@ -196,7 +168,6 @@ class FarmCoordinator {
     scheduler::farm::PhaseKind queued_kind = scheduler::farm::PhaseKind::kEnumerate;
     bool resume_counted = false;         // Resume counted this start (crash-loop guard)
     bool parked = false;                 // waiting for another job's measurements
-    bool running_phase = false;          // a phase is in flight
     v1::PhaseResult pending_profile;     // for the next update
     std::string pending_worker, pending_backend;
     double submitted_s = 0;
@@ -204,15 +175,6 @@ class FarmCoordinator {
     std::string message;
     // Set by Cancel and Shutdown: a running search pass stops soon after.
     std::atomic<bool> stop{false};
-  };
-  struct WorkerState {
-    v1::RegisterWorker registration;
-    std::shared_ptr<WorkerLink> link;
-    int64_t connected_unix_ms = 0;
-    int64_t last_heartbeat_unix_ms = 0;
-    int64_t phases_done = 0;
-    std::string state = "idle";
-    int64_t job_id = 0;
   };
   struct InFlight {
     double dispatched_s = 0;  // NowSeconds() at dispatch (benchmark padding)
@@ -263,51 +225,25 @@ class FarmCoordinator {
   // The job's search is done or the job ended: its place goes to the next
   // waiting job.
   void EndSearchLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PoolLoop();
-  void HeartbeatLoop();
-  // Benchmark padding: seconds phase `kind` dispatched at `dispatched_s`
-  // still has to last (0 without padding).
-  double PaddingLeft(scheduler::farm::PhaseKind kind, double dispatched_s) const;
-  // Runs `task` at NowSeconds() >= due_s on the padding thread (started on
-  // first use; joined by Shutdown, which drops what has not run).
-  void RunAt(double due_s, std::function<void()> task) ABSL_LOCKS_EXCLUDED(delay_mu_);
-  void DelayLoop();
-  void Post(std::function<void()> task);
 
   const CoordinatorOptions options_;
+  const Clock& clock_;
   FarmStore* const store_;
   SignatureClaims claims_;
 
   absl::Mutex mu_;
-  absl::CondVar changed_;  // any job changed (Watch)
   scheduler::farm::FarmScheduler scheduler_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::shared_ptr<JobContext>> jobs_ ABSL_GUARDED_BY(mu_);  // active
-  std::map<std::string, WorkerState> workers_ ABSL_GUARDED_BY(mu_);
+  WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<scheduler::farm::PhaseId, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   int searches_ ABSL_GUARDED_BY(mu_) = 0;  // jobs with holds_search
   std::deque<int64_t> waiting_for_search_ ABSL_GUARDED_BY(mu_);  // job ids, oldest first
 
-  // CPU pool for enumerate/update (the scheduler never starts more than
-  // server_slots of them at once).
-  absl::Mutex pool_mu_;
-  absl::CondVar pool_cv_;
-  std::deque<std::function<void()>> pool_tasks_ ABSL_GUARDED_BY(pool_mu_);
-  bool pool_stop_ ABSL_GUARDED_BY(pool_mu_) = false;
-  std::vector<std::thread> pool_;
-  std::thread heartbeat_thread_;
-
-  // Benchmark padding only (synthetic_phase_seconds): held-back worker results.
-  absl::Mutex delay_mu_;
-  absl::CondVar delay_cv_;
-  std::multimap<double, std::function<void()>> delayed_ ABSL_GUARDED_BY(delay_mu_);
-  bool delay_stop_ ABSL_GUARDED_BY(delay_mu_) = false;
-  std::thread delay_thread_ ABSL_GUARDED_BY(delay_mu_);
+  std::unique_ptr<ServerPhasePool> pool_;       // enumerate and update
+  std::unique_ptr<HeartbeatMonitor> heartbeat_;  // calls CheckHeartbeats
+  std::unique_ptr<PhasePadding> padding_;        // benchmark only; null unless set
 };
-
-// Seconds since the Unix epoch, and milliseconds.
-double NowSeconds();
-int64_t NowUnixMs();
 
 }  // namespace iosfarm::server
 

@@ -11,7 +11,8 @@
 //  - Bad input returns InvalidArgument naming the field and writes nothing.
 //  - Latencies: the first measurement of (device key, signature) wins.
 //  - Job states: queued -> running | failed | cancelled;
-//    running -> queued (re-queued) | succeeded | failed | cancelled.
+//    running -> queued | succeeded | failed | cancelled (the coordinator
+//    keeps a job running while it re-queues one of its phases).
 //    Succeeded, failed and cancelled are final.
 //
 // Thread safety: all methods may be called from any thread; one internal

@@ -79,6 +79,28 @@ graph::Graph WithoutWeightValues(const graph::Graph& graph) {
   return copy;
 }
 
+scheduler::ios::SearchBudget FarmSearchBudget() {
+  scheduler::ios::SearchBudget budget;
+  budget.max_states_per_pass = 2'000'000;
+  budget.max_transitions_per_pass = 100'000'000;
+  budget.max_steps_per_pass = 1'000'000'000;
+  budget.max_bytes_per_pass = int64_t{256} << 20;
+  budget.max_transitions_total = 4'000'000'000;
+  // Held at once; the latency cache limit keeps a search well below it.
+  budget.max_signatures_total = 12'000'000;
+  budget.latency_cache_bytes = int64_t{64} << 20;
+  return budget;
+}
+
+StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(FarmStore& store, const JobRow& job,
+                                                     const scheduler::ios::SearchBudget& budget,
+                                                     const std::atomic<bool>* stop) {
+  ASSIGN_OR_RETURN(std::optional<ModelRow> model, store.GetModel(job.model_digest));
+  if (!model) return absl::NotFoundError(StrCat("model ", job.model_digest, " is not stored"));
+  ASSIGN_OR_RETURN(graph::Graph graph, LoadStoredModel(*model));
+  return Create(job, std::move(graph), budget, stop);
+}
+
 StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph::Graph graph,
                                                        const ios::SearchBudget& budget,
                                                        const std::atomic<bool>* stop) {

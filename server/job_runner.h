@@ -71,6 +71,17 @@ inline constexpr int64_t kMaxRepeats = 1'000'000;
 Status CheckFigures(const std::string& worker, const std::string& what, double median_ms,
                     double p10_ms, double p90_ms, double cv, int64_t repeats);
 
+// The server's default search budget. A search holds at most
+// max_bytes_per_pass (256 MiB) at any time: the tables of its running pass,
+// its queued requests, the batches handed out and its latency table (known
+// latencies that no waiting block needs are forgotten past 64 MiB and looked
+// up in the database again when needed). With at most max_searches searches
+// at once, the server's search memory is bounded by max_searches x 256 MiB
+// (docs/farm.md, "Server memory"). A pass is bounded to 100 M transitions
+// (seconds of one core) so that no job holds a slot for long, and a job to
+// 4 G transitions in all (a few minutes).
+scheduler::ios::SearchBudget FarmSearchBudget();
+
 // Loads a stored model as a graph: zoo models are rebuilt by name at the
 // row's batch, ONNX models imported from their bytes.
 StatusOr<graph::Graph> LoadStoredModel(const ModelRow& model);
@@ -95,6 +106,11 @@ class JobRunner {
   static StatusOr<std::unique_ptr<JobRunner>> Create(const JobRow& job, graph::Graph graph,
                                                      const scheduler::ios::SearchBudget& budget,
                                                      const std::atomic<bool>* stop);
+  // Create with the job's model loaded from `store` (LoadStoredModel);
+  // NotFound when the model is not stored.
+  static StatusOr<std::unique_ptr<JobRunner>> Load(FarmStore& store, const JobRow& job,
+                                                   const scheduler::ios::SearchBudget& budget,
+                                                   const std::atomic<bool>* stop);
 
   // The enumerate phase. kBuild: batch() holds signatures to measure;
   // kMeasure: the search is done (final schedules ready); kWait: every

@@ -4,9 +4,7 @@
 // Names: "cuda", "cpu", "sim", and "sim:<preset>" (sim with a device preset
 // of worker/backends/sim/device_model.h, e.g. "sim:h100").
 //
-// What this build provides: "sim" always. "cpu" answers Unimplemented (the
-// oneDNN backend class is not part of this build yet; only its device probe
-// is). "cuda" answers Unimplemented when the build has no CUDA/cuDNN, Unavailable
+// What this build provides: "sim" and "cpu" (oneDNN) always. "cuda" answers Unimplemented when the build has no CUDA/cuDNN, Unavailable
 // "no CUDA device: ..." when no GPU answers, NotFound for a device index out
 // of range, and Internal when the device cannot run this build's kernels.
 // Callers must treat every error as "this backend is not usable here" and

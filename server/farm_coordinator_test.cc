@@ -1,0 +1,274 @@
+// FarmCoordinator without gRPC: fake worker links answer with a real
+// PhaseExecutor on the sim backend (or fail, or stay silent), the clock is a
+// FakeClock, the store a real SQLite file.
+#include "server/farm_coordinator.h"
+
+#include <deque>
+#include <set>
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "graph/models/zoo.h"
+#include "gtest/gtest.h"
+#include "scheduler/ios/schedule_json.h"
+#include "server/store_test_util.h"
+#include "worker/backends/sim/sim_backend.h"
+#include "worker/phase_executor.h"
+
+namespace iosfarm::server {
+namespace {
+
+namespace farm = scheduler::farm;
+
+// A worker's stream as the coordinator sees it. Messages wait in a queue
+// until the test answers them (Answer), so no coordinator call re-enters it.
+class FakeWorker final : public WorkerLink {
+ public:
+  enum class Mode { kExecute, kFailBuilds, kSilent };
+
+  FakeWorker(std::string id, Mode mode) : id_(std::move(id)), mode_(mode) {
+    auto backend = worker::sim::SimBackend::Create({});
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+    executor_ = std::make_unique<worker::PhaseExecutor>(*backend_);
+  }
+
+  bool Send(const v1::ServerMessage& message) override {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return false;
+    if (message.has_assign()) {
+      inbox_.push_back(message.assign());
+      ++assigned_;
+    }
+    return true;
+  }
+  void Close() override {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+
+  v1::RegisterWorker Registration() const {
+    v1::RegisterWorker registration;
+    registration.set_worker_id(id_);
+    registration.set_device_key("sim-v100");
+    registration.set_backend("sim");
+    registration.set_max_built_batches(worker::PhaseExecutor::kMaxBatches);
+    return registration;
+  }
+
+  // Answers every assignment received so far; how many it answered.
+  int Answer(FarmCoordinator& coordinator) {
+    std::deque<v1::PhaseAssignment> inbox;
+    {
+      absl::MutexLock lock(&mu_);
+      inbox.swap(inbox_);
+    }
+    if (mode_ == Mode::kSilent) return 0;
+    for (const v1::PhaseAssignment& assignment : inbox) {
+      v1::PhaseResult result;
+      if (mode_ == Mode::kFailBuilds && assignment.has_build()) {
+        result.set_phase_id(assignment.phase_id());
+        result.set_ok(false);
+        result.set_error("boom");
+      } else {
+        result = executor_->Execute(assignment);
+      }
+      coordinator.PhaseResult(id_, result);
+    }
+    return static_cast<int>(inbox.size());
+  }
+
+  int assigned() {
+    absl::MutexLock lock(&mu_);
+    return assigned_;
+  }
+  bool closed() {
+    absl::MutexLock lock(&mu_);
+    return closed_;
+  }
+  const std::string& id() const { return id_; }
+
+ private:
+  const std::string id_;
+  const Mode mode_;
+  std::unique_ptr<worker::Backend> backend_;
+  std::unique_ptr<worker::PhaseExecutor> executor_;
+  absl::Mutex mu_;
+  std::deque<v1::PhaseAssignment> inbox_ ABSL_GUARDED_BY(mu_);
+  int assigned_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class FarmCoordinatorTest : public TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    auto store = FarmStore::Open(PathOf("farm.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+
+  std::unique_ptr<FarmCoordinator> MakeCoordinator(int max_attempts = 3) {
+    CoordinatorOptions options;
+    options.clock = &clock_;
+    options.max_attempts = max_attempts;
+    // The monitor thread never fires in a test; CheckHeartbeats is called.
+    options.heartbeat_interval_s = 3600;
+    options.heartbeat_timeout_s = 5;
+    return std::make_unique<FarmCoordinator>(options, store_.get());
+  }
+
+  StatusOr<JobRow> SubmitZoo(FarmCoordinator& coordinator, const std::string& name) {
+    ASSIGN_OR_RETURN(graph::Graph graph, graph::models::BuildZooModel(name, 1));
+    ModelRow model;
+    model.source = "zoo";
+    model.name = name;
+    model.digest = scheduler::ios::ModelDigest(graph);
+    model.batch = 1;
+    model.ops = static_cast<int64_t>(graph.nodes().size());
+    JobRow job;
+    job.model_digest = model.digest;
+    job.model_name = name;
+    job.device_key = "sim-v100";
+    job.owner = "test";
+    job.batch = 1;
+    return coordinator.Submit(job, model);
+  }
+
+  // Answers the workers' assignments until the job is final (or 60 s of
+  // real time pass: the search runs on the coordinator's pool threads).
+  JobSnapshot RunToEnd(FarmCoordinator& coordinator, int64_t job,
+                       const std::vector<FakeWorker*>& workers) {
+    JobSnapshot snapshot;
+    for (int round = 0; round < 6000; ++round) {
+      int answered = 0;
+      for (FakeWorker* w : workers) answered += w->Answer(coordinator);
+      auto got = coordinator.WaitForChange(job, snapshot.version, answered > 0 ? 0 : 0.01);
+      EXPECT_TRUE(got.ok()) << got.status();
+      if (!got.ok()) break;
+      snapshot = *got;
+      if (snapshot.final || IsFinal(snapshot.job.state)) return snapshot;
+    }
+    ADD_FAILURE() << "job " << job << " did not end: " << snapshot.message;
+    return snapshot;
+  }
+
+  FakeClock clock_{1000.0};
+  std::unique_ptr<FarmStore> store_;
+};
+
+TEST_F(FarmCoordinatorTest, AJobRunsToSuccessWithFakeWorkersAndTheInjectedClock) {
+  auto coordinator = MakeCoordinator();
+  FakeWorker worker("w1", FakeWorker::Mode::kExecute);
+  auto link = std::shared_ptr<FakeWorker>(&worker, [](FakeWorker*) {});
+  ASSERT_TRUE(coordinator->WorkerJoined(worker.Registration(), link).ok());
+  auto job = SubmitZoo(*coordinator, "squeezenet");
+  ASSERT_TRUE(job.ok()) << job.status();
+
+  const JobSnapshot end = RunToEnd(*coordinator, job->id, {&worker});
+  EXPECT_EQ(end.job.state, JobState::kSucceeded) << end.job.error;
+  auto result = store_->GetResult(job->id);
+  ASSERT_TRUE(result.ok() && result->has_value());
+  EXPECT_FALSE((*result)->schedule_json.empty());
+
+  // Every phase of the chain ran, worker phases on w1, all at the fake time.
+  auto phases = store_->ListPhases(job->id);
+  ASSERT_TRUE(phases.ok());
+  std::set<std::string> kinds;
+  for (const PhaseLogRow& row : *phases) {
+    kinds.insert(row.phase);
+    EXPECT_EQ(row.outcome, "ok") << row.phase;
+    EXPECT_EQ(row.start_s, 1000.0) << row.phase;
+    EXPECT_EQ(row.end_s, 1000.0) << row.phase;
+    if (row.phase != "enumerate" && row.phase != "update") EXPECT_EQ(row.worker, "w1");
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"build", "enumerate", "measure", "profile", "update"}));
+  EXPECT_EQ(end.job.submitted_unix_ms, 1'000'000);
+  auto workers = coordinator->Workers();
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].state, "idle");
+  EXPECT_EQ(workers[0].phases_done, worker.assigned());
+}
+
+TEST_F(FarmCoordinatorTest, ASilentWorkerIsLostOnTheClockAndItsBatchRunsOnAnother) {
+  auto coordinator = MakeCoordinator();
+  FakeWorker silent("w1", FakeWorker::Mode::kSilent);
+  ASSERT_TRUE(coordinator
+                  ->WorkerJoined(silent.Registration(),
+                                 std::shared_ptr<FakeWorker>(&silent, [](FakeWorker*) {}))
+                  .ok());
+  auto job = SubmitZoo(*coordinator, "squeezenet");
+  ASSERT_TRUE(job.ok()) << job.status();
+  // The first batch reaches the only worker, which never answers.
+  int64_t seen = 0;
+  for (int i = 0; i < 6000 && silent.assigned() == 0; ++i) {
+    auto snapshot = coordinator->WaitForChange(job->id, seen, 0.01);
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+    seen = snapshot->version;
+  }
+  ASSERT_EQ(silent.assigned(), 1);
+
+  FakeWorker good("w2", FakeWorker::Mode::kExecute);
+  ASSERT_TRUE(coordinator
+                  ->WorkerJoined(good.Registration(),
+                                 std::shared_ptr<FakeWorker>(&good, [](FakeWorker*) {}))
+                  .ok());
+  // Within the timeout nothing happens; past it w1 is lost, w2 (which just
+  // sent a heartbeat) is not.
+  clock_.Advance(4.0);
+  coordinator->CheckHeartbeats();
+  EXPECT_FALSE(silent.closed());
+  clock_.Advance(2.0);
+  coordinator->WorkerHeartbeat("w2");
+  coordinator->CheckHeartbeats();
+  EXPECT_TRUE(silent.closed());
+  ASSERT_EQ(coordinator->Workers().size(), 1u);
+  EXPECT_EQ(coordinator->Workers()[0].id, "w2");
+
+  const JobSnapshot end = RunToEnd(*coordinator, job->id, {&good});
+  EXPECT_EQ(end.job.state, JobState::kSucceeded) << end.job.error;
+  auto phases = store_->ListPhases(job->id);
+  ASSERT_TRUE(phases.ok());
+  int lost = 0;
+  for (const PhaseLogRow& row : *phases) {
+    if (row.outcome == "worker_lost") {
+      ++lost;
+      EXPECT_EQ(row.worker, "w1");
+      EXPECT_EQ(row.phase, "build");
+      EXPECT_EQ(row.end_s, 1006.0);
+    }
+  }
+  EXPECT_EQ(lost, 1);
+}
+
+TEST_F(FarmCoordinatorTest, AWorkerThatKeepsFailingFailsTheJobAfterMaxAttempts) {
+  auto coordinator = MakeCoordinator(/*max_attempts=*/2);
+  FakeWorker worker("w1", FakeWorker::Mode::kFailBuilds);
+  ASSERT_TRUE(coordinator
+                  ->WorkerJoined(worker.Registration(),
+                                 std::shared_ptr<FakeWorker>(&worker, [](FakeWorker*) {}))
+                  .ok());
+  auto job = SubmitZoo(*coordinator, "squeezenet");
+  ASSERT_TRUE(job.ok()) << job.status();
+  const JobSnapshot end = RunToEnd(*coordinator, job->id, {&worker});
+  EXPECT_EQ(end.job.state, JobState::kFailed);
+  EXPECT_EQ(end.job.error, "gave up after 2 failed worker phases; last: build on w1 failed: boom");
+  EXPECT_EQ(worker.assigned(), 2);
+}
+
+TEST_F(FarmCoordinatorTest, ARegistrationOutsideTheBoundsIsRefusedNamingTheField) {
+  auto coordinator = MakeCoordinator();
+  FakeWorker worker("w1", FakeWorker::Mode::kExecute);
+  v1::RegisterWorker registration = worker.Registration();
+  registration.set_device_key(std::string(WorkerRegistry::kMaxDeviceKeyBytes + 1, 'k'));
+  Status joined = coordinator->WorkerJoined(
+      registration, std::shared_ptr<FakeWorker>(&worker, [](FakeWorker*) {}));
+  EXPECT_TRUE(absl::IsInvalidArgument(joined)) << joined;
+  EXPECT_NE(std::string(joined.message()).find("register: device_key"), std::string::npos)
+      << joined;
+  EXPECT_TRUE(coordinator->Workers().empty());
+}
+
+}  // namespace
+}  // namespace iosfarm::server

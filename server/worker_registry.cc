@@ -1,0 +1,128 @@
+#include "server/worker_registry.h"
+
+#include <utility>
+
+#include "common/strings.h"
+#include "common/text.h"
+
+namespace iosfarm::server {
+
+StatusOr<v1::RegisterWorker> WorkerRegistry::Bounded(const v1::RegisterWorker& registration) {
+  // Bounded and printable: the key names a latency table and appears in
+  // errors and listings; a 200 KB key once broke the unknown-key error.
+  RETURN_IF_ERROR(CheckIdentifier("register: worker_id", registration.worker_id(),
+                                  kMaxWorkerIdBytes));
+  RETURN_IF_ERROR(CheckIdentifier("register: device_key", registration.device_key(),
+                                  kMaxDeviceKeyBytes));
+  RETURN_IF_ERROR(CheckIdentifier("register: backend", registration.backend(), kMaxBackendBytes));
+  v1::RegisterWorker bounded = registration;
+  bounded.set_device_description(
+      Printable(Truncated(registration.device_description(), kMaxDescriptionBytes)));
+  bounded.set_version(Printable(Truncated(registration.version(), kMaxVersionBytes)));
+  return bounded;
+}
+
+v1::PhaseResult WorkerRegistry::BoundedResult(const v1::PhaseResult& result) {
+  // A worker's error text is stored with the job and shown to its owner
+  // (a worker once sent 1 MB).
+  v1::PhaseResult bounded = result;
+  if (!bounded.error().empty()) {
+    bounded.set_error(Printable(Truncated(result.error(), kMaxWorkerErrorBytes)));
+  }
+  return bounded;
+}
+
+Status WorkerRegistry::Add(const v1::RegisterWorker& registration,
+                           std::shared_ptr<WorkerLink> link, int64_t now_unix_ms) {
+  if (workers_.contains(registration.worker_id())) {
+    return absl::AlreadyExistsError(
+        StrCat("a worker with id '", registration.worker_id(), "' is already connected"));
+  }
+  WorkerEntry entry;
+  entry.registration = registration;
+  entry.link = std::move(link);
+  entry.connected_unix_ms = entry.last_heartbeat_unix_ms = now_unix_ms;
+  workers_[registration.worker_id()] = std::move(entry);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<WorkerLink> WorkerRegistry::Remove(const std::string& id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return nullptr;
+  std::shared_ptr<WorkerLink> link = std::move(it->second.link);
+  workers_.erase(it);
+  return link;
+}
+
+const WorkerEntry* WorkerRegistry::Find(const std::string& id) const {
+  auto it = workers_.find(id);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+bool WorkerRegistry::HasDeviceKey(const std::string& device_key) const {
+  for (const auto& [id, worker] : workers_) {
+    if (worker.registration.device_key() == device_key) return true;
+  }
+  return false;
+}
+
+void WorkerRegistry::Heartbeat(const std::string& id, int64_t now_unix_ms) {
+  auto it = workers_.find(id);
+  if (it != workers_.end()) it->second.last_heartbeat_unix_ms = now_unix_ms;
+}
+
+std::vector<std::string> WorkerRegistry::Silent(int64_t now_unix_ms, double timeout_s) const {
+  std::vector<std::string> silent;
+  for (const auto& [id, worker] : workers_) {
+    if (now_unix_ms - worker.last_heartbeat_unix_ms > timeout_s * 1000) silent.push_back(id);
+  }
+  return silent;
+}
+
+void WorkerRegistry::Started(const std::string& id, scheduler::farm::PhaseKind kind,
+                             int64_t job) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  it->second.running = kind;
+  it->second.job_id = job;
+}
+
+void WorkerRegistry::Finished(const std::string& id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  Released(id);
+  ++it->second.phases_done;
+}
+
+void WorkerRegistry::Released(const std::string& id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  it->second.running.reset();
+  it->second.job_id = 0;
+}
+
+std::vector<std::shared_ptr<WorkerLink>> WorkerRegistry::Links() const {
+  std::vector<std::shared_ptr<WorkerLink>> links;
+  for (const auto& [id, worker] : workers_) links.push_back(worker.link);
+  return links;
+}
+
+std::vector<WorkerSnapshot> WorkerRegistry::Snapshot() const {
+  std::vector<WorkerSnapshot> out;
+  for (const auto& [id, w] : workers_) {
+    WorkerSnapshot s;
+    s.id = id;
+    s.device_key = w.registration.device_key();
+    s.backend = w.registration.backend();
+    s.description = w.registration.device_description();
+    s.state = w.running ? std::string(scheduler::farm::PhaseKindName(*w.running)) : "idle";
+    s.job_id = w.job_id;
+    s.connected_unix_ms = w.connected_unix_ms;
+    s.last_heartbeat_unix_ms = w.last_heartbeat_unix_ms;
+    s.phases_done = w.phases_done;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace iosfarm::server

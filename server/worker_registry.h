@@ -1,0 +1,93 @@
+// WorkerRegistry: the workers connected to the server — their registration,
+// stream, heartbeat and what each is doing — and the bounds on what a
+// registration may hold.
+//
+// Thread safety: none; the FarmCoordinator's lock guards it.
+#ifndef IOSFARM_SERVER_WORKER_REGISTRY_H_
+#define IOSFARM_SERVER_WORKER_REGISTRY_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "iosfarm/v1/farm.pb.h"
+#include "scheduler/farm/phase.h"
+
+namespace iosfarm::server {
+
+// The server's end of one worker's stream.
+class WorkerLink {
+ public:
+  virtual ~WorkerLink() = default;
+  // Queues `message` for the worker; false when the stream is gone.
+  virtual bool Send(const v1::ServerMessage& message) = 0;
+  // Ends the stream (the worker is considered lost).
+  virtual void Close() = 0;
+};
+
+struct WorkerSnapshot {
+  std::string id, device_key, backend, description;
+  std::string state;  // "idle" or the phase it runs: "build", "profile", "measure"
+  int64_t job_id = 0;
+  int64_t connected_unix_ms = 0, last_heartbeat_unix_ms = 0, phases_done = 0;
+};
+
+struct WorkerEntry {
+  v1::RegisterWorker registration;
+  std::shared_ptr<WorkerLink> link;
+  int64_t connected_unix_ms = 0;
+  int64_t last_heartbeat_unix_ms = 0;
+  int64_t phases_done = 0;
+  std::optional<scheduler::farm::PhaseKind> running;  // empty: idle
+  int64_t job_id = 0;                                 // of `running`
+};
+
+class WorkerRegistry {
+ public:
+  // What a registration may hold: an empty, longer or control-character id,
+  // key or backend is refused; longer descriptions and versions are cut. A
+  // phase result's error text is cut to kMaxWorkerErrorBytes before it is
+  // logged or stored.
+  static constexpr size_t kMaxWorkerIdBytes = 128, kMaxDeviceKeyBytes = 256,
+                          kMaxBackendBytes = 32, kMaxDescriptionBytes = 1024,
+                          kMaxVersionBytes = 128, kMaxWorkerErrorBytes = 4096;
+
+  // The registration within the bounds above; InvalidArgument naming the
+  // field ("register: device_key ...") otherwise.
+  static StatusOr<v1::RegisterWorker> Bounded(const v1::RegisterWorker& registration);
+  // A phase result with its error text bounded and printable.
+  static v1::PhaseResult BoundedResult(const v1::PhaseResult& result);
+
+  // AlreadyExists when a connected worker has the id.
+  Status Add(const v1::RegisterWorker& registration, std::shared_ptr<WorkerLink> link,
+             int64_t now_unix_ms);
+  // The worker's link, or null when it is not connected.
+  std::shared_ptr<WorkerLink> Remove(const std::string& id);
+  const WorkerEntry* Find(const std::string& id) const;
+  bool HasDeviceKey(const std::string& device_key) const;
+  size_t size() const { return workers_.size(); }
+
+  void Heartbeat(const std::string& id, int64_t now_unix_ms);
+  // Workers whose last heartbeat is more than timeout_s before now.
+  std::vector<std::string> Silent(int64_t now_unix_ms, double timeout_s) const;
+
+  // The worker runs `kind` of `job` / is idle again. Finished counts the
+  // phase done; Released (a cancelled phase) does not.
+  void Started(const std::string& id, scheduler::farm::PhaseKind kind, int64_t job);
+  void Finished(const std::string& id);
+  void Released(const std::string& id);
+
+  std::vector<std::shared_ptr<WorkerLink>> Links() const;
+  std::vector<WorkerSnapshot> Snapshot() const;  // by id
+
+ private:
+  std::map<std::string, WorkerEntry> workers_;
+};
+
+}  // namespace iosfarm::server
+
+#endif  // IOSFARM_SERVER_WORKER_REGISTRY_H_

@@ -1,0 +1,77 @@
+#include "server/worker_registry.h"
+
+#include "gtest/gtest.h"
+
+namespace iosfarm::server {
+namespace {
+
+class NullLink final : public WorkerLink {
+ public:
+  bool Send(const v1::ServerMessage&) override { return true; }
+  void Close() override {}
+};
+
+v1::RegisterWorker Registration(const std::string& id, const std::string& key) {
+  v1::RegisterWorker r;
+  r.set_worker_id(id);
+  r.set_device_key(key);
+  r.set_backend("sim");
+  return r;
+}
+
+TEST(WorkerRegistryTest, BoundsNameTheFieldAndCutFreeText) {
+  v1::RegisterWorker r = Registration("w1", "k");
+  r.set_device_description(std::string(5000, 'd') + "\x1b[2J");
+  auto bounded = WorkerRegistry::Bounded(r);
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  EXPECT_LE(bounded->device_description().size(), WorkerRegistry::kMaxDescriptionBytes + 64);
+  EXPECT_EQ(bounded->device_description().find('\x1b'), std::string::npos);
+
+  r = Registration("w\n1", "k");
+  auto bad = WorkerRegistry::Bounded(r);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("register: worker_id"), std::string::npos);
+  r = Registration("w1", "");
+  EXPECT_NE(std::string(WorkerRegistry::Bounded(r).status().message()).find("register: device_key"),
+            std::string::npos);
+
+  v1::PhaseResult result;
+  result.set_error(std::string(1 << 20, 'e'));
+  EXPECT_LE(WorkerRegistry::BoundedResult(result).error().size(),
+            WorkerRegistry::kMaxWorkerErrorBytes + 64);
+}
+
+TEST(WorkerRegistryTest, TracksWhatEachWorkerDoesAndWhoWentSilent) {
+  WorkerRegistry registry;
+  ASSERT_TRUE(registry.Add(Registration("w1", "a"), std::make_shared<NullLink>(), 1000).ok());
+  ASSERT_TRUE(registry.Add(Registration("w2", "b"), std::make_shared<NullLink>(), 1000).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(
+      registry.Add(Registration("w1", "a"), std::make_shared<NullLink>(), 1000)));
+  EXPECT_TRUE(registry.HasDeviceKey("b"));
+  EXPECT_FALSE(registry.HasDeviceKey("c"));
+
+  registry.Started("w1", scheduler::farm::PhaseKind::kProfile, 7);
+  auto snapshot = registry.Snapshot();
+  ASSERT_EQ(snapshot.size(), 2u);
+  EXPECT_EQ(snapshot[0].state, "profile");
+  EXPECT_EQ(snapshot[0].job_id, 7);
+  EXPECT_EQ(snapshot[1].state, "idle");
+  registry.Finished("w1");
+  registry.Started("w2", scheduler::farm::PhaseKind::kBuild, 8);
+  registry.Released("w2");
+  snapshot = registry.Snapshot();
+  EXPECT_EQ(snapshot[0].state, "idle");
+  EXPECT_EQ(snapshot[0].phases_done, 1);
+  EXPECT_EQ(snapshot[1].state, "idle");
+  EXPECT_EQ(snapshot[1].phases_done, 0);  // a released phase is not done
+
+  registry.Heartbeat("w2", 6000);
+  EXPECT_TRUE(registry.Silent(6000, 5.0).empty());
+  EXPECT_EQ(registry.Silent(6001, 5.0), std::vector<std::string>{"w1"});
+  EXPECT_NE(registry.Remove("w1"), nullptr);
+  EXPECT_EQ(registry.Remove("w1"), nullptr);
+  EXPECT_EQ(registry.size(), 1u);
+}
+
+}  // namespace
+}  // namespace iosfarm::server
