@@ -181,7 +181,9 @@ TEST_F(FarmCoordinatorTest, AJobRunsToSuccessWithFakeWorkersAndTheInjectedClock)
     EXPECT_EQ(row.outcome, "ok") << row.phase;
     EXPECT_EQ(row.start_s, 1000.0) << row.phase;
     EXPECT_EQ(row.end_s, 1000.0) << row.phase;
-    if (row.phase != "enumerate" && row.phase != "update") EXPECT_EQ(row.worker, "w1");
+    if (row.phase != "enumerate" && row.phase != "update") {
+      EXPECT_EQ(row.worker, "w1") << row.phase;
+    }
   }
   EXPECT_EQ(kinds, (std::set<std::string>{"build", "enumerate", "measure", "profile", "update"}));
   EXPECT_EQ(end.job.submitted_unix_ms, 1'000'000);

@@ -29,12 +29,11 @@ struct Schedule {
   }
 };
 
-// Checks that `schedule` is executable on `graph`: every operator (node
-// other than Constant) appears exactly once and nothing else does; every
-// operator's producers run in an earlier stage, or earlier in the same group
-// of the same stage; no edge joins two groups of a stage; a merge stage has
-// one conv per group, no internal edge, and a merged description equal to
-// MergeConvs of its groups in order; block indices never decrease.
+// Checks that `schedule` is executable on `graph`: every stage passes
+// ValidateStage (stage_validation.h: groups, order within a group, merged
+// descriptions, shapes); every operator (node other than Constant) appears
+// exactly once and nothing else does; every operator's producers run in an
+// earlier stage or earlier in its group; block indices never decrease.
 // InvalidArgument naming the first offending node or stage.
 Status ValidateSchedule(const graph::Graph& graph, const Schedule& schedule);
 

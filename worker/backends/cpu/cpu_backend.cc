@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
+#include "scheduler/ios/stage_validation.h"
 #include "worker/backends/cpu/cpu_device.h"
 #include "worker/backends/cpu/layout.h"
 #include "worker/backends/cpu/op_compiler.h"
@@ -89,42 +90,7 @@ auto CatchDnnl(const F& f) -> decltype(f()) {
 
 }  // namespace
 
-bool CpuSupportsOp(graph::OpType type) {
-  switch (type) {
-    case graph::OpType::kConstant:
-    case graph::OpType::kConv:
-    case graph::OpType::kMaxPool:
-    case graph::OpType::kAveragePool:
-    case graph::OpType::kGlobalAveragePool:
-    case graph::OpType::kGlobalMaxPool:
-    case graph::OpType::kRelu:
-    case graph::OpType::kClip:
-    case graph::OpType::kSigmoid:
-    case graph::OpType::kHardSigmoid:
-    case graph::OpType::kHardSwish:
-    case graph::OpType::kTanh:
-    case graph::OpType::kAdd:
-    case graph::OpType::kSub:
-    case graph::OpType::kMul:
-    case graph::OpType::kDiv:
-    case graph::OpType::kConcat:
-    case graph::OpType::kSplit:
-    case graph::OpType::kSlice:
-    case graph::OpType::kPad:
-    case graph::OpType::kReshape:
-    case graph::OpType::kFlatten:
-    case graph::OpType::kTranspose:
-    case graph::OpType::kReduceMean:
-    case graph::OpType::kGemm:
-    case graph::OpType::kMatMul:
-    case graph::OpType::kSoftmax:
-    case graph::OpType::kBatchNormalization:
-    case graph::OpType::kIdentity:
-    case graph::OpType::kDropout:
-      return true;
-  }
-  return false;
-}
+OpTypeSet CpuSupportedOps() { return AllOpTypes(); }
 
 CpuBackend::CpuBackend(dnnl::engine engine, int threads, ActivationLayout layout,
                        std::string description)
@@ -154,17 +120,9 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CpuBackendOptions
 }
 
 Status CpuBackend::CheckSupported(const graph::Graph& graph) const {
+  static const OpTypeSet kSupported = CpuSupportedOps();
   for (const graph::Node& node : graph.nodes()) {
-    if (!CpuSupportsOp(node.type)) {
-      return absl::UnimplementedError(StrCat("cpu backend: node '", node.name, "' has op type ",
-                                             graph::OpTypeName(node.type),
-                                             ", which it does not implement"));
-    }
-    if (!graph::AttributesMatch(node.type, node.attrs)) {
-      return absl::InvalidArgumentError(StrCat("node '", node.name, "' (",
-                                               graph::OpTypeName(node.type),
-                                               "): attributes do not match the op type"));
-    }
+    RETURN_IF_ERROR(CheckOpSupported("cpu", kSupported, node));
   }
   return absl::OkStatus();
 }
@@ -172,6 +130,7 @@ Status CpuBackend::CheckSupported(const graph::Graph& graph) const {
 StatusOr<std::vector<std::unique_ptr<StagePlan>>> CpuBackend::Build(
     const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
   RETURN_IF_ERROR(CheckSupported(graph));
+  RETURN_IF_ERROR(scheduler::ios::ValidateStages(graph, stages));
   return CatchDnnl([&]() -> StatusOr<std::vector<std::unique_ptr<StagePlan>>> {
     dnnl::stream stream(engine_);  // Build's own: it may run during a Profile
     std::vector<std::unique_ptr<StagePlan>> plans;

@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "worker/backends/backend.h"
+#include "worker/backends/op_support.h"
 #include "worker/backends/cpu/lane_pool.h"
 #include "worker/backends/cpu/layout.h"
 
@@ -43,8 +44,8 @@ struct CpuBackendOptions {
   std::optional<ActivationLayout> layout;
 };
 
-// True when `type` is implemented by the cpu backend (all of the IR today).
-bool CpuSupportsOp(graph::OpType type);
+// The op types the cpu backend implements (all of the IR today).
+OpTypeSet CpuSupportedOps();
 
 class CpuBackend final : public Backend {
  public:

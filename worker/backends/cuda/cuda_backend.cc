@@ -5,6 +5,7 @@
 
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
+#include "scheduler/ios/stage_validation.h"
 #include "worker/backends/cuda/cuda_graph_runner.h"
 #include "worker/backends/cuda/cuda_status.h"
 #include "worker/backends/cuda/device_program.h"
@@ -73,6 +74,7 @@ Status CudaBackend::CheckSupported(const graph::Graph& graph) const {
 
 StatusOr<std::vector<std::unique_ptr<StagePlan>>> CudaBackend::Build(
     const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
+  RETURN_IF_ERROR(scheduler::ios::ValidateStages(graph, stages));
   std::vector<std::unique_ptr<StagePlan>> plans;
   PlanOptions options;
   options.external = ExternalValues::kRandomData;

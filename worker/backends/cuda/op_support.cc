@@ -59,52 +59,11 @@ bool UsesLibrary(graph::OpType type) {
 
 }  // namespace
 
-bool CudaSupportsOpType(graph::OpType type) {
-  switch (type) {
-    case graph::OpType::kConstant:
-    case graph::OpType::kConv:
-    case graph::OpType::kMaxPool:
-    case graph::OpType::kAveragePool:
-    case graph::OpType::kGlobalAveragePool:
-    case graph::OpType::kGlobalMaxPool:
-    case graph::OpType::kRelu:
-    case graph::OpType::kClip:
-    case graph::OpType::kSigmoid:
-    case graph::OpType::kHardSigmoid:
-    case graph::OpType::kHardSwish:
-    case graph::OpType::kTanh:
-    case graph::OpType::kAdd:
-    case graph::OpType::kSub:
-    case graph::OpType::kMul:
-    case graph::OpType::kDiv:
-    case graph::OpType::kConcat:
-    case graph::OpType::kSplit:
-    case graph::OpType::kSlice:
-    case graph::OpType::kPad:
-    case graph::OpType::kReshape:
-    case graph::OpType::kFlatten:
-    case graph::OpType::kTranspose:
-    case graph::OpType::kReduceMean:
-    case graph::OpType::kGemm:
-    case graph::OpType::kMatMul:
-    case graph::OpType::kSoftmax:
-    case graph::OpType::kBatchNormalization:
-    case graph::OpType::kIdentity:
-    case graph::OpType::kDropout:
-      return true;
-  }
-  return false;
-}
+OpTypeSet CudaSupportedOps() { return AllOpTypes(); }
 
 Status CheckNodeSupported(const graph::Graph& graph, const graph::Node& node) {
-  if (!CudaSupportsOpType(node.type)) {
-    return Unsupported(node, "op type not implemented by the cuda backend");
-  }
-  if (!graph::AttributesMatch(node.type, node.attrs)) {
-    return absl::InvalidArgumentError(StrCat("node '", node.name, "' (",
-                                             graph::OpTypeName(node.type),
-                                             "): attributes do not match the op type"));
-  }
+  static const OpTypeSet kSupported = CudaSupportedOps();
+  RETURN_IF_ERROR(CheckOpSupported("cuda", kSupported, node));
   if (node.type == graph::OpType::kConstant) return absl::OkStatus();
   std::vector<const graph::Shape*> shapes;
   for (graph::ValueId v : node.inputs) shapes.push_back(&graph.value(v).shape);

@@ -5,11 +5,12 @@
 
 #include "common/status.h"
 #include "graph/graph.h"
+#include "worker/backends/op_support.h"
 
 namespace iosfarm::worker::cuda {
 
-// True when the cuda backend implements `type` at all (every op of the IR).
-bool CudaSupportsOpType(graph::OpType type);
+// The op types the cuda backend implements at all (every op of the IR).
+OpTypeSet CudaSupportedOps();
 
 // OK when `node` of `graph` can run: its op type is implemented, its
 // attributes match, and its shapes (which must be inferred) stay within the

@@ -2,7 +2,7 @@
 // analytic device model (docs/profiling.md, "The sim device model"). For
 // tests and simulation only: farm tests, search experiments without a GPU.
 //
-// Build validates each stage against the graph (stage_validation.h) and
+// Build validates each stage against the graph (scheduler/ios/stage_validation.h) and
 // precomputes its kernels and simulated time (sim_stage.h). Profile and
 // RunSchedule run the shared profiling protocol (profiling.h, MeasureLatency)
 // on simulated samples: each sample is the model time times optional seeded

@@ -3,7 +3,7 @@
 #include "scheduler/ios/op_content.h"
 #include "scheduler/ios/stable_hash.h"
 #include "worker/backends/sim/kernel_model.h"
-#include "worker/backends/sim/stage_validation.h"
+#include "scheduler/ios/stage_validation.h"
 
 namespace iosfarm::worker::sim {
 
@@ -12,7 +12,7 @@ using scheduler::ios::Strategy;
 
 StatusOr<SimStage> BuildSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
                                  const SimDeviceModel& model) {
-  RETURN_IF_ERROR(ValidateStage(graph, stage));
+  RETURN_IF_ERROR(scheduler::ios::ValidateStage(graph, stage));
   SimStage sim;
   sim.key = HashCombine(0x51u, static_cast<uint64_t>(stage.strategy));
   for (const auto& group : stage.groups) {

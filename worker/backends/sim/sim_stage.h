@@ -28,7 +28,7 @@ struct SimStage {
   double time_us = 0;  // SimulateStageUs(groups)
 };
 
-// Validates `stage` against `graph` (stage_validation.h) and costs it.
+// Validates `stage` against `graph` (scheduler/ios/stage_validation.h) and costs it.
 // InvalidArgument from the validation; `model` must be valid.
 StatusOr<SimStage> BuildSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
                                  const SimDeviceModel& model);

@@ -1,4 +1,4 @@
-#include "worker/backends/sim/stage_validation.h"
+#include "scheduler/ios/stage_validation.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@ namespace iosfarm::worker::sim {
 namespace {
 
 using ::testing::HasSubstr;
+using scheduler::ios::ValidateStage;
 using testing::ConcurrentStage;
 using testing::MakeTwoConvs;
 using testing::MergeStage;

@@ -1,18 +1,11 @@
-#include "worker/backends/sim/stage_validation.h"
+#include "scheduler/ios/stage_validation.h"
 
 #include <vector>
 
 #include "common/strings.h"
 #include "scheduler/ios/merge.h"
 
-namespace iosfarm::worker::sim {
-namespace {
-
-using scheduler::ios::MergedBranch;
-using scheduler::ios::MergedConv;
-using scheduler::ios::Stage;
-using scheduler::ios::Strategy;
-
+namespace iosfarm::scheduler::ios {
 bool SameMerged(const MergedConv& a, const MergedConv& b) {
   if (a.input != b.input || !(a.attrs == b.attrs) || a.branches.size() != b.branches.size()) {
     return false;
@@ -27,6 +20,8 @@ bool SameMerged(const MergedConv& a, const MergedConv& b) {
   }
   return true;
 }
+
+namespace {
 
 Status CheckShapes(const graph::Graph& graph, const graph::Node& node) {
   for (const auto* values : {&node.inputs, &node.outputs}) {
@@ -53,7 +48,7 @@ Status CheckMerge(const graph::Graph& graph, const Stage& stage) {
     }
     convs.push_back(stage.groups[g][0]);
   }
-  StatusOr<MergedConv> merged = scheduler::ios::MergeConvs(graph, convs);
+  StatusOr<MergedConv> merged = MergeConvs(graph, convs);
   if (!merged.ok()) {
     return absl::InvalidArgumentError(
         StrCat("merge stage: illegal merge: ", ToStd(merged.status().message())));
@@ -121,4 +116,13 @@ Status ValidateStage(const graph::Graph& graph, const Stage& stage) {
   return absl::OkStatus();
 }
 
-}  // namespace iosfarm::worker::sim
+Status ValidateStages(const graph::Graph& graph, const std::vector<Stage>& stages) {
+  for (size_t s = 0; s < stages.size(); ++s) {
+    if (Status valid = ValidateStage(graph, stages[s]); !valid.ok()) {
+      return absl::InvalidArgumentError(StrCat("stage ", s, ": ", valid.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace iosfarm::scheduler::ios
