@@ -231,7 +231,24 @@ Status ReadIndices(const google::protobuf::RepeatedField<int32_t>& from, int lim
 
 }  // namespace
 
-std::string SerializeGraph(const Graph& graph) {
+namespace {
+
+// Hands what protobuf writes to a caller's function.
+class SinkStream final : public google::protobuf::io::CopyingOutputStream {
+ public:
+  explicit SinkStream(absl::FunctionRef<void(std::string_view)> sink) : sink_(sink) {}
+  bool Write(const void* buffer, int size) override {
+    sink_(std::string_view(static_cast<const char*>(buffer), static_cast<size_t>(size)));
+    return true;
+  }
+
+ private:
+  absl::FunctionRef<void(std::string_view)> sink_;
+};
+
+}  // namespace
+
+void SerializeGraphTo(const Graph& graph, absl::FunctionRef<void(std::string_view)> sink) {
   pb::Graph out;
   out.set_format_version(kGraphFormatVersion);
   out.set_name(graph.name());
@@ -257,13 +274,19 @@ std::string SerializeGraph(const Graph& graph) {
   Put(graph.outputs(), out.mutable_outputs());
   // Deterministic: map entries sorted, so equal graphs give equal bytes (the
   // bytes are hashed into model digests).
-  std::string bytes;
+  SinkStream copying(sink);
+  google::protobuf::io::CopyingOutputStreamAdaptor stream(&copying, 1 << 20);
   {
-    google::protobuf::io::StringOutputStream stream(&bytes);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
     out.SerializeToCodedStream(&coded);
   }
+  stream.Flush();
+}
+
+std::string SerializeGraph(const Graph& graph) {
+  std::string bytes;
+  SerializeGraphTo(graph, [&bytes](std::string_view piece) { bytes.append(piece); });
   return bytes;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
 #include "common/status.h"
 #include "graph/graph.h"
 
@@ -17,6 +18,10 @@ inline constexpr uint32_t kGraphFormatVersion = 1;
 // Binary protobuf encoding of `graph`, weights included. Deterministic: the
 // same graph always gives the same bytes.
 std::string SerializeGraph(const Graph& graph);
+
+// The same bytes, handed to `sink` in pieces instead of one string (hashing
+// a large model without holding its encoding).
+void SerializeGraphTo(const Graph& graph, absl::FunctionRef<void(std::string_view)> sink);
 
 // Parses and validates bytes from SerializeGraph. InvalidArgument names the
 // node or field that is wrong (unknown op type, missing attributes, index out

@@ -18,6 +18,7 @@ FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock()),
       store_(store),
+      import_gate_(options_.import_gate_bytes),
       scheduler_(options_.policy, options_.server_slots) {
   if (!options_.synthetic_phase_seconds.empty()) {
     padding_ = std::make_unique<PhasePadding>(options_.synthetic_phase_seconds, clock_);
@@ -504,7 +505,8 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   std::optional<JobRunner::Next> next;
   if (assignment.kind == farm::PhaseKind::kEnumerate) {
     if (!job->runner) {
-      auto runner = JobRunner::Load(*store_, job->row, options_.search_budget, &job->stop);
+      auto runner = JobRunner::Load(*store_, job->row, options_.search_budget, &job->stop,
+                                    &import_gate_);
       if (runner.ok()) {
         job->runner = std::move(*runner);
       } else {

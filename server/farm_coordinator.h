@@ -46,6 +46,7 @@
 #include "server/farm_metrics.h"
 #include "server/farm_store.h"
 #include "server/heartbeat_monitor.h"
+#include "server/import_gate.h"
 #include "server/job_runner.h"
 #include "server/phase_padding.h"
 #include "server/server_phase_pool.h"
@@ -82,6 +83,9 @@ struct CoordinatorOptions {
   // server phases, so one long search cannot hold the slots for minutes
   // (JobRunner::Enumerate). <= 0: no slicing.
   double enumerate_slice_s = 2.0;
+  // ONNX imports in flight at once, in model bytes (import_gate()): the
+  // server's largest accepted model. >= 1.
+  int64_t import_gate_bytes = 256LL << 20;
   // Searches that hold memory at once (a job's holds it from its first
   // enumerate until its search is done); later jobs stay queued until one
   // ends. With search_budget.max_bytes_per_pass this bounds the server's
@@ -147,6 +151,10 @@ class FarmCoordinator {
   // ignored (logged).
   void PhaseResult(const std::string& worker, const v1::PhaseResult& result);
   std::vector<WorkerSnapshot> Workers();
+
+  // Bounds the ONNX imports in flight (ImportGate): the submit's and the
+  // first enumerate's.
+  ImportGate& import_gate() { return import_gate_; }
 
   scheduler::farm::QueueLengths QueueLengths();
   bool shutting_down() {
@@ -230,6 +238,7 @@ class FarmCoordinator {
   const Clock& clock_;
   FarmStore* const store_;
   SignatureClaims claims_;
+  ImportGate import_gate_;
 
   absl::Mutex mu_;
   scheduler::farm::FarmScheduler scheduler_ ABSL_GUARDED_BY(mu_);

@@ -137,6 +137,7 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
         StrCat("--max-searches must be >= 1, got ", options.max_searches));
   }
   coordinator.max_searches = options.max_searches;
+  coordinator.import_gate_bytes = options.max_model_bytes;
   if (!options.metrics_listen.empty()) RETURN_IF_ERROR(impl->metrics.Serve(options.metrics_listen));
   ASSIGN_OR_RETURN(coordinator.synthetic_phase_seconds,
                    ParseSyntheticPhaseSeconds(options.synthetic_phase_seconds));

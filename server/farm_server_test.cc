@@ -749,20 +749,27 @@ TEST_F(FarmServerTest, ALongSearchGivesItsServerSlotToOtherJobsBetweenPasses) {
   options.enumerate_slice_s = 1e-6;  // one DP pass per enumerate phase
   TestFarm farm(options);
   ASSERT_TRUE(farm.ok());
-  SimWorker worker(farm.address(), "sim-1", "sim-test");
-  ASSERT_TRUE(WaitUntil([&] { return farm.HasWorker("sim-1"); }));
+  {
+    // The key is registered; the worker leaves, so that no build can start
+    // before both jobs are queued (however loaded this machine is).
+    SimWorker worker(farm.address(), "sim-1", "sim-test");
+    ASSERT_TRUE(WaitUntil([&] { return farm.HasWorker("sim-1"); }));
+  }
+  ASSERT_TRUE(WaitUntil([&] { return !farm.HasWorker("sim-1"); }));
   v1::SubmitJobRequest long_search = ZooRequest("inception_v3", "sim-test");
   long_search.mutable_options()->set_block_size(8);
   long_search.mutable_options()->set_batch_size(4096);  // many passes to fill one batch
   v1::Job first, second;
   ASSERT_TRUE(farm.Submit(long_search, first).ok());
   ASSERT_TRUE(farm.Submit(ZooRequest("squeezenet", "sim-test"), second).ok());
+  SimWorker worker(farm.address(), "sim-2", "sim-test");
   EXPECT_EQ(farm.WaitForFinalState(first.id()).state(), v1::SUCCEEDED);
   EXPECT_EQ(farm.WaitForFinalState(second.id()).state(), v1::SUCCEEDED);
 
   // The first job's search ran in several enumerate phases before its first
   // build, and the second job's first enumerate ran between them: it did not
-  // wait for the whole first batch of a long search.
+  // wait for the whole first batch of a long search (without slicing, all of
+  // the first job's enumerates before its first build come before it).
   double first_build = 1e300, second_enumerate = 1e300;
   std::vector<double> first_enumerates;
   for (const v1::PhaseEntry& p : Timeline(farm, 0)) {
@@ -781,6 +788,10 @@ TEST_F(FarmServerTest, ALongSearchGivesItsServerSlotToOtherJobsBetweenPasses) {
   EXPECT_LT(first_enumerates[1], first_build) << "sliced before its first batch";
   EXPECT_GT(second_enumerate, first_enumerates[0]);
   EXPECT_LT(second_enumerate, first_build);
+  const bool resumed_after_second =
+      std::any_of(first_enumerates.begin(), first_enumerates.end(),
+                  [&](double t) { return t > second_enumerate && t < first_build; });
+  EXPECT_TRUE(resumed_after_second) << "the first search went on after the second job's turn";
 }
 
 TEST_F(FarmServerTest, AtMostMaxSearchesHoldMemoryAndTheOthersWaitTheirTurn) {

@@ -94,11 +94,17 @@ scheduler::ios::SearchBudget FarmSearchBudget() {
 
 StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(FarmStore& store, const JobRow& job,
                                                      const scheduler::ios::SearchBudget& budget,
-                                                     const std::atomic<bool>* stop) {
+                                                     const std::atomic<bool>* stop,
+                                                     ImportGate* gate) {
   ASSIGN_OR_RETURN(std::optional<ModelRow> model, store.GetModel(job.model_digest));
   if (!model) return absl::NotFoundError(StrCat("model ", job.model_digest, " is not stored"));
-  ASSIGN_OR_RETURN(graph::Graph graph, LoadStoredModel(*model));
-  return Create(job, std::move(graph), budget, stop);
+  // Zoo models have no bytes and take nothing of the gate.
+  std::optional<ImportGate::Lease> lease;
+  if (gate != nullptr) lease.emplace(gate->Acquire(static_cast<int64_t>(model->bytes.size())));
+  StatusOr<graph::Graph> graph = LoadStoredModel(*model);
+  model.reset();  // the model's bytes
+  if (!graph.ok()) return graph.status();
+  return Create(job, std::move(*graph), budget, stop);
 }
 
 StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph::Graph graph,

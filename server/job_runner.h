@@ -39,6 +39,7 @@
 #include "scheduler/ios/search_options.h"
 #include "scheduler/ios/search_session.h"
 #include "server/farm_store.h"
+#include "server/import_gate.h"
 
 namespace iosfarm::server {
 
@@ -106,11 +107,13 @@ class JobRunner {
   static StatusOr<std::unique_ptr<JobRunner>> Create(const JobRow& job, graph::Graph graph,
                                                      const scheduler::ios::SearchBudget& budget,
                                                      const std::atomic<bool>* stop);
-  // Create with the job's model loaded from `store` (LoadStoredModel);
-  // NotFound when the model is not stored.
+  // Create with the job's model loaded from `store` (LoadStoredModel; an
+  // ONNX model's import holds its bytes of `gate` while it runs, when not
+  // null); NotFound when the model is not stored.
   static StatusOr<std::unique_ptr<JobRunner>> Load(FarmStore& store, const JobRow& job,
                                                    const scheduler::ios::SearchBudget& budget,
-                                                   const std::atomic<bool>* stop);
+                                                   const std::atomic<bool>* stop,
+                                                   ImportGate* gate = nullptr);
 
   // The enumerate phase. kBuild: batch() holds signatures to measure;
   // kMeasure: the search is done (final schedules ready); kWait: every

@@ -1,6 +1,7 @@
 #include "server/tuning_service.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/strings.h"
 #include "graph/models/zoo.h"
@@ -38,6 +39,9 @@ Status TuningServiceImpl::Submit(const std::string& owner, const v1::SubmitJobRe
   ASSIGN_OR_RETURN(JobOptions options, OptionsFromProto(request.options(), request.priority()));
   ModelRow model;
   graph::Graph graph;
+  // An import costs several times the model's bytes until the model is
+  // stored: the gate bounds how many run at once (import_gate.h).
+  std::optional<ImportGate::Lease> import_lease;
   std::optional<int64_t> batch;
   if (request.batch() > 0) batch = request.batch();
   switch (request.model_case()) {
@@ -54,6 +58,7 @@ Status TuningServiceImpl::Submit(const std::string& owner, const v1::SubmitJobRe
                                                    limits_.max_model_bytes));
       }
       const std::string name = request.model_name().empty() ? "model.onnx" : request.model_name();
+      import_lease.emplace(coordinator_->import_gate().Acquire(size));
       graph::onnx_import::OnnxImportOptions import;
       import.batch = batch;
       import.max_model_bytes = limits_.max_model_bytes;
@@ -61,7 +66,6 @@ Status TuningServiceImpl::Submit(const std::string& owner, const v1::SubmitJobRe
       ASSIGN_OR_RETURN(graph, graph::onnx_import::ImportOnnxBytes(request.onnx(), name, import));
       model.source = "onnx";
       model.name = name;
-      model.bytes = request.onnx();
       break;
     }
     default:
@@ -77,6 +81,8 @@ Status TuningServiceImpl::Submit(const std::string& owner, const v1::SubmitJobRe
   model.batch = scheduler::ios::GraphBatch(graph);
   model.ops = ops;
   model.created_unix_ms = NowUnixMs();
+  graph = graph::Graph();  // the first enumerate loads it from the store
+  if (model.source == "onnx") model.bytes = request.onnx();
   JobRow job;
   job.model_digest = model.digest;
   job.model_name = model.name;

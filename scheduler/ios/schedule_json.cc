@@ -84,7 +84,10 @@ StatusOr<const json*> ArrayField(const json& object, const char* key, const std:
 }  // namespace
 
 std::string ModelDigest(const graph::Graph& graph) {
-  return "sha256:" + Sha256Hex(graph::SerializeGraph(graph));
+  // Streamed: a large model's encoding is never held whole.
+  return "sha256:" + Sha256HexOf([&](absl::FunctionRef<void(std::string_view)> sink) {
+           graph::SerializeGraphTo(graph, sink);
+         });
 }
 
 int64_t GraphBatch(const graph::Graph& graph) {

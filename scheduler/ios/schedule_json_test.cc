@@ -1,10 +1,12 @@
 #include "scheduler/ios/schedule_json.h"
 
 #include "graph/models/zoo.h"
+#include "graph/serialize.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/stable_hash.h"
 #include "scheduler/ios/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
@@ -42,6 +44,29 @@ Fixture SearchAndWrite(graph::Graph graph, uint64_t random_seed = 0) {
   f.document = ScheduleToJson(f.graph, f.result.schedule,
                               MakeScheduleMetadata(f.graph, "sim", "ios", &f.options));
   return f;
+}
+
+TEST(ScheduleJsonTest, ModelDigestHashesTheGraphsEncodingStreamed) {
+  auto graph = graph::models::BuildZooModel("squeezenet", 1);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // Weight values too (over 1 MiB, more than one piece of the stream).
+  for (graph::NodeId id = 0; id < graph->num_nodes(); ++id) {
+    for (auto& [role, tensor] : graph->mutable_node(id).weights) {
+      tensor.data.assign(static_cast<size_t>(tensor.num_elements()), 0.5f);
+    }
+  }
+  const std::string bytes = graph::SerializeGraph(*graph);
+  ASSERT_GT(bytes.size(), size_t{1} << 20);
+  EXPECT_EQ(ModelDigest(*graph), "sha256:" + Sha256Hex(bytes));
+  std::string pieces;
+  graph::SerializeGraphTo(*graph, [&](std::string_view piece) { pieces.append(piece); });
+  EXPECT_EQ(pieces, bytes);
+  // Known answer: sha256 of "abc".
+  EXPECT_EQ(Sha256HexOf([](absl::FunctionRef<void(std::string_view)> sink) {
+              sink("a");
+              sink("bc");
+            }),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(ScheduleJsonTest, RoundTripsZooSchedules) {

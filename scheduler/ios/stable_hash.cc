@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <memory>
+
 namespace iosfarm::scheduler::ios {
 
 uint64_t HashBytes(std::string_view bytes) {
@@ -13,10 +15,9 @@ uint64_t HashBytes(std::string_view bytes) {
   return HashCombine(Mix64(h), bytes.size());
 }
 
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+namespace {
+
+std::string Hex(const unsigned char* digest, unsigned int length) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
   out.reserve(2 * length);
@@ -25,6 +26,25 @@ std::string Sha256Hex(std::string_view bytes) {
     out.push_back(kDigits[digest[i] & 15]);
   }
   return out;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  return Hex(digest, length);
+}
+
+std::string Sha256HexOf(absl::FunctionRef<void(absl::FunctionRef<void(std::string_view)>)> write) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  write([&](std::string_view piece) { EVP_DigestUpdate(ctx.get(), piece.data(), piece.size()); });
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &length);
+  return Hex(digest, length);
 }
 
 std::string Hex64(uint64_t value) {

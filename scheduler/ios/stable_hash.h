@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
+
 namespace iosfarm::scheduler::ios {
 
 // The splitmix64 finalizer: a bijective mix of 64 bits.
@@ -33,6 +35,10 @@ uint64_t HashBytes(std::string_view bytes);
 
 // Lower-case SHA-256 of bytes as 64 hex digits (OpenSSL).
 std::string Sha256Hex(std::string_view bytes);
+
+// Sha256Hex of the concatenation of what `write` hands its sink, without
+// holding it all.
+std::string Sha256HexOf(absl::FunctionRef<void(absl::FunctionRef<void(std::string_view)>)> write);
 
 // "0123456789abcdef": 16 lower-case hex digits.
 std::string Hex64(uint64_t value);
