@@ -114,7 +114,6 @@ StatusOr<JobRow> FarmCoordinator::AdmitLocked(JobRow row) {
   job->row = std::move(row);
   job->lifecycle = farm::JobLifecycle(options_.max_attempts);
   job->submitted_s = job->row.submitted_unix_ms / 1000.0;
-  RETURN_IF_ERROR(scheduler_.AddJob(job->row.id, job->row.device_key));
   const int64_t id = job->row.id;
   jobs_[id] = job;
   StartSearchOrWaitLocked(*job);
@@ -123,6 +122,14 @@ StatusOr<JobRow> FarmCoordinator::AdmitLocked(JobRow row) {
 
 void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
   if (searches_ < options_.max_searches) {
+    // Registered with the scheduler only now: a policy that waits for every
+    // job it knows (synchronous rounds) must not wait for jobs that cannot
+    // start their search yet.
+    if (Status added = scheduler_.AddJob(job.row.id, job.row.device_key); !added.ok()) {
+      FinishJobLocked(job, JobState::kFailed, StrCat("cannot schedule: ", added.message()));
+      return;
+    }
+    job.scheduled = true;
     job.holds_search = true;
     ++searches_;
     StepLocked(job, job.lifecycle.Start(), "queued");
@@ -343,8 +350,10 @@ void FarmCoordinator::ReportGaugesLocked() {
 
 void FarmCoordinator::FinishJobLocked(JobContext& job, JobState state, const std::string& error) {
   const int64_t id = job.row.id;
-  Status removed = scheduler_.RemoveJob(id, clock_.NowSeconds());
-  if (!removed.ok()) spdlog::warn("job {}: {}", id, ToStd(removed.message()));
+  if (job.scheduled) {
+    Status removed = scheduler_.RemoveJob(id, clock_.NowSeconds());
+    if (!removed.ok()) spdlog::warn("job {}: {}", id, ToStd(removed.message()));
+  }
   FlushRecordsLocked();
   claims_.Release(id);
   job.row.state = state;

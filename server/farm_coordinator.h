@@ -171,6 +171,7 @@ class FarmCoordinator {
     JobRow row;
     std::unique_ptr<JobRunner> runner;   // created by the first enumerate
     bool holds_search = false;           // counted in searches_ (max_searches)
+    bool scheduled = false;              // known to scheduler_ (from its search's start)
     // The phase chain (the one the simulation runs); counts failed attempts.
     scheduler::farm::JobLifecycle lifecycle{1};
     scheduler::farm::PhaseKind queued_kind = scheduler::farm::PhaseKind::kEnumerate;
@@ -227,8 +228,9 @@ class FarmCoordinator {
   // NotFound naming the key and listing the known ones otherwise.
   Status CheckDeviceKeyLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   StatusOr<JobRow> AdmitLocked(JobRow job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues the job's first enumerate when fewer than max_searches searches
-  // hold memory; otherwise the job waits in waiting_for_search_.
+  // Registers the job with the scheduler and queues its first enumerate when
+  // fewer than max_searches searches hold memory; otherwise the job waits in
+  // waiting_for_search_, unknown to the scheduler.
   void StartSearchOrWaitLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's search is done or the job ended: its place goes to the next
   // waiting job.

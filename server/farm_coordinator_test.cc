@@ -109,8 +109,12 @@ class FarmCoordinatorTest : public TempDirTest {
     store_ = std::move(*store);
   }
 
-  std::unique_ptr<FarmCoordinator> MakeCoordinator(int max_attempts = 3) {
+  std::unique_ptr<FarmCoordinator> MakeCoordinator(
+      int max_attempts = 3, farm::Policy policy = farm::Policy::kInterleaved,
+      int max_searches = 6) {
     CoordinatorOptions options;
+    options.policy = policy;
+    options.max_searches = max_searches;
     options.clock = &clock_;
     options.max_attempts = max_attempts;
     // The monitor thread never fires in a test; CheckHeartbeats is called.
@@ -119,20 +123,21 @@ class FarmCoordinatorTest : public TempDirTest {
     return std::make_unique<FarmCoordinator>(options, store_.get());
   }
 
-  StatusOr<JobRow> SubmitZoo(FarmCoordinator& coordinator, const std::string& name) {
-    ASSIGN_OR_RETURN(graph::Graph graph, graph::models::BuildZooModel(name, 1));
+  StatusOr<JobRow> SubmitZoo(FarmCoordinator& coordinator, const std::string& name,
+                             int64_t batch = 1) {
+    ASSIGN_OR_RETURN(graph::Graph graph, graph::models::BuildZooModel(name, batch));
     ModelRow model;
     model.source = "zoo";
     model.name = name;
     model.digest = scheduler::ios::ModelDigest(graph);
-    model.batch = 1;
+    model.batch = batch;
     model.ops = static_cast<int64_t>(graph.nodes().size());
     JobRow job;
     job.model_digest = model.digest;
     job.model_name = name;
     job.device_key = "sim-v100";
     job.owner = "test";
-    job.batch = 1;
+    job.batch = batch;
     return coordinator.Submit(job, model);
   }
 
@@ -257,6 +262,27 @@ TEST_F(FarmCoordinatorTest, AWorkerThatKeepsFailingFailsTheJobAfterMaxAttempts) 
   EXPECT_EQ(end.job.state, JobState::kFailed);
   EXPECT_EQ(end.job.error, "gave up after 2 failed worker phases; last: build on w1 failed: boom");
   EXPECT_EQ(worker.assigned(), 2);
+}
+
+// Synchronous rounds wait for every job the scheduler knows; a job waiting
+// for a search place must not be one of them (it once stalled the farm).
+TEST_F(FarmCoordinatorTest, JobsWaitingForASearchPlaceDoNotStallSynchronousRounds) {
+  auto coordinator = MakeCoordinator(3, farm::Policy::kSynchronous, /*max_searches=*/1);
+  FakeWorker worker("w1", FakeWorker::Mode::kExecute);
+  ASSERT_TRUE(coordinator
+                  ->WorkerJoined(worker.Registration(),
+                                 std::shared_ptr<FakeWorker>(&worker, [](FakeWorker*) {}))
+                  .ok());
+  std::vector<int64_t> ids;
+  for (int64_t batch : {1, 2, 3}) {
+    auto job = SubmitZoo(*coordinator, "squeezenet", batch);
+    ASSERT_TRUE(job.ok()) << job.status();
+    ids.push_back(job->id);
+  }
+  for (int64_t id : ids) {
+    const JobSnapshot end = RunToEnd(*coordinator, id, {&worker});
+    EXPECT_EQ(end.job.state, JobState::kSucceeded) << "job " << id << ": " << end.job.error;
+  }
 }
 
 TEST_F(FarmCoordinatorTest, ARegistrationOutsideTheBoundsIsRefusedNamingTheField) {
