@@ -13,12 +13,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
+#include "common/status.h"
 #include "common/strings.h"
 #include "scheduler/farm/farm_simulation.h"
 
@@ -55,18 +55,9 @@ struct Scenario {
   int workers = 1;
 };
 
-farm::SimResult MustRun(const farm::SimConfig& config) {
-  auto r = farm::RunFarmSimulation(config);
-  if (!r.ok()) {
-    std::fprintf(stderr, "simulation failed: %s\n", std::string(r.status().message()).c_str());
-    std::exit(1);
-  }
-  return *std::move(r);
-}
-
 // Returns the interleaved/sequential speed-up at 4 jobs and the worst
 // interleaved makespan / lower bound ratio over the scenarios.
-void PolicyTable(const Options& o, int slots, double* speedup4, double* worst_ratio,
+iosfarm::Status PolicyTable(const Options& o, int slots, double* speedup4, double* worst_ratio,
                  double* worst_simple) {
   std::vector<Scenario> scenarios;
   for (int n : {1, 2, 4, 8}) {
@@ -100,7 +91,7 @@ void PolicyTable(const Options& o, int slots, double* speedup4, double* worst_ra
     const Policy policies[3] = {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous};
     for (int p = 0; p < 3; ++p) {
       config.policy = policies[p];
-      farm::SimResult r = MustRun(config);
+      ASSIGN_OR_RETURN(farm::SimResult r, farm::RunFarmSimulation(config));
       makespan[p] = r.makespan_s;
       idle[p] = r.gpu_idle_fraction;
       bound = r.lower_bound_s;
@@ -116,6 +107,7 @@ void PolicyTable(const Options& o, int slots, double* speedup4, double* worst_ra
                 makespan[0] / simple, ratio, makespan[1] / makespan[0], 100 * idle[0],
                 100 * idle[1], 100 * idle[2]);
   }
+  return absl::OkStatus();
 }
 
 double Percentile(std::vector<double> v, double q) {
@@ -126,7 +118,7 @@ double Percentile(std::vector<double> v, double q) {
   return v[i];
 }
 
-void ScaleTable(const Options& o, double* worst_p99_ms) {
+iosfarm::Status ScaleTable(const Options& o, double* worst_p99_ms) {
   const int kWorkers = 100;
   const char* kKeys[4] = {"v100", "a100", "h100", "h200"};
   const int kSlots = 64;
@@ -160,7 +152,7 @@ void ScaleTable(const Options& o, double* worst_p99_ms) {
     for (Policy policy : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
       config.policy = policy;
       const auto begin = std::chrono::steady_clock::now();
-      farm::SimResult r = MustRun(config);
+      ASSIGN_OR_RETURN(farm::SimResult r, farm::RunFarmSimulation(config));
       const double wall =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       const double p99 = Percentile(r.decision_latency_s, 0.99);
@@ -173,46 +165,21 @@ void ScaleTable(const Options& o, double* worst_p99_ms) {
                   wall);
     }
   }
+  return absl::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    auto next = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", flag);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (!std::strcmp(argv[i], "--iterations")) {
-      o.iterations = std::atoi(next("--iterations"));
-    } else if (!std::strcmp(argv[i], "--measure")) {
-      o.measure_s = std::atof(next("--measure"));
-    } else if (!std::strcmp(argv[i], "--slots")) {
-      o.slots = std::atoi(next("--slots"));
-    } else if (!std::strcmp(argv[i], "--scale-jobs")) {
-      o.scale_jobs = std::atoi(next("--scale-jobs"));
-    } else {
-      std::fprintf(stderr,
-                   "usage: farm_policy_bench [--iterations N] [--measure S] [--slots N] "
-                   "[--scale-jobs N]\n");
-      return 2;
-    }
-  }
+iosfarm::Status Run(const Options& o) {
   double speedup4 = 0, worst_ratio = 0, worst_simple = 0, p99_ms = 0;
   double speedup4_one = 0, worst_ratio_one = 0, worst_simple_one = 0;
   std::printf("## Policy comparison (makespan, simulated seconds)\n");
-  PolicyTable(o, o.slots, &speedup4, &worst_ratio, &worst_simple);
+  RETURN_IF_ERROR(PolicyTable(o, o.slots, &speedup4, &worst_ratio, &worst_simple));
   if (o.slots != 1) {
     std::printf("\nSame with one server CPU slot (the server CPU, not the GPU, is then the "
                 "bottleneck: update 44.0 s > profile 39.5 s):\n");
-    PolicyTable(o, 1, &speedup4_one, &worst_ratio_one, &worst_simple_one);
+    RETURN_IF_ERROR(PolicyTable(o, 1, &speedup4_one, &worst_ratio_one, &worst_simple_one));
   }
   std::printf("\n## Scale: scheduler decision latency\n");
-  ScaleTable(o, &p99_ms);
+  RETURN_IF_ERROR(ScaleTable(o, &p99_ms));
   std::printf("\n## Goals\n\n");
   std::printf("- interleaved within 10 %% of the lower bound (%d slots): worst over the "
               "scenarios %.3f of the tight bound -> %s (%.3f of the simple bound)\n",
@@ -221,5 +188,36 @@ int main(int argc, char** argv) {
               speedup4 >= 1.7 ? "met" : "NOT met");
   std::printf("- decision latency p99 < 5 ms at %d jobs / 100 workers: worst p99 %.3f ms -> %s\n",
               o.scale_jobs, p99_ms, p99_ms < 5 ? "met" : "NOT met");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"farm_policy_bench: the load-aware farm scheduler's policies in simulation "
+               "(markdown on stdout; docs/benchmarks.md)"};
+  app.add_option("--iterations", o.iterations, "enumerate/build/profile/update rounds per job")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--measure", o.measure_s, "seconds of each job's final measure")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_option("--slots", o.slots, "server CPU slots")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--scale-jobs", o.scale_jobs, "jobs of the decision-latency run")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as every binary
+  }
+  const iosfarm::Status status = Run(o);
+  if (!status.ok()) {
+    std::fprintf(stderr, "farm_policy_bench: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
   return 0;
 }

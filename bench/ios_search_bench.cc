@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "common/strings.h"
 #include "graph/models/zoo.h"
 #include "scheduler/ios/analytic_oracle.h"
@@ -246,48 +247,46 @@ int main(int argc, char** argv) {
   for (const auto& m : iosfarm::graph::models::ZooModels()) models.emplace_back(m.name);
   std::vector<std::pair<int, int>> bounds = {{1, 3}, {2, 8}, {3, 8}};
   int batch = 1, block_size = 50;
-  bool reuse = true, markdown = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", arg.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (arg == "--models") {
-      models = Split(next());
-    } else if (arg == "--bounds") {
-      bounds.clear();
-      for (const std::string& b : Split(next())) {
-        int r = 0, s = 0;
-        if (std::sscanf(b.c_str(), "%dx%d", &r, &s) != 2) {
-          std::fprintf(stderr, "bad bound '%s' (want RxS)\n", b.c_str());
-          return 2;
-        }
-        bounds.emplace_back(r, s);
-      }
-    } else if (arg == "--batch") {
-      batch = std::atoi(next().c_str());
-    } else if (arg == "--block-size") {
-      block_size = std::atoi(next().c_str());
-    } else if (arg == "--no-reuse") {
-      reuse = false;
-    } else if (arg == "--window") {
-      g_window_ops = std::atoi(next().c_str());
-    } else if (arg == "--walk-only") {
-      g_walk_only = true;
-    } else if (arg == "--blocks") {
-      g_show_blocks = true;
-    } else if (arg == "--markdown") {
-      markdown = true;
-    } else {
-      std::fprintf(stderr,
-                   "usage: ios_search_bench [--models a,b] [--bounds 1x3,2x8,3x8] [--batch N] "
-                   "[--block-size B] [--window OPS] [--no-reuse] [--blocks] [--walk-only] "
-                   "[--markdown]\n");
+  bool no_reuse = false, markdown = false;
+  std::string models_text, bounds_text;
+  CLI::App app{"ios_search_bench: the IOS search's own cost per zoo model and bound, "
+               "latencies from the analytic oracle (docs/benchmarks.md)"};
+  app.add_option("--models", models_text, "comma-separated zoo models (default: all)");
+  app.add_option("--bounds", bounds_text, "comma-separated RxS pruning bounds (default 1x3,2x8,3x8)");
+  app.add_option("--batch", batch, "batch size")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--block-size", block_size, "operators per search block")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--window", g_window_ops, "boundary window ops (default: the search option's)")
+      ->check(CLI::Range(0, 100000));
+  app.add_flag("--no-reuse", no_reuse, "solve identical blocks again");
+  app.add_flag("--walk-only", g_walk_only, "only walk the reachable remaining sets");
+  app.add_flag("--blocks", g_show_blocks, "print each block");
+  app.add_flag("--markdown", markdown, "markdown table");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as every binary
+  }
+  const bool reuse = !no_reuse;
+  if (!models_text.empty()) models = Split(models_text);
+  for (const std::string& model : models) {
+    if (!iosfarm::graph::models::BuildZooModel(model, 1).ok()) {
+      std::fprintf(stderr, "ios_search_bench: --models: unknown zoo model '%s'\n", model.c_str());
       return 2;
+    }
+  }
+  if (!bounds_text.empty()) {
+    bounds.clear();
+    for (const std::string& b : Split(bounds_text)) {
+      int r = 0, s = 0;
+      char extra = 0;
+      if (std::sscanf(b.c_str(), "%dx%d%c", &r, &s, &extra) != 2 || r < 1 || s < 1) {
+        std::fprintf(stderr, "ios_search_bench: --bounds: bad bound '%s' (want RxS, both >= 1)\n",
+                     b.c_str());
+        return 2;
+      }
+      bounds.emplace_back(r, s);
     }
   }
   if (markdown) {
