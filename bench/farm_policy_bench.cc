@@ -14,10 +14,11 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <iostream>
 #include <string>
 #include <vector>
 
-#include "CLI/CLI.hpp"
+#include "common/flags/flags.h"
 #include "common/status.h"
 #include "common/strings.h"
 #include "scheduler/farm/farm_simulation.h"
@@ -196,7 +197,7 @@ iosfarm::Status Run(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"farm_policy_bench: the load-aware farm scheduler's policies in simulation "
-               "(markdown on stdout; docs/benchmarks.md)"};
+               "(markdown on stdout; docs/benchmarks.md)", "farm_policy_bench"};
   app.add_option("--iterations", o.iterations, "enumerate/build/profile/update rounds per job")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -209,11 +210,7 @@ int main(int argc, char** argv) {
   app.add_option("--scale-jobs", o.scale_jobs, "jobs of the decision-latency run")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as every binary
-  }
+  if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
   const iosfarm::Status status = Run(o);
   if (!status.ok()) {
     std::fprintf(stderr, "farm_policy_bench: %s\n", std::string(status.message()).c_str());

@@ -26,10 +26,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <iostream>
 #include <string>
 #include <vector>
 
-#include "CLI/CLI.hpp"
+#include "common/flags/flags.h"
 #include "common/strings.h"
 #include "graph/models/zoo.h"
 #include "scheduler/ios/analytic_oracle.h"
@@ -250,7 +251,7 @@ int main(int argc, char** argv) {
   bool no_reuse = false, markdown = false;
   std::string models_text, bounds_text;
   CLI::App app{"ios_search_bench: the IOS search's own cost per zoo model and bound, "
-               "latencies from the analytic oracle (docs/benchmarks.md)"};
+               "latencies from the analytic oracle (docs/benchmarks.md)", "ios_search_bench"};
   app.add_option("--models", models_text, "comma-separated zoo models (default: all)");
   app.add_option("--bounds", bounds_text, "comma-separated RxS pruning bounds (default 1x3,2x8,3x8)");
   app.add_option("--batch", batch, "batch size")->check(CLI::Range(1, 4096))->capture_default_str();
@@ -263,11 +264,7 @@ int main(int argc, char** argv) {
   app.add_flag("--walk-only", g_walk_only, "only walk the reachable remaining sets");
   app.add_flag("--blocks", g_show_blocks, "print each block");
   app.add_flag("--markdown", markdown, "markdown table");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as every binary
-  }
+  if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
   const bool reuse = !no_reuse;
   if (!models_text.empty()) models = Split(models_text);
   for (const std::string& model : models) {

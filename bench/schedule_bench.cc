@@ -63,6 +63,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 
+#include "common/flags/flags.h"
 #include "common/strings.h"
 #include "graph/models/zoo.h"
 #include "graph/onnx/onnx_importer.h"
@@ -567,17 +569,6 @@ void WriteJson(const std::string& path, const nlohmann::json& header, const std:
                           error.message().c_str());
 }
 
-[[noreturn]] void Usage() {
-  std::fprintf(stderr,
-               "usage: schedule_bench [--backend cpu|cuda] [--cuda-device N] "
-               "[--models a,b.onnx,c:RxS[:B],...] [--r R] [--s S] [--block-size B] [--batch N] "
-               "[--threads T] [--rounds K] [--repeats N] [--warmup N] "
-               "[--search-min-repeats N] [--search-max-repeats N] [--search-budget-s S] "
-               "[--schedule-dir DIR] [--latency-cache FILE] [--verify] [--verify-rtol X] "
-               "[--json FILE]\n");
-  std::exit(2);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -591,61 +582,55 @@ int main(int argc, char** argv) {
   settings.search_profile.min_repeats = 5;
   settings.search_profile.max_repeats = 40;
   settings.search_profile.max_seconds = 0.5;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) Usage();
-      return argv[++i];
-    };
-    auto next_int = [&]() { return std::atoi(next().c_str()); };
-    if (arg == "--backend") {
-      settings.backend = next();
-    } else if (arg == "--cuda-device") {
-      settings.cuda_device = next_int();
-    } else if (arg == "--models") {
-      model_args = Split(next(), ',');
-    } else if (arg == "--r") {
-      settings.global_r = next_int();
-    } else if (arg == "--s") {
-      settings.global_s = next_int();
-    } else if (arg == "--block-size") {
-      settings.global_block_size = next_int();
-    } else if (arg == "--batch") {
-      settings.batch = next_int();
-    } else if (arg == "--threads") {
-      settings.threads = next_int();
-    } else if (arg == "--rounds") {
-      settings.rounds = next_int();
-    } else if (arg == "--repeats") {
-      settings.repeats = next_int();
-    } else if (arg == "--warmup") {
-      settings.warmup = next_int();
-    } else if (arg == "--search-min-repeats") {
-      settings.search_profile.min_repeats = next_int();
-    } else if (arg == "--search-max-repeats") {
-      settings.search_profile.max_repeats = next_int();
-    } else if (arg == "--search-budget-s") {
-      settings.search_budget_s = std::atof(next().c_str());
-    } else if (arg == "--schedule-dir") {
-      settings.schedule_dir = next();
-    } else if (arg == "--latency-cache") {
-      settings.latency_cache = next();
-    } else if (arg == "--verify") {
-      settings.verify = true;
-    } else if (arg == "--verify-rtol") {
-      settings.verify_rtol = std::atof(next().c_str());
-    } else if (arg == "--json") {
-      settings.json_path = next();
-    } else {
-      Usage();
-    }
-  }
+  std::string models_text;
+  CLI::App app{"schedule_bench: sequential, greedy and IOS schedules run end to end on a "
+               "backend, per model (docs/benchmarks.md)", "schedule_bench"};
+  app.add_option("--backend", settings.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--cuda-device", settings.cuda_device, "CUDA device index")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--models", models_text,
+                 "comma-separated MODEL[:RxS[:BLOCK]], MODEL a zoo name or an ONNX file");
+  app.add_option("--r", settings.global_r, "ops per group (0: per-model default)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--s", settings.global_s, "groups per stage (0: per-model default)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--block-size", settings.global_block_size, "ops per block (0: 50)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--batch", settings.batch, "batch size")->check(CLI::Range(1, 4096));
+  app.add_option("--threads", settings.threads, "cpu threads (0: all)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--rounds", settings.rounds, "round-robin rounds over the schedules")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--repeats", settings.repeats, "timed runs per round (0: cpu 10, cuda 50)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--warmup", settings.warmup, "untimed runs first (default: cpu 2, cuda 5)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--search-min-repeats", settings.search_profile.min_repeats,
+                 "stage profiling during the search: fewest timed runs")
+      ->capture_default_str();
+  app.add_option("--search-max-repeats", settings.search_profile.max_repeats,
+                 "stage profiling during the search: most timed runs")
+      ->capture_default_str();
+  app.add_option("--search-budget-s", settings.search_budget_s, "search time budget (0: none)")
+      ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--schedule-dir", settings.schedule_dir, "keep (and reuse) schedules here");
+  app.add_option("--latency-cache", settings.latency_cache, "stage latency cache file");
+  app.add_flag("--verify", settings.verify, "compare every schedule's outputs with the reference");
+  app.add_option("--verify-rtol", settings.verify_rtol, "relative tolerance of --verify")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--json", settings.json_path, "also write the results as JSON");
+  if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
+  if (!models_text.empty()) model_args = Split(models_text, ',');
   const bool cuda = settings.backend == "cuda";
   if (settings.repeats == 0) settings.repeats = cuda ? 50 : 10;
   if (settings.warmup < 0) settings.warmup = cuda ? 5 : 2;
-  if (settings.rounds < 1 || settings.repeats < 1 || settings.batch < 1 ||
-      settings.search_budget_s < 0 || !(settings.verify_rtol > 0) || model_args.empty()) {
-    Usage();
+  if (model_args.empty()) {
+    std::fprintf(stderr, "schedule_bench: --models: no model given\n");
+    return 2;
   }
   if (auto status = worker::ValidateProfileOptions(settings.search_profile); !status.ok()) {
     Fail("search profile options", status);
@@ -680,7 +665,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bad bound '%s' (want RxS)\n", parts[1].c_str());
       return 2;
     }
-    if (parts.size() >= 3) spec.block_size = std::atoi(parts[2].c_str());
+    if (parts.size() >= 3) {
+      char* end = nullptr;
+      const long block = std::strtol(parts[2].c_str(), &end, 10);
+      if (*end != '\0' || block < 1 || block > 100000) {
+        std::fprintf(stderr, "bad block size '%s' in '%s' (want 1..100000)\n", parts[2].c_str(),
+                     arg.c_str());
+        return 2;
+      }
+      spec.block_size = static_cast<int>(block);
+    }
     specs.push_back(spec);
   }
 

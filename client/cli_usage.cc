@@ -3,24 +3,13 @@
 #include <cctype>
 #include <charconv>
 
-#include "client/suggest.h"
+#include "common/flags/flags.h"
 #include "common/strings.h"
 
 namespace iosfarm::client {
 namespace {
 
 constexpr char kUsagePayload[] = "iosfarm.dev/usage-error";
-
-std::string DidYouMean(const std::optional<std::string>& name) {
-  return name ? StrCat("; did you mean '", *name, "'?") : "";
-}
-
-// "--name" or "-n" (not "-3", a negative number).
-bool LooksLikeFlag(const std::string& arg) {
-  if (arg.size() < 2 || arg[0] != '-') return false;
-  if (arg[1] == '-') return arg.size() > 2;
-  return std::isalpha(static_cast<unsigned char>(arg[1])) != 0;
-}
 
 }  // namespace
 
@@ -63,32 +52,6 @@ std::string UnknownCommandMessage(const CLI::App& app, const std::vector<std::st
     if (name == args[0]) return "";
   }
   return StrCat("unknown command '", args[0], "'", DidYouMean(NearestName(args[0], names)));
-}
-
-std::string UnknownFlagMessage(const CLI::App& command, const std::vector<std::string>& args) {
-  std::vector<std::string> flags;
-  for (const CLI::Option* option : command.get_options()) {
-    for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
-    for (const std::string& name : option->get_snames()) flags.push_back("-" + name);
-  }
-  std::string message;
-  for (const std::string& arg : args) {
-    if (arg == "--") break;
-    if (!LooksLikeFlag(arg)) continue;
-    const std::string name = arg.substr(0, arg.find('='));
-    bool known = false;
-    for (const std::string& flag : flags) known = known || flag == name;
-    // "-abc": a group of short flags, or a short flag with its value glued on.
-    if (!known && name.size() > 2 && name[1] != '-') {
-      for (const std::string& flag : flags) known = known || flag == name.substr(0, 2);
-    }
-    if (known) continue;
-    if (!message.empty()) message += "\n";
-    message += StrCat("unknown flag '", name, "' for '", command.get_parent() != nullptr ?
-                      StrCat(command.get_parent()->get_name(), " ", command.get_name()) :
-                      command.get_name(), "'", DidYouMean(NearestName(name, flags)));
-  }
-  return message;
 }
 
 }  // namespace iosfarm::client

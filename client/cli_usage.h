@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/flags/flags.h"
 #include "common/status.h"
 
 namespace iosfarm::client {
@@ -30,11 +31,6 @@ std::vector<std::string> SubcommandNames(const CLI::App& app);
 // "unknown command 'stauts'; did you mean 'status'?" (the hint only when a
 // name is near). Empty when the first argument is a flag or a known command.
 std::string UnknownCommandMessage(const CLI::App& app, const std::vector<std::string>& args);
-
-// For the flags in `args` that `command` does not have: "unknown flag
-// '--bakend' for 'iosfarm search'; did you mean '--backend'?" (one line per
-// flag, the hint only when a flag is near). Empty when every flag is known.
-std::string UnknownFlagMessage(const CLI::App& command, const std::vector<std::string>& args);
 
 }  // namespace iosfarm::client
 

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/flags/flags.h"
 #include "common/logging.h"
 #include "common/strings.h"
 #include "server/farm_server.h"
@@ -77,11 +78,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
       ->capture_default_str();
   app.set_version_flag("--version", std::string("iosfarm-server ") + IOSFARM_VERSION);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
   if (auto status = iosfarm::InitLogging(log_level); !status.ok()) {
     std::cerr << "iosfarm-server: " << iosfarm::ToStd(status.message()) << "\n";
     return 2;

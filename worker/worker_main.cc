@@ -23,6 +23,7 @@
 
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/flags/flags.h"
 #include "common/strings.h"
 #include "proto/rpc_util.h"
 #include "worker/backends/backend_factory.h"
@@ -114,7 +115,8 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   Flags flags;
-  CLI::App app{"iosfarm-worker: runs build and profile phases for an iosfarm server"};
+  CLI::App app{"iosfarm-worker: runs build and profile phases for an iosfarm server",
+               "iosfarm-worker"};
   app.set_version_flag("--version", StrCat("iosfarm-worker ", IOSFARM_VERSION));
   app.add_option("--server", flags.options.server, "server address, host:port")
       ->envname("IOSFARM_SERVER")
@@ -161,13 +163,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, off")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {  // --help, --version
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
+  if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) {
+    return *exit == 0 ? 0 : kExitUsage;
   }
   Status logging = InitLogging(flags.log_level);
   if (!logging.ok()) return Fail(kExitUsage, ToStd(logging.message()));

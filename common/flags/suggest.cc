@@ -1,9 +1,9 @@
-#include "client/suggest.h"
+#include "common/flags/suggest.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace iosfarm::client {
+namespace iosfarm {
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -35,4 +35,4 @@ std::optional<std::string> NearestName(std::string_view word,
   return best;
 }
 
-}  // namespace iosfarm::client
+}  // namespace iosfarm

@@ -1,8 +1,8 @@
-#include "client/suggest.h"
+#include "common/flags/suggest.h"
 
 #include <gtest/gtest.h>
 
-namespace iosfarm::client {
+namespace iosfarm {
 namespace {
 
 TEST(EditDistanceTest, CountsInsertionsDeletionsAndSubstitutions) {
@@ -32,4 +32,4 @@ TEST(NearestNameTest, SuggestsOnlyPlausibleTypos) {
 }
 
 }  // namespace
-}  // namespace iosfarm::client
+}  // namespace iosfarm

@@ -1,6 +1,6 @@
 // "Did you mean ...?" for mistyped subcommands and flags.
-#ifndef IOSFARM_CLIENT_SUGGEST_H_
-#define IOSFARM_CLIENT_SUGGEST_H_
+#ifndef IOSFARM_COMMON_FLAGS_SUGGEST_H_
+#define IOSFARM_COMMON_FLAGS_SUGGEST_H_
 
 #include <cstddef>
 #include <optional>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace iosfarm::client {
+namespace iosfarm {
 
 // Levenshtein distance (insertions, deletions, substitutions) of `a` and `b`.
 size_t EditDistance(std::string_view a, std::string_view b);
@@ -19,6 +19,6 @@ size_t EditDistance(std::string_view a, std::string_view b);
 std::optional<std::string> NearestName(std::string_view word,
                                        const std::vector<std::string>& names);
 
-}  // namespace iosfarm::client
+}  // namespace iosfarm
 
-#endif  // IOSFARM_CLIENT_SUGGEST_H_
+#endif  // IOSFARM_COMMON_FLAGS_SUGGEST_H_
