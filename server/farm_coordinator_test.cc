@@ -123,6 +123,11 @@ class FarmCoordinatorTest : public TempDirTest {
     return std::make_unique<FarmCoordinator>(options, store_.get());
   }
 
+  // The coordinator shares the worker (it may close it while shutting down).
+  static Status Join(FarmCoordinator& coordinator, const std::shared_ptr<FakeWorker>& worker) {
+    return coordinator.WorkerJoined(worker->Registration(), worker);
+  }
+
   StatusOr<JobRow> SubmitZoo(FarmCoordinator& coordinator, const std::string& name,
                              int64_t batch = 1) {
     ASSIGN_OR_RETURN(graph::Graph graph, graph::models::BuildZooModel(name, batch));
@@ -165,13 +170,12 @@ class FarmCoordinatorTest : public TempDirTest {
 
 TEST_F(FarmCoordinatorTest, AJobRunsToSuccessWithFakeWorkersAndTheInjectedClock) {
   auto coordinator = MakeCoordinator();
-  FakeWorker worker("w1", FakeWorker::Mode::kExecute);
-  auto link = std::shared_ptr<FakeWorker>(&worker, [](FakeWorker*) {});
-  ASSERT_TRUE(coordinator->WorkerJoined(worker.Registration(), link).ok());
+  auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kExecute);
+  ASSERT_TRUE(Join(*coordinator, worker).ok());
   auto job = SubmitZoo(*coordinator, "squeezenet");
   ASSERT_TRUE(job.ok()) << job.status();
 
-  const JobSnapshot end = RunToEnd(*coordinator, job->id, {&worker});
+  const JobSnapshot end = RunToEnd(*coordinator, job->id, {worker.get()});
   EXPECT_EQ(end.job.state, JobState::kSucceeded) << end.job.error;
   auto result = store_->GetResult(job->id);
   ASSERT_TRUE(result.ok() && result->has_value());
@@ -195,45 +199,39 @@ TEST_F(FarmCoordinatorTest, AJobRunsToSuccessWithFakeWorkersAndTheInjectedClock)
   auto workers = coordinator->Workers();
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_EQ(workers[0].state, "idle");
-  EXPECT_EQ(workers[0].phases_done, worker.assigned());
+  EXPECT_EQ(workers[0].phases_done, worker->assigned());
 }
 
 TEST_F(FarmCoordinatorTest, ASilentWorkerIsLostOnTheClockAndItsBatchRunsOnAnother) {
   auto coordinator = MakeCoordinator();
-  FakeWorker silent("w1", FakeWorker::Mode::kSilent);
-  ASSERT_TRUE(coordinator
-                  ->WorkerJoined(silent.Registration(),
-                                 std::shared_ptr<FakeWorker>(&silent, [](FakeWorker*) {}))
-                  .ok());
+  auto silent = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kSilent);
+  ASSERT_TRUE(Join(*coordinator, silent).ok());
   auto job = SubmitZoo(*coordinator, "squeezenet");
   ASSERT_TRUE(job.ok()) << job.status();
   // The first batch reaches the only worker, which never answers.
   int64_t seen = 0;
-  for (int i = 0; i < 6000 && silent.assigned() == 0; ++i) {
+  for (int i = 0; i < 6000 && silent->assigned() == 0; ++i) {
     auto snapshot = coordinator->WaitForChange(job->id, seen, 0.01);
     ASSERT_TRUE(snapshot.ok()) << snapshot.status();
     seen = snapshot->version;
   }
-  ASSERT_EQ(silent.assigned(), 1);
+  ASSERT_EQ(silent->assigned(), 1);
 
-  FakeWorker good("w2", FakeWorker::Mode::kExecute);
-  ASSERT_TRUE(coordinator
-                  ->WorkerJoined(good.Registration(),
-                                 std::shared_ptr<FakeWorker>(&good, [](FakeWorker*) {}))
-                  .ok());
+  auto good = std::make_shared<FakeWorker>("w2", FakeWorker::Mode::kExecute);
+  ASSERT_TRUE(Join(*coordinator, good).ok());
   // Within the timeout nothing happens; past it w1 is lost, w2 (which just
   // sent a heartbeat) is not.
   clock_.Advance(4.0);
   coordinator->CheckHeartbeats();
-  EXPECT_FALSE(silent.closed());
+  EXPECT_FALSE(silent->closed());
   clock_.Advance(2.0);
   coordinator->WorkerHeartbeat("w2");
   coordinator->CheckHeartbeats();
-  EXPECT_TRUE(silent.closed());
+  EXPECT_TRUE(silent->closed());
   ASSERT_EQ(coordinator->Workers().size(), 1u);
   EXPECT_EQ(coordinator->Workers()[0].id, "w2");
 
-  const JobSnapshot end = RunToEnd(*coordinator, job->id, {&good});
+  const JobSnapshot end = RunToEnd(*coordinator, job->id, {good.get()});
   EXPECT_EQ(end.job.state, JobState::kSucceeded) << end.job.error;
   auto phases = store_->ListPhases(job->id);
   ASSERT_TRUE(phases.ok());
@@ -251,28 +249,22 @@ TEST_F(FarmCoordinatorTest, ASilentWorkerIsLostOnTheClockAndItsBatchRunsOnAnothe
 
 TEST_F(FarmCoordinatorTest, AWorkerThatKeepsFailingFailsTheJobAfterMaxAttempts) {
   auto coordinator = MakeCoordinator(/*max_attempts=*/2);
-  FakeWorker worker("w1", FakeWorker::Mode::kFailBuilds);
-  ASSERT_TRUE(coordinator
-                  ->WorkerJoined(worker.Registration(),
-                                 std::shared_ptr<FakeWorker>(&worker, [](FakeWorker*) {}))
-                  .ok());
+  auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kFailBuilds);
+  ASSERT_TRUE(Join(*coordinator, worker).ok());
   auto job = SubmitZoo(*coordinator, "squeezenet");
   ASSERT_TRUE(job.ok()) << job.status();
-  const JobSnapshot end = RunToEnd(*coordinator, job->id, {&worker});
+  const JobSnapshot end = RunToEnd(*coordinator, job->id, {worker.get()});
   EXPECT_EQ(end.job.state, JobState::kFailed);
   EXPECT_EQ(end.job.error, "gave up after 2 failed worker phases; last: build on w1 failed: boom");
-  EXPECT_EQ(worker.assigned(), 2);
+  EXPECT_EQ(worker->assigned(), 2);
 }
 
 // Synchronous rounds wait for every job the scheduler knows; a job waiting
 // for a search place must not be one of them (it once stalled the farm).
 TEST_F(FarmCoordinatorTest, JobsWaitingForASearchPlaceDoNotStallSynchronousRounds) {
   auto coordinator = MakeCoordinator(3, farm::Policy::kSynchronous, /*max_searches=*/1);
-  FakeWorker worker("w1", FakeWorker::Mode::kExecute);
-  ASSERT_TRUE(coordinator
-                  ->WorkerJoined(worker.Registration(),
-                                 std::shared_ptr<FakeWorker>(&worker, [](FakeWorker*) {}))
-                  .ok());
+  auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kExecute);
+  ASSERT_TRUE(Join(*coordinator, worker).ok());
   std::vector<int64_t> ids;
   for (int64_t batch : {1, 2, 3}) {
     auto job = SubmitZoo(*coordinator, "squeezenet", batch);
@@ -280,18 +272,17 @@ TEST_F(FarmCoordinatorTest, JobsWaitingForASearchPlaceDoNotStallSynchronousRound
     ids.push_back(job->id);
   }
   for (int64_t id : ids) {
-    const JobSnapshot end = RunToEnd(*coordinator, id, {&worker});
+    const JobSnapshot end = RunToEnd(*coordinator, id, {worker.get()});
     EXPECT_EQ(end.job.state, JobState::kSucceeded) << "job " << id << ": " << end.job.error;
   }
 }
 
 TEST_F(FarmCoordinatorTest, ARegistrationOutsideTheBoundsIsRefusedNamingTheField) {
   auto coordinator = MakeCoordinator();
-  FakeWorker worker("w1", FakeWorker::Mode::kExecute);
-  v1::RegisterWorker registration = worker.Registration();
+  auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kExecute);
+  v1::RegisterWorker registration = worker->Registration();
   registration.set_device_key(std::string(WorkerRegistry::kMaxDeviceKeyBytes + 1, 'k'));
-  Status joined = coordinator->WorkerJoined(
-      registration, std::shared_ptr<FakeWorker>(&worker, [](FakeWorker*) {}));
+  Status joined = coordinator->WorkerJoined(registration, worker);
   EXPECT_TRUE(absl::IsInvalidArgument(joined)) << joined;
   EXPECT_NE(std::string(joined.message()).find("register: device_key"), std::string::npos)
       << joined;
