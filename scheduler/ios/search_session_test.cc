@@ -12,6 +12,15 @@
 namespace iosfarm::scheduler::ios {
 namespace {
 
+// Blocks of at most 4 ops with 6-op boundary windows: many blocks and
+// passes on a 14-op random DAG.
+SearchOptions SmallBlocks() {
+  SearchOptions options;
+  options.max_block_ops = 4;
+  options.boundary_window_ops = 6;
+  return options;
+}
+
 std::string Describe(const graph::Graph& graph, const Schedule& schedule) {
   std::string out;
   for (const ScheduledStage& stage : schedule.stages) {
@@ -69,9 +78,7 @@ TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     const graph::Graph graph = testing::RandomDag(seed, 14);
     const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-    SearchOptions options;
-    options.max_block_ops = 4;
-    options.boundary_window_ops = 6;
+    SearchOptions options = SmallBlocks();
     auto direct = RunSearch(graph, options, oracle);
     ASSERT_TRUE(direct.ok()) << direct.status();
     auto session = SearchSession::Create(graph, options);
@@ -112,9 +119,7 @@ TEST(SearchSessionTest, ForgettingSolvedLatenciesKeepsTheSearchTheSame) {
   for (uint64_t seed = 1; seed <= 15; ++seed) {
     const graph::Graph graph = testing::RandomDag(seed, 14);
     const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-    SearchOptions options;
-    options.max_block_ops = 4;
-    options.boundary_window_ops = 6;
+    SearchOptions options = SmallBlocks();
     auto direct = RunSearch(graph, options, oracle);
     ASSERT_TRUE(direct.ok()) << direct.status();
     options.budget.latency_cache_bytes = 1;
