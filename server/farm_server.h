@@ -32,7 +32,7 @@ struct ServerOptions {
   int max_active_jobs_per_client = 64;
   // Client names that may cancel any job (others cancel only their own).
   std::vector<std::string> admin_clients;
-  // The search budget of one job (FarmSearchBudget in farm_coordinator.h):
+  // The search budget of one job (FarmSearchBudget in job_runner.h):
   // memory of one search pass, and DP transitions of one job in all.
   int64_t search_pass_mib = 256;
   int64_t search_total_transitions = 4'000'000'000;
