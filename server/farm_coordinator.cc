@@ -19,7 +19,8 @@ FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock()),
       store_(store),
       import_gate_(options_.import_gate_bytes),
-      scheduler_(options_.policy, options_.server_slots) {
+      scheduler_(options_.policy, options_.server_slots),
+      search_places_(options_.max_searches) {
   if (!options_.synthetic_phase_seconds.empty()) {
     padding_ = std::make_unique<PhasePadding>(options_.synthetic_phase_seconds, clock_);
   }
@@ -121,7 +122,7 @@ StatusOr<JobRow> FarmCoordinator::AdmitLocked(JobRow row) {
 }
 
 void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
-  if (searches_ < options_.max_searches) {
+  if (search_places_.Take(job.row.id)) {
     // Registered with the scheduler only now: a policy that waits for every
     // job it knows (synchronous rounds) must not wait for jobs that cannot
     // start their search yet.
@@ -130,25 +131,18 @@ void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
       return;
     }
     job.scheduled = true;
-    job.holds_search = true;
-    ++searches_;
     StepLocked(job, job.lifecycle.Start(), "queued");
     return;
   }
-  waiting_for_search_.push_back(job.row.id);
-  TouchLocked(job, StrCat("queued: ", searches_, " searches hold server memory (at most ",
+  TouchLocked(job, StrCat("queued: ", search_places_.held(),
+                          " searches hold server memory (at most ",
                           options_.max_searches, ", --max-searches); starts when one ends"));
 }
 
 void FarmCoordinator::EndSearchLocked(JobContext& job) {
-  if (!job.holds_search) return;
-  job.holds_search = false;
-  --searches_;
-  while (searches_ < options_.max_searches && !waiting_for_search_.empty()) {
-    const int64_t next = waiting_for_search_.front();
-    waiting_for_search_.pop_front();
+  for (const int64_t next : search_places_.Release(job.row.id)) {
     auto it = jobs_.find(next);
-    if (it != jobs_.end()) StartSearchOrWaitLocked(*it->second);  // else: cancelled meanwhile
+    if (it != jobs_.end()) StartSearchOrWaitLocked(*it->second);
   }
 }
 

@@ -49,6 +49,7 @@
 #include "server/import_gate.h"
 #include "server/job_runner.h"
 #include "server/phase_padding.h"
+#include "server/search_places.h"
 #include "server/server_phase_pool.h"
 #include "server/worker_registry.h"
 
@@ -170,7 +171,6 @@ class FarmCoordinator {
   struct JobContext {
     JobRow row;
     std::unique_ptr<JobRunner> runner;   // created by the first enumerate
-    bool holds_search = false;           // counted in searches_ (max_searches)
     bool scheduled = false;              // known to scheduler_ (from its search's start)
     // The phase chain (the one the simulation runs); counts failed attempts.
     scheduler::farm::JobLifecycle lifecycle{1};
@@ -230,7 +230,7 @@ class FarmCoordinator {
   StatusOr<JobRow> AdmitLocked(JobRow job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Registers the job with the scheduler and queues its first enumerate when
   // fewer than max_searches searches hold memory; otherwise the job waits in
-  // waiting_for_search_, unknown to the scheduler.
+  // search_places_, unknown to the scheduler.
   void StartSearchOrWaitLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's search is done or the job ended: its place goes to the next
   // waiting job.
@@ -248,8 +248,7 @@ class FarmCoordinator {
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<scheduler::farm::PhaseId, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  int searches_ ABSL_GUARDED_BY(mu_) = 0;  // jobs with holds_search
-  std::deque<int64_t> waiting_for_search_ ABSL_GUARDED_BY(mu_);  // job ids, oldest first
+  SearchPlaces search_places_ ABSL_GUARDED_BY(mu_);  // max_searches
 
   std::unique_ptr<ServerPhasePool> pool_;       // enumerate and update
   std::unique_ptr<HeartbeatMonitor> heartbeat_;  // calls CheckHeartbeats
