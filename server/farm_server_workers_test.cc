@@ -1,0 +1,390 @@
+// FarmServer over real gRPC on loopback, the worker side: cancel, worker
+// ids and registrations, sharing the server between jobs, heartbeats,
+// health. (Requests, whole jobs and bad answers: farm_server_test.cc.)
+#include "server/farm_server.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <gtest/gtest.h>
+
+#include "graph/models/zoo.h"
+#include "graph/onnx/onnx_test_util.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/ios/baselines.h"
+#include "server/farm_store.h"
+#include "server/farm_server_test_util.h"
+#include "server/server_test_util.h"
+
+namespace iosfarm::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using testing::BuiltAll;
+using testing::Context;
+using testing::FakeWorker;
+using testing::LoopbackOptions;
+using testing::SimWorker;
+using testing::TestFarm;
+using testing::WaitUntil;
+using testing::ZooRequest;
+using namespace std::chrono_literals;
+
+// ---------------------------------------------------------------- cancel
+
+TEST_F(FarmServerTest, CancelsARunningJobAndTellsItsWorker) {
+  TestFarm farm(Options());
+  ASSERT_TRUE(farm.ok());
+  FakeWorker silent(*farm.workers, "", "silent-1", "sim-test");  // never answers
+  grpc::Status connected = silent.Connect();
+  ASSERT_TRUE(connected.ok()) << connected.error_message();
+
+  v1::Job job;
+  grpc::Status status = farm.Submit(ZooRequest("squeezenet", "sim-test"), job);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(WaitUntil([&] { return !silent.assignments().empty(); }));
+  const v1::PhaseAssignment build = silent.assignments().front();
+  EXPECT_TRUE(build.has_build());
+  EXPECT_EQ(build.job_id(), job.id());
+  EXPECT_GT(build.build().stages_size(), 0);
+  v1::Job running;
+  ASSERT_TRUE(farm.GetJob(job.id(), running).ok());
+  EXPECT_EQ(running.state(), v1::RUNNING);
+  EXPECT_EQ(running.progress().phase(), "build");
+
+  v1::JobRequest request;
+  request.set_job_id(job.id());
+  v1::Job cancelled;
+  status = farm.tuning->CancelJob(Context("").get(), request, &cancelled);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(cancelled.state(), v1::CANCELLED);
+  EXPECT_THAT(cancelled.error(), HasSubstr("cancelled"));
+  EXPECT_GT(cancelled.finished_unix_ms(), 0);
+
+  v1::Job again;
+  status = farm.tuning->CancelJob(Context("").get(), request, &again);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("already ended"));
+  grpc::Status no_result;
+  GetResult(farm, job.id(), &no_result);
+  EXPECT_EQ(no_result.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(no_result.error_message(), HasSubstr("cancelled"));
+  v1::JobRequest unknown;
+  unknown.set_job_id(job.id() + 100);
+  status = farm.tuning->CancelJob(Context("").get(), unknown, &again);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+
+  ASSERT_TRUE(WaitUntil([&] { return !silent.cancelled_phases().empty(); }));
+  EXPECT_THAT(silent.cancelled_phases(), ElementsAre(build.phase_id()));
+
+  // Watching an ended job yields its final state at once.
+  std::vector<v1::JobEvent> events = Watch(farm, job.id(), status);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].job().state(), v1::CANCELLED);
+
+  const auto phases = Timeline(farm, job.id());
+  ASSERT_FALSE(phases.empty());
+  EXPECT_EQ(phases.back().phase(), "build");
+  EXPECT_EQ(phases.back().outcome(), "cancelled");
+
+  // The worker's resources were freed: the next job is dispatched to it.
+  v1::Job next;
+  status = farm.Submit(ZooRequest("squeezenet", "sim-test"), next);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(WaitUntil([&] { return silent.assignments().size() >= 2; }));
+  EXPECT_EQ(silent.assignments().back().job_id(), next.id());
+}
+
+// ---------------------------------------------------------------- worker ids
+
+TEST_F(FarmServerTest, RefusesASecondWorkerWithALiveId) {
+  TestFarm farm(Options());
+  ASSERT_TRUE(farm.ok());
+  FakeWorker first(*farm.workers, "", "dup", "sim-test");
+  grpc::Status status = first.Connect();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  FakeWorker second(*farm.workers, "", "dup", "other-key");
+  status = second.Connect();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_THAT(status.error_message(), HasSubstr("'dup'"));
+  EXPECT_THAT(second.received(), IsEmpty()) << "a refused worker must not see Registered";
+  const auto workers = farm.ListWorkers();
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].device_key(), "sim-test");
+
+  // A worker daemon refused that way stops instead of retrying forever.
+  SimWorker daemon(farm.address(), "dup", "sim-test");
+  ASSERT_TRUE(WaitUntil([&] { return daemon.returned(); }));
+  EXPECT_EQ(daemon.status().code(), absl::StatusCode::kAlreadyExists) << daemon.status();
+
+  // Once the first stream ends, the id is free again.
+  first.Close();
+  ASSERT_TRUE(WaitUntil([&] { return !farm.HasWorker("dup"); }));
+  FakeWorker third(*farm.workers, "", "dup", "sim-test");
+  status = third.Connect();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(FarmServerTest, RefusesARegistrationWithoutIdOrKey) {
+  TestFarm farm(Options());
+  ASSERT_TRUE(farm.ok());
+  FakeWorker no_key(*farm.workers, "", "w1", "");
+  grpc::Status status = no_key.Connect();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("device_key"));
+  EXPECT_THAT(farm.ListWorkers(), IsEmpty());
+}
+
+TEST_F(FarmServerTest, RefusesHugeOrControlCharacterIdsAndKeys) {
+  TestFarm farm(Options());
+  ASSERT_TRUE(farm.ok());
+  // A 200 KB key once was stored and then broke the unknown-key error.
+  FakeWorker huge_key(*farm.workers, "", "w1", std::string(200000, 'k'));
+  grpc::Status status = huge_key.Connect();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("device_key is 200000 bytes long; at most 256"));
+  EXPECT_LT(status.error_message().size(), 300u);
+  FakeWorker control_id(*farm.workers, "", "w\x1b[2J", "sim-test");
+  status = control_id.Connect();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("worker_id 'w\\x1b[2J' holds a control character"));
+  EXPECT_THAT(farm.ListWorkers(), IsEmpty());
+  auto store = FarmStore::Open(DbPath());
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto devices = (*store)->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_THAT(*devices, IsEmpty()) << "a refused registration stores no device";
+}
+
+TEST_F(FarmServerTest, AStreamThatNeverRegistersIsClosed) {
+  ServerOptions options = Options();
+  options.heartbeat_timeout_s = 0.5;
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  grpc::ClientContext context;
+  auto stream = farm.workers->Connect(&context);
+  const auto opened = std::chrono::steady_clock::now();
+  v1::ServerMessage message;
+  EXPECT_FALSE(stream->Read(&message)) << "the server closes the stream";
+  EXPECT_LT(std::chrono::steady_clock::now() - opened, 10s);
+  // The server cancels the call (the only way to end a blocked read), so the
+  // client sees CANCELLED; the server log says why.
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  // A worker that does register in time is unaffected.
+  FakeWorker prompt(*farm.workers, "", "prompt-1", "sim-test");
+  ASSERT_TRUE(prompt.Connect().ok());
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(farm.HasWorker("prompt-1"));
+}
+
+TEST_F(FarmServerTest, AWorkersErrorTextIsStoredBounded) {
+  ServerOptions options = Options();
+  options.max_attempts = 1;
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  FakeWorker verbose(*farm.workers, "", "verbose-1", "sim-test",
+                     [](const v1::PhaseAssignment&) -> std::optional<v1::PhaseResult> {
+                       v1::PhaseResult result;
+                       result.set_ok(false);
+                       result.set_error("build failed:\n" + std::string(1 << 20, 'e'));
+                       return result;
+                     });
+  ASSERT_TRUE(verbose.Connect().ok());
+  v1::Job job;
+  grpc::Status status = farm.Submit(ZooRequest("squeezenet", "sim-test"), job);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::Job failed = farm.WaitForFinalState(job.id());
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_LT(failed.error().size(), 8192u);
+  EXPECT_THAT(failed.error(), HasSubstr("build failed:\\x0aeee"));
+  EXPECT_THAT(failed.error(), HasSubstr("more bytes)"));
+  auto store = FarmStore::Open(DbPath());
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto row = (*store)->GetJob(job.id());
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_LT((*row)->error.size(), 8192u);
+}
+
+// ---------------------------------------------------------------- sharing the server
+
+TEST_F(FarmServerTest, ALongSearchGivesItsServerSlotToOtherJobsBetweenPasses) {
+  ServerOptions options = Options();
+  options.server_slots = 1;
+  options.enumerate_slice_s = 1e-6;  // one DP pass per enumerate phase
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  {
+    // The key is registered; the worker leaves, so that no build can start
+    // before both jobs are queued (however loaded this machine is).
+    SimWorker worker(farm.address(), "sim-1", "sim-test");
+    ASSERT_TRUE(WaitUntil([&] { return farm.HasWorker("sim-1"); }));
+  }
+  ASSERT_TRUE(WaitUntil([&] { return !farm.HasWorker("sim-1"); }));
+  v1::SubmitJobRequest long_search = ZooRequest("inception_v3", "sim-test");
+  long_search.mutable_options()->set_block_size(8);
+  long_search.mutable_options()->set_batch_size(4096);  // many passes to fill one batch
+  v1::Job first, second;
+  ASSERT_TRUE(farm.Submit(long_search, first).ok());
+  ASSERT_TRUE(farm.Submit(ZooRequest("squeezenet", "sim-test"), second).ok());
+  SimWorker worker(farm.address(), "sim-2", "sim-test");
+  EXPECT_EQ(farm.WaitForFinalState(first.id()).state(), v1::SUCCEEDED);
+  EXPECT_EQ(farm.WaitForFinalState(second.id()).state(), v1::SUCCEEDED);
+
+  // The first job's search ran in several enumerate phases before its first
+  // build, and the second job's first enumerate ran between them: it did not
+  // wait for the whole first batch of a long search (without slicing, all of
+  // the first job's enumerates before its first build come before it).
+  double first_build = 1e300, second_enumerate = 1e300;
+  std::vector<double> first_enumerates;
+  for (const v1::PhaseEntry& p : Timeline(farm, 0)) {
+    if (p.job_id() == first.id() && p.phase() == "build") {
+      first_build = std::min(first_build, p.start_s());
+    }
+    if (p.job_id() == first.id() && p.phase() == "enumerate") {
+      first_enumerates.push_back(p.start_s());
+    }
+    if (p.job_id() == second.id() && p.phase() == "enumerate") {
+      second_enumerate = std::min(second_enumerate, p.start_s());
+    }
+  }
+  std::sort(first_enumerates.begin(), first_enumerates.end());
+  ASSERT_GE(first_enumerates.size(), 2u);
+  EXPECT_LT(first_enumerates[1], first_build) << "sliced before its first batch";
+  EXPECT_GT(second_enumerate, first_enumerates[0]);
+  EXPECT_LT(second_enumerate, first_build);
+  const bool resumed_after_second =
+      std::any_of(first_enumerates.begin(), first_enumerates.end(),
+                  [&](double t) { return t > second_enumerate && t < first_build; });
+  EXPECT_TRUE(resumed_after_second) << "the first search went on after the second job's turn";
+}
+
+TEST_F(FarmServerTest, AtMostMaxSearchesHoldMemoryAndTheOthersWaitTheirTurn) {
+  ServerOptions options = Options();
+  options.max_searches = 1;
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  SimWorker worker(farm.address(), "sim-1", "sim-test");
+  ASSERT_TRUE(WaitUntil([&] { return farm.HasWorker("sim-1"); }));
+  std::vector<v1::Job> jobs(3);
+  const char* models[] = {"squeezenet", "resnet50", "squeezenet"};
+  for (int i = 0; i < 3; ++i) {
+    v1::SubmitJobRequest request = ZooRequest(models[i], "sim-test");
+    request.mutable_options()->set_batch_size(16);  // several enumerate phases each
+    ASSERT_TRUE(farm.Submit(request, jobs[i]).ok());
+  }
+  for (const v1::Job& job : jobs) {
+    EXPECT_EQ(farm.WaitForFinalState(job.id()).state(), v1::SUCCEEDED);
+  }
+  // A job's search runs from its first enumerate to its last; with one
+  // search at a time those spans never overlap, in submission order.
+  std::map<int64_t, std::pair<double, double>> span;  // job -> (first start, last end)
+  for (const v1::PhaseEntry& p : Timeline(farm, 0)) {
+    if (p.phase() != "enumerate") continue;
+    auto [it, inserted] = span.try_emplace(p.job_id(), p.start_s(), p.end_s());
+    it->second.first = std::min(it->second.first, p.start_s());
+    it->second.second = std::max(it->second.second, p.end_s());
+  }
+  ASSERT_EQ(span.size(), 3u);
+  for (int i = 0; i + 1 < 3; ++i) {
+    const auto& before = span.at(jobs[i].id());
+    const auto& after = span.at(jobs[i + 1].id());
+    EXPECT_LE(before.second, after.first) << "job " << jobs[i + 1].id() << " searched while job "
+                                          << jobs[i].id() << " did";
+  }
+}
+
+// ---------------------------------------------------------------- heartbeats
+
+TEST_F(FarmServerTest, SilentWorkerIsDroppedAndItsPhaseRequeued) {
+  ServerOptions options = Options();
+  options.heartbeat_interval_s = 0.1;
+  options.heartbeat_timeout_s = 1;
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  FakeWorker mute(*farm.workers, "", "mute-1", "sim-test", nullptr, /*heartbeats=*/false);
+  grpc::Status status = mute.Connect();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(mute.received().size(), 1u);
+  EXPECT_DOUBLE_EQ(mute.received()[0].registered().heartbeat_interval_s(), 0.1);
+
+  v1::Job job;
+  status = farm.Submit(ZooRequest("squeezenet", "sim-test"), job);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(WaitUntil([&] { return !mute.assignments().empty(); }));
+
+  ASSERT_TRUE(WaitUntil([&] { return !farm.HasWorker("mute-1"); }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return mute.ended(); }, 10s)) << "the server ends the stream";
+  v1::Job waiting;
+  ASSERT_TRUE(farm.GetJob(job.id(), waiting).ok());
+  EXPECT_EQ(waiting.state(), v1::RUNNING) << waiting.error();
+
+  SimWorker worker(farm.address(), "sim-1", "sim-test");
+  const v1::Job done = farm.WaitForFinalState(job.id());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.error();
+  EXPECT_EQ(GetResult(farm, job.id()).worker(), "sim-1");
+  bool lost = false;
+  for (const auto& p : Timeline(farm, job.id())) {
+    if (p.worker() == "mute-1") {
+      EXPECT_EQ(p.phase(), "build");
+      EXPECT_EQ(p.outcome(), "worker_lost");
+      lost = true;
+    }
+  }
+  EXPECT_TRUE(lost);
+  // The real worker heartbeats often enough to stay.
+  EXPECT_TRUE(farm.HasWorker("sim-1"));
+}
+
+// ---------------------------------------------------------------- health
+
+TEST_F(FarmServerTest, AnswersTheGrpcHealthCheck) {
+  TestFarm farm(Options());
+  ASSERT_TRUE(farm.ok());
+  grpc::GenericStub stub(farm.channel);
+  grpc::CompletionQueue queue;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 30s);
+  grpc::Slice empty("");  // HealthCheckRequest{service: ""} is zero bytes
+  const grpc::ByteBuffer request(&empty, 1);
+  auto call = stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", request, &queue);
+  call->StartCall();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  ASSERT_TRUE(queue.Next(&tag, &ok));
+  EXPECT_TRUE(ok);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // HealthCheckResponse{status: SERVING}
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
+}
+
+}  // namespace
+}  // namespace iosfarm::server
