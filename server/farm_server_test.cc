@@ -32,18 +32,6 @@
 namespace iosfarm::server {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::Not;
-using testing::BuiltAll;
-using testing::Context;
-using testing::FakeWorker;
-using testing::LoopbackOptions;
-using testing::SimWorker;
-using testing::TestFarm;
-using testing::WaitUntil;
-using testing::ZooRequest;
 using namespace std::chrono_literals;
 
 

@@ -30,6 +30,20 @@
 
 namespace iosfarm::server {
 
+// The names both test files use.
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using testing::BuiltAll;
+using testing::Context;
+using testing::FakeWorker;
+using testing::LoopbackOptions;
+using testing::SimWorker;
+using testing::TestFarm;
+using testing::WaitUntil;
+using testing::ZooRequest;
+
 // A small valid ONNX model: two 1x1 convolutions of one input, added, then
 // ReLU (4 ops, well under 4 KiB).
 inline std::string TwoBranchOnnx() {

@@ -3,46 +3,11 @@
 // health. (Requests, whole jobs and bad answers: farm_server_test.cc.)
 #include "server/farm_server.h"
 
-#include <chrono>
-#include <cmath>
-#include <limits>
-#include <functional>
-#include <map>
-#include <memory>
-#include <optional>
-#include <ostream>
-#include <string>
-#include <thread>
-#include <vector>
-
-#include <gmock/gmock.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/support/byte_buffer.h>
-#include <gtest/gtest.h>
-
-#include "graph/models/zoo.h"
-#include "graph/onnx/onnx_test_util.h"
-#include "nlohmann/json.hpp"
-#include "scheduler/ios/baselines.h"
-#include "server/farm_store.h"
 #include "server/farm_server_test_util.h"
-#include "server/server_test_util.h"
 
 namespace iosfarm::server {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::Not;
-using testing::BuiltAll;
-using testing::Context;
-using testing::FakeWorker;
-using testing::LoopbackOptions;
-using testing::SimWorker;
-using testing::TestFarm;
-using testing::WaitUntil;
-using testing::ZooRequest;
 using namespace std::chrono_literals;
 
 // ---------------------------------------------------------------- cancel
