@@ -635,22 +635,25 @@ Status FarmCoordinator::WorkerJoined(const v1::RegisterWorker& reported,
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return absl::UnavailableError("the server is shutting down");
-    if (workers_.Find(registration.worker_id()) != nullptr) {
-      return absl::AlreadyExistsError(
-          StrCat("a worker with id '", registration.worker_id(), "' is already connected"));
-    }
-    RETURN_IF_ERROR(store_->UpsertDevice(registration.device_key(),
-                                         registration.device_description(),
-                                         registration.backend(), clock_.NowUnixMs()));
+    // AlreadyExists for a live id; taken back if the worker cannot join.
+    RETURN_IF_ERROR(workers_.Add(registration, std::move(link), clock_.NowUnixMs()));
     // Workers from before max_built_batches kept 8.
     const int max_batches =
         registration.max_built_batches() > 0 ? registration.max_built_batches() : 8;
     const farm::MeasuringDevice device = registration.backend() == "cpu"
                                              ? farm::MeasuringDevice::kCpu
                                              : farm::MeasuringDevice::kGpu;
-    RETURN_IF_ERROR(scheduler_.WorkerJoined(registration.worker_id(), registration.device_key(),
-                                            max_batches, device));
-    RETURN_IF_ERROR(workers_.Add(registration, std::move(link), clock_.NowUnixMs()));
+    Status joined = store_->UpsertDevice(registration.device_key(),
+                                         registration.device_description(),
+                                         registration.backend(), clock_.NowUnixMs());
+    if (joined.ok()) {
+      joined = scheduler_.WorkerJoined(registration.worker_id(), registration.device_key(),
+                                       max_batches, device);
+    }
+    if (!joined.ok()) {
+      workers_.Remove(registration.worker_id());
+      return joined;
+    }
     spdlog::info("worker {} joined ({} backend, device key {}: {})", registration.worker_id(),
                  registration.backend(), registration.device_key(),
                  registration.device_description());

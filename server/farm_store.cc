@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <tuple>
 
 #include "absl/container/flat_hash_set.h"
+#include "common/clock.h"
 #include "common/strings.h"
 
 namespace iosfarm::server {
@@ -28,12 +28,6 @@ class ScopedStatement {
 };
 
 int64_t ToStored(uint64_t signature) { return std::bit_cast<int64_t>(signature); }
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 constexpr JobState kAllStates[] = {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
                                    JobState::kFailed, JobState::kCancelled};

@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include "common/clock.h"
 #include "common/strings.h"
 #include "iosfarm/v1/farm.grpc.pb.h"
 #include "proto/rpc_util.h"
@@ -35,12 +36,6 @@ std::string_view KindName(const v1::PhaseAssignment& assignment) {
       break;
   }
   return "empty assignment";
-}
-
-int64_t UnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -326,7 +321,7 @@ void WorkerDaemon::HeartbeatLoop(const std::shared_ptr<Session>& session) {
       return;
     }
     v1::WorkerMessage beat;
-    beat.mutable_heartbeat()->set_unix_ms(UnixMs());
+    beat.mutable_heartbeat()->set_unix_ms(NowUnixMs());
     if (!s->WriteLocked(beat)) return;
   }
 }

@@ -6,6 +6,7 @@
 #include "scheduler/ios/merge.h"
 
 namespace iosfarm::scheduler::ios {
+
 bool SameMerged(const MergedConv& a, const MergedConv& b) {
   if (a.input != b.input || !(a.attrs == b.attrs) || a.branches.size() != b.branches.size()) {
     return false;
