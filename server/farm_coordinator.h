@@ -1,22 +1,27 @@
 // FarmCoordinator: the server's core. It owns the load-aware scheduler
-// (scheduler/farm), the jobs' search state (JobRunner), the connected
-// workers and a pool of server CPU slots, and moves every job through its
-// phases: enumerate -> build -> profile -> update -> ... -> measure.
+// (scheduler/farm), the active jobs (JobContext: their search in a
+// JobRunner, their phase chain in a JobLifecycle), the connected workers
+// (WorkerRegistry) and a pool of server CPU slots, and moves every job
+// through its phases: enumerate -> build -> profile -> update -> ... ->
+// measure.
 //
 // Event-driven: every call (submit, phase result, worker joined or lost,
 // cancel) updates the scheduler and starts whatever may start now; server
-// phases run on the CPU pool, worker phases are sent on the worker's stream.
+// phases run on the CPU pool, worker phases are sent on the worker's link.
 // Nothing polls except the heartbeat monitor, which wakes once per interval.
+// It speaks only the core's types (worker_protocol.h, farm_store.h); the
+// gRPC services convert at the edge (proto_convert.h).
 //
-// Everything measured goes to the FarmStore before the search sees it, and
-// job state and progress are written after every phase, so a restarted server
+// Everything measured goes to the store before the search sees it, and job
+// state and progress are written after every phase, so a restarted server
 // resumes unfinished jobs (Resume) without re-profiling anything stored.
 //
-// Thread-safe: one mutex (mu_) guards the state. Stream sends happen outside
-// it (SendAll); so do the search's latency reads and writes (JobRunner's
-// Enumerate, ApplyProfile, Load on a pool thread). Job progress and state,
-// the phase log, results and devices are written under it (short SQLite
-// writes). WaitForChange waits on mu_ with a condition on the job's version.
+// Thread-safe. One mutex (mu_) guards the scheduler and the jobs' state; it
+// is never held across SQLite or a stream write: job-table writes are queued
+// in a JobRecorder and carried out after the lock is released, in the order
+// they were made (Deliver), and so are stream sends. The search's latency
+// reads and writes run on pool threads outside the lock (JobRunner's
+// Enumerate, ApplyProfile, Load), and so does storing a measure's result.
 // docs/architecture.md draws the threads and locks.
 #ifndef IOSFARM_SERVER_FARM_COORDINATOR_H_
 #define IOSFARM_SERVER_FARM_COORDINATOR_H_
@@ -39,7 +44,6 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "graph/graph.h"
-#include "iosfarm/v1/farm.pb.h"
 #include "scheduler/farm/farm_scheduler.h"
 #include "scheduler/farm/job_lifecycle.h"
 #include "scheduler/ios/search_options.h"
@@ -47,10 +51,14 @@
 #include "server/farm_store.h"
 #include "server/heartbeat_monitor.h"
 #include "server/import_gate.h"
+#include "server/job_context.h"
+#include "server/job_recorder.h"
 #include "server/job_runner.h"
 #include "server/phase_padding.h"
 #include "server/search_places.h"
 #include "server/server_phase_pool.h"
+#include "server/server_phases.h"
+#include "server/worker_protocol.h"
 #include "server/worker_registry.h"
 
 namespace iosfarm::server {
@@ -62,8 +70,8 @@ struct CoordinatorOptions {
   int max_active_jobs_per_owner = 64;
   double heartbeat_interval_s = 1.0;
   double heartbeat_timeout_s = 5.0;  // silence after which a worker is lost
-  v1::ProfileOptions profile;        // stage profiling (0 fields: backend defaults)
-  v1::ProfileOptions measure;        // end-to-end measurement
+  ProfileSettings profile;           // stage profiling (0 fields: backend defaults)
+  ProfileSettings measure;           // end-to-end measurement
   // BENCHMARK ONLY (empty = off): minimum wall seconds of each phase kind. A
   // server phase that ends sooner sleeps in its slot; a worker phase's result
   // is held back (on a timer thread) until its minimum has passed since it
@@ -140,7 +148,7 @@ class FarmCoordinator {
   // Workers. WorkerJoined: the registration within WorkerRegistry's bounds
   // (InvalidArgument naming the field otherwise); AlreadyExists when a live
   // worker has the id.
-  Status WorkerJoined(const v1::RegisterWorker& registration, std::shared_ptr<WorkerLink> link);
+  Status WorkerJoined(const WorkerRegistration& registration, std::shared_ptr<WorkerLink> link);
   void WorkerHeartbeat(const std::string& worker);
   // Loses the workers whose last heartbeat is more than heartbeat_timeout_s
   // old on the options' clock (the monitor thread calls this every
@@ -149,8 +157,9 @@ class FarmCoordinator {
   // The worker's stream ended (or it went silent): its phases are re-queued.
   void WorkerLost(const std::string& worker, const std::string& reason);
   // A phase result from `worker`. Results of unknown or cancelled phases are
-  // ignored (logged).
-  void PhaseResult(const std::string& worker, const v1::PhaseResult& result);
+  // ignored (logged). A measure's result is stored (outside the lock) before
+  // the job moves on.
+  void PhaseResult(const std::string& worker, const PhaseReport& report);
   std::vector<WorkerSnapshot> Workers();
 
   // Bounds the ONNX imports in flight (ImportGate): the submit's and the
@@ -168,23 +177,6 @@ class FarmCoordinator {
   void Shutdown();
 
  private:
-  struct JobContext {
-    JobRow row;
-    std::unique_ptr<JobRunner> runner;   // created by the first enumerate
-    bool scheduled = false;              // known to scheduler_ (from its search's start)
-    // The phase chain (the one the simulation runs); counts failed attempts.
-    scheduler::farm::JobLifecycle lifecycle{1};
-    scheduler::farm::PhaseKind queued_kind = scheduler::farm::PhaseKind::kEnumerate;
-    bool resume_counted = false;         // Resume counted this start (crash-loop guard)
-    bool parked = false;                 // waiting for another job's measurements
-    v1::PhaseResult pending_profile;     // for the next update
-    std::string pending_worker, pending_backend;
-    double submitted_s = 0;
-    int64_t version = 0;
-    std::string message;
-    // Set by Cancel and Shutdown: a running search pass stops soon after.
-    std::atomic<bool> stop{false};
-  };
   struct InFlight {
     double dispatched_s = 0;  // NowSeconds() at dispatch (benchmark padding)
     int64_t job = 0;
@@ -192,20 +184,28 @@ class FarmCoordinator {
     std::string worker;
     int64_t stages = 0;
   };
-  using Send = std::pair<std::shared_ptr<WorkerLink>, v1::ServerMessage>;
+  // What a call does after it releases mu_ (Deliver): the recorder's writes,
+  // then the stream sends; a failed send closes the link (the stream handler
+  // reports the loss).
+  struct Outbox {
+    std::vector<std::pair<std::shared_ptr<WorkerLink>, WorkerCommand>> sends;
+    std::vector<std::shared_ptr<WorkerLink>> to_close;
+  };
+  void Deliver(Outbox outbox) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Starts what may start now; worker messages to send go to `sends`.
-  void DispatchLocked(std::vector<Send>& sends) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sends outside the lock; a failed send loses the worker.
-  void SendAll(std::vector<Send> sends) ABSL_LOCKS_EXCLUDED(mu_);
-  void EnqueueLocked(JobContext& job, scheduler::farm::PhaseKind kind,
-                     const std::string& pinned_worker = "") ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends finished phase records to the store's phase log.
+  // Starts what may start now; worker orders to send go to `out`.
+  void DispatchLocked(Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends a worker phase of `job` (or fails the job when it cannot be sent).
+  void DispatchToWorkerLocked(const scheduler::farm::Assignment& assignment, JobContext& job,
+                              InFlight flight, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EnqueueLocked(JobContext& job, const scheduler::farm::PhaseRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the scheduler's finished phase records for the store's phase log.
   void FlushRecordsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TouchLocked(JobContext& job, std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gauges: queue lengths, active jobs, connected workers.
   void ReportGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends a job: final state in the store, scheduler and claims released.
+  // Ends a job: final state queued for the store, scheduler and claims released.
   void FinishJobLocked(JobContext& job, JobState state, const std::string& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Acts on the job's lifecycle step: queues its next phase, parks it, or
@@ -214,20 +214,29 @@ class FarmCoordinator {
   void StepLocked(JobContext& job, const scheduler::farm::LifecycleStep& step,
                   std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeParkedLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WorkerLostLocked(const std::string& worker, const std::string& reason,
-                        std::vector<Send>& sends) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WorkerLostLocked(const std::string& worker, const std::string& reason, Outbox& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Server phases, run on the CPU pool.
   void RunServerPhase(scheduler::farm::Assignment assignment) ABSL_LOCKS_EXCLUDED(mu_);
   void ServerPhaseDone(const scheduler::farm::Assignment& assignment,
                        const std::shared_ptr<JobContext>& job, const Status& status,
-                       std::optional<JobRunner::Next> next) ABSL_LOCKS_EXCLUDED(mu_);
-  v1::ServerMessage WorkerPhaseMessageLocked(const scheduler::farm::Assignment& assignment,
-                                             JobContext& job, Status& error)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                       std::optional<JobRunner::Next> next, int64_t stored_stages)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Checks and stores a measure's result; outside mu_ (the job's one phase
+  // in flight owns its runner). The first status is the worker's bad answer
+  // (retried), the second the store's failure (the job fails).
+  std::pair<Status, Status> StoreMeasure(JobContext& job, const PhaseReport& report,
+                                         const std::string& worker, const std::string& backend)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // OK when a connected worker has `device_key` or one registered it before;
   // NotFound naming the key and listing the known ones otherwise.
-  Status CheckDeviceKeyLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  StatusOr<JobRow> AdmitLocked(JobRow job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status CheckDeviceKey(const std::string& device_key) ABSL_LOCKS_EXCLUDED(mu_);
+  // Reserves an active-job place for `owner` (ResourceExhausted past the
+  // limit, Unavailable while shutting down); Admit or Unreserve uses it.
+  Status ReserveLocked(const std::string& owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores a new queued job (outside mu_, on its reservation) and admits it.
+  StatusOr<JobRow> CreateAndAdmit(JobRow job) ABSL_LOCKS_EXCLUDED(mu_);
+  JobContext& AdmitLocked(JobRow row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Registers the job with the scheduler and queues its first enumerate when
   // fewer than max_searches searches hold memory; otherwise the job waits in
   // search_places_, unknown to the scheduler.
@@ -239,17 +248,22 @@ class FarmCoordinator {
   const CoordinatorOptions options_;
   const Clock& clock_;
   FarmStore* const store_;
+  JobRecorder recorder_;  // job-table writes, carried out outside mu_
   SignatureClaims claims_;
   ImportGate import_gate_;
 
   absl::Mutex mu_;
   scheduler::farm::FarmScheduler scheduler_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::shared_ptr<JobContext>> jobs_ ABSL_GUARDED_BY(mu_);  // active
+  // Jobs being stored by Submit or Retune (outside mu_), per owner: they
+  // count against max_active_jobs_per_owner until admitted.
+  std::map<std::string, int> reserved_ ABSL_GUARDED_BY(mu_);
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<scheduler::farm::PhaseId, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   SearchPlaces search_places_ ABSL_GUARDED_BY(mu_);  // max_searches
 
+  ServerPhaseEnv phase_env_;                    // what server phases use
   std::unique_ptr<ServerPhasePool> pool_;       // enumerate and update
   std::unique_ptr<HeartbeatMonitor> heartbeat_;  // calls CheckHeartbeats
   std::unique_ptr<PhasePadding> padding_;        // benchmark only; null unless set

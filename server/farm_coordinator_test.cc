@@ -12,6 +12,7 @@
 #include "graph/models/zoo.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/schedule_json.h"
+#include "server/proto_convert.h"
 #include "server/store_test_util.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/phase_executor.h"
@@ -34,7 +35,11 @@ class FakeWorker final : public WorkerLink {
     executor_ = std::make_unique<worker::PhaseExecutor>(*backend_);
   }
 
-  bool Send(const v1::ServerMessage& message) override {
+  // The order goes through both edges as on a real stream: the server's
+  // conversion to the wire, the worker's executor, the server's reading of
+  // the answer.
+  bool Send(const WorkerCommand& command) override {
+    const v1::ServerMessage message = WorkerCommandToProto(command);
     absl::MutexLock lock(&mu_);
     if (closed_) return false;
     if (message.has_assign()) {
@@ -48,12 +53,12 @@ class FakeWorker final : public WorkerLink {
     closed_ = true;
   }
 
-  v1::RegisterWorker Registration() const {
-    v1::RegisterWorker registration;
-    registration.set_worker_id(id_);
-    registration.set_device_key("sim-v100");
-    registration.set_backend("sim");
-    registration.set_max_built_batches(worker::PhaseExecutor::kMaxBatches);
+  WorkerRegistration Registration() const {
+    WorkerRegistration registration;
+    registration.worker_id = id_;
+    registration.device_key = "sim-v100";
+    registration.backend = "sim";
+    registration.max_built_batches = worker::PhaseExecutor::kMaxBatches;
     return registration;
   }
 
@@ -74,7 +79,7 @@ class FakeWorker final : public WorkerLink {
       } else {
         result = executor_->Execute(assignment);
       }
-      coordinator.PhaseResult(id_, result);
+      coordinator.PhaseResult(id_, PhaseReportFromProto(result));
     }
     return static_cast<int>(inbox.size());
   }
@@ -280,8 +285,8 @@ TEST_F(FarmCoordinatorTest, JobsWaitingForASearchPlaceDoNotStallSynchronousRound
 TEST_F(FarmCoordinatorTest, ARegistrationOutsideTheBoundsIsRefusedNamingTheField) {
   auto coordinator = MakeCoordinator();
   auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kExecute);
-  v1::RegisterWorker registration = worker->Registration();
-  registration.set_device_key(std::string(WorkerRegistry::kMaxDeviceKeyBytes + 1, 'k'));
+  WorkerRegistration registration = worker->Registration();
+  registration.device_key = std::string(WorkerRegistry::kMaxDeviceKeyBytes + 1, 'k');
   Status joined = coordinator->WorkerJoined(registration, worker);
   EXPECT_TRUE(absl::IsInvalidArgument(joined)) << joined;
   EXPECT_NE(std::string(joined.message()).find("register: device_key"), std::string::npos)

@@ -44,11 +44,11 @@ StatusOr<TokenSet> LoadTokens(const std::string& file, const char* env, bool fro
   return tokens;
 }
 
-v1::ProfileOptions ProfileFrom(const ServerOptions& options) {
-  v1::ProfileOptions profile;
-  profile.set_min_repeats(options.profile_min_repeats);
-  profile.set_max_repeats(options.profile_max_repeats);
-  profile.set_max_seconds(options.profile_max_seconds);
+ProfileSettings ProfileFrom(const ServerOptions& options) {
+  ProfileSettings profile;
+  profile.min_repeats = options.profile_min_repeats;
+  profile.max_repeats = options.profile_max_repeats;
+  profile.max_seconds = options.profile_max_seconds;
   return profile;
 }
 

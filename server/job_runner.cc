@@ -124,7 +124,7 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph:
   runner->model_digest_ = job.model_digest.empty() ? ios::ModelDigest(graph) : job.model_digest;
   runner->graph_ = WithoutWeightValues(graph);
   graph = graph::Graph();  // the weights go now, not when the caller's copy does
-  runner->graph_bytes_ = graph::SerializeGraph(runner->graph_);
+  runner->graph_bytes_ = std::make_shared<const std::string>(graph::SerializeGraph(runner->graph_));
   ASSIGN_OR_RETURN(runner->session_, ios::SearchSession::Create(runner->graph_, runner->options_));
   runner->session_->SetStopFlag(stop);
   runner->stages_profiled_ = job.stages_profiled;
@@ -232,50 +232,43 @@ int64_t JobRunner::HeldRequestBytes() const {
   return bytes;
 }
 
-v1::BuildAssignment JobRunner::MakeBuild() const {
-  v1::BuildAssignment build;
-  build.set_graph(graph_bytes_);
-  for (const auto& request : batch_) {
-    v1::StageSpec* spec = build.add_stages();
-    spec->set_strategy(std::string(ios::StrategyName(request.stage.strategy)));
-    spec->set_signature(request.signature);
-    for (const auto& group : request.stage.groups) {
-      v1::StageGroup* g = spec->add_groups();
-      for (graph::NodeId op : group) g->add_ops(op);
-    }
-  }
+BuildRequest JobRunner::MakeBuild() const {
+  BuildRequest build;
+  build.graph = graph_bytes_;
+  build.stages = batch_;
   return build;
 }
 
-Status JobRunner::ApplyProfile(const v1::PhaseResult& result, const std::string& worker,
+Status JobRunner::ApplyProfile(const PhaseReport& result, const std::string& worker,
                                const std::string& backend, FarmStore& store,
                                SignatureClaims& claims, int64_t now_unix_ms) {
-  if (result.latencies_size() != static_cast<int>(batch_.size())) {
+  if (result.latencies.size() != batch_.size()) {
     return absl::InvalidArgumentError(StrCat("worker ", worker, " returned ",
-                                             result.latencies_size(), " latencies for ",
+                                             result.latencies.size(), " latencies for ",
                                              batch_.size(), " stages"));
   }
   std::vector<std::pair<uint64_t, StoredLatency>> rows;
   rows.reserve(batch_.size());
   for (size_t i = 0; i < batch_.size(); ++i) {
-    const v1::StageLatency& l = result.latencies(static_cast<int>(i));
-    if (l.signature() != batch_[i].signature) {
+    const StageLatencyReport& l = result.latencies[i];
+    if (l.signature != batch_[i].signature) {
       return absl::InvalidArgumentError(
-          StrCat("worker ", worker, " answered stage ", i, " with signature ", l.signature(),
+          StrCat("worker ", worker, " answered stage ", i, " with signature ", l.signature,
                  ", expected ", batch_[i].signature));
     }
-    RETURN_IF_ERROR(CheckFigures(worker, StrCat("stage ", i, " (signature ", l.signature(), ")"),
-                                 l.median_ms(), l.p10_ms(), l.p90_ms(), l.cv(), l.repeats()));
+    const ReportedFigures& f = l.figures;
+    RETURN_IF_ERROR(CheckFigures(worker, StrCat("stage ", i, " (signature ", l.signature, ")"),
+                                 f.median_ms, f.p10_ms, f.p90_ms, f.cv, f.repeats));
     StoredLatency stored;
-    stored.median_ms = l.median_ms();
-    stored.p10_ms = l.p10_ms();
-    stored.p90_ms = l.p90_ms();
-    stored.cv = l.cv();
-    stored.repeats = l.repeats();
+    stored.median_ms = f.median_ms;
+    stored.p10_ms = f.p10_ms;
+    stored.p90_ms = f.p90_ms;
+    stored.cv = f.cv;
+    stored.repeats = static_cast<int>(f.repeats);
     stored.worker = worker;
     stored.backend = backend;
     stored.measured_unix_ms = now_unix_ms;
-    rows.emplace_back(l.signature(), stored);
+    rows.emplace_back(l.signature, stored);
   }
   ASSIGN_OR_RETURN(int64_t fresh, store.PutLatencies(job_.device_key, rows));
   (void)fresh;
@@ -288,56 +281,55 @@ Status JobRunner::ApplyProfile(const v1::PhaseResult& result, const std::string&
   return absl::OkStatus();
 }
 
-StatusOr<v1::MeasureAssignment> JobRunner::MakeMeasure() const {
+StatusOr<MeasureRequest> JobRunner::MakeMeasure() const {
   if (!done_) return absl::FailedPreconditionError("the search is not done");
-  v1::MeasureAssignment measure;
-  measure.set_graph(graph_bytes_);
+  MeasureRequest measure;
+  measure.graph = graph_bytes_;
   for (const auto& [name, schedule] : schedules_) {
     ios::ScheduleMetadata metadata = ios::MakeScheduleMetadata(
         graph_, job_.device_key, name, name == "ios" ? &options_ : nullptr);
-    v1::NamedSchedule* named = measure.add_schedules();
-    named->set_name(name);
-    named->set_schedule_json(ios::ScheduleToJson(graph_, schedule, metadata).dump());
+    measure.schedules.push_back({name, ios::ScheduleToJson(graph_, schedule, metadata).dump()});
   }
   return measure;
 }
 
-size_t JobRunner::ChooseMeasured(const v1::PhaseResult& result) {
+size_t JobRunner::ChooseMeasured(const PhaseReport& result) {
   size_t chosen = 0;  // the IOS schedule
-  const double ios = result.schedules(0).median_ms();
-  for (int i = 1; i < result.schedules_size(); ++i) {
-    const double median = result.schedules(i).median_ms();
+  const double ios = result.schedules[0].figures.median_ms;
+  for (size_t i = 1; i < result.schedules.size(); ++i) {
+    const double median = result.schedules[i].figures.median_ms;
     if (median < (1.0 - kSwitchMargin) * ios &&
-        median < result.schedules(static_cast<int>(chosen)).median_ms()) {
-      chosen = static_cast<size_t>(i);
+        median < result.schedules[chosen].figures.median_ms) {
+      chosen = i;
     }
   }
   return chosen;
 }
 
-StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
+StatusOr<ResultRow> JobRunner::ApplyMeasure(const PhaseReport& result,
                                             const std::string& worker,
                                             const std::string& backend,
                                             double search_seconds) const {
   if (!done_) return absl::FailedPreconditionError("the search is not done");
-  if (result.schedules_size() != static_cast<int>(schedules_.size())) {
+  if (result.schedules.size() != schedules_.size()) {
     return absl::InvalidArgumentError(StrCat("worker ", worker, " measured ",
-                                             result.schedules_size(), " schedules, expected ",
+                                             result.schedules.size(), " schedules, expected ",
                                              schedules_.size()));
   }
   nlohmann::json measured = nlohmann::json::object();
-  for (int i = 0; i < result.schedules_size(); ++i) {
-    const v1::ScheduleLatency& l = result.schedules(i);
-    if (l.name() != schedules_[i].first) {
-      return absl::InvalidArgumentError(StrCat("worker ", worker, " measured schedule '", l.name(),
+  for (size_t i = 0; i < result.schedules.size(); ++i) {
+    const ScheduleLatencyReport& l = result.schedules[i];
+    const ReportedFigures& f = l.figures;
+    if (l.name != schedules_[i].first) {
+      return absl::InvalidArgumentError(StrCat("worker ", worker, " measured schedule '", l.name,
                                                "' at position ", i, ", expected '",
                                                schedules_[i].first, "'"));
     }
-    RETURN_IF_ERROR(CheckFigures(worker, StrCat("schedule '", l.name(), "'"), l.median_ms(),
-                                 l.p10_ms(), l.p90_ms(), l.cv(), l.repeats()));
-    measured[l.name()] = {{"median_ms", l.median_ms()}, {"p10_ms", l.p10_ms()},
-                          {"p90_ms", l.p90_ms()},       {"cv", l.cv()},
-                          {"repeats", l.repeats()}};
+    RETURN_IF_ERROR(CheckFigures(worker, StrCat("schedule '", l.name, "'"), f.median_ms,
+                                 f.p10_ms, f.p90_ms, f.cv, f.repeats));
+    measured[l.name] = {{"median_ms", f.median_ms}, {"p10_ms", f.p10_ms},
+                        {"p90_ms", f.p90_ms},       {"cv", f.cv},
+                        {"repeats", f.repeats}};
   }
   const auto& [chosen_name, best] = schedules_[ChooseMeasured(result)];
   ios::ScheduleMetadata metadata = ios::MakeScheduleMetadata(

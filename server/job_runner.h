@@ -35,11 +35,11 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "graph/graph.h"
-#include "iosfarm/v1/farm.pb.h"
 #include "scheduler/ios/search_options.h"
 #include "scheduler/ios/search_session.h"
 #include "server/farm_store.h"
 #include "server/import_gate.h"
+#include "server/worker_protocol.h"
 
 namespace iosfarm::server {
 
@@ -125,21 +125,21 @@ class JobRunner {
   StatusOr<Next> Enumerate(FarmStore& store, SignatureClaims& claims, double slice_s = 0);
 
   // The build phase of the current batch.
-  v1::BuildAssignment MakeBuild() const;
+  BuildRequest MakeBuild() const;
   int64_t batch_size() const { return static_cast<int64_t>(batch_.size()); }
 
   // The update phase: checks `result` (one latency per stage of the batch,
   // signatures as asked, every figure passing CheckFigures; InvalidArgument
   // naming the first problem otherwise, nothing written), stores the
   // latencies and provides them to the search. Releases the job's claims.
-  Status ApplyProfile(const v1::PhaseResult& result, const std::string& worker,
+  Status ApplyProfile(const PhaseReport& result, const std::string& worker,
                       const std::string& backend, FarmStore& store, SignatureClaims& claims,
                       int64_t now_unix_ms);
 
   // The measure phase (after Enumerate answered kMeasure).
-  StatusOr<v1::MeasureAssignment> MakeMeasure() const;
+  StatusOr<MeasureRequest> MakeMeasure() const;
   // Checks the measure answer (one entry per schedule) and builds the result.
-  StatusOr<ResultRow> ApplyMeasure(const v1::PhaseResult& result, const std::string& worker,
+  StatusOr<ResultRow> ApplyMeasure(const PhaseReport& result, const std::string& worker,
                                    const std::string& backend, double search_seconds) const;
 
   // How much faster end to end (median) a baseline must be than the IOS
@@ -158,7 +158,7 @@ class JobRunner {
 
  private:
   // The index (in the measure answer, IOS first) of the schedule to return.
-  static size_t ChooseMeasured(const v1::PhaseResult& result);
+  static size_t ChooseMeasured(const PhaseReport& result);
   explicit JobRunner(const JobRow& job) : job_(job) {}
   // Looks `requests` up in the store: provides the known ones, claims the
   // rest; claimed ones go to batch_, others to awaiting_.
@@ -171,7 +171,8 @@ class JobRunner {
 
   JobRow job_;
   graph::Graph graph_;              // without weight values
-  std::string graph_bytes_;         // SerializeGraph(graph_), sent to workers
+  // SerializeGraph(graph_), sent to workers (shared by the job's orders).
+  std::shared_ptr<const std::string> graph_bytes_;
   std::string model_digest_;        // ModelDigest of the graph with its weights
   scheduler::ios::SearchOptions options_;
   // Released once the search is done (the schedules are all that is left).

@@ -153,4 +153,107 @@ StatusOr<JobOptions> OptionsFromProto(const v1::SearchOptions& options, int prio
   return out;
 }
 
+WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration) {
+  WorkerRegistration out;
+  out.worker_id = registration.worker_id();
+  out.device_key = registration.device_key();
+  out.backend = registration.backend();
+  out.device_description = registration.device_description();
+  out.version = registration.version();
+  out.max_built_batches = registration.max_built_batches();
+  return out;
+}
+
+namespace {
+
+template <typename Latency>
+ReportedFigures FiguresFromProto(const Latency& latency) {
+  return {latency.median_ms(), latency.p10_ms(), latency.p90_ms(), latency.cv(),
+          latency.repeats()};
+}
+
+}  // namespace
+
+PhaseReport PhaseReportFromProto(const v1::PhaseResult& result) {
+  PhaseReport out;
+  out.phase_id = result.phase_id();
+  out.ok = result.ok();
+  out.error = result.error();
+  out.plans_built = result.plans_built();
+  out.latencies.reserve(result.latencies_size());
+  for (const v1::StageLatency& l : result.latencies()) {
+    out.latencies.push_back({l.signature(), FiguresFromProto(l)});
+  }
+  out.schedules.reserve(result.schedules_size());
+  for (const v1::ScheduleLatency& l : result.schedules()) {
+    out.schedules.push_back({l.name(), FiguresFromProto(l)});
+  }
+  return out;
+}
+
+v1::ProfileOptions ProfileSettingsToProto(const ProfileSettings& settings) {
+  v1::ProfileOptions out;
+  out.set_warmup(settings.warmup);
+  out.set_min_repeats(settings.min_repeats);
+  out.set_max_repeats(settings.max_repeats);
+  out.set_stable_fraction(settings.stable_fraction);
+  out.set_max_seconds(settings.max_seconds);
+  return out;
+}
+
+namespace {
+
+void StagesToProto(const std::vector<scheduler::ios::StageRequest>& stages,
+                   v1::BuildAssignment& build) {
+  for (const auto& request : stages) {
+    v1::StageSpec* spec = build.add_stages();
+    spec->set_strategy(std::string(scheduler::ios::StrategyName(request.stage.strategy)));
+    spec->set_signature(request.signature);
+    for (const auto& group : request.stage.groups) {
+      v1::StageGroup* g = spec->add_groups();
+      for (graph::NodeId op : group) g->add_ops(op);
+    }
+  }
+}
+
+}  // namespace
+
+v1::ServerMessage WorkerCommandToProto(const WorkerCommand& command) {
+  v1::ServerMessage message;
+  if (command.kind == WorkerCommand::Kind::kCancel) {
+    message.mutable_cancel()->set_phase_id(command.cancel_phase);
+    return message;
+  }
+  const PhaseOrder& order = command.assign;
+  v1::PhaseAssignment* assign = message.mutable_assign();
+  assign->set_phase_id(order.phase_id);
+  assign->set_job_id(order.job_id);
+  assign->set_batch_id(order.batch_id);
+  switch (order.kind) {
+    case scheduler::farm::PhaseKind::kBuild: {
+      v1::BuildAssignment* build = assign->mutable_build();
+      if (order.build.graph) build->set_graph(*order.build.graph);
+      StagesToProto(order.build.stages, *build);
+      break;
+    }
+    case scheduler::farm::PhaseKind::kProfile:
+      *assign->mutable_profile()->mutable_options() = ProfileSettingsToProto(order.profile);
+      break;
+    case scheduler::farm::PhaseKind::kMeasure: {
+      v1::MeasureAssignment* measure = assign->mutable_measure();
+      if (order.measure.graph) measure->set_graph(*order.measure.graph);
+      for (const NamedScheduleJson& schedule : order.measure.schedules) {
+        v1::NamedSchedule* named = measure->add_schedules();
+        named->set_name(schedule.name);
+        named->set_schedule_json(schedule.json);
+      }
+      *measure->mutable_options() = ProfileSettingsToProto(order.measure.options);
+      break;
+    }
+    default:
+      break;  // server phases never reach a worker (the coordinator's check)
+  }
+  return message;
+}
+
 }  // namespace iosfarm::server

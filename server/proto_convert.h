@@ -1,5 +1,8 @@
-// Conversions between the store's rows and the wire types (farm.proto).
-// Only server/ uses them; nothing here does I/O.
+// The server's one place for conversions between its own types (the
+// store's rows, worker_protocol.h) and the wire types (farm.proto). The gRPC
+// services (tuning_service.cc, worker_service.cc) call them; the core
+// (coordinator, JobRunner, registry) never sees a v1 type. Nothing here does
+// I/O.
 #ifndef IOSFARM_SERVER_PROTO_CONVERT_H_
 #define IOSFARM_SERVER_PROTO_CONVERT_H_
 
@@ -7,8 +10,9 @@
 
 #include "common/status.h"
 #include "iosfarm/v1/farm.pb.h"
-#include "server/farm_coordinator.h"
 #include "server/farm_store.h"
+#include "server/worker_protocol.h"
+#include "server/worker_registry.h"
 
 namespace iosfarm::server {
 
@@ -23,6 +27,16 @@ StatusOr<v1::JobResult> ResultToProto(const ResultRow& result);
 // Applies server defaults to 0 fields and checks ranges (InvalidArgument
 // naming the field).
 StatusOr<JobOptions> OptionsFromProto(const v1::SearchOptions& options, int priority);
+
+// --- the worker stream (WorkerService.Connect)
+// Field for field; the coordinator bounds what a worker may report
+// (WorkerRegistry::Bounded, BoundedReport, CheckFigures).
+WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration);
+PhaseReport PhaseReportFromProto(const v1::PhaseResult& result);
+v1::ProfileOptions ProfileSettingsToProto(const ProfileSettings& settings);
+// An assignment or a cancel as the worker reads it: stages as StageSpecs
+// with the server's signatures, the graph's encoding as bytes.
+v1::ServerMessage WorkerCommandToProto(const WorkerCommand& command);
 
 }  // namespace iosfarm::server
 

@@ -246,5 +246,100 @@ TEST(ProtoConvertTest, OptionsDefaultsAndRanges) {
   }
 }
 
+TEST(ProtoConvertTest, WorkerReportsAndRegistrationsKeepEveryField) {
+  v1::RegisterWorker registration;
+  registration.set_worker_id("w1");
+  registration.set_device_key("h100");
+  registration.set_backend("cuda");
+  registration.set_device_description("NVIDIA H100");
+  registration.set_version("0.1");
+  registration.set_max_built_batches(4);
+  const WorkerRegistration r = RegistrationFromProto(registration);
+  EXPECT_EQ(r.worker_id, "w1");
+  EXPECT_EQ(r.device_key, "h100");
+  EXPECT_EQ(r.backend, "cuda");
+  EXPECT_EQ(r.device_description, "NVIDIA H100");
+  EXPECT_EQ(r.version, "0.1");
+  EXPECT_EQ(r.max_built_batches, 4);
+
+  v1::PhaseResult result;
+  result.set_phase_id(12);
+  result.set_ok(true);
+  result.set_plans_built(2);
+  v1::StageLatency* l = result.add_latencies();
+  l->set_signature(0xfedcba9876543210ULL);
+  l->set_median_ms(1.5);
+  l->set_p10_ms(1.25);
+  l->set_p90_ms(2);
+  l->set_cv(0.1);
+  l->set_repeats(30);
+  v1::ScheduleLatency* m = result.add_schedules();
+  m->set_name("greedy");
+  m->set_median_ms(7);
+  m->set_repeats(9);
+  const PhaseReport report = PhaseReportFromProto(result);
+  EXPECT_EQ(report.phase_id, 12);
+  EXPECT_TRUE(report.ok);
+  EXPECT_EQ(report.plans_built, 2);
+  ASSERT_EQ(report.latencies.size(), 1u);
+  EXPECT_EQ(report.latencies[0].signature, 0xfedcba9876543210ULL);
+  EXPECT_DOUBLE_EQ(report.latencies[0].figures.median_ms, 1.5);
+  EXPECT_DOUBLE_EQ(report.latencies[0].figures.p10_ms, 1.25);
+  EXPECT_DOUBLE_EQ(report.latencies[0].figures.p90_ms, 2);
+  EXPECT_DOUBLE_EQ(report.latencies[0].figures.cv, 0.1);
+  EXPECT_EQ(report.latencies[0].figures.repeats, 30);
+  ASSERT_EQ(report.schedules.size(), 1u);
+  EXPECT_EQ(report.schedules[0].name, "greedy");
+  EXPECT_DOUBLE_EQ(report.schedules[0].figures.median_ms, 7);
+  EXPECT_EQ(report.schedules[0].figures.repeats, 9);
+}
+
+TEST(ProtoConvertTest, CommandsBecomeTheAssignmentsWorkersRead) {
+  EXPECT_EQ(WorkerCommandToProto(WorkerCommand::Cancel(5)).cancel().phase_id(), 5);
+
+  PhaseOrder build;
+  build.phase_id = 3;
+  build.job_id = 4;
+  build.batch_id = "4/0";
+  build.kind = scheduler::farm::PhaseKind::kBuild;
+  build.build.graph = std::make_shared<const std::string>("graph bytes");
+  scheduler::ios::StageRequest request;
+  request.signature = 99;
+  request.stage.strategy = scheduler::ios::Strategy::kMerge;
+  request.stage.groups = {{1, 2}, {3}};
+  build.build.stages.push_back(request);
+  const v1::ServerMessage message = WorkerCommandToProto(WorkerCommand::Assign(build));
+  ASSERT_TRUE(message.has_assign());
+  EXPECT_EQ(message.assign().phase_id(), 3);
+  EXPECT_EQ(message.assign().job_id(), 4);
+  EXPECT_EQ(message.assign().batch_id(), "4/0");
+  ASSERT_TRUE(message.assign().has_build());
+  EXPECT_EQ(message.assign().build().graph(), "graph bytes");
+  ASSERT_EQ(message.assign().build().stages_size(), 1);
+  const v1::StageSpec& spec = message.assign().build().stages(0);
+  EXPECT_EQ(spec.signature(), 99u);
+  EXPECT_EQ(spec.strategy(), "merge");
+  ASSERT_EQ(spec.groups_size(), 2);
+  EXPECT_THAT(spec.groups(0).ops(), ::testing::ElementsAre(1, 2));
+
+  PhaseOrder measure;
+  measure.kind = scheduler::farm::PhaseKind::kMeasure;
+  measure.measure.graph = build.build.graph;
+  measure.measure.schedules = {{"ios", "{}"}, {"sequential", "[]"}};
+  measure.measure.options.max_repeats = 7;
+  const v1::ServerMessage measured = WorkerCommandToProto(WorkerCommand::Assign(measure));
+  ASSERT_TRUE(measured.assign().has_measure());
+  EXPECT_EQ(measured.assign().measure().schedules_size(), 2);
+  EXPECT_EQ(measured.assign().measure().schedules(1).name(), "sequential");
+  EXPECT_EQ(measured.assign().measure().options().max_repeats(), 7);
+
+  PhaseOrder profile;
+  profile.kind = scheduler::farm::PhaseKind::kProfile;
+  profile.profile.stable_fraction = 0.02;
+  EXPECT_DOUBLE_EQ(
+      WorkerCommandToProto(WorkerCommand::Assign(profile)).assign().profile().options().stable_fraction(),
+      0.02);
+}
+
 }  // namespace
 }  // namespace iosfarm::server

@@ -7,42 +7,39 @@
 
 namespace iosfarm::server {
 
-StatusOr<v1::RegisterWorker> WorkerRegistry::Bounded(const v1::RegisterWorker& registration) {
+StatusOr<WorkerRegistration> WorkerRegistry::Bounded(const WorkerRegistration& registration) {
   // Bounded and printable: the key names a latency table and appears in
   // errors and listings; a 200 KB key once broke the unknown-key error.
-  RETURN_IF_ERROR(CheckIdentifier("register: worker_id", registration.worker_id(),
+  RETURN_IF_ERROR(CheckIdentifier("register: worker_id", registration.worker_id,
                                   kMaxWorkerIdBytes));
-  RETURN_IF_ERROR(CheckIdentifier("register: device_key", registration.device_key(),
+  RETURN_IF_ERROR(CheckIdentifier("register: device_key", registration.device_key,
                                   kMaxDeviceKeyBytes));
-  RETURN_IF_ERROR(CheckIdentifier("register: backend", registration.backend(), kMaxBackendBytes));
-  v1::RegisterWorker bounded = registration;
-  bounded.set_device_description(
-      Printable(Truncated(registration.device_description(), kMaxDescriptionBytes)));
-  bounded.set_version(Printable(Truncated(registration.version(), kMaxVersionBytes)));
+  RETURN_IF_ERROR(CheckIdentifier("register: backend", registration.backend, kMaxBackendBytes));
+  WorkerRegistration bounded = registration;
+  bounded.device_description =
+      Printable(Truncated(registration.device_description, kMaxDescriptionBytes));
+  bounded.version = Printable(Truncated(registration.version, kMaxVersionBytes));
   return bounded;
 }
 
-v1::PhaseResult WorkerRegistry::BoundedResult(const v1::PhaseResult& result) {
+PhaseReport WorkerRegistry::BoundedReport(PhaseReport report) {
   // A worker's error text is stored with the job and shown to its owner
   // (a worker once sent 1 MB).
-  v1::PhaseResult bounded = result;
-  if (!bounded.error().empty()) {
-    bounded.set_error(Printable(Truncated(result.error(), kMaxWorkerErrorBytes)));
-  }
-  return bounded;
+  if (!report.error.empty()) report.error = Printable(Truncated(report.error, kMaxWorkerErrorBytes));
+  return report;
 }
 
-Status WorkerRegistry::Add(const v1::RegisterWorker& registration,
+Status WorkerRegistry::Add(const WorkerRegistration& registration,
                            std::shared_ptr<WorkerLink> link, int64_t now_unix_ms) {
-  if (workers_.contains(registration.worker_id())) {
+  if (workers_.contains(registration.worker_id)) {
     return absl::AlreadyExistsError(
-        StrCat("a worker with id '", registration.worker_id(), "' is already connected"));
+        StrCat("a worker with id '", registration.worker_id, "' is already connected"));
   }
   WorkerEntry entry;
   entry.registration = registration;
   entry.link = std::move(link);
   entry.connected_unix_ms = entry.last_heartbeat_unix_ms = now_unix_ms;
-  workers_[registration.worker_id()] = std::move(entry);
+  workers_[registration.worker_id] = std::move(entry);
   return absl::OkStatus();
 }
 
@@ -61,7 +58,7 @@ const WorkerEntry* WorkerRegistry::Find(const std::string& id) const {
 
 bool WorkerRegistry::HasDeviceKey(const std::string& device_key) const {
   for (const auto& [id, worker] : workers_) {
-    if (worker.registration.device_key() == device_key) return true;
+    if (worker.registration.device_key == device_key) return true;
   }
   return false;
 }
@@ -112,9 +109,9 @@ std::vector<WorkerSnapshot> WorkerRegistry::Snapshot() const {
   for (const auto& [id, w] : workers_) {
     WorkerSnapshot s;
     s.id = id;
-    s.device_key = w.registration.device_key();
-    s.backend = w.registration.backend();
-    s.description = w.registration.device_description();
+    s.device_key = w.registration.device_key;
+    s.backend = w.registration.backend;
+    s.description = w.registration.device_description;
     s.state = w.running ? std::string(scheduler::farm::PhaseKindName(*w.running)) : "idle";
     s.job_id = w.job_id;
     s.connected_unix_ms = w.connected_unix_ms;

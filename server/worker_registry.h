@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "iosfarm/v1/farm.pb.h"
 #include "scheduler/farm/phase.h"
+#include "server/worker_protocol.h"
 
 namespace iosfarm::server {
 
@@ -23,8 +23,8 @@ namespace iosfarm::server {
 class WorkerLink {
  public:
   virtual ~WorkerLink() = default;
-  // Queues `message` for the worker; false when the stream is gone.
-  virtual bool Send(const v1::ServerMessage& message) = 0;
+  // Queues `command` for the worker; false when the stream is gone.
+  virtual bool Send(const WorkerCommand& command) = 0;
   // Ends the stream (the worker is considered lost).
   virtual void Close() = 0;
 };
@@ -37,7 +37,7 @@ struct WorkerSnapshot {
 };
 
 struct WorkerEntry {
-  v1::RegisterWorker registration;
+  WorkerRegistration registration;
   std::shared_ptr<WorkerLink> link;
   int64_t connected_unix_ms = 0;
   int64_t last_heartbeat_unix_ms = 0;
@@ -58,12 +58,12 @@ class WorkerRegistry {
 
   // The registration within the bounds above; InvalidArgument naming the
   // field ("register: device_key ...") otherwise.
-  static StatusOr<v1::RegisterWorker> Bounded(const v1::RegisterWorker& registration);
-  // A phase result with its error text bounded and printable.
-  static v1::PhaseResult BoundedResult(const v1::PhaseResult& result);
+  static StatusOr<WorkerRegistration> Bounded(const WorkerRegistration& registration);
+  // A phase report with its error text bounded and printable.
+  static PhaseReport BoundedReport(PhaseReport report);
 
   // AlreadyExists when a connected worker has the id.
-  Status Add(const v1::RegisterWorker& registration, std::shared_ptr<WorkerLink> link,
+  Status Add(const WorkerRegistration& registration, std::shared_ptr<WorkerLink> link,
              int64_t now_unix_ms);
   // The worker's link, or null when it is not connected.
   std::shared_ptr<WorkerLink> Remove(const std::string& id);

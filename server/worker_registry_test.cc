@@ -7,25 +7,25 @@ namespace {
 
 class NullLink final : public WorkerLink {
  public:
-  bool Send(const v1::ServerMessage&) override { return true; }
+  bool Send(const WorkerCommand&) override { return true; }
   void Close() override {}
 };
 
-v1::RegisterWorker Registration(const std::string& id, const std::string& key) {
-  v1::RegisterWorker r;
-  r.set_worker_id(id);
-  r.set_device_key(key);
-  r.set_backend("sim");
+WorkerRegistration Registration(const std::string& id, const std::string& key) {
+  WorkerRegistration r;
+  r.worker_id = id;
+  r.device_key = key;
+  r.backend = "sim";
   return r;
 }
 
 TEST(WorkerRegistryTest, BoundsNameTheFieldAndCutFreeText) {
-  v1::RegisterWorker r = Registration("w1", "k");
-  r.set_device_description(std::string(5000, 'd') + "\x1b[2J");
+  WorkerRegistration r = Registration("w1", "k");
+  r.device_description = std::string(5000, 'd') + "\x1b[2J";
   auto bounded = WorkerRegistry::Bounded(r);
   ASSERT_TRUE(bounded.ok()) << bounded.status();
-  EXPECT_LE(bounded->device_description().size(), WorkerRegistry::kMaxDescriptionBytes + 64);
-  EXPECT_EQ(bounded->device_description().find('\x1b'), std::string::npos);
+  EXPECT_LE(bounded->device_description.size(), WorkerRegistry::kMaxDescriptionBytes + 64);
+  EXPECT_EQ(bounded->device_description.find('\x1b'), std::string::npos);
 
   r = Registration("w\n1", "k");
   auto bad = WorkerRegistry::Bounded(r);
@@ -35,9 +35,9 @@ TEST(WorkerRegistryTest, BoundsNameTheFieldAndCutFreeText) {
   EXPECT_NE(std::string(WorkerRegistry::Bounded(r).status().message()).find("register: device_key"),
             std::string::npos);
 
-  v1::PhaseResult result;
-  result.set_error(std::string(1 << 20, 'e'));
-  EXPECT_LE(WorkerRegistry::BoundedResult(result).error().size(),
+  PhaseReport report;
+  report.error = std::string(1 << 20, 'e');
+  EXPECT_LE(WorkerRegistry::BoundedReport(report).error.size(),
             WorkerRegistry::kMaxWorkerErrorBytes + 64);
 }
 

@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "common/strings.h"
 #include "proto/rpc_util.h"
+#include "server/proto_convert.h"
 #include "spdlog/spdlog.h"
 
 namespace iosfarm::server {
@@ -26,7 +27,8 @@ class StreamLink final : public WorkerLink {
              v1::ServerMessage registered)
       : context_(context), stream_(stream), registered_(std::move(registered)) {}
 
-  bool Send(const v1::ServerMessage& message) override {
+  bool Send(const WorkerCommand& command) override {
+    const v1::ServerMessage message = WorkerCommandToProto(command);
     absl::MutexLock lock(&mu_);
     return WriteRegisteredLocked() && WriteLocked(message);
   }
@@ -152,7 +154,7 @@ grpc::Status WorkerServiceImpl::Connect(
   auto link = std::make_shared<StreamLink>(context, stream, std::move(registered));
   // Join first: a refused worker (e.g. ALREADY_EXISTS) must get the error
   // instead of Registered, or it would take the refusal for a broken stream.
-  Status joined = coordinator_->WorkerJoined(registration, link);
+  Status joined = coordinator_->WorkerJoined(RegistrationFromProto(registration), link);
   if (!joined.ok()) {
     link->Detach();
     return rpc::ToGrpcStatus(joined);
@@ -170,7 +172,7 @@ grpc::Status WorkerServiceImpl::Connect(
       coordinator_->WorkerHeartbeat(worker);
     } else if (message.has_result()) {
       coordinator_->WorkerHeartbeat(worker);
-      coordinator_->PhaseResult(worker, message.result());
+      coordinator_->PhaseResult(worker, PhaseReportFromProto(message.result()));
     } else {
       reason = "protocol error: unexpected message after registration";
       break;

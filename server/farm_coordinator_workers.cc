@@ -1,0 +1,211 @@
+// FarmCoordinator, part three: the workers' side — registration, heartbeats,
+// losses, the orders sent to workers and the reports they send back.
+#include <utility>
+
+#include "common/strings.h"
+#include "server/farm_coordinator.h"
+#include "server/phase_steps.h"
+#include "spdlog/spdlog.h"
+
+namespace iosfarm::server {
+
+namespace farm = scheduler::farm;
+
+namespace {
+
+// Workers from before max_built_batches kept 8 built batches.
+constexpr int kDefaultMaxBuiltBatches = 8;
+
+}  // namespace
+
+Status FarmCoordinator::WorkerJoined(const WorkerRegistration& reported,
+                                     std::shared_ptr<WorkerLink> link) {
+  ASSIGN_OR_RETURN(const WorkerRegistration registration, WorkerRegistry::Bounded(reported));
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return absl::UnavailableError("the server is shutting down");
+  }
+  RETURN_IF_ERROR(store_->UpsertDevice(registration.device_key, registration.device_description,
+                                       registration.backend, clock_.NowUnixMs()));
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return absl::UnavailableError("the server is shutting down");
+    // AlreadyExists for a live id; taken back if the scheduler refuses it.
+    RETURN_IF_ERROR(workers_.Add(registration, std::move(link), clock_.NowUnixMs()));
+    const int max_batches = registration.max_built_batches > 0 ? registration.max_built_batches
+                                                               : kDefaultMaxBuiltBatches;
+    const farm::MeasuringDevice device = registration.backend == "cpu"
+                                             ? farm::MeasuringDevice::kCpu
+                                             : farm::MeasuringDevice::kGpu;
+    if (Status joined = scheduler_.WorkerJoined(registration.worker_id, registration.device_key,
+                                                max_batches, device);
+        !joined.ok()) {
+      workers_.Remove(registration.worker_id);
+      return joined;
+    }
+    spdlog::info("worker {} joined ({} backend, device key {}: {})", registration.worker_id,
+                 registration.backend, registration.device_key, registration.device_description);
+    DispatchLocked(out);
+  }
+  Deliver(std::move(out));
+  return absl::OkStatus();
+}
+
+void FarmCoordinator::WorkerHeartbeat(const std::string& worker) {
+  absl::MutexLock lock(&mu_);
+  workers_.Heartbeat(worker, clock_.NowUnixMs());
+}
+
+void FarmCoordinator::CheckHeartbeats() {
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
+    for (const std::string& id : workers_.Silent(clock_.NowUnixMs(), options_.heartbeat_timeout_s)) {
+      out.to_close.push_back(workers_.Find(id)->link);
+      WorkerLostLocked(id, StrCat("no heartbeat for ", options_.heartbeat_timeout_s, " s"), out);
+    }
+  }
+  Deliver(std::move(out));
+}
+
+void FarmCoordinator::WorkerLost(const std::string& worker, const std::string& reason) {
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    WorkerLostLocked(worker, reason, out);
+  }
+  Deliver(std::move(out));
+}
+
+void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::string& reason,
+                                       Outbox& out) {
+  if (workers_.Remove(worker) == nullptr) return;
+  if (shutting_down_) {
+    spdlog::info("worker {} disconnected: {}", worker, reason);
+  } else {
+    spdlog::warn("worker {} lost: {}", worker, reason);
+  }
+  std::vector<farm::JobId> affected = scheduler_.WorkerLost(worker, clock_.NowSeconds());
+  FlushRecordsLocked();
+  for (farm::JobId id : affected) {
+    auto job = jobs_.find(id);
+    if (job == jobs_.end()) continue;
+    PhaseStep step = LostWorkerStep(job->second->queued_kind, worker, reason);
+    StepLocked(*job->second, job->second->lifecycle.Next(step.end), std::move(step.message));
+  }
+  if (!shutting_down_) DispatchLocked(out);
+}
+
+void FarmCoordinator::DispatchToWorkerLocked(const farm::Assignment& assignment, JobContext& job,
+                                             InFlight flight, Outbox& out) {
+  const WorkerEntry* w = workers_.Find(assignment.worker);
+  StatusOr<PhaseOrder> order =
+      job.runner ? MakePhaseOrder(assignment, *job.runner,
+                                  StrCat(assignment.job, "/", job.row.stages_profiled),
+                                  options_.profile, options_.measure)
+                 : absl::InternalError(StrCat("job ", assignment.job, " has no search state"));
+  if (job.runner && (assignment.kind == farm::PhaseKind::kBuild ||
+                     assignment.kind == farm::PhaseKind::kProfile)) {
+    flight.stages = job.runner->batch_size();
+  }
+  in_flight_[assignment.phase] = flight;
+  if (!order.ok() || w == nullptr) {
+    (void)scheduler_.Finished(assignment.phase, farm::PhaseOutcome::kFailed, clock_.NowSeconds());
+    FlushRecordsLocked();
+    FinishJobLocked(job, JobState::kFailed,
+                    order.ok() ? StrCat("worker ", assignment.worker, " vanished")
+                               : std::string(order.status().message()));
+    return;
+  }
+  workers_.Started(assignment.worker, assignment.kind, assignment.job);
+  out.sends.emplace_back(w->link, WorkerCommand::Assign(std::move(*order)));
+  TouchLocked(job, StrCat(job.row.phase, " started on ", assignment.worker));
+}
+
+std::pair<Status, Status> FarmCoordinator::StoreMeasure(JobContext& job, const PhaseReport& report,
+                                                        const std::string& worker,
+                                                        const std::string& backend) {
+  const double search_s = clock_.NowSeconds() - job.row.submitted_unix_ms / 1000.0;
+  StatusOr<ResultRow> row = job.runner ? job.runner->ApplyMeasure(report, worker, backend, search_s)
+                                       : absl::InternalError("the job has no search state");
+  if (!row.ok()) return {row.status(), absl::OkStatus()};
+  return {absl::OkStatus(), store_->PutResult(*row)};
+}
+
+void FarmCoordinator::PhaseResult(const std::string& worker, const PhaseReport& reported) {
+  const PhaseReport report = WorkerRegistry::BoundedReport(reported);
+  std::shared_ptr<JobContext> job;
+  std::string backend;
+  InFlight flight;
+  {
+    absl::MutexLock lock(&mu_);
+    auto flight_it = in_flight_.find(report.phase_id);
+    if (flight_it == in_flight_.end() || flight_it->second.worker != worker) {
+      spdlog::info("ignoring a result for phase {} from {} (cancelled or unknown)",
+                   report.phase_id, worker);
+      return;
+    }
+    flight = flight_it->second;
+    // Benchmark padding (off unless synthetic_phase_seconds is set): hold the
+    // result back until the phase's minimum time has passed.
+    if (padding_) {
+      if (const double left = padding_->Left(flight.kind, flight.dispatched_s); left > 1e-4) {
+        padding_->RunAt(clock_.NowSeconds() + left,
+                        [this, worker, report] { PhaseResult(worker, report); });
+        return;
+      }
+    }
+    if (auto it = jobs_.find(flight.job); it != jobs_.end()) job = it->second;
+    if (const WorkerEntry* w = workers_.Find(worker); w != nullptr) {
+      backend = w->registration.backend;
+    }
+  }
+  // A measure's result reaches the store before the job moves on (outside
+  // the lock: the job's one phase in flight owns its runner).
+  Status rejected, store_failure;
+  if (job && flight.kind == farm::PhaseKind::kMeasure && report.ok) {
+    std::tie(rejected, store_failure) = StoreMeasure(*job, report, worker, backend);
+  }
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    auto flight_it = in_flight_.find(report.phase_id);
+    if (flight_it == in_flight_.end() || flight_it->second.worker != worker) {
+      spdlog::info("phase {} from {} ended meanwhile (cancelled or its worker lost)",
+                   report.phase_id, worker);
+      return;
+    }
+    if (workers_.Find(worker) != nullptr) workers_.Finished(worker);
+    Status finished = scheduler_.Finished(
+        report.phase_id, report.ok ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
+        clock_.NowSeconds());
+    if (!finished.ok()) spdlog::error("phase {}: {}", report.phase_id, ToStd(finished.message()));
+    FlushRecordsLocked();
+    if (job && jobs_.contains(flight.job)) {
+      PhaseStep step = WorkerPhaseStep(flight.kind, worker, report, rejected);
+      if (flight.kind == farm::PhaseKind::kProfile && report.ok) {
+        job->pending_profile = report;
+        job->pending_worker = worker;
+        job->pending_backend = backend;
+      }
+      farm::LifecycleStep next = job->lifecycle.Next(step.end);
+      if (!store_failure.ok()) {  // a server reason, not the worker's: no retry
+        next = farm::LifecycleStep{};
+        next.action = farm::LifecycleStep::Action::kFail;
+        next.error = StrCat("cannot store the result: ", store_failure.message());
+      }
+      StepLocked(*job, next, std::move(step.message));
+    }
+    DispatchLocked(out);
+  }
+  Deliver(std::move(out));
+}
+
+std::vector<WorkerSnapshot> FarmCoordinator::Workers() {
+  absl::MutexLock lock(&mu_);
+  return workers_.Snapshot();
+}
+
+}  // namespace iosfarm::server

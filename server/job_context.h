@@ -1,0 +1,44 @@
+// JobContext: what the coordinator keeps in memory for one active job (from
+// admission until it ends): its row, its search (JobRunner), its phase chain
+// (JobLifecycle) and what it waits for. The coordinator's lock guards every
+// field except `runner` (owned by the job's one phase in flight, which runs
+// outside the lock; JobRunner's contract) and `stop` (atomic).
+#ifndef IOSFARM_SERVER_JOB_CONTEXT_H_
+#define IOSFARM_SERVER_JOB_CONTEXT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "scheduler/farm/job_lifecycle.h"
+#include "scheduler/farm/phase.h"
+#include "server/farm_store.h"
+#include "server/job_runner.h"
+#include "server/worker_protocol.h"
+
+namespace iosfarm::server {
+
+struct JobContext {
+  JobRow row;
+  std::unique_ptr<JobRunner> runner;  // created by the first enumerate
+  bool scheduled = false;             // known to the scheduler (from its search's start)
+  // The phase chain (the one the simulation runs); counts failed attempts.
+  scheduler::farm::JobLifecycle lifecycle{1};
+  scheduler::farm::PhaseKind queued_kind = scheduler::farm::PhaseKind::kEnumerate;
+  bool resume_counted = false;  // Resume counted this start (crash-loop guard)
+  bool parked = false;          // waiting for another job's measurements
+  // A server phase of the job runs on the pool: its runner is not to be read.
+  bool server_phase_running = false;
+  // The last profile's answer, for the next update.
+  PhaseReport pending_profile;
+  std::string pending_worker, pending_backend;
+  int64_t version = 0;  // increases with every change (WaitForChange)
+  std::string message;  // the last change, one line
+  // Set by Cancel and Shutdown: a running search pass stops soon after.
+  std::atomic<bool> stop{false};
+};
+
+}  // namespace iosfarm::server
+
+#endif  // IOSFARM_SERVER_JOB_CONTEXT_H_

@@ -1,0 +1,68 @@
+#include "server/server_phases.h"
+
+#include "common/memory.h"
+#include "common/strings.h"
+
+namespace iosfarm::server {
+
+namespace farm = scheduler::farm;
+
+namespace {
+
+ServerPhaseOutcome Enumerate(JobContext& job, const ServerPhaseEnv& env) {
+  ServerPhaseOutcome outcome;
+  if (!job.runner) {
+    auto runner = JobRunner::Load(*env.store, job.row, env.search_budget, &job.stop,
+                                  env.import_gate);
+    if (!runner.ok()) {
+      outcome.status = runner.status();
+      return outcome;
+    }
+    job.runner = std::move(*runner);
+  }
+  const int64_t lookups = job.runner->lookups(), hits = job.runner->cache_hits();
+  auto next = job.runner->Enumerate(*env.store, *env.claims, env.enumerate_slice_s);
+  if (next.ok()) {
+    outcome.next = *next;
+  } else {
+    outcome.status = next.status();
+  }
+  if (env.metrics != nullptr) {
+    const int64_t new_hits = job.runner->cache_hits() - hits;
+    env.metrics->SignatureLookups(new_hits, job.runner->lookups() - lookups - new_hits);
+  }
+  return outcome;
+}
+
+ServerPhaseOutcome Update(JobContext& job, const ServerPhaseEnv& env) {
+  ServerPhaseOutcome outcome;
+  outcome.stored_stages = static_cast<int64_t>(job.pending_profile.latencies.size());
+  outcome.status = job.runner->ApplyProfile(job.pending_profile, job.pending_worker,
+                                            job.pending_backend, *env.store, *env.claims,
+                                            env.clock->NowUnixMs());
+  if (outcome.status.ok() && env.metrics != nullptr) {
+    env.metrics->StagesProfiled(outcome.stored_stages);
+  }
+  if (!outcome.status.ok()) outcome.stored_stages = 0;
+  job.pending_profile = PhaseReport{};
+  return outcome;
+}
+
+}  // namespace
+
+ServerPhaseOutcome RunServerPhaseWork(farm::PhaseKind kind, JobContext& job,
+                                      const ServerPhaseEnv& env) {
+  if (kind == farm::PhaseKind::kEnumerate) {
+    ServerPhaseOutcome outcome = Enumerate(job, env);
+    // A pass frees what it built in this thread's arena; give it back now.
+    ReturnFreeMemory();
+    return outcome;
+  }
+  if (kind == farm::PhaseKind::kUpdate && job.runner) return Update(job, env);
+  ServerPhaseOutcome outcome;
+  outcome.status = absl::InternalError(StrCat("job ", job.row.id, ": ", farm::PhaseKindName(kind),
+                                              " cannot run on the server now"));
+  return outcome;
+}
+
+}  // namespace iosfarm::server

@@ -1,0 +1,49 @@
+// The work of a job's server phases (enumerate, update), run on a server
+// slot outside the coordinator's lock: the job has this one phase in flight,
+// which owns its JobRunner until the phase reports.
+#ifndef IOSFARM_SERVER_SERVER_PHASES_H_
+#define IOSFARM_SERVER_SERVER_PHASES_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "scheduler/farm/phase.h"
+#include "scheduler/ios/search_options.h"
+#include "server/farm_metrics.h"
+#include "server/farm_store.h"
+#include "server/import_gate.h"
+#include "server/job_context.h"
+#include "server/job_runner.h"
+
+namespace iosfarm::server {
+
+// What server phases read and write; every pointer outlives the calls.
+struct ServerPhaseEnv {
+  FarmStore* store = nullptr;
+  SignatureClaims* claims = nullptr;
+  ImportGate* import_gate = nullptr;
+  FarmMetrics* metrics = nullptr;  // may be null
+  const Clock* clock = nullptr;
+  scheduler::ios::SearchBudget search_budget;
+  double enumerate_slice_s = 0;
+};
+
+struct ServerPhaseOutcome {
+  Status status;
+  std::optional<JobRunner::Next> next;  // an ok enumerate's answer
+  int64_t stored_stages = 0;            // an update's measurements written
+};
+
+// Enumerate: the first one loads the job's model (JobRunner::Load) and
+// creates its runner; then one time slice of the search (JobRunner::
+// Enumerate); freed heap is returned to the system afterwards.
+// Update: stores the job's pending profile (JobRunner::ApplyProfile) and
+// clears it. Any other kind, or an update without a runner, is Internal.
+ServerPhaseOutcome RunServerPhaseWork(scheduler::farm::PhaseKind kind, JobContext& job,
+                                      const ServerPhaseEnv& env);
+
+}  // namespace iosfarm::server
+
+#endif  // IOSFARM_SERVER_SERVER_PHASES_H_
