@@ -7,6 +7,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "server/heartbeat_monitor.h"
+#include "server/padded_farm.h"
 #include "server/phase_padding.h"
 #include "server/server_phase_pool.h"
 
@@ -81,6 +82,84 @@ TEST(PhasePaddingTest, LeftCountsFromDispatchOnTheClockAndHeldResultsRunWhenDue)
   padding.RunAt(99.0, [] {});  // wakes the thread, which finds both due
   EXPECT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(30)));
   padding.Stop();
+}
+
+// The coordinator's side of the worker streams, as PaddedWorkerEvents
+// forwards it.
+class RecordingEvents final : public WorkerEvents {
+ public:
+  Status WorkerJoined(const WorkerRegistration&, std::shared_ptr<WorkerLink> link) override {
+    link_ = std::move(link);
+    return absl::OkStatus();
+  }
+  void WorkerHeartbeat(const std::string&) override {}
+  void WorkerLost(const std::string& worker, const std::string&) override { lost_ = worker; }
+  void PhaseResult(const std::string&, const PhaseReport& report) override {
+    results_.push_back(report.phase_id);
+    if (results_.size() == 2) both_.Notify();
+  }
+
+  std::shared_ptr<WorkerLink> link_;
+  std::string lost_;
+  std::vector<int64_t> results_;
+  absl::Notification both_;
+};
+
+class NullLink final : public WorkerLink {
+ public:
+  bool Send(const WorkerCommand&) override { return true; }
+  void Close() override {}
+};
+
+TEST(PaddedWorkerEventsTest, HoldsAResultUntilItsPhaseLastedItsMinimumSinceItWasSent) {
+  FakeClock clock(100.0);
+  PhasePadding padding({{farm::PhaseKind::kBuild, 5.0}}, clock);
+  RecordingEvents coordinator;
+  PaddedWorkerEvents padded(&coordinator, &padding, &clock);
+  WorkerRegistration registration;
+  registration.worker_id = "w1";
+  ASSERT_TRUE(padded.WorkerJoined(registration, std::make_shared<NullLink>()).ok());
+  ASSERT_NE(coordinator.link_, nullptr);  // the coordinator got the recording link
+
+  PhaseOrder build, profile;
+  build.phase_id = 1;
+  build.kind = farm::PhaseKind::kBuild;
+  profile.phase_id = 2;
+  profile.kind = farm::PhaseKind::kProfile;  // not padded
+  ASSERT_TRUE(coordinator.link_->Send(WorkerCommand::Assign(build)));
+  ASSERT_TRUE(coordinator.link_->Send(WorkerCommand::Assign(profile)));
+  EXPECT_EQ(padded.outstanding(), 2u);
+
+  PhaseReport built, profiled;
+  built.phase_id = 1;
+  profiled.phase_id = 2;
+  clock.Advance(2.0);
+  padded.PhaseResult("w1", built);     // 3 s early: held
+  padded.PhaseResult("w1", profiled);  // passes at once
+  EXPECT_EQ(coordinator.results_, std::vector<int64_t>{2});
+  EXPECT_EQ(padded.outstanding(), 0u);
+  clock.Advance(3.0);
+  padding.RunAt(0, [] {});  // wakes the padding thread on the advanced clock
+  ASSERT_TRUE(coordinator.both_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(coordinator.results_, (std::vector<int64_t>{2, 1}));
+
+  // A lost worker's unanswered orders are forgotten.
+  ASSERT_TRUE(coordinator.link_->Send(WorkerCommand::Assign(build)));
+  padded.WorkerLost("w1", "gone");
+  EXPECT_EQ(coordinator.lost_, "w1");
+  EXPECT_EQ(padded.outstanding(), 0u);
+  padding.Stop();
+}
+
+TEST(PaddedServerPhaseWorkTest, AServerPhaseLastsItsMinimum) {
+  PhasePadding padding({{farm::PhaseKind::kUpdate, 0.3}}, SystemClock());
+  ServerPhaseWork work = PaddedServerPhaseWork(&padding, &SystemClock());
+  JobContext job;  // no runner: the update fails at once, then sleeps out its minimum
+  const auto start = std::chrono::steady_clock::now();
+  ServerPhaseOutcome outcome = work(farm::PhaseKind::kUpdate, job, ServerPhaseEnv{});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(absl::IsInternal(outcome.status)) << outcome.status;
+  EXPECT_GE(took, 0.25);
 }
 
 }  // namespace

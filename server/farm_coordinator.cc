@@ -4,7 +4,6 @@
 // farm_coordinator_jobs.cc, the workers' side in farm_coordinator_workers.cc.
 #include "server/farm_coordinator.h"
 
-#include <chrono>
 #include <utility>
 
 #include "common/strings.h"
@@ -24,9 +23,6 @@ FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
       import_gate_(options_.import_gate_bytes),
       scheduler_(options_.policy, options_.server_slots),
       search_places_(options_.max_searches) {
-  if (!options_.synthetic_phase_seconds.empty()) {
-    padding_ = std::make_unique<PhasePadding>(options_.synthetic_phase_seconds, clock_);
-  }
   phase_env_.store = store_;
   phase_env_.claims = &claims_;
   phase_env_.import_gate = &import_gate_;
@@ -57,7 +53,6 @@ void FarmCoordinator::Shutdown() {
   Deliver(std::move(out));
   pool_->Stop();
   heartbeat_->Stop();
-  if (padding_) padding_->Stop();
   recorder_.Flush();  // what the stopped phases queued
 }
 
@@ -207,7 +202,6 @@ void FarmCoordinator::DispatchLocked(Outbox& out) {
     std::shared_ptr<JobContext> job = it->second;
     if (options_.metrics != nullptr) options_.metrics->PhaseStarted(assignment.kind);
     InFlight flight;
-    flight.dispatched_s = clock_.NowSeconds();
     flight.job = assignment.job;
     flight.kind = assignment.kind;
     flight.worker = assignment.worker;
@@ -231,24 +225,16 @@ void FarmCoordinator::DispatchLocked(Outbox& out) {
 
 void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   std::shared_ptr<JobContext> job;
-  double dispatched_s = clock_.NowSeconds();
   {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(assignment.job);
     if (it == jobs_.end()) return;  // cancelled meanwhile
     job = it->second;
-    auto flight = in_flight_.find(assignment.phase);
-    if (flight != in_flight_.end()) dispatched_s = flight->second.dispatched_s;
   }
   // The job has this one phase in flight: its runner is ours until we report.
-  const ServerPhaseOutcome outcome = RunServerPhaseWork(assignment.kind, *job, phase_env_);
-  // Benchmark padding (off unless synthetic_phase_seconds is set): the slot
-  // stays busy until the phase's minimum time has passed.
-  if (padding_) {
-    if (const double left = padding_->Left(assignment.kind, dispatched_s); left > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(left));
-    }
-  }
+  const ServerPhaseOutcome outcome =
+      options_.server_phase_work ? options_.server_phase_work(assignment.kind, *job, phase_env_)
+                                 : RunServerPhaseWork(assignment.kind, *job, phase_env_);
   ServerPhaseDone(assignment, job, outcome.status, outcome.next, outcome.stored_stages);
 }
 

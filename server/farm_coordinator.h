@@ -54,10 +54,10 @@
 #include "server/job_context.h"
 #include "server/job_recorder.h"
 #include "server/job_runner.h"
-#include "server/phase_padding.h"
 #include "server/search_places.h"
 #include "server/server_phase_pool.h"
 #include "server/server_phases.h"
+#include "server/worker_events.h"
 #include "server/worker_protocol.h"
 #include "server/worker_registry.h"
 
@@ -72,11 +72,9 @@ struct CoordinatorOptions {
   double heartbeat_timeout_s = 5.0;  // silence after which a worker is lost
   ProfileSettings profile;           // stage profiling (0 fields: backend defaults)
   ProfileSettings measure;           // end-to-end measurement
-  // BENCHMARK ONLY (empty = off): minimum wall seconds of each phase kind. A
-  // server phase that ends sooner sleeps in its slot; a worker phase's result
-  // is held back (on a timer thread) until its minimum has passed since it
-  // was dispatched. See ServerOptions::synthetic_phase_seconds.
-  std::map<scheduler::farm::PhaseKind, double> synthetic_phase_seconds;
+  // The work of a server phase (empty: RunServerPhaseWork). Benchmarks pad
+  // it (PaddedServerPhaseWork, phase_padding.h).
+  ServerPhaseWork server_phase_work;
   // The time the coordinator reads (not owned; null: SystemClock()).
   const Clock* clock = nullptr;
   // Where to report metrics (not owned; must outlive the coordinator), or null.
@@ -110,11 +108,11 @@ struct JobSnapshot {
   bool final = false;   // succeeded, failed or cancelled
 };
 
-class FarmCoordinator {
+class FarmCoordinator final : public WorkerEvents {
  public:
   // `store` must outlive the coordinator.
   FarmCoordinator(CoordinatorOptions options, FarmStore* store);
-  ~FarmCoordinator();  // Shutdown()
+  ~FarmCoordinator() override;  // Shutdown()
 
   // Re-queues every unfinished job of the store (after a restart).
   //
@@ -148,18 +146,19 @@ class FarmCoordinator {
   // Workers. WorkerJoined: the registration within WorkerRegistry's bounds
   // (InvalidArgument naming the field otherwise); AlreadyExists when a live
   // worker has the id.
-  Status WorkerJoined(const WorkerRegistration& registration, std::shared_ptr<WorkerLink> link);
-  void WorkerHeartbeat(const std::string& worker);
+  Status WorkerJoined(const WorkerRegistration& registration,
+                      std::shared_ptr<WorkerLink> link) override;
+  void WorkerHeartbeat(const std::string& worker) override;
   // Loses the workers whose last heartbeat is more than heartbeat_timeout_s
   // old on the options' clock (the monitor thread calls this every
   // heartbeat_interval_s; tests call it after advancing a FakeClock).
   void CheckHeartbeats() ABSL_LOCKS_EXCLUDED(mu_);
   // The worker's stream ended (or it went silent): its phases are re-queued.
-  void WorkerLost(const std::string& worker, const std::string& reason);
+  void WorkerLost(const std::string& worker, const std::string& reason) override;
   // A phase result from `worker`. Results of unknown or cancelled phases are
   // ignored (logged). A measure's result is stored (outside the lock) before
   // the job moves on.
-  void PhaseResult(const std::string& worker, const PhaseReport& report);
+  void PhaseResult(const std::string& worker, const PhaseReport& report) override;
   std::vector<WorkerSnapshot> Workers();
 
   // Bounds the ONNX imports in flight (ImportGate): the submit's and the
@@ -178,7 +177,6 @@ class FarmCoordinator {
 
  private:
   struct InFlight {
-    double dispatched_s = 0;  // NowSeconds() at dispatch (benchmark padding)
     int64_t job = 0;
     scheduler::farm::PhaseKind kind = scheduler::farm::PhaseKind::kEnumerate;
     std::string worker;
@@ -266,7 +264,6 @@ class FarmCoordinator {
   ServerPhaseEnv phase_env_;                    // what server phases use
   std::unique_ptr<ServerPhasePool> pool_;       // enumerate and update
   std::unique_ptr<HeartbeatMonitor> heartbeat_;  // calls CheckHeartbeats
-  std::unique_ptr<PhasePadding> padding_;        // benchmark only; null unless set
 };
 
 }  // namespace iosfarm::server

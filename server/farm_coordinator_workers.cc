@@ -148,15 +148,6 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const PhaseReport& 
       return;
     }
     flight = flight_it->second;
-    // Benchmark padding (off unless synthetic_phase_seconds is set): hold the
-    // result back until the phase's minimum time has passed.
-    if (padding_) {
-      if (const double left = padding_->Left(flight.kind, flight.dispatched_s); left > 1e-4) {
-        padding_->RunAt(clock_.NowSeconds() + left,
-                        [this, worker, report] { PhaseResult(worker, report); });
-        return;
-      }
-    }
     if (auto it = jobs_.find(flight.job); it != jobs_.end()) job = it->second;
     if (const WorkerEntry* w = workers_.Find(worker); w != nullptr) {
       backend = w->registration.backend;

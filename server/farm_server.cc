@@ -14,6 +14,7 @@
 #include "server/auth.h"
 #include "server/database_lock.h"
 #include "server/farm_coordinator.h"
+#include "server/padded_farm.h"
 #include "server/farm_metrics.h"
 #include "server/farm_store.h"
 #include "server/tls_files.h"
@@ -56,12 +57,20 @@ ProfileSettings ProfileFrom(const ServerOptions& options) {
 
 class FarmServer::Impl {
  public:
+  // Held results call the coordinator: the padding stops before it goes.
+  ~Impl() {
+    if (padding) padding->Stop();
+  }
+
   ServerOptions options;
   std::optional<DatabaseLock> db_lock;  // held while the server runs
   TokenSet client_tokens, worker_tokens;
   FarmMetrics metrics;  // outlives the coordinator (declared first)
   std::unique_ptr<FarmStore> store;
+  // Benchmark only (--synthetic-phase-seconds): null unless set.
+  std::unique_ptr<PhasePadding> padding;
   std::unique_ptr<FarmCoordinator> coordinator;
+  std::unique_ptr<PaddedWorkerEvents> padded_events;
   std::unique_ptr<TuningServiceImpl> tuning;
   std::unique_ptr<WorkerServiceImpl> workers;
   std::unique_ptr<grpc::Server> server;
@@ -139,9 +148,19 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   coordinator.max_searches = options.max_searches;
   coordinator.import_gate_bytes = options.max_model_bytes;
   if (!options.metrics_listen.empty()) RETURN_IF_ERROR(impl->metrics.Serve(options.metrics_listen));
-  ASSIGN_OR_RETURN(coordinator.synthetic_phase_seconds,
+  ASSIGN_OR_RETURN(auto synthetic_phase_seconds,
                    ParseSyntheticPhaseSeconds(options.synthetic_phase_seconds));
+  if (!synthetic_phase_seconds.empty()) {
+    impl->padding = std::make_unique<PhasePadding>(synthetic_phase_seconds, SystemClock());
+    coordinator.server_phase_work = PaddedServerPhaseWork(impl->padding.get(), &SystemClock());
+  }
   impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->store.get());
+  WorkerEvents* worker_events = impl->coordinator.get();
+  if (impl->padding) {
+    impl->padded_events = std::make_unique<PaddedWorkerEvents>(
+        impl->coordinator.get(), impl->padding.get(), &SystemClock());
+    worker_events = impl->padded_events.get();
+  }
 
   RequestLimits limits;
   limits.max_model_bytes = options.max_model_bytes;
@@ -149,7 +168,7 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   limits.admin_clients = options.admin_clients;
   impl->tuning = std::make_unique<TuningServiceImpl>(impl->coordinator.get(), impl->store.get(),
                                                      &impl->client_tokens, limits);
-  impl->workers = std::make_unique<WorkerServiceImpl>(impl->coordinator.get(),
+  impl->workers = std::make_unique<WorkerServiceImpl>(worker_events,
                                                       &impl->worker_tokens,
                                                       options.heartbeat_interval_s,
                                                       options.heartbeat_timeout_s);
@@ -217,6 +236,7 @@ void FarmServer::Shutdown() {
   spdlog::info("iosfarm server shutting down; unfinished jobs resume at the next start");
   impl_->server->GetHealthCheckService()->SetServingStatus(false);
   impl_->coordinator->Shutdown();
+  if (impl_->padding) impl_->padding->Stop();  // held results are dropped
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   absl::MutexLock lock(&impl_->mu);
   impl_->done = true;

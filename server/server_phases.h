@@ -5,6 +5,7 @@
 #define IOSFARM_SERVER_SERVER_PHASES_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "common/clock.h"
@@ -43,6 +44,10 @@ struct ServerPhaseOutcome {
 // clears it. Any other kind, or an update without a runner, is Internal.
 ServerPhaseOutcome RunServerPhaseWork(scheduler::farm::PhaseKind kind, JobContext& job,
                                       const ServerPhaseEnv& env);
+
+// RunServerPhaseWork or a wrapper around it (CoordinatorOptions).
+using ServerPhaseWork = std::function<ServerPhaseOutcome(scheduler::farm::PhaseKind, JobContext&,
+                                                         const ServerPhaseEnv&)>;
 
 }  // namespace iosfarm::server
 

@@ -76,9 +76,9 @@ class StreamLink final : public WorkerLink {
 
 }  // namespace
 
-WorkerServiceImpl::WorkerServiceImpl(FarmCoordinator* coordinator, const TokenSet* tokens,
+WorkerServiceImpl::WorkerServiceImpl(WorkerEvents* events, const TokenSet* tokens,
                                      double heartbeat_interval_s, double registration_timeout_s)
-    : coordinator_(coordinator),
+    : coordinator_(events),
       tokens_(tokens),
       heartbeat_interval_s_(heartbeat_interval_s),
       registration_timeout_s_(registration_timeout_s) {

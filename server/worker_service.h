@@ -17,13 +17,14 @@
 #include "absl/synchronization/mutex.h"
 #include "iosfarm/v1/farm.grpc.pb.h"
 #include "server/auth.h"
-#include "server/farm_coordinator.h"
+#include "server/worker_events.h"
 
 namespace iosfarm::server {
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  WorkerServiceImpl(FarmCoordinator* coordinator, const TokenSet* tokens,
+  // `events` (the coordinator, or a wrapper of it) must outlive the service.
+  WorkerServiceImpl(WorkerEvents* events, const TokenSet* tokens,
                     double heartbeat_interval_s, double registration_timeout_s);
   ~WorkerServiceImpl() override;  // stops the watchdog
 
@@ -37,7 +38,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   void AwaitRegistration(grpc::ServerContext* context);
   void Registered(grpc::ServerContext* context);
 
-  FarmCoordinator* const coordinator_;
+  WorkerEvents* const coordinator_;
   const TokenSet* const tokens_;
   const double heartbeat_interval_s_;
   const double registration_timeout_s_;
