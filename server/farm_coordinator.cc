@@ -14,10 +14,11 @@ namespace iosfarm::server {
 
 namespace farm = scheduler::farm;
 
-FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
+FarmCoordinator::FarmCoordinator(CoordinatorOptions options, JobStore* jobs, LatencyDb* latencies)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock()),
-      store_(store),
+      job_store_(jobs),
+      latency_db_(latencies),
       import_gate_(options_.import_gate_bytes),
       scheduler_(options_.policy, options_.server_slots),
       search_places_(options_.max_searches) {
@@ -43,7 +44,7 @@ void FarmCoordinator::Shutdown() {
     // A clean stop is no crash: take back the resumes this server counted.
     for (auto& [id, job] : jobs_) {
       if (!job->resume_counted) continue;
-      auto uncounted = store_->AddResumes(id, -1);
+      auto uncounted = job_store_->AddResumes(id, -1);
       if (!uncounted.ok()) {
         spdlog::error("job {}: {}", id, ToStd(uncounted.status().message()));
       }
@@ -74,7 +75,7 @@ Status FarmCoordinator::Resume() {
   JobFilter filter;
   filter.unfinished_only = true;
   filter.limit = 1 << 30;
-  ASSIGN_OR_RETURN(std::vector<JobRow> unfinished, store_->ListJobs(filter));
+  ASSIGN_OR_RETURN(std::vector<JobRow> unfinished, job_store_->ListJobs(filter));
   std::vector<Send> sends;
   {
     absl::MutexLock lock(&mu_);
@@ -82,7 +83,7 @@ Status FarmCoordinator::Resume() {
       // The crash-loop guard (farm_coordinator.h, Resume).
       const bool in_server_phase = row.phase == "enumerate" || row.phase == "update";
       if (in_server_phase) {
-        ASSIGN_OR_RETURN(row.resumes, store_->AddResumes(row.id, 1));
+        ASSIGN_OR_RETURN(row.resumes, job_store_->AddResumes(row.id, 1));
         if (row.resumes > options_.max_resumes) {
           const std::string error = StrCat(
               "not resumed: the server stopped ", row.resumes,
@@ -91,7 +92,7 @@ Status FarmCoordinator::Resume() {
               "search is the likely cause (see the server log). Resubmit it with a smaller "
               "--block-size, or raise the server's --max-resumes");
           spdlog::error("job {} ({}, {}): {}", row.id, row.model_name, row.device_key, error);
-          RETURN_IF_ERROR(store_->UpdateJobState(row.id, JobState::kFailed, error, clock_.NowUnixMs()));
+          RETURN_IF_ERROR(job_store_->UpdateJobState(row.id, JobState::kFailed, error, clock_.NowUnixMs()));
           continue;
         }
       }
@@ -148,9 +149,9 @@ void FarmCoordinator::EndSearchLocked(JobContext& job) {
 
 Status FarmCoordinator::CheckDeviceKeyLocked(const std::string& device_key) {
   if (workers_.HasDeviceKey(device_key)) return absl::OkStatus();
-  ASSIGN_OR_RETURN(bool known, store_->HasDevice(device_key));
+  ASSIGN_OR_RETURN(bool known, latency_db_->HasDevice(device_key));
   if (known) return absl::OkStatus();
-  ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+  ASSIGN_OR_RETURN(auto devices, latency_db_->ListDevices());
   std::string names;
   for (const auto& d : devices) names += (names.empty() ? "" : ", ") + d.key;
   return absl::NotFoundError(StrCat("unknown device key '", device_key,
@@ -173,10 +174,10 @@ StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model) {
           StrCat("client '", job.owner, "' already has ", active,
                  " active jobs (limit ", options_.max_active_jobs_per_owner, ")"));
     }
-    RETURN_IF_ERROR(store_->PutModel(model));
+    RETURN_IF_ERROR(job_store_->PutModel(model));
     job.state = JobState::kQueued;
     job.submitted_unix_ms = clock_.NowUnixMs();
-    ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));
+    ASSIGN_OR_RETURN(job.id, job_store_->CreateJob(job));
     ASSIGN_OR_RETURN(admitted, AdmitLocked(std::move(job)));
     DispatchLocked(sends);
   }
@@ -187,7 +188,7 @@ StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model) {
 StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
     const std::string& device_key, const RetuneFilter& filter,
     const std::optional<JobOptions>& options, const std::string& owner) {
-  ASSIGN_OR_RETURN(std::vector<RetuneTarget> targets, store_->RetuneTargets(filter));
+  ASSIGN_OR_RETURN(std::vector<RetuneTarget> targets, job_store_->RetuneTargets(filter));
   if (targets.empty()) {
     return absl::NotFoundError("no stored model matches the retune filter");
   }
@@ -198,7 +199,7 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
   const std::string batch_id = StrCat("retune-", clock_.NowUnixMs());
   std::vector<JobRow> jobs;
   for (const RetuneTarget& target : targets) {
-    ASSIGN_OR_RETURN(std::optional<ModelRow> model, store_->GetModel(target.model_digest));
+    ASSIGN_OR_RETURN(std::optional<ModelRow> model, job_store_->GetModel(target.model_digest));
     if (!model) return absl::InternalError(StrCat("model ", target.model_digest, " is missing"));
     JobRow job;
     job.model_digest = model->digest;
@@ -214,7 +215,7 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
       absl::MutexLock lock(&mu_);
       job.state = JobState::kQueued;
       job.submitted_unix_ms = clock_.NowUnixMs();
-      ASSIGN_OR_RETURN(job.id, store_->CreateJob(job));
+      ASSIGN_OR_RETURN(job.id, job_store_->CreateJob(job));
       ASSIGN_OR_RETURN(JobRow admitted, AdmitLocked(job));
       jobs.push_back(admitted);
       DispatchLocked(sends);
@@ -230,7 +231,7 @@ StatusOr<JobRow> FarmCoordinator::Cancel(int64_t job_id) {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) {
-      ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(job_id));
+      ASSIGN_OR_RETURN(std::optional<JobRow> row, job_store_->GetJob(job_id));
       if (!row) return absl::NotFoundError(StrCat("job ", job_id, " not found"));
       return absl::FailedPreconditionError(StrCat("job ", job_id, " already ended (",
                                                   JobStateName(row->state), ")"));
@@ -251,7 +252,7 @@ StatusOr<JobRow> FarmCoordinator::Cancel(int64_t job_id) {
     DispatchLocked(sends);
   }
   SendAll(std::move(sends));
-  ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(job_id));
+  ASSIGN_OR_RETURN(std::optional<JobRow> row, job_store_->GetJob(job_id));
   return *row;
 }
 
@@ -267,7 +268,7 @@ StatusOr<JobSnapshot> FarmCoordinator::Snapshot(int64_t job_id) {
       return snapshot;
     }
   }
-  ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(job_id));
+  ASSIGN_OR_RETURN(std::optional<JobRow> row, job_store_->GetJob(job_id));
   if (!row) return absl::NotFoundError(StrCat("job ", job_id, " not found"));
   JobSnapshot snapshot;
   snapshot.job = *row;
@@ -296,7 +297,7 @@ void FarmCoordinator::TouchLocked(JobContext& job, std::string message) {
   ++job.version;
   job.message = std::move(message);
   if (job.runner) job.runner->FillProgress(job.row);
-  Status status = store_->UpdateJobProgress(job.row);
+  Status status = job_store_->UpdateJobProgress(job.row);
   if (!status.ok()) spdlog::error("job {}: cannot store progress: {}", job.row.id, ToStd(status.message()));
 }
 
@@ -329,7 +330,7 @@ void FarmCoordinator::FlushRecordsLocked() {
       row.stages = it->second.stages;
       in_flight_.erase(it);
     }
-    auto appended = store_->AppendPhase(row);
+    auto appended = job_store_->AppendPhase(row);
     if (!appended.ok()) spdlog::error("cannot log phase: {}", ToStd(appended.status().message()));
     if (options_.metrics != nullptr) options_.metrics->PhaseFinished(record);
   }
@@ -353,8 +354,8 @@ void FarmCoordinator::FinishJobLocked(JobContext& job, JobState state, const std
   job.row.state = state;
   job.row.error = error;
   if (job.runner) job.runner->FillProgress(job.row);
-  Status stored = store_->UpdateJobProgress(job.row);
-  if (stored.ok()) stored = store_->UpdateJobState(id, state, error, clock_.NowUnixMs());
+  Status stored = job_store_->UpdateJobProgress(job.row);
+  if (stored.ok()) stored = job_store_->UpdateJobState(id, state, error, clock_.NowUnixMs());
   if (!stored.ok()) spdlog::error("job {}: cannot store its end: {}", id, ToStd(stored.message()));
   spdlog::info("job {} {}{}", id, JobStateName(state), error.empty() ? "" : ": " + error);
   ++job.version;
@@ -418,7 +419,7 @@ void FarmCoordinator::DispatchLocked(std::vector<Send>& sends) {
     flight.worker = assignment.worker;
     if (job->row.state == JobState::kQueued) {
       job->row.state = JobState::kRunning;
-      Status s = store_->UpdateJobState(job->row.id, JobState::kRunning, "", clock_.NowUnixMs());
+      Status s = job_store_->UpdateJobState(job->row.id, JobState::kRunning, "", clock_.NowUnixMs());
       if (!s.ok()) spdlog::error("job {}: {}", job->row.id, ToStd(s.message()));
       job->row.started_unix_ms = clock_.NowUnixMs();
     }
@@ -508,7 +509,7 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
   std::optional<JobRunner::Next> next;
   if (assignment.kind == farm::PhaseKind::kEnumerate) {
     if (!job->runner) {
-      auto runner = JobRunner::Load(*store_, job->row, options_.search_budget, &job->stop,
+      auto runner = JobRunner::Load(*job_store_, job->row, options_.search_budget, &job->stop,
                                     &import_gate_);
       if (runner.ok()) {
         job->runner = std::move(*runner);
@@ -518,7 +519,7 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
     }
     if (status.ok()) {
       const int64_t lookups = job->runner->lookups(), hits = job->runner->cache_hits();
-      auto result = job->runner->Enumerate(*store_, claims_, options_.enumerate_slice_s);
+      auto result = job->runner->Enumerate(*latency_db_, claims_, options_.enumerate_slice_s);
       if (result.ok()) {
         next = *result;
       } else {
@@ -531,7 +532,7 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
     }
   } else if (assignment.kind == farm::PhaseKind::kUpdate) {
     status = job->runner->ApplyProfile(job->pending_profile, job->pending_worker,
-                                       job->pending_backend, *store_, claims_, clock_.NowUnixMs());
+                                       job->pending_backend, *latency_db_, claims_, clock_.NowUnixMs());
     if (status.ok() && options_.metrics != nullptr) {
       options_.metrics->StagesProfiled(job->pending_profile.latencies_size());
     }
@@ -585,7 +586,7 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
       if (status.ok() && update) {
         // New measurements: the job got further than before any crash.
         if (job->row.resumes > 0 || job->resume_counted) {
-          if (Status cleared = store_->ClearResumes(job->row.id); !cleared.ok()) {
+          if (Status cleared = job_store_->ClearResumes(job->row.id); !cleared.ok()) {
             spdlog::error("job {}: {}", job->row.id, ToStd(cleared.message()));
           }
           job->row.resumes = 0;
@@ -643,7 +644,7 @@ Status FarmCoordinator::WorkerJoined(const v1::RegisterWorker& reported,
     const farm::MeasuringDevice device = registration.backend() == "cpu"
                                              ? farm::MeasuringDevice::kCpu
                                              : farm::MeasuringDevice::kGpu;
-    Status joined = store_->UpsertDevice(registration.device_key(),
+    Status joined = latency_db_->UpsertDevice(registration.device_key(),
                                          registration.device_description(),
                                          registration.backend(), clock_.NowUnixMs());
     if (joined.ok()) {
@@ -768,7 +769,7 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const v1::PhaseResu
           end.outcome = farm::PhaseOutcome::kFailed;  // the worker's answer: retried
           message = end.error = std::string(row.status().message());
         } else {
-          stored = store_->PutResult(*row);
+          stored = job_store_->PutResult(*row);
         }
       }
       farm::LifecycleStep step = job->lifecycle.Next(end);

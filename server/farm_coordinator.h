@@ -8,7 +8,7 @@
 // phases run on the CPU pool, worker phases are sent on the worker's stream.
 // Nothing polls except the heartbeat monitor, which wakes once per interval.
 //
-// Everything measured goes to the FarmStore before the search sees it, and
+// Everything measured goes to the LatencyDb before the search sees it, and
 // job state and progress are written after every phase, so a restarted server
 // resumes unfinished jobs (Resume) without re-profiling anything stored.
 //
@@ -44,10 +44,11 @@
 #include "scheduler/farm/job_lifecycle.h"
 #include "scheduler/ios/search_options.h"
 #include "server/farm_metrics.h"
-#include "server/farm_store.h"
 #include "server/heartbeat_monitor.h"
 #include "server/import_gate.h"
 #include "server/job_runner.h"
+#include "server/job_store.h"
+#include "server/latency_db.h"
 #include "server/phase_padding.h"
 #include "server/search_places.h"
 #include "server/server_phase_pool.h"
@@ -104,8 +105,8 @@ struct JobSnapshot {
 
 class FarmCoordinator {
  public:
-  // `store` must outlive the coordinator.
-  FarmCoordinator(CoordinatorOptions options, FarmStore* store);
+  // `jobs` and `latencies` must outlive the coordinator.
+  FarmCoordinator(CoordinatorOptions options, JobStore* jobs, LatencyDb* latencies);
   ~FarmCoordinator();  // Shutdown()
 
   // Re-queues every unfinished job of the store (after a restart).
@@ -238,7 +239,8 @@ class FarmCoordinator {
 
   const CoordinatorOptions options_;
   const Clock& clock_;
-  FarmStore* const store_;
+  JobStore* const job_store_;
+  LatencyDb* const latency_db_;
   SignatureClaims claims_;
   ImportGate import_gate_;
 

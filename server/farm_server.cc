@@ -15,7 +15,7 @@
 #include "server/database_lock.h"
 #include "server/farm_coordinator.h"
 #include "server/farm_metrics.h"
-#include "server/farm_store.h"
+#include "server/farm_database.h"
 #include "server/tls_files.h"
 #include "server/tuning_service.h"
 #include "server/worker_service.h"
@@ -60,7 +60,7 @@ class FarmServer::Impl {
   std::optional<DatabaseLock> db_lock;  // held while the server runs
   TokenSet client_tokens, worker_tokens;
   FarmMetrics metrics;  // outlives the coordinator (declared first)
-  std::unique_ptr<FarmStore> store;
+  FarmDatabase database;  // the job store and the latency database
   std::unique_ptr<FarmCoordinator> coordinator;
   std::unique_ptr<TuningServiceImpl> tuning;
   std::unique_ptr<WorkerServiceImpl> workers;
@@ -110,8 +110,8 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
     ASSIGN_OR_RETURN(tls, LoadServerTls(options.tls_cert_file, options.tls_key_file));
   }
   ASSIGN_OR_RETURN(impl->db_lock, DatabaseLock::Acquire(options.db_path));
-  ASSIGN_OR_RETURN(impl->store, FarmStore::Open(options.db_path));
-  RETURN_IF_ERROR(impl->store->CheckUsable());
+  ASSIGN_OR_RETURN(impl->database, OpenFarmDatabase(options.db_path));
+  RETURN_IF_ERROR(impl->database.connection->CheckUsable());
 
   CoordinatorOptions coordinator;
   coordinator.policy = *policy;
@@ -141,14 +141,16 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   if (!options.metrics_listen.empty()) RETURN_IF_ERROR(impl->metrics.Serve(options.metrics_listen));
   ASSIGN_OR_RETURN(coordinator.synthetic_phase_seconds,
                    ParseSyntheticPhaseSeconds(options.synthetic_phase_seconds));
-  impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->store.get());
+  impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->database.jobs.get(),
+                                                        impl->database.latencies.get());
 
   RequestLimits limits;
   limits.max_model_bytes = options.max_model_bytes;
   limits.max_ops = options.max_ops;
   limits.admin_clients = options.admin_clients;
-  impl->tuning = std::make_unique<TuningServiceImpl>(impl->coordinator.get(), impl->store.get(),
-                                                     &impl->client_tokens, limits);
+  impl->tuning = std::make_unique<TuningServiceImpl>(
+      impl->coordinator.get(), impl->database.jobs.get(), impl->database.latencies.get(),
+      &impl->client_tokens, limits);
   impl->workers = std::make_unique<WorkerServiceImpl>(impl->coordinator.get(),
                                                       &impl->worker_tokens,
                                                       options.heartbeat_interval_s,

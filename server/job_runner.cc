@@ -92,7 +92,7 @@ scheduler::ios::SearchBudget FarmSearchBudget() {
   return budget;
 }
 
-StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(FarmStore& store, const JobRow& job,
+StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(JobStore& store, const JobRow& job,
                                                      const scheduler::ios::SearchBudget& budget,
                                                      const std::atomic<bool>* stop,
                                                      ImportGate* gate) {
@@ -131,7 +131,7 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph:
   return runner;
 }
 
-Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, FarmStore& store,
+Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, LatencyDb& store,
                           SignatureClaims& claims) {
   if (requests.empty()) return absl::OkStatus();
   std::vector<uint64_t> signatures;
@@ -163,7 +163,7 @@ Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, FarmStore& st
   return absl::OkStatus();
 }
 
-StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims& claims,
+StatusOr<JobRunner::Next> JobRunner::Enumerate(LatencyDb& store, SignatureClaims& claims,
                                                double slice_s) {
   if (done_) return Next::kMeasure;
   session_->SetDeadline(
@@ -199,7 +199,7 @@ StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims
   return Next::kMeasure;
 }
 
-Status JobRunner::FinishSearch(FarmStore& store) {
+Status JobRunner::FinishSearch(LatencyDb& store) {
   ASSIGN_OR_RETURN(ios::SearchResult result, session_->Result());
   final_stats_ = result.stats;
   ASSIGN_OR_RETURN(ios::Schedule sequential, ios::SequentialSchedule(graph_));
@@ -248,7 +248,7 @@ v1::BuildAssignment JobRunner::MakeBuild() const {
 }
 
 Status JobRunner::ApplyProfile(const v1::PhaseResult& result, const std::string& worker,
-                               const std::string& backend, FarmStore& store,
+                               const std::string& backend, LatencyDb& store,
                                SignatureClaims& claims, int64_t now_unix_ms) {
   if (result.latencies_size() != static_cast<int>(batch_.size())) {
     return absl::InvalidArgumentError(StrCat("worker ", worker, " returned ",
@@ -325,7 +325,7 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
                                              result.schedules_size(), " schedules, expected ",
                                              schedules_.size()));
   }
-  nlohmann::json measured = nlohmann::json::object();
+  std::vector<MeasuredSchedule> measured;
   for (int i = 0; i < result.schedules_size(); ++i) {
     const v1::ScheduleLatency& l = result.schedules(i);
     if (l.name() != schedules_[i].first) {
@@ -335,9 +335,7 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
     }
     RETURN_IF_ERROR(CheckFigures(worker, StrCat("schedule '", l.name(), "'"), l.median_ms(),
                                  l.p10_ms(), l.p90_ms(), l.cv(), l.repeats()));
-    measured[l.name()] = {{"median_ms", l.median_ms()}, {"p10_ms", l.p10_ms()},
-                          {"p90_ms", l.p90_ms()},       {"cv", l.cv()},
-                          {"repeats", l.repeats()}};
+    measured.push_back({l.name(), l.median_ms(), l.p10_ms(), l.p90_ms(), l.cv(), l.repeats()});
   }
   const auto& [chosen_name, best] = schedules_[ChooseMeasured(result)];
   ios::ScheduleMetadata metadata = ios::MakeScheduleMetadata(
@@ -346,21 +344,18 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const v1::PhaseResult& result,
   ResultRow row;
   row.job_id = job_.id;
   row.schedule_json = ios::ScheduleToJson(graph_, best, metadata).dump(2);
-  nlohmann::json figures = {
-      {"measured", measured},
-      {"chosen", chosen_name},
-      {"predicted_ms", best.latency_ms},
-      {"search_s", search_seconds},
-      {"stages_profiled", stages_profiled_},
-      {"cache_hits", cache_hits_},
-      {"candidates", final_stats_.candidate_stages},
-      {"unique_signatures", final_stats_.unique_signatures},
-      {"stages", static_cast<int64_t>(best.stages.size())},
-      {"worker", worker},
-      {"backend", backend},
-      {"device_key", job_.device_key},
-  };
-  row.result_json = figures.dump();
+  row.measured = std::move(measured);
+  row.chosen = chosen_name;
+  row.predicted_ms = best.latency_ms;
+  row.search_s = search_seconds;
+  row.stages_profiled = stages_profiled_;
+  row.cache_hits = cache_hits_;
+  row.candidates = final_stats_.candidate_stages;
+  row.unique_signatures = final_stats_.unique_signatures;
+  row.stages = static_cast<int64_t>(best.stages.size());
+  row.worker = worker;
+  row.backend = backend;
+  row.device_key = job_.device_key;
   return row;
 }
 
