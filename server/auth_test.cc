@@ -11,7 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/farm_store.h"
+#include "server/farm_database.h"
 #include "server/server_test_util.h"
 
 namespace iosfarm::server {
@@ -413,7 +413,7 @@ TEST_F(ServerAuthTest, OnlyAnAdminForgetsMeasurements) {
   options.admin_clients = {"ops"};
   {
     // Measurements of a good and a bad worker, stored before the server starts.
-    auto store = FarmStore::Open(options.db_path);
+    auto store = OpenFarmDatabase(options.db_path);
     ASSERT_TRUE(store.ok()) << store.status();
     std::vector<std::pair<uint64_t, StoredLatency>> rows;
     for (uint64_t signature = 1; signature <= 3; ++signature) {
@@ -424,7 +424,7 @@ TEST_F(ServerAuthTest, OnlyAnAdminForgetsMeasurements) {
       latency.backend = "sim";
       rows.emplace_back(signature, latency);
     }
-    ASSERT_TRUE((*store)->PutLatencies("sim-test", rows).ok());
+    ASSERT_TRUE(store->latencies->PutLatencies("sim-test", rows).ok());
   }
   TestFarm farm(options);
   ASSERT_TRUE(farm.ok());

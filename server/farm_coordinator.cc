@@ -15,15 +15,17 @@ namespace iosfarm::server {
 
 namespace farm = scheduler::farm;
 
-FarmCoordinator::FarmCoordinator(CoordinatorOptions options, FarmStore* store)
+FarmCoordinator::FarmCoordinator(CoordinatorOptions options, JobStore* jobs, LatencyDb* latencies)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock()),
-      store_(store),
-      recorder_(store),
+      job_store_(jobs),
+      latency_db_(latencies),
+      recorder_(jobs),
       import_gate_(options_.import_gate_bytes),
       scheduler_(options_.policy, options_.server_slots),
       search_places_(options_.max_searches) {
-  phase_env_.store = store_;
+  phase_env_.jobs = job_store_;
+  phase_env_.latencies = latency_db_;
   phase_env_.claims = &claims_;
   phase_env_.import_gate = &import_gate_;
   phase_env_.metrics = options_.metrics;

@@ -9,10 +9,10 @@
 // cancel) updates the scheduler and starts whatever may start now; server
 // phases run on the CPU pool, worker phases are sent on the worker's link.
 // Nothing polls except the heartbeat monitor, which wakes once per interval.
-// It speaks only the core's types (worker_protocol.h, farm_store.h); the
+// It speaks only the core's types (worker_protocol.h, job_rows.h); the
 // gRPC services convert at the edge (proto_convert.h).
 //
-// Everything measured goes to the store before the search sees it, and job
+// Everything measured goes to the LatencyDb before the search sees it, and job
 // state and progress are written after every phase, so a restarted server
 // resumes unfinished jobs (Resume) without re-profiling anything stored.
 //
@@ -48,7 +48,8 @@
 #include "scheduler/farm/job_lifecycle.h"
 #include "scheduler/ios/search_options.h"
 #include "server/farm_metrics.h"
-#include "server/farm_store.h"
+#include "server/job_store.h"
+#include "server/latency_db.h"
 #include "server/heartbeat_monitor.h"
 #include "server/import_gate.h"
 #include "server/job_context.h"
@@ -110,8 +111,8 @@ struct JobSnapshot {
 
 class FarmCoordinator final : public WorkerEvents {
  public:
-  // `store` must outlive the coordinator.
-  FarmCoordinator(CoordinatorOptions options, FarmStore* store);
+  // `jobs` and `latencies` must outlive the coordinator.
+  FarmCoordinator(CoordinatorOptions options, JobStore* jobs, LatencyDb* latencies);
   ~FarmCoordinator() override;  // Shutdown()
 
   // Re-queues every unfinished job of the store (after a restart).
@@ -245,7 +246,8 @@ class FarmCoordinator final : public WorkerEvents {
 
   const CoordinatorOptions options_;
   const Clock& clock_;
-  FarmStore* const store_;
+  JobStore* const job_store_;
+  LatencyDb* const latency_db_;
   JobRecorder recorder_;  // job-table writes, carried out outside mu_
   SignatureClaims claims_;
   ImportGate import_gate_;

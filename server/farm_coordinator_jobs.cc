@@ -14,16 +14,16 @@ Status FarmCoordinator::Resume() {
   JobFilter filter;
   filter.unfinished_only = true;
   filter.limit = 1 << 30;
-  ASSIGN_OR_RETURN(std::vector<JobRow> unfinished, store_->ListJobs(filter));
+  ASSIGN_OR_RETURN(std::vector<JobRow> unfinished, job_store_->ListJobs(filter));
   std::vector<JobRow> resumed;
   for (JobRow& row : unfinished) {
     // The crash-loop guard (farm_coordinator.h, Resume).
     if (CountsAsResume(row)) {
-      ASSIGN_OR_RETURN(row.resumes, store_->AddResumes(row.id, 1));
+      ASSIGN_OR_RETURN(row.resumes, job_store_->AddResumes(row.id, 1));
     }
     if (std::optional<std::string> refusal = ResumeRefusal(row, options_.max_resumes)) {
       spdlog::error("job {} ({}, {}): {}", row.id, row.model_name, row.device_key, *refusal);
-      RETURN_IF_ERROR(store_->UpdateJobState(row.id, JobState::kFailed, *refusal, clock_.NowUnixMs()));
+      RETURN_IF_ERROR(job_store_->UpdateJobState(row.id, JobState::kFailed, *refusal, clock_.NowUnixMs()));
       continue;
     }
     spdlog::info("resuming job {} ({}, {}) from its last completed phase{}", row.id,
@@ -51,9 +51,9 @@ Status FarmCoordinator::CheckDeviceKey(const std::string& device_key) {
     absl::MutexLock lock(&mu_);
     if (workers_.HasDeviceKey(device_key)) return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(bool known, store_->HasDevice(device_key));
+  ASSIGN_OR_RETURN(bool known, latency_db_->HasDevice(device_key));
   if (known) return absl::OkStatus();
-  ASSIGN_OR_RETURN(auto devices, store_->ListDevices());
+  ASSIGN_OR_RETURN(auto devices, latency_db_->ListDevices());
   std::string names;
   for (const auto& d : devices) names += (names.empty() ? "" : ", ") + d.key;
   return absl::NotFoundError(StrCat("unknown device key '", device_key,
@@ -78,7 +78,7 @@ Status FarmCoordinator::ReserveLocked(const std::string& owner) {
 StatusOr<JobRow> FarmCoordinator::CreateAndAdmit(JobRow job) {
   job.state = JobState::kQueued;
   job.submitted_unix_ms = clock_.NowUnixMs();
-  StatusOr<int64_t> id = store_->CreateJob(job);
+  StatusOr<int64_t> id = job_store_->CreateJob(job);
   Outbox out;
   {
     absl::MutexLock lock(&mu_);
@@ -100,7 +100,7 @@ StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model) {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(ReserveLocked(job.owner));
   }
-  if (Status stored = store_->PutModel(model); !stored.ok()) {
+  if (Status stored = job_store_->PutModel(model); !stored.ok()) {
     absl::MutexLock lock(&mu_);
     if (--reserved_[job.owner] == 0) reserved_.erase(job.owner);
     return stored;
@@ -111,7 +111,7 @@ StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model) {
 StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
     const std::string& device_key, const RetuneFilter& filter,
     const std::optional<JobOptions>& options, const std::string& owner) {
-  ASSIGN_OR_RETURN(std::vector<RetuneTarget> targets, store_->RetuneTargets(filter));
+  ASSIGN_OR_RETURN(std::vector<RetuneTarget> targets, job_store_->RetuneTargets(filter));
   if (targets.empty()) {
     return absl::NotFoundError("no stored model matches the retune filter");
   }
@@ -119,7 +119,7 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
   const std::string batch_id = StrCat("retune-", clock_.NowUnixMs());
   std::vector<JobRow> jobs;
   for (const RetuneTarget& target : targets) {
-    ASSIGN_OR_RETURN(std::optional<ModelRow> model, store_->GetModel(target.model_digest));
+    ASSIGN_OR_RETURN(std::optional<ModelRow> model, job_store_->GetModel(target.model_digest));
     if (!model) return absl::InternalError(StrCat("model ", target.model_digest, " is missing"));
     JobRow job;
     job.model_digest = model->digest;
@@ -162,7 +162,7 @@ StatusOr<JobRow> FarmCoordinator::Cancel(int64_t job_id) {
     }
   }
   Deliver(std::move(out));
-  ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(job_id));
+  ASSIGN_OR_RETURN(std::optional<JobRow> row, job_store_->GetJob(job_id));
   if (!row) return absl::NotFoundError(StrCat("job ", job_id, " not found"));
   if (!active) {
     return absl::FailedPreconditionError(
@@ -184,7 +184,7 @@ StatusOr<JobSnapshot> FarmCoordinator::Snapshot(int64_t job_id) {
     }
   }
   recorder_.Flush();  // a job that just ended: its final state is stored first
-  ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(job_id));
+  ASSIGN_OR_RETURN(std::optional<JobRow> row, job_store_->GetJob(job_id));
   if (!row) return absl::NotFoundError(StrCat("job ", job_id, " not found"));
   JobSnapshot snapshot;
   snapshot.job = *row;

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "scheduler/ios/schedule_json.h"
 #include "server/proto_convert.h"
+#include "server/farm_database.h"
 #include "server/store_test_util.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/phase_executor.h"
@@ -109,9 +110,9 @@ class FarmCoordinatorTest : public TempDirTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
-    auto store = FarmStore::Open(PathOf("farm.db"));
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
+    auto database = OpenFarmDatabase(PathOf("farm.db"));
+    ASSERT_TRUE(database.ok()) << database.status();
+    database_ = std::move(*database);
   }
 
   std::unique_ptr<FarmCoordinator> MakeCoordinator(
@@ -125,7 +126,8 @@ class FarmCoordinatorTest : public TempDirTest {
     // The monitor thread never fires in a test; CheckHeartbeats is called.
     options.heartbeat_interval_s = 3600;
     options.heartbeat_timeout_s = 5;
-    return std::make_unique<FarmCoordinator>(options, store_.get());
+    return std::make_unique<FarmCoordinator>(options, database_.jobs.get(),
+                                             database_.latencies.get());
   }
 
   // The coordinator shares the worker (it may close it while shutting down).
@@ -170,7 +172,7 @@ class FarmCoordinatorTest : public TempDirTest {
   }
 
   FakeClock clock_{1000.0};
-  std::unique_ptr<FarmStore> store_;
+  FarmDatabase database_;
 };
 
 TEST_F(FarmCoordinatorTest, AJobRunsToSuccessWithFakeWorkersAndTheInjectedClock) {
@@ -182,12 +184,12 @@ TEST_F(FarmCoordinatorTest, AJobRunsToSuccessWithFakeWorkersAndTheInjectedClock)
 
   const JobSnapshot end = RunToEnd(*coordinator, job->id, {worker.get()});
   EXPECT_EQ(end.job.state, JobState::kSucceeded) << end.job.error;
-  auto result = store_->GetResult(job->id);
+  auto result = database_.jobs->GetResult(job->id);
   ASSERT_TRUE(result.ok() && result->has_value());
   EXPECT_FALSE((*result)->schedule_json.empty());
 
   // Every phase of the chain ran, worker phases on w1, all at the fake time.
-  auto phases = store_->ListPhases(job->id);
+  auto phases = database_.jobs->ListPhases(job->id);
   ASSERT_TRUE(phases.ok());
   std::set<std::string> kinds;
   for (const PhaseLogRow& row : *phases) {
@@ -238,7 +240,7 @@ TEST_F(FarmCoordinatorTest, ASilentWorkerIsLostOnTheClockAndItsBatchRunsOnAnothe
 
   const JobSnapshot end = RunToEnd(*coordinator, job->id, {good.get()});
   EXPECT_EQ(end.job.state, JobState::kSucceeded) << end.job.error;
-  auto phases = store_->ListPhases(job->id);
+  auto phases = database_.jobs->ListPhases(job->id);
   ASSERT_TRUE(phases.ok());
   int lost = 0;
   for (const PhaseLogRow& row : *phases) {

@@ -25,7 +25,7 @@ Status FarmCoordinator::WorkerJoined(const WorkerRegistration& reported,
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return absl::UnavailableError("the server is shutting down");
   }
-  RETURN_IF_ERROR(store_->UpsertDevice(registration.device_key, registration.device_description,
+  RETURN_IF_ERROR(latency_db_->UpsertDevice(registration.device_key, registration.device_description,
                                        registration.backend, clock_.NowUnixMs()));
   Outbox out;
   {
@@ -131,7 +131,7 @@ std::pair<Status, Status> FarmCoordinator::StoreMeasure(JobContext& job, const P
   StatusOr<ResultRow> row = job.runner ? job.runner->ApplyMeasure(report, worker, backend, search_s)
                                        : absl::InternalError("the job has no search state");
   if (!row.ok()) return {row.status(), absl::OkStatus()};
-  return {absl::OkStatus(), store_->PutResult(*row)};
+  return {absl::OkStatus(), job_store_->PutResult(*row)};
 }
 
 void FarmCoordinator::PhaseResult(const std::string& worker, const PhaseReport& reported) {

@@ -16,7 +16,7 @@
 #include "server/farm_coordinator.h"
 #include "server/padded_farm.h"
 #include "server/farm_metrics.h"
-#include "server/farm_store.h"
+#include "server/farm_database.h"
 #include "server/tls_files.h"
 #include "server/tuning_service.h"
 #include "server/worker_service.h"
@@ -66,7 +66,7 @@ class FarmServer::Impl {
   std::optional<DatabaseLock> db_lock;  // held while the server runs
   TokenSet client_tokens, worker_tokens;
   FarmMetrics metrics;  // outlives the coordinator (declared first)
-  std::unique_ptr<FarmStore> store;
+  FarmDatabase database;  // the job store and the latency database
   // Benchmark only (--synthetic-phase-seconds): null unless set.
   std::unique_ptr<PhasePadding> padding;
   std::unique_ptr<FarmCoordinator> coordinator;
@@ -119,8 +119,8 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
     ASSIGN_OR_RETURN(tls, LoadServerTls(options.tls_cert_file, options.tls_key_file));
   }
   ASSIGN_OR_RETURN(impl->db_lock, DatabaseLock::Acquire(options.db_path));
-  ASSIGN_OR_RETURN(impl->store, FarmStore::Open(options.db_path));
-  RETURN_IF_ERROR(impl->store->CheckUsable());
+  ASSIGN_OR_RETURN(impl->database, OpenFarmDatabase(options.db_path));
+  RETURN_IF_ERROR(impl->database.connection->CheckUsable());
 
   CoordinatorOptions coordinator;
   coordinator.policy = *policy;
@@ -154,7 +154,8 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
     impl->padding = std::make_unique<PhasePadding>(synthetic_phase_seconds, SystemClock());
     coordinator.server_phase_work = PaddedServerPhaseWork(impl->padding.get(), &SystemClock());
   }
-  impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->store.get());
+  impl->coordinator = std::make_unique<FarmCoordinator>(coordinator, impl->database.jobs.get(),
+                                                        impl->database.latencies.get());
   WorkerEvents* worker_events = impl->coordinator.get();
   if (impl->padding) {
     impl->padded_events = std::make_unique<PaddedWorkerEvents>(
@@ -166,8 +167,9 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   limits.max_model_bytes = options.max_model_bytes;
   limits.max_ops = options.max_ops;
   limits.admin_clients = options.admin_clients;
-  impl->tuning = std::make_unique<TuningServiceImpl>(impl->coordinator.get(), impl->store.get(),
-                                                     &impl->client_tokens, limits);
+  impl->tuning = std::make_unique<TuningServiceImpl>(
+      impl->coordinator.get(), impl->database.jobs.get(), impl->database.latencies.get(),
+      &impl->client_tokens, limits);
   impl->workers = std::make_unique<WorkerServiceImpl>(worker_events,
                                                       &impl->worker_tokens,
                                                       options.heartbeat_interval_s,

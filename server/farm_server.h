@@ -1,7 +1,8 @@
 // FarmServer: the iosfarm server as a library — the gRPC TuningService and
-// WorkerService over one FarmCoordinator and one SQLite FarmStore, plus the
-// gRPC health service. Used by `iosfarm-server` and by the embedded mode of
-// `iosfarm tune` (server and worker in one process).
+// WorkerService over one FarmCoordinator and one SQLite file (FarmDatabase:
+// the JobStore and the LatencyDb), plus the gRPC health service. Used by
+// `iosfarm-server` and by the embedded mode of `iosfarm tune` (server and
+// worker in one process).
 //
 // Security: without token sets the server refuses to listen anywhere but on
 // loopback unless `insecure` is set. TLS is optional (tls_cert + tls_key).

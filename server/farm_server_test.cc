@@ -25,7 +25,7 @@
 #include "graph/onnx/onnx_test_util.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/ios/baselines.h"
-#include "server/farm_store.h"
+#include "server/farm_database.h"
 #include "server/farm_server_test_util.h"
 #include "server/server_test_util.h"
 
@@ -429,9 +429,9 @@ TEST_P(GarbageWorkerTest, JobFailsAfterTheRetryLimitAndNothingIsStored) {
 
   // Not a single latency of the garbage worker reached the database.
   {
-    auto store = FarmStore::Open(DbPath());
+    auto store = OpenFarmDatabase(DbPath());
     ASSERT_TRUE(store.ok()) << store.status();
-    auto count = (*store)->CountLatencies("garbage");
+    auto count = store->latencies->CountLatencies("garbage");
     ASSERT_TRUE(count.ok()) << count.status();
     EXPECT_EQ(*count, 0);
   }

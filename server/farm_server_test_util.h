@@ -25,7 +25,7 @@
 #include "graph/onnx/onnx_test_util.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/ios/baselines.h"
-#include "server/farm_store.h"
+#include "server/farm_database.h"
 #include "server/server_test_util.h"
 
 namespace iosfarm::server {

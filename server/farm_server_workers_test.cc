@@ -131,9 +131,9 @@ TEST_F(FarmServerTest, RefusesHugeOrControlCharacterIdsAndKeys) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("worker_id 'w\\x1b[2J' holds a control character"));
   EXPECT_THAT(farm.ListWorkers(), IsEmpty());
-  auto store = FarmStore::Open(DbPath());
+  auto store = OpenFarmDatabase(DbPath());
   ASSERT_TRUE(store.ok()) << store.status();
-  auto devices = (*store)->ListDevices();
+  auto devices = store->latencies->ListDevices();
   ASSERT_TRUE(devices.ok()) << devices.status();
   EXPECT_THAT(*devices, IsEmpty()) << "a refused registration stores no device";
 }
@@ -181,9 +181,9 @@ TEST_F(FarmServerTest, AWorkersErrorTextIsStoredBounded) {
   EXPECT_LT(failed.error().size(), 8192u);
   EXPECT_THAT(failed.error(), HasSubstr("build failed:\\x0aeee"));
   EXPECT_THAT(failed.error(), HasSubstr("more bytes)"));
-  auto store = FarmStore::Open(DbPath());
+  auto store = OpenFarmDatabase(DbPath());
   ASSERT_TRUE(store.ok()) << store.status();
-  auto row = (*store)->GetJob(job.id());
+  auto row = store->jobs->GetJob(job.id());
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_LT((*row)->error.size(), 8192u);
 }

@@ -13,7 +13,7 @@
 
 #include "scheduler/farm/job_lifecycle.h"
 #include "scheduler/farm/phase.h"
-#include "server/farm_store.h"
+#include "server/job_rows.h"
 #include "server/job_runner.h"
 #include "server/worker_protocol.h"
 

@@ -15,12 +15,12 @@ void JobRecorder::Queue(Write write) {
 }
 
 void JobRecorder::QueueProgress(const JobRow& row) {
-  Queue({row.id, "progress", [row](FarmStore& store) { return store.UpdateJobProgress(row); }});
+  Queue({row.id, "progress", [row](JobStore& store) { return store.UpdateJobProgress(row); }});
 }
 
 void JobRecorder::QueueState(int64_t job, JobState state, std::string error, int64_t now_unix_ms) {
   Queue({job, StrCat("state ", JobStateName(state)),
-         [job, state, error = std::move(error), now_unix_ms](FarmStore& store) {
+         [job, state, error = std::move(error), now_unix_ms](JobStore& store) {
            return store.UpdateJobState(job, state, error, now_unix_ms);
          }});
 }
@@ -36,13 +36,13 @@ void JobRecorder::QueuePhase(const farm::PhaseRecord& record, int64_t stages) {
   row.start_s = record.start_s;
   row.end_s = record.end_s;
   row.stages = stages;
-  Queue({record.job, "phase log", [row = std::move(row)](FarmStore& store) {
+  Queue({record.job, "phase log", [row = std::move(row)](JobStore& store) {
            return store.AppendPhase(row).status();
          }});
 }
 
 void JobRecorder::QueueResumes(int64_t job, int64_t delta) {
-  Queue({job, "resume count", [job, delta](FarmStore& store) {
+  Queue({job, "resume count", [job, delta](JobStore& store) {
            return delta == 0 ? store.ClearResumes(job) : store.AddResumes(job, delta).status();
          }});
 }

@@ -25,23 +25,23 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "scheduler/farm/phase.h"
-#include "server/farm_store.h"
+#include "server/job_store.h"
 
 namespace iosfarm::server {
 
 class JobRecorder {
  public:
   // `store` must outlive the recorder.
-  explicit JobRecorder(FarmStore* store) : store_(store) {}
+  explicit JobRecorder(JobStore* store) : store_(store) {}
   ~JobRecorder() { Flush(); }
 
-  // The progress fields of `row` (FarmStore::UpdateJobProgress).
+  // The progress fields of `row` (JobStore::UpdateJobProgress).
   void QueueProgress(const JobRow& row);
-  // FarmStore::UpdateJobState.
+  // JobStore::UpdateJobState.
   void QueueState(int64_t job, JobState state, std::string error, int64_t now_unix_ms);
   // One finished phase of the scheduler's log, with the stages it carried.
   void QueuePhase(const scheduler::farm::PhaseRecord& record, int64_t stages);
-  // Adds `delta` to the job's resume count (FarmStore::AddResumes); 0 clears it.
+  // Adds `delta` to the job's resume count (JobStore::AddResumes); 0 clears it.
   void QueueResumes(int64_t job, int64_t delta);
 
   // Carries out every write queued before the call, in order. Never call it
@@ -55,11 +55,11 @@ class JobRecorder {
   struct Write {
     int64_t job = 0;
     std::string what;  // for the log: "progress", "state", ...
-    std::function<Status(FarmStore&)> apply;
+    std::function<Status(JobStore&)> apply;
   };
   void Queue(Write write);
 
-  FarmStore* const store_;
+  JobStore* const store_;
   absl::Mutex queue_mu_;
   std::deque<Write> queue_ ABSL_GUARDED_BY(queue_mu_);
   absl::Mutex flush_mu_;  // one flusher at a time, so writes keep their order

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/farm_database.h"
 #include "server/store_test_util.h"
 
 namespace iosfarm::server {
@@ -18,9 +19,10 @@ class JobRecorderTest : public TempDirTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
-    auto store = FarmStore::Open(PathOf("farm.db"));
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
+    auto database = OpenFarmDatabase(PathOf("farm.db"));
+    ASSERT_TRUE(database.ok()) << database.status();
+    database_ = std::move(*database);
+    store_ = database_.jobs.get();
     ModelRow model;
     model.digest = "d1";
     model.name = "squeezenet";
@@ -44,12 +46,13 @@ class JobRecorderTest : public TempDirTest {
     return row.ok() && row->has_value() ? **row : JobRow{};
   }
 
-  std::unique_ptr<FarmStore> store_;
+  FarmDatabase database_;
+  JobStore* store_ = nullptr;
 };
 
 TEST_F(JobRecorderTest, WritesWaitForFlushAndKeepTheirOrder) {
   const int64_t id = NewJob();
-  JobRecorder recorder(store_.get());
+  JobRecorder recorder(store_);
   JobRow progress;
   progress.id = id;
   progress.phase = "enumerate";
@@ -82,7 +85,7 @@ TEST_F(JobRecorderTest, WritesWaitForFlushAndKeepTheirOrder) {
 
 TEST_F(JobRecorderTest, AFailedWriteIsLoggedAndTheRestAreStillWritten) {
   const int64_t id = NewJob();
-  JobRecorder recorder(store_.get());
+  JobRecorder recorder(store_);
   recorder.QueueState(id, JobState::kSucceeded, "", 10);  // queued -> succeeded is refused
   recorder.QueueState(987654, JobState::kRunning, "", 10);  // unknown job
   recorder.QueueState(id, JobState::kCancelled, "cancelled by the client", 20);
@@ -94,7 +97,7 @@ TEST_F(JobRecorderTest, AFailedWriteIsLoggedAndTheRestAreStillWritten) {
 
 TEST_F(JobRecorderTest, PhaseRecordsBecomeLogRowsWithTheirStages) {
   const int64_t id = NewJob();
-  JobRecorder recorder(store_.get());
+  JobRecorder recorder(store_);
   farm::PhaseRecord record;
   record.job = id;
   record.kind = farm::PhaseKind::kProfile;
@@ -118,7 +121,7 @@ TEST_F(JobRecorderTest, PhaseRecordsBecomeLogRowsWithTheirStages) {
 
 TEST_F(JobRecorderTest, ConcurrentFlushersWriteEachQueuedWriteOnceInOrder) {
   const int64_t id = NewJob();
-  JobRecorder recorder(store_.get());
+  JobRecorder recorder(store_);
   // Writes are queued in one order (as under the coordinator's lock) while
   // several threads flush; the last queued progress must be the stored one
   // and every phase row must be there once.

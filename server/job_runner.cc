@@ -92,7 +92,7 @@ scheduler::ios::SearchBudget FarmSearchBudget() {
   return budget;
 }
 
-StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(FarmStore& store, const JobRow& job,
+StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(JobStore& store, const JobRow& job,
                                                      const scheduler::ios::SearchBudget& budget,
                                                      const std::atomic<bool>* stop,
                                                      ImportGate* gate) {
@@ -131,7 +131,7 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph:
   return runner;
 }
 
-Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, FarmStore& store,
+Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, LatencyDb& store,
                           SignatureClaims& claims) {
   if (requests.empty()) return absl::OkStatus();
   std::vector<uint64_t> signatures;
@@ -163,7 +163,7 @@ Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, FarmStore& st
   return absl::OkStatus();
 }
 
-StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims& claims,
+StatusOr<JobRunner::Next> JobRunner::Enumerate(LatencyDb& store, SignatureClaims& claims,
                                                double slice_s) {
   if (done_) return Next::kMeasure;
   session_->SetDeadline(
@@ -199,7 +199,7 @@ StatusOr<JobRunner::Next> JobRunner::Enumerate(FarmStore& store, SignatureClaims
   return Next::kMeasure;
 }
 
-Status JobRunner::FinishSearch(FarmStore& store) {
+Status JobRunner::FinishSearch(LatencyDb& store) {
   ASSIGN_OR_RETURN(ios::SearchResult result, session_->Result());
   final_stats_ = result.stats;
   ASSIGN_OR_RETURN(ios::Schedule sequential, ios::SequentialSchedule(graph_));
@@ -240,7 +240,7 @@ BuildRequest JobRunner::MakeBuild() const {
 }
 
 Status JobRunner::ApplyProfile(const PhaseReport& result, const std::string& worker,
-                               const std::string& backend, FarmStore& store,
+                               const std::string& backend, LatencyDb& store,
                                SignatureClaims& claims, int64_t now_unix_ms) {
   if (result.latencies.size() != batch_.size()) {
     return absl::InvalidArgumentError(StrCat("worker ", worker, " returned ",
@@ -316,7 +316,7 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const PhaseReport& result,
                                              result.schedules.size(), " schedules, expected ",
                                              schedules_.size()));
   }
-  nlohmann::json measured = nlohmann::json::object();
+  std::vector<MeasuredSchedule> measured;
   for (size_t i = 0; i < result.schedules.size(); ++i) {
     const ScheduleLatencyReport& l = result.schedules[i];
     const ReportedFigures& f = l.figures;
@@ -327,9 +327,7 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const PhaseReport& result,
     }
     RETURN_IF_ERROR(CheckFigures(worker, StrCat("schedule '", l.name, "'"), f.median_ms,
                                  f.p10_ms, f.p90_ms, f.cv, f.repeats));
-    measured[l.name] = {{"median_ms", f.median_ms}, {"p10_ms", f.p10_ms},
-                        {"p90_ms", f.p90_ms},       {"cv", f.cv},
-                        {"repeats", f.repeats}};
+    measured.push_back({l.name, f.median_ms, f.p10_ms, f.p90_ms, f.cv, f.repeats});
   }
   const auto& [chosen_name, best] = schedules_[ChooseMeasured(result)];
   ios::ScheduleMetadata metadata = ios::MakeScheduleMetadata(
@@ -338,21 +336,18 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const PhaseReport& result,
   ResultRow row;
   row.job_id = job_.id;
   row.schedule_json = ios::ScheduleToJson(graph_, best, metadata).dump(2);
-  nlohmann::json figures = {
-      {"measured", measured},
-      {"chosen", chosen_name},
-      {"predicted_ms", best.latency_ms},
-      {"search_s", search_seconds},
-      {"stages_profiled", stages_profiled_},
-      {"cache_hits", cache_hits_},
-      {"candidates", final_stats_.candidate_stages},
-      {"unique_signatures", final_stats_.unique_signatures},
-      {"stages", static_cast<int64_t>(best.stages.size())},
-      {"worker", worker},
-      {"backend", backend},
-      {"device_key", job_.device_key},
-  };
-  row.result_json = figures.dump();
+  row.measured = std::move(measured);
+  row.chosen = chosen_name;
+  row.predicted_ms = best.latency_ms;
+  row.search_s = search_seconds;
+  row.stages_profiled = stages_profiled_;
+  row.cache_hits = cache_hits_;
+  row.candidates = final_stats_.candidate_stages;
+  row.unique_signatures = final_stats_.unique_signatures;
+  row.stages = static_cast<int64_t>(best.stages.size());
+  row.worker = worker;
+  row.backend = backend;
+  row.device_key = job_.device_key;
   return row;
 }
 

@@ -37,9 +37,10 @@
 #include "graph/graph.h"
 #include "scheduler/ios/search_options.h"
 #include "scheduler/ios/search_session.h"
-#include "server/farm_store.h"
 #include "server/import_gate.h"
 #include "server/worker_protocol.h"
+#include "server/job_store.h"
+#include "server/latency_db.h"
 
 namespace iosfarm::server {
 
@@ -110,7 +111,7 @@ class JobRunner {
   // Create with the job's model loaded from `store` (LoadStoredModel; an
   // ONNX model's import holds its bytes of `gate` while it runs, when not
   // null); NotFound when the model is not stored.
-  static StatusOr<std::unique_ptr<JobRunner>> Load(FarmStore& store, const JobRow& job,
+  static StatusOr<std::unique_ptr<JobRunner>> Load(JobStore& store, const JobRow& job,
                                                    const scheduler::ios::SearchBudget& budget,
                                                    const std::atomic<bool>* stop,
                                                    ImportGate* gate = nullptr);
@@ -122,7 +123,7 @@ class JobRunner {
   // batch so far is kept and filled by the next call): enumerate again (the caller
   // queues it behind other jobs' server phases, so a long search shares the
   // server's slots). A slice ends between DP passes (search_session.h).
-  StatusOr<Next> Enumerate(FarmStore& store, SignatureClaims& claims, double slice_s = 0);
+  StatusOr<Next> Enumerate(LatencyDb& store, SignatureClaims& claims, double slice_s = 0);
 
   // The build phase of the current batch.
   BuildRequest MakeBuild() const;
@@ -133,7 +134,7 @@ class JobRunner {
   // naming the first problem otherwise, nothing written), stores the
   // latencies and provides them to the search. Releases the job's claims.
   Status ApplyProfile(const PhaseReport& result, const std::string& worker,
-                      const std::string& backend, FarmStore& store, SignatureClaims& claims,
+                      const std::string& backend, LatencyDb& store, SignatureClaims& claims,
                       int64_t now_unix_ms);
 
   // The measure phase (after Enumerate answered kMeasure).
@@ -162,9 +163,9 @@ class JobRunner {
   explicit JobRunner(const JobRow& job) : job_(job) {}
   // Looks `requests` up in the store: provides the known ones, claims the
   // rest; claimed ones go to batch_, others to awaiting_.
-  Status Resolve(std::vector<scheduler::ios::StageRequest> requests, FarmStore& store,
+  Status Resolve(std::vector<scheduler::ios::StageRequest> requests, LatencyDb& store,
                  SignatureClaims& claims);
-  Status FinishSearch(FarmStore& store);
+  Status FinishSearch(LatencyDb& store);
 
   // Bytes the runner holds for the session's requests (batch_, awaiting_).
   int64_t HeldRequestBytes() const;

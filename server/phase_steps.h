@@ -12,7 +12,7 @@
 #include "common/status.h"
 #include "scheduler/farm/job_lifecycle.h"
 #include "scheduler/farm/phase.h"
-#include "server/farm_store.h"
+#include "server/job_rows.h"
 #include "server/job_runner.h"
 #include "server/worker_protocol.h"
 

@@ -1,7 +1,6 @@
 #include "server/proto_convert.h"
 
 #include "common/strings.h"
-#include "nlohmann/json.hpp"
 
 namespace iosfarm::server {
 
@@ -94,41 +93,30 @@ v1::WorkerInfo WorkerToProto(const WorkerSnapshot& worker) {
 }
 
 StatusOr<v1::JobResult> ResultToProto(const ResultRow& result) {
+  RETURN_IF_ERROR(CheckResult(result));
   v1::JobResult out;
   out.set_job_id(result.job_id);
   out.set_schedule_json(result.schedule_json);
-  nlohmann::json figures = nlohmann::json::parse(result.result_json, nullptr, false);
-  if (figures.is_discarded() || !figures.is_object()) {
-    return absl::DataLossError(StrCat("the stored result of job ", result.job_id, " is corrupt"));
+  for (const MeasuredSchedule& m : result.measured) {
+    v1::ScheduleLatency* l = out.add_measured();
+    l->set_name(m.name);
+    l->set_median_ms(m.median_ms);
+    l->set_p10_ms(m.p10_ms);
+    l->set_p90_ms(m.p90_ms);
+    l->set_cv(m.cv);
+    l->set_repeats(static_cast<int32_t>(m.repeats));
   }
-  try {
-    for (const char* name : {"ios", "sequential", "greedy"}) {
-      if (!figures["measured"].contains(name)) continue;
-      const auto& m = figures["measured"][name];
-      v1::ScheduleLatency* l = out.add_measured();
-      l->set_name(name);
-      l->set_median_ms(m.value("median_ms", 0.0));
-      l->set_p10_ms(m.value("p10_ms", 0.0));
-      l->set_p90_ms(m.value("p90_ms", 0.0));
-      l->set_cv(m.value("cv", 0.0));
-      l->set_repeats(m.value("repeats", 0));
-    }
-    out.set_predicted_ms(figures.value("predicted_ms", 0.0));
-    out.set_search_s(figures.value("search_s", 0.0));
-    out.set_stages_profiled(figures.value("stages_profiled", int64_t{0}));
-    out.set_cache_hits(figures.value("cache_hits", int64_t{0}));
-    out.set_candidates(figures.value("candidates", int64_t{0}));
-    out.set_unique_signatures(figures.value("unique_signatures", int64_t{0}));
-    out.set_stages(figures.value("stages", 0));
-    out.set_worker(figures.value("worker", std::string()));
-    out.set_backend(figures.value("backend", std::string()));
-    out.set_device_key(figures.value("device_key", std::string()));
-    // Results stored before the end-to-end choice existed hold the IOS schedule.
-    out.set_chosen(figures.value("chosen", std::string("ios")));
-  } catch (const nlohmann::json::exception& e) {
-    return absl::DataLossError(
-        StrCat("the stored result of job ", result.job_id, " is corrupt: ", e.what()));
-  }
+  out.set_predicted_ms(result.predicted_ms);
+  out.set_search_s(result.search_s);
+  out.set_stages_profiled(result.stages_profiled);
+  out.set_cache_hits(result.cache_hits);
+  out.set_candidates(result.candidates);
+  out.set_unique_signatures(result.unique_signatures);
+  out.set_stages(static_cast<int32_t>(result.stages));
+  out.set_worker(result.worker);
+  out.set_backend(result.backend);
+  out.set_device_key(result.device_key);
+  out.set_chosen(result.chosen);
   return out;
 }
 

@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "iosfarm/v1/farm.pb.h"
-#include "server/farm_store.h"
+#include "server/job_rows.h"
 #include "server/worker_protocol.h"
 #include "server/worker_registry.h"
 
@@ -22,7 +22,8 @@ v1::JobState JobStateToProto(JobState state);
 StatusOr<std::optional<JobState>> JobStateFromText(const std::string& text);
 v1::PhaseEntry PhaseToProto(const PhaseLogRow& row);
 v1::WorkerInfo WorkerToProto(const WorkerSnapshot& worker);
-// The result row's figures as JobResult. InvalidArgument for a corrupt row.
+// The result row as JobResult. InvalidArgument (CheckResult) for a row the
+// job store would refuse: a non-finite figure, a bad schedule name.
 StatusOr<v1::JobResult> ResultToProto(const ResultRow& result);
 // Applies server defaults to 0 fields and checks ranges (InvalidArgument
 // naming the field).

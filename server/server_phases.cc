@@ -12,7 +12,7 @@ namespace {
 ServerPhaseOutcome Enumerate(JobContext& job, const ServerPhaseEnv& env) {
   ServerPhaseOutcome outcome;
   if (!job.runner) {
-    auto runner = JobRunner::Load(*env.store, job.row, env.search_budget, &job.stop,
+    auto runner = JobRunner::Load(*env.jobs, job.row, env.search_budget, &job.stop,
                                   env.import_gate);
     if (!runner.ok()) {
       outcome.status = runner.status();
@@ -21,7 +21,7 @@ ServerPhaseOutcome Enumerate(JobContext& job, const ServerPhaseEnv& env) {
     job.runner = std::move(*runner);
   }
   const int64_t lookups = job.runner->lookups(), hits = job.runner->cache_hits();
-  auto next = job.runner->Enumerate(*env.store, *env.claims, env.enumerate_slice_s);
+  auto next = job.runner->Enumerate(*env.latencies, *env.claims, env.enumerate_slice_s);
   if (next.ok()) {
     outcome.next = *next;
   } else {
@@ -38,7 +38,7 @@ ServerPhaseOutcome Update(JobContext& job, const ServerPhaseEnv& env) {
   ServerPhaseOutcome outcome;
   outcome.stored_stages = static_cast<int64_t>(job.pending_profile.latencies.size());
   outcome.status = job.runner->ApplyProfile(job.pending_profile, job.pending_worker,
-                                            job.pending_backend, *env.store, *env.claims,
+                                            job.pending_backend, *env.latencies, *env.claims,
                                             env.clock->NowUnixMs());
   if (outcome.status.ok() && env.metrics != nullptr) {
     env.metrics->StagesProfiled(outcome.stored_stages);

@@ -13,7 +13,8 @@
 #include "scheduler/farm/phase.h"
 #include "scheduler/ios/search_options.h"
 #include "server/farm_metrics.h"
-#include "server/farm_store.h"
+#include "server/job_store.h"
+#include "server/latency_db.h"
 #include "server/import_gate.h"
 #include "server/job_context.h"
 #include "server/job_runner.h"
@@ -22,7 +23,8 @@ namespace iosfarm::server {
 
 // What server phases read and write; every pointer outlives the calls.
 struct ServerPhaseEnv {
-  FarmStore* store = nullptr;
+  JobStore* jobs = nullptr;
+  LatencyDb* latencies = nullptr;
   SignatureClaims* claims = nullptr;
   ImportGate* import_gate = nullptr;
   FarmMetrics* metrics = nullptr;  // may be null

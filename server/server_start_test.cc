@@ -13,7 +13,7 @@
 
 #include "server/database_lock.h"
 #include "server/farm_server.h"
-#include "server/farm_store.h"
+#include "server/farm_database.h"
 #include "server/server_test_util.h"
 #include "server/store_test_util.h"
 
@@ -71,10 +71,10 @@ TEST_F(ServerStartTest, LockIsReleasedWhenTheHolderDies) {
 TEST_F(ServerStartTest, DamagedDatabaseIsRefusedAtStart) {
   const std::string db = PathOf("farm.db");
   {
-    auto store = FarmStore::Open(db);
+    auto store = OpenFarmDatabase(db);
     ASSERT_TRUE(store.ok()) << store.status();
     for (int i = 0; i < 200; ++i) {
-      ASSERT_TRUE((*store)->UpsertDevice("dev" + std::to_string(i), std::string(200, 'x'), "sim", i).ok());
+      ASSERT_TRUE(store->latencies->UpsertDevice("dev" + std::to_string(i), std::string(200, 'x'), "sim", i).ok());
     }
   }
   // Checkpointed on close; damage the pages after the first ones.
@@ -90,7 +90,7 @@ TEST_F(ServerStartTest, DamagedDatabaseIsRefusedAtStart) {
 TEST_F(ServerStartTest, ReadOnlyDatabaseIsRefusedAtStart) {
   if (::geteuid() == 0) GTEST_SKIP() << "running as root: file modes do not stop writes";
   const std::string db = PathOf("farm.db");
-  { ASSERT_TRUE(FarmStore::Open(db).ok()); }
+  { ASSERT_TRUE(OpenFarmDatabase(db).ok()); }
   ASSERT_EQ(::chmod(db.c_str(), 0444), 0);
   auto server = FarmServer::Start(LoopbackOptions(db));
   ASSERT_FALSE(server.ok());

@@ -103,9 +103,106 @@ constexpr const char kSchemaV2[] = R"sql(
 ALTER TABLE jobs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0 CHECK (resumes >= 0);
 )sql";
 
-constexpr std::array<Migration, 2> kMigrations = {{
+// Version 3: a job's result in typed columns (results) and its end-to-end
+// measurements in a child table (result_latencies) instead of one JSON text
+// (results.result_json). Version-2 results are converted with SQLite's JSON
+// functions, reading them as the version-2 server did: a missing figure reads
+// as 0, a missing `chosen` as 'ios', numbers as integers or reals alike. A
+// result whose text that server could not read (not JSON, not an object, a
+// figure of the wrong type) moves whole, with the reason, to
+// results_unreadable: its job is kept and GetResult reports it as corrupt,
+// as before. Nothing else changes.
+constexpr const char kSchemaV3[] = R"sql(
+CREATE TABLE results_unreadable (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id),
+  schedule_json TEXT NOT NULL,
+  result_json TEXT NOT NULL,
+  reason TEXT NOT NULL
+);
+INSERT INTO results_unreadable (job_id, schedule_json, result_json, reason)
+SELECT job_id, schedule_json, result_json, reason FROM (
+  SELECT job_id, schedule_json, result_json, CASE
+    WHEN NOT json_valid(result_json) THEN 'not JSON'
+    WHEN json_type(result_json) <> 'object' THEN
+      'a JSON ' || json_type(result_json) || ', not an object'
+    ELSE (
+      SELECT t.path || '.' || t.key || ' is ' || t.type FROM json_tree(result_json) t
+      WHERE (t.path = '$' AND t.type NOT IN ('integer', 'real', 'true', 'false') AND
+             t.key IN ('predicted_ms', 'search_s', 'stages_profiled', 'cache_hits',
+                       'candidates', 'unique_signatures', 'stages'))
+         OR (t.path = '$' AND t.type <> 'text' AND
+             t.key IN ('worker', 'backend', 'device_key', 'chosen'))
+         OR (t.path = '$.measured' AND t.type <> 'object' AND
+             t.key IN ('ios', 'sequential', 'greedy'))
+         OR (t.path IN ('$.measured.ios', '$.measured.sequential', '$.measured.greedy') AND
+             t.type NOT IN ('integer', 'real', 'true', 'false') AND
+             t.key IN ('median_ms', 'p10_ms', 'p90_ms', 'cv', 'repeats'))
+      ORDER BY t.id LIMIT 1)
+  END AS reason FROM results)
+WHERE reason IS NOT NULL;
+DELETE FROM results WHERE job_id IN (SELECT job_id FROM results_unreadable);
+
+CREATE TABLE results_v3 (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id),
+  schedule_json TEXT NOT NULL,
+  chosen TEXT NOT NULL,
+  predicted_ms REAL NOT NULL,
+  search_s REAL NOT NULL,
+  stages_profiled INTEGER NOT NULL,
+  cache_hits INTEGER NOT NULL,
+  candidates INTEGER NOT NULL,
+  unique_signatures INTEGER NOT NULL,
+  stages INTEGER NOT NULL,
+  worker TEXT NOT NULL,
+  backend TEXT NOT NULL,
+  device_key TEXT NOT NULL
+);
+INSERT INTO results_v3
+SELECT job_id, schedule_json,
+  COALESCE(json_extract(result_json, '$.chosen'), 'ios'),
+  CAST(COALESCE(json_extract(result_json, '$.predicted_ms'), 0) AS REAL),
+  CAST(COALESCE(json_extract(result_json, '$.search_s'), 0) AS REAL),
+  CAST(COALESCE(json_extract(result_json, '$.stages_profiled'), 0) AS INTEGER),
+  CAST(COALESCE(json_extract(result_json, '$.cache_hits'), 0) AS INTEGER),
+  CAST(COALESCE(json_extract(result_json, '$.candidates'), 0) AS INTEGER),
+  CAST(COALESCE(json_extract(result_json, '$.unique_signatures'), 0) AS INTEGER),
+  CAST(COALESCE(json_extract(result_json, '$.stages'), 0) AS INTEGER),
+  COALESCE(json_extract(result_json, '$.worker'), ''),
+  COALESCE(json_extract(result_json, '$.backend'), ''),
+  COALESCE(json_extract(result_json, '$.device_key'), '')
+FROM results;
+
+CREATE TABLE result_latencies (
+  job_id INTEGER NOT NULL REFERENCES results_v3(job_id),
+  name TEXT NOT NULL CHECK (name <> ''),
+  position INTEGER NOT NULL,
+  median_ms REAL NOT NULL,
+  p10_ms REAL NOT NULL,
+  p90_ms REAL NOT NULL,
+  cv REAL NOT NULL,
+  repeats INTEGER NOT NULL,
+  PRIMARY KEY (job_id, name)
+) WITHOUT ROWID;
+INSERT INTO result_latencies
+SELECT r.job_id, n.name, n.position,
+  CAST(COALESCE(json_extract(r.result_json, n.path || '.median_ms'), 0) AS REAL),
+  CAST(COALESCE(json_extract(r.result_json, n.path || '.p10_ms'), 0) AS REAL),
+  CAST(COALESCE(json_extract(r.result_json, n.path || '.p90_ms'), 0) AS REAL),
+  CAST(COALESCE(json_extract(r.result_json, n.path || '.cv'), 0) AS REAL),
+  CAST(COALESCE(json_extract(r.result_json, n.path || '.repeats'), 0) AS INTEGER)
+FROM results r JOIN (SELECT 'ios' AS name, 0 AS position, '$.measured.ios' AS path
+                     UNION ALL SELECT 'sequential', 1, '$.measured.sequential'
+                     UNION ALL SELECT 'greedy', 2, '$.measured.greedy') n
+WHERE json_type(r.result_json, n.path) = 'object';
+
+DROP TABLE results;
+ALTER TABLE results_v3 RENAME TO results;
+)sql";
+
+constexpr std::array<Migration, 3> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
+    {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

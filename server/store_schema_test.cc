@@ -7,8 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "common/strings.h"
-#include "server/farm_store.h"
+#include "server/farm_database.h"
 #include "server/sqlite_db.h"
+#include "server/store_test_rows.h"
 #include "server/store_test_util.h"
 
 namespace iosfarm::server {
@@ -38,8 +39,8 @@ void ExpectCurrentSchema(const std::string& path) {
   EXPECT_EQ(QueryInt(**db, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(QueryInt(**db, "PRAGMA application_id"), kApplicationId);
   EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_migrations"), kSchemaVersion);
-  for (const char* table :
-       {"devices", "latencies", "models", "jobs", "results", "phase_log", "schema_migrations"}) {
+  for (const char* table : {"devices", "latencies", "models", "jobs", "results", "result_latencies",
+                            "results_unreadable", "phase_log", "schema_migrations"}) {
     EXPECT_TRUE(HasTable(**db, table)) << table;
   }
   EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM pragma_integrity_check WHERE "
@@ -51,24 +52,24 @@ TEST_F(StoreSchemaTest, MigrationListIsConsecutiveFromOne) {
   auto steps = Migrations();
   ASSERT_EQ(static_cast<int64_t>(steps.size()), kSchemaVersion);
   for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].version, int64_t(i) + 1);
-  EXPECT_EQ(FarmStore::kSchemaVersion, kSchemaVersion);
+  EXPECT_EQ(steps.back().version, kSchemaVersion);
 }
 
 TEST_F(StoreSchemaTest, NewFileGetsCurrentSchema) {
   const std::string path = PathOf("new.db");
-  ASSERT_TRUE(FarmStore::Open(path).ok());
+  ASSERT_TRUE(OpenFarmDatabase(path).ok());
   ExpectCurrentSchema(path);
   // Opening again applies nothing twice.
-  ASSERT_TRUE(FarmStore::Open(path).ok());
+  ASSERT_TRUE(OpenFarmDatabase(path).ok());
   ExpectCurrentSchema(path);
 }
 
 TEST_F(StoreSchemaTest, ZeroByteFileIsMigrated) {
   const std::string path = PathOf("empty.db");
   WriteFileBytes(path, "");
-  auto store = FarmStore::Open(path);
+  auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
-  store->reset();
+  *store = FarmDatabase();
   ExpectCurrentSchema(path);
 }
 
@@ -83,9 +84,9 @@ TEST_F(StoreSchemaTest, HandMadeVersionZeroFileIsMigrated) {
                     .ok());
   }
   ASSERT_GT(std::filesystem::file_size(path), 0u);
-  auto store = FarmStore::Open(path);
+  auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
-  store->reset();
+  *store = FarmDatabase();
   ExpectCurrentSchema(path);
   auto db = SqliteDb::Open(path);
   ASSERT_TRUE(db.ok());
@@ -110,15 +111,15 @@ std::vector<Migration> WithNextStep(const Migration& next) {
 TEST_F(StoreSchemaTest, MigratesStepByStepKeepingData) {
   const std::string path = PathOf("steps.db");
   {
-    auto store = FarmStore::Open(path);
+    auto store = OpenFarmDatabase(path);
     ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->UpsertDevice("h100-sxm", "H100", "cuda", 10).ok());
+    ASSERT_TRUE(store->latencies->UpsertDevice("h100-sxm", "H100", "cuda", 10).ok());
   }
   const std::vector<Migration> steps = WithNextStep(kNextStep);
   {
-    auto store = FarmStore::OpenWithMigrations(path, steps);
+    auto store = OpenFarmDatabase(path, steps);
     ASSERT_TRUE(store.ok()) << store.status();
-    auto devices = (*store)->ListDevices();
+    auto devices = store->latencies->ListDevices();
     ASSERT_TRUE(devices.ok()) << devices.status();
     ASSERT_EQ(devices->size(), 1u);
     EXPECT_EQ((*devices)[0].key, "h100-sxm");
@@ -132,7 +133,7 @@ TEST_F(StoreSchemaTest, MigratesStepByStepKeepingData) {
     EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM devices WHERE rack = ''"), 1);
   }
   // This binary refuses the newer file.
-  auto old = FarmStore::Open(path);
+  auto old = OpenFarmDatabase(path);
   ASSERT_FALSE(old.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(old.status())) << old.status();
 }
@@ -141,35 +142,93 @@ TEST_F(StoreSchemaTest, AVersion1FileGainsJobResumesKeepingItsJobs) {
   const std::string path = PathOf("v1.db");
   int64_t id = 0;
   {
-    auto store = FarmStore::OpenWithMigrations(path, Migrations().first(1));
+    auto store = OpenFarmDatabase(path, Migrations().first(1));
     ASSERT_TRUE(store.ok()) << store.status();
     ModelRow model;
     model.digest = "d1";
     model.name = "squeezenet";
     model.source = "zoo";
     model.batch = 1;
-    ASSERT_TRUE((*store)->PutModel(model).ok());
+    ASSERT_TRUE(store->jobs->PutModel(model).ok());
     JobRow job;
     job.model_digest = "d1";
     job.device_key = "k";
-    auto created = (*store)->CreateJob(job);
+    auto created = store->jobs->CreateJob(job);
     ASSERT_TRUE(created.ok()) << created.status();
     id = *created;
   }
-  auto store = FarmStore::Open(path);
+  auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
-  auto job = (*store)->GetJob(id);
+  auto job = store->jobs->GetJob(id);
   ASSERT_TRUE(job.ok() && job->has_value());
   EXPECT_EQ((*job)->model_name, "squeezenet");
   EXPECT_EQ((*job)->resumes, 0);
-  auto counted = (*store)->AddResumes(id, 1);
+  auto counted = store->jobs->AddResumes(id, 1);
   ASSERT_TRUE(counted.ok()) << counted.status();
   EXPECT_EQ(*counted, 1);
 }
 
+// A version-2 file as a version-2 server left it: results as JSON text
+// (written by JobRunner::ApplyMeasure then; nlohmann sorts the keys; the
+// figures of FullResult), a job without a result, latencies. Version 3 keeps
+// every figure in columns.
+TEST_F(StoreSchemaTest, AVersion2FileGainsTypedResultsKeepingEveryFigure) {
+  const std::string path = PathOf("v2.db");
+  const std::vector<int64_t> ids = WriteVersion2Results(
+      path,
+      {R"({"backend":"sim","cache_hits":30,"candidates":900,"chosen":"sequential",)"
+       R"("device_key":"sim-test","measured":{)"
+       R"("greedy":{"cv":0.03,"median_ms":0.9,"p10_ms":0.88,"p90_ms":0.95,"repeats":22},)"
+       R"("ios":{"cv":0.01,"median_ms":0.7,"p10_ms":0.69,"p90_ms":0.72,"repeats":20},)"
+       R"("sequential":{"cv":0.02,"median_ms":0.8,"p10_ms":0.79,"p90_ms":0.83,"repeats":21}},)"
+       R"("predicted_ms":0.65,"search_s":1.25,"stages":11,"stages_profiled":120,)"
+       R"("unique_signatures":150,"worker":"w1"})",
+       R"({"measured":{"ios":{"median_ms":2.0,"p10_ms":1.9,"p90_ms":2.1,"cv":0.0,"repeats":3}},)"
+       R"("predicted_ms":2,"search_s":0.5,"stages_profiled":0,"cache_hits":9,"candidates":9,)"
+       R"("unique_signatures":9,"stages":1,"worker":"w1","backend":"sim","device_key":"k"})"});
+  ASSERT_EQ(ids.size(), 2u);
+  int64_t queued = 0;
+  {
+    auto v2 = OpenFarmDatabase(path, Migrations().first(2));
+    ASSERT_TRUE(v2.ok()) << v2.status();
+    auto created = v2->jobs->CreateJob(Job("d1", "k"));
+    ASSERT_TRUE(created.ok()) << created.status();
+    queued = *created;
+    ASSERT_TRUE(v2->latencies->PutLatencies("h100", {{5, Latency(0.5)}}).ok());
+  }
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*store->jobs->CountUnreadableResults(), 0);
+  ResultRow want = FullResult(ids[0]);
+  want.schedule_json = "{\"job\": 0}";
+  auto first = store->jobs->GetResult(ids[0]);
+  ASSERT_TRUE(first.ok() && first->has_value()) << first.status();
+  ExpectSameResult(**first, want);
+  auto second = store->jobs->GetResult(ids[1]);
+  ASSERT_TRUE(second.ok() && second->has_value()) << second.status();
+  ASSERT_EQ((*second)->measured.size(), 1u);
+  EXPECT_DOUBLE_EQ((*second)->measured[0].median_ms, 2.0);
+  EXPECT_DOUBLE_EQ((*second)->predicted_ms, 2.0);  // an integer in the JSON
+  EXPECT_EQ((*second)->chosen, "ios");
+  EXPECT_EQ((*second)->cache_hits, 9);
+  // Jobs, the job without a result and the latencies are all kept.
+  EXPECT_EQ((*store->jobs->GetJob(ids[1]))->state, JobState::kSucceeded);
+  EXPECT_FALSE(store->jobs->GetResult(queued)->has_value());
+  EXPECT_EQ((*store->jobs->GetJob(queued))->state, JobState::kQueued);
+  EXPECT_EQ(*store->latencies->CountLatencies("h100"), 1);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
+  auto db = SqliteDb::Open(path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM pragma_table_info('results') "
+                           "WHERE name = 'result_json'"),
+            0);
+  EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+}
+
 TEST_F(StoreSchemaTest, MigratesFromEmptyThroughEveryStep) {
   const std::string path = PathOf("all.db");
-  ASSERT_TRUE(FarmStore::OpenWithMigrations(path, WithNextStep(kNextStep)).ok());
+  ASSERT_TRUE(OpenFarmDatabase(path, WithNextStep(kNextStep)).ok());
   auto db = SqliteDb::Open(path);
   ASSERT_TRUE(db.ok());
   EXPECT_EQ(QueryInt(**db, "PRAGMA user_version"), kNext);
@@ -178,8 +237,8 @@ TEST_F(StoreSchemaTest, MigratesFromEmptyThroughEveryStep) {
 
 TEST_F(StoreSchemaTest, FailingStepIsRolledBackWhole) {
   const std::string path = PathOf("fail.db");
-  ASSERT_TRUE(FarmStore::Open(path).ok());
-  auto store = FarmStore::OpenWithMigrations(
+  ASSERT_TRUE(OpenFarmDatabase(path).ok());
+  auto store = OpenFarmDatabase(
       path, WithNextStep({kNext, "broken", "CREATE TABLE half (a); SELECT no_such_function();"}));
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsInternal(store.status())) << store.status();
@@ -193,7 +252,7 @@ TEST_F(StoreSchemaTest, FailingStepIsRolledBackWhole) {
 
 TEST_F(StoreSchemaTest, OutOfOrderMigrationListIsAnError) {
   const Migration gap[] = {{1, "one", "CREATE TABLE a (x);"}, {3, "three", "CREATE TABLE b (x);"}};
-  auto store = FarmStore::OpenWithMigrations(PathOf("gap.db"), gap);
+  auto store = OpenFarmDatabase(PathOf("gap.db"), gap);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsInternal(store.status()));
 }
@@ -201,9 +260,9 @@ TEST_F(StoreSchemaTest, OutOfOrderMigrationListIsAnError) {
 TEST_F(StoreSchemaTest, RefusesNewerSchemaWithoutChangingTheFile) {
   const std::string path = PathOf("newer.db");
   {
-    auto store = FarmStore::Open(path);
+    auto store = OpenFarmDatabase(path);
     ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->UpsertDevice("a100", "", "cuda", 1).ok());
+    ASSERT_TRUE(store->latencies->UpsertDevice("a100", "", "cuda", 1).ok());
   }
   {
     auto db = SqliteDb::Open(path);
@@ -212,7 +271,7 @@ TEST_F(StoreSchemaTest, RefusesNewerSchemaWithoutChangingTheFile) {
     ASSERT_TRUE((*db)->SetUserVersion(kSchemaVersion + 41).ok());
   }
   const std::string before = ReadFileBytes(path);
-  auto store = FarmStore::Open(path);
+  auto store = OpenFarmDatabase(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(store.status())) << store.status();
   const std::string message(store.status().message());
@@ -225,14 +284,14 @@ TEST_F(StoreSchemaTest, RefusesNewerSchemaWithoutChangingTheFile) {
 
 TEST_F(StoreSchemaTest, RefusesNewerSchemaInWalModeWithoutChangingIt) {
   const std::string path = PathOf("newer_wal.db");
-  ASSERT_TRUE(FarmStore::Open(path).ok());
+  ASSERT_TRUE(OpenFarmDatabase(path).ok());
   {
     auto db = SqliteDb::Open(path);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->SetUserVersion(kSchemaVersion + 1).ok());
   }
   const std::string before = ReadFileBytes(path);
-  auto store = FarmStore::Open(path);
+  auto store = OpenFarmDatabase(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(store.status())) << store.status();
   EXPECT_EQ(ReadFileBytes(path), before);
@@ -242,7 +301,7 @@ TEST_F(StoreSchemaTest, RefusesNonDatabaseFileWithoutChangingIt) {
   const std::string path = PathOf("notes.txt");
   const std::string text = "these are my notes, not a database\n";
   WriteFileBytes(path, text);
-  auto store = FarmStore::Open(path);
+  auto store = OpenFarmDatabase(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(store.status())) << store.status();
   EXPECT_THAT(std::string(store.status().message()), HasSubstr(path));
@@ -254,7 +313,7 @@ TEST_F(StoreSchemaTest, RefusesNonDatabaseFileWithoutChangingIt) {
   // A longer file that only starts like one.
   const std::string fake = std::string("SQLite format 3") + '\0' + std::string(4096, 'x');
   WriteFileBytes(path, fake);
-  store = FarmStore::Open(path);
+  store = OpenFarmDatabase(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(store.status())) << store.status();
   EXPECT_THAT(std::string(store.status().message()), HasSubstr(path));
@@ -271,7 +330,7 @@ TEST_F(StoreSchemaTest, RefusesAnotherApplicationsSqliteFile) {
                     .ok());
   }
   const std::string before = ReadFileBytes(path);
-  auto store = FarmStore::Open(path);
+  auto store = OpenFarmDatabase(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(store.status())) << store.status();
   const std::string message(store.status().message());
@@ -281,11 +340,11 @@ TEST_F(StoreSchemaTest, RefusesAnotherApplicationsSqliteFile) {
 }
 
 TEST_F(StoreSchemaTest, DirectoryOrMissingFolderFailsClearly) {
-  auto store = FarmStore::Open(dir_.string());
+  auto store = OpenFarmDatabase(dir_.string());
   ASSERT_FALSE(store.ok());
   EXPECT_THAT(std::string(store.status().message()), HasSubstr(dir_.string()));
   const std::string missing = PathOf("no/such/folder/x.db");
-  store = FarmStore::Open(missing);
+  store = OpenFarmDatabase(missing);
   ASSERT_FALSE(store.ok());
   EXPECT_THAT(std::string(store.status().message()), HasSubstr(missing));
 }

@@ -145,7 +145,7 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext* context,
     // Newest first, and a limit keeps the newest jobs.
     filter.newest_first = true;
     if (request->limit() > 0) filter.limit = request->limit();
-    ASSIGN_OR_RETURN(std::vector<JobRow> jobs, store_->ListJobs(filter));
+    ASSIGN_OR_RETURN(std::vector<JobRow> jobs, job_store_->ListJobs(filter));
     const double now = NowSeconds();
     for (const JobRow& job : jobs) *response->add_jobs() = JobToProto(job, now);
     return absl::OkStatus();
@@ -173,8 +173,8 @@ grpc::Status TuningServiceImpl::ForgetLatencies(grpc::ServerContext* context,
       return absl::InvalidArgumentError("forget: a device key is required");
     }
     ASSIGN_OR_RETURN(const int64_t deleted,
-                     store_->DeleteLatencies(request->device_key(), request->worker()));
-    ASSIGN_OR_RETURN(const int64_t remaining, store_->CountLatencies(request->device_key()));
+                     latency_db_->DeleteLatencies(request->device_key(), request->worker()));
+    ASSIGN_OR_RETURN(const int64_t remaining, latency_db_->CountLatencies(request->device_key()));
     spdlog::warn("client {} forgot {} measurements of device key {}{} ({} remain)", caller,
                  deleted, request->device_key(),
                  request->worker().empty() ? "" : StrCat(" by worker ", request->worker()),
@@ -188,7 +188,7 @@ grpc::Status TuningServiceImpl::ForgetLatencies(grpc::ServerContext* context,
 grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
                                           const v1::JobRequest* request, v1::Job* response) {
   return Serve(Authenticate(*context), [&](const std::string& caller) -> Status {
-    ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(request->job_id()));
+    ASSIGN_OR_RETURN(std::optional<JobRow> row, job_store_->GetJob(request->job_id()));
     if (!row) return absl::NotFoundError(StrCat("job ", request->job_id(), " not found"));
     if (row->owner != caller && !IsAdmin(caller)) {
       return absl::PermissionDeniedError(
@@ -205,14 +205,14 @@ grpc::Status TuningServiceImpl::GetResult(grpc::ServerContext* context,
                                           const v1::JobRequest* request,
                                           v1::JobResult* response) {
   return Serve(Authenticate(*context), [&](const std::string&) -> Status {
-    ASSIGN_OR_RETURN(std::optional<JobRow> job, store_->GetJob(request->job_id()));
+    ASSIGN_OR_RETURN(std::optional<JobRow> job, job_store_->GetJob(request->job_id()));
     if (!job) return absl::NotFoundError(StrCat("job ", request->job_id(), " not found"));
     if (job->state != JobState::kSucceeded) {
       return absl::FailedPreconditionError(
           StrCat("job ", job->id, " has no result: it is ", JobStateName(job->state),
                  job->error.empty() ? "" : StrCat(" (", job->error, ")")));
     }
-    ASSIGN_OR_RETURN(std::optional<ResultRow> result, store_->GetResult(job->id));
+    ASSIGN_OR_RETURN(std::optional<ResultRow> result, job_store_->GetResult(job->id));
     if (!result) return absl::DataLossError(StrCat("job ", job->id, " succeeded but has no stored result"));
     ASSIGN_OR_RETURN(*response, ResultToProto(*result));
     return absl::OkStatus();
@@ -262,10 +262,10 @@ grpc::Status TuningServiceImpl::GetTimeline(grpc::ServerContext* context,
     std::optional<int64_t> job;
     if (request->job_id() != 0) {
       job = request->job_id();
-      ASSIGN_OR_RETURN(std::optional<JobRow> row, store_->GetJob(*job));
+      ASSIGN_OR_RETURN(std::optional<JobRow> row, job_store_->GetJob(*job));
       if (!row) return absl::NotFoundError(StrCat("job ", *job, " not found"));
     }
-    ASSIGN_OR_RETURN(std::vector<PhaseLogRow> phases, store_->ListPhases(job));
+    ASSIGN_OR_RETURN(std::vector<PhaseLogRow> phases, job_store_->ListPhases(job));
     for (const PhaseLogRow& row : phases) *response->add_phases() = PhaseToProto(row);
     return absl::OkStatus();
   });

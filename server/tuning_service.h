@@ -1,6 +1,6 @@
 // TuningService: the clients' API (farm.proto). Authenticates every call
 // with the client token set, converts at the edge and delegates to the
-// FarmCoordinator and the FarmStore. Thread-safe (stateless beyond them).
+// FarmCoordinator, the JobStore and the LatencyDb. Thread-safe (stateless beyond them).
 #ifndef IOSFARM_SERVER_TUNING_SERVICE_H_
 #define IOSFARM_SERVER_TUNING_SERVICE_H_
 
@@ -10,7 +10,8 @@
 #include "iosfarm/v1/farm.grpc.pb.h"
 #include "server/auth.h"
 #include "server/farm_coordinator.h"
-#include "server/farm_store.h"
+#include "server/job_store.h"
+#include "server/latency_db.h"
 
 namespace iosfarm::server {
 
@@ -27,9 +28,13 @@ struct RequestLimits {
 
 class TuningServiceImpl final : public v1::TuningService::Service {
  public:
-  TuningServiceImpl(FarmCoordinator* coordinator, FarmStore* store, const TokenSet* tokens,
-                    RequestLimits limits)
-      : coordinator_(coordinator), store_(store), tokens_(tokens), limits_(limits) {}
+  TuningServiceImpl(FarmCoordinator* coordinator, JobStore* jobs, LatencyDb* latencies,
+                    const TokenSet* tokens, RequestLimits limits)
+      : coordinator_(coordinator),
+        job_store_(jobs),
+        latency_db_(latencies),
+        tokens_(tokens),
+        limits_(limits) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::Job* response) override;
@@ -60,7 +65,8 @@ class TuningServiceImpl final : public v1::TuningService::Service {
   bool IsAdmin(const std::string& caller) const;
 
   FarmCoordinator* const coordinator_;
-  FarmStore* const store_;
+  JobStore* const job_store_;
+  LatencyDb* const latency_db_;
   const TokenSet* const tokens_;
   const RequestLimits limits_;
 };
