@@ -9,6 +9,7 @@
 #include "graph/onnx/onnx_importer.h"
 #include "graph/serialize.h"
 #include "nlohmann/json.hpp"
+#include "proto/stage_codec.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
 
@@ -236,13 +237,7 @@ v1::BuildAssignment JobRunner::MakeBuild() const {
   v1::BuildAssignment build;
   build.set_graph(graph_bytes_);
   for (const auto& request : batch_) {
-    v1::StageSpec* spec = build.add_stages();
-    spec->set_strategy(std::string(ios::StrategyName(request.stage.strategy)));
-    spec->set_signature(request.signature);
-    for (const auto& group : request.stage.groups) {
-      v1::StageGroup* g = spec->add_groups();
-      for (graph::NodeId op : group) g->add_ops(op);
-    }
+    *build.add_stages() = proto::EncodeStage(request.stage, request.signature);
   }
   return build;
 }

@@ -19,7 +19,7 @@
 #include "scheduler/ios/testing_util.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/backends/sim/sim_test_graphs.h"
-#include "worker/worker_testing.h"
+#include "worker/wire_testing.h"
 
 namespace iosfarm::worker {
 namespace {
