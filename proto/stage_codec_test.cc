@@ -23,6 +23,13 @@ v1::StageSpec SpecOf(const graph::Graph& graph, const Stage& stage) {
   return EncodeStage(stage, signature.ok() ? *signature : 0);
 }
 
+google::protobuf::RepeatedPtrField<v1::StageSpec> SpecsOf(const graph::Graph& graph,
+                                                       const std::vector<Stage>& stages) {
+  google::protobuf::RepeatedPtrField<v1::StageSpec> specs;
+  for (const Stage& stage : stages) *specs.Add() = SpecOf(graph, stage);
+  return specs;
+}
+
 std::vector<Stage> GreedyStages(const graph::Graph& graph) {
   std::vector<Stage> stages;
   auto schedule = scheduler::ios::GreedySchedule(graph, 8);
@@ -52,8 +59,7 @@ TEST(StageCodecTest, EveryStageOfAScheduleRoundTrips) {
   graph::Graph graph = graph::testing::SmallBranchyGraph(false);
   const std::vector<Stage> stages = GreedyStages(graph);
   ASSERT_GE(stages.size(), 2u);
-  google::protobuf::RepeatedPtrField<v1::StageSpec> specs;
-  for (const Stage& stage : stages) *specs.Add() = SpecOf(graph, stage);
+  google::protobuf::RepeatedPtrField<v1::StageSpec> specs = SpecsOf(graph, stages);
   auto decoded = StagesFromSpecs(graph, specs);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   ASSERT_EQ(decoded->size(), stages.size());
@@ -180,8 +186,7 @@ TEST(StagesFromSpecsTest, TheFirstErrorNamesItsIndex) {
   graph::Graph graph = graph::testing::SmallBranchyGraph(false);
   const std::vector<Stage> stages = GreedyStages(graph);
   ASSERT_GE(stages.size(), 3u);
-  google::protobuf::RepeatedPtrField<v1::StageSpec> specs;
-  for (const Stage& stage : stages) *specs.Add() = SpecOf(graph, stage);
+  google::protobuf::RepeatedPtrField<v1::StageSpec> specs = SpecsOf(graph, stages);
   specs.Mutable(1)->set_signature(specs.Get(1).signature() ^ 1);
   specs.Mutable(2)->clear_groups();
   auto decoded = StagesFromSpecs(graph, specs);

@@ -24,18 +24,7 @@ using testing::GreedyStages;
 using testing::MeasurePhase;
 using testing::ProfilePhase;
 
-class PhaseExecutorTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto backend = sim::SimBackend::Create({});
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = *std::move(backend);
-    executor_ = std::make_unique<PhaseExecutor>(*backend_);
-  }
-
-  std::unique_ptr<sim::SimBackend> backend_;
-  std::unique_ptr<PhaseExecutor> executor_;
-};
+class PhaseExecutorTest : public testing::SimExecutorTest {};
 
 TEST_F(PhaseExecutorTest, BuildThenProfileGivesOneLatencyPerStageWithItsSignature) {
   for (const char* model : {"squeezenet", "inception_v3"}) {

@@ -27,21 +27,11 @@ using testing::ProfileAssignment;
 
 // Assignments as the daemon answers them (testing::AnswerAssignment), on a
 // real executor over the sim backend.
-class WireConvertTest : public ::testing::Test {
+class WireConvertTest : public testing::SimExecutorTest {
  protected:
-  void SetUp() override {
-    auto backend = sim::SimBackend::Create({});
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = *std::move(backend);
-    executor_ = std::make_unique<PhaseExecutor>(*backend_);
-  }
-
   v1::PhaseResult Answer(const v1::PhaseAssignment& assignment) {
     return testing::AnswerAssignment(*executor_, assignment);
   }
-
-  std::unique_ptr<sim::SimBackend> backend_;
-  std::unique_ptr<PhaseExecutor> executor_;
 };
 
 TEST(PhaseOrderFromProtoTest, ABuildDecodesToCheckedCanonicalStages) {

@@ -17,9 +17,25 @@
 #include "scheduler/ios/schedule_json.h"
 #include "scheduler/ios/signature.h"
 #include "scheduler/ios/stage.h"
+#include "worker/backends/sim/sim_backend.h"
+#include "worker/phase_executor.h"
 #include "worker/phase_order.h"
 
 namespace iosfarm::worker::testing {
+
+// A PhaseExecutor on a sim backend with default options, fresh per test.
+class SimExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto backend = sim::SimBackend::Create({});
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    executor_ = std::make_unique<PhaseExecutor>(*backend_);
+  }
+
+  std::unique_ptr<sim::SimBackend> backend_;
+  std::unique_ptr<PhaseExecutor> executor_;
+};
 
 // A build of `stages` of `graph`, each canonicalised with its signature, as
 // the worker's wire decoding hands it to the executor.
