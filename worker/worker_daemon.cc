@@ -39,8 +39,6 @@ std::string_view KindName(const v1::PhaseAssignment& assignment) {
   return "empty assignment";
 }
 
-std::string_view KindName(const PhaseOrder& order) { return PhaseName(order); }
-
 }  // namespace
 
 // One connection to the server. Every write goes through `mutex`; `closed`
@@ -350,7 +348,7 @@ void WorkerDaemon::Dispatch(const std::shared_ptr<Session>& session,
   if (!AddPending(phase_id)) return;
   SerialLane& lane = NeedsDevice(*order) ? device_lane_ : cpu_lane_;
   spdlog::info("worker {}: phase {} ({}, job {}, batch '{}') queued on the {} lane",
-               options_.worker_id, phase_id, KindName(*order), order->job_id, order->batch_id,
+               options_.worker_id, phase_id, PhaseName(*order), order->job_id, order->batch_id,
                lane.name());
   if (!lane.Post([this, session, order] { RunPhase(session, *order); })) {
     FinishPending(phase_id);  // shutting down
@@ -381,7 +379,7 @@ void WorkerDaemon::RunPhase(const std::shared_ptr<Session>& session, const Phase
                  options_.worker_id, phase_id);
     return;
   }
-  Report(session, KindName(order), report, seconds);
+  Report(session, PhaseName(order), report, seconds);
 }
 
 void WorkerDaemon::Report(const std::shared_ptr<Session>& session, std::string_view phase,
