@@ -17,6 +17,7 @@
 #include "server/store_test_util.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/phase_executor.h"
+#include "worker/wire_testing.h"
 
 namespace iosfarm::server {
 namespace {
@@ -78,7 +79,7 @@ class FakeWorker final : public WorkerLink {
         result.set_ok(false);
         result.set_error("boom");
       } else {
-        result = executor_->Execute(assignment);
+        result = worker::testing::AnswerAssignment(*executor_, assignment);
       }
       coordinator.PhaseResult(id_, PhaseReportFromProto(result));
     }

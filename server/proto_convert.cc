@@ -1,6 +1,7 @@
 #include "server/proto_convert.h"
 
 #include "common/strings.h"
+#include "proto/stage_codec.h"
 
 namespace iosfarm::server {
 
@@ -194,13 +195,7 @@ namespace {
 void StagesToProto(const std::vector<scheduler::ios::StageRequest>& stages,
                    v1::BuildAssignment& build) {
   for (const auto& request : stages) {
-    v1::StageSpec* spec = build.add_stages();
-    spec->set_strategy(std::string(scheduler::ios::StrategyName(request.stage.strategy)));
-    spec->set_signature(request.signature);
-    for (const auto& group : request.stage.groups) {
-      v1::StageGroup* g = spec->add_groups();
-      for (graph::NodeId op : group) g->add_ops(op);
-    }
+    *build.add_stages() = proto::EncodeStage(request.stage, request.signature);
   }
 }
 

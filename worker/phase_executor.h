@@ -1,22 +1,24 @@
-// PhaseExecutor: turns the server's phase assignments into Backend calls.
+// PhaseExecutor: turns the server's phase orders (phase_order.h) into Backend
+// calls. It sees no wire type: worker/wire_convert.h decodes assignments
+// (parsing the graph, rebuilding every stage and checking it against the
+// server's signature, proto/stage_codec.h) before they get here.
 //
-//  * build (worker CPU): parses the graph (weights without values: backends
-//    materialise deterministic ones), rebuilds and checks every stage against
-//    the server's signature (stage_spec.h), calls Backend::Build and keeps the
-//    graph and plans under the assignment's batch_id. A newer batch of the
-//    same job replaces the job's older ones; at most kMaxBatches are kept
-//    (profiled ones dropped first, then the least recently built). The worker
-//    tells the server kMaxBatches when it registers, and the server never has
-//    more of its builds waiting for their profile (farm_scheduler.h).
+//  * build (worker CPU): calls Backend::Build on the order's checked stages
+//    and keeps the graph and plans under the order's batch_id. A newer batch
+//    of the same job replaces the job's older ones; at most kMaxBatches are
+//    kept (profiled ones dropped first, then the least recently built). The
+//    worker tells the server kMaxBatches when it registers, and the server
+//    never has more of its builds waiting for their profile
+//    (farm_scheduler.h).
 //  * profile (device): Backend::Profile on the plans of batch_id; one
-//    StageLatency per stage, in assignment order, with its signature. Fails
-//    with "unknown batch ..." when the batch is not here (e.g. the worker
+//    MeasuredStage per stage, in build order, with its signature. Fails with
+//    "unknown batch ..." when the batch is not here (e.g. the worker
 //    restarted since the build).
-//  * measure (device): parses the graph and every schedule
-//    (ParseScheduleJson) and runs each end to end with Backend::RunSchedule.
+//  * measure (device): parses every schedule (ParseScheduleJson) and runs
+//    each end to end with Backend::RunSchedule.
 //
-// Errors never escape: every failure is a PhaseResult with ok = false and a
-// one-line error naming the phase, stage or schedule.
+// Errors never escape: every failure is a PhaseReport with ok = false and a
+// one-line error naming the phase, stage or schedule (FailedReport).
 //
 // Thread safety: Execute may be called from several threads at once (one
 // build beside one profile/measure, as the daemon does); the batch table is
@@ -35,14 +37,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "iosfarm/v1/farm.pb.h"
 #include "worker/backends/backend.h"
+#include "worker/phase_order.h"
 
 namespace iosfarm::worker {
-
-// Wire profiling options to the backend's; a zero field means the default
-// of ProfileOptions (proto3 cannot tell unset from 0).
-ProfileOptions ProfileOptionsFromProto(const v1::ProfileOptions& options);
 
 class PhaseExecutor {
  public:
@@ -53,14 +51,10 @@ class PhaseExecutor {
   PhaseExecutor(const PhaseExecutor&) = delete;
   PhaseExecutor& operator=(const PhaseExecutor&) = delete;
 
-  // Runs the assignment to completion on the calling thread; the result's
-  // phase_id is the assignment's. An assignment without a kind fails, and so
-  // does a phase that throws (the exception is caught here).
-  v1::PhaseResult Execute(const v1::PhaseAssignment& assignment);
-
-  v1::PhaseResult Build(const v1::PhaseAssignment& assignment);
-  v1::PhaseResult Profile(const v1::PhaseAssignment& assignment);
-  v1::PhaseResult Measure(const v1::PhaseAssignment& assignment);
+  // Runs the order to completion on the calling thread; the report's
+  // phase_id is the order's. A phase that throws fails (the exception is
+  // caught here).
+  PhaseReport Execute(const PhaseOrder& order);
 
   // Whether the plans of `batch_id` are kept; how many batches are.
   bool HasBatch(const std::string& batch_id) const;
@@ -72,16 +66,18 @@ class PhaseExecutor {
   struct Batch {
     int64_t job_id = 0;
     uint64_t sequence = 0;  // build order, for eviction
-    std::unique_ptr<graph::Graph> graph;
+    std::shared_ptr<const graph::Graph> graph;
     std::vector<uint64_t> signatures;
     std::vector<std::unique_ptr<StagePlan>> plans;
     mutable std::atomic<bool> profiled{false};  // evicted first when the table is full
   };
 
-  v1::PhaseResult Dispatch(const v1::PhaseAssignment& assignment);
-  Status BuildBatch(const v1::PhaseAssignment& assignment, int* plans_built);
-  Status ProfileBatch(const v1::PhaseAssignment& assignment, v1::PhaseResult& result);
-  Status MeasureSchedules(const v1::PhaseAssignment& assignment, v1::PhaseResult& result);
+  // The phase's work; `report` gets its results (ok and phase_id are set by
+  // Execute).
+  Status Run(const PhaseOrder& order, PhaseReport& report);
+  Status BuildBatch(const PhaseOrder& order, const BuildOrder& build, PhaseReport& report);
+  Status ProfileBatch(const PhaseOrder& order, const ProfileOrder& profile, PhaseReport& report);
+  Status MeasureSchedules(const MeasureOrder& measure, PhaseReport& report);
   void Store(const std::string& batch_id, std::shared_ptr<Batch> batch);
 
   Backend& backend_;

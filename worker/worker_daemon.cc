@@ -16,6 +16,7 @@
 #include "common/strings.h"
 #include "iosfarm/v1/farm.grpc.pb.h"
 #include "proto/rpc_util.h"
+#include "worker/wire_convert.h"
 
 #ifndef IOSFARM_VERSION
 #define IOSFARM_VERSION "dev"
@@ -239,15 +240,14 @@ Status WorkerDaemon::RunSession(bool* registered) {
   session->stream = stub->Connect(&session->context);
   std::thread heartbeat([this, session] { HeartbeatLoop(session); });
 
-  v1::WorkerMessage hello;
-  v1::RegisterWorker* worker = hello.mutable_register_();
-  worker->set_worker_id(options_.worker_id);
-  worker->set_device_key(options_.device_key);
-  worker->set_backend(backend_->name());
-  worker->set_device_description(backend_->device_description());
-  worker->set_version(IOSFARM_VERSION);
-  worker->set_max_built_batches(PhaseExecutor::kMaxBatches);
-  session->Write(hello);  // on failure, Read below returns false at once
+  WorkerRegistration registration;
+  registration.worker_id = options_.worker_id;
+  registration.device_key = options_.device_key;
+  registration.backend = backend_->name();
+  registration.device_description = backend_->device_description();
+  registration.version = IOSFARM_VERSION;
+  registration.max_built_batches = PhaseExecutor::kMaxBatches;
+  session->Write(RegisterMessage(registration));  // on failure, Read below returns false at once
 
   Status protocol_error;
   v1::ServerMessage message;
@@ -275,10 +275,20 @@ Status WorkerDaemon::RunSession(bool* registered) {
       continue;
     }
     switch (message.kind_case()) {
-      case v1::ServerMessage::kAssign:
-        Dispatch(session, std::make_shared<const v1::PhaseAssignment>(
-                              std::move(*message.mutable_assign())));
+      case v1::ServerMessage::kAssign: {
+        StatusOr<PhaseOrder> order = PhaseOrderFromProto(message.assign());
+        if (order.ok()) {
+          Dispatch(session, std::make_shared<const PhaseOrder>(*std::move(order)));
+        } else if (AddPending(message.assign().phase_id())) {
+          // Answered at once: the server has at most one phase per lane
+          // here, so nothing queued is overtaken.
+          FinishPending(message.assign().phase_id());
+          ++phases_done_;
+          Report(session, KindName(message.assign()),
+                 RefusedAssignment(message.assign(), order.status()), 0);
+        }
         break;
+      }
       case v1::ServerMessage::kCancel:
         Cancel(message.cancel().phase_id());
         break;
@@ -320,36 +330,33 @@ void WorkerDaemon::HeartbeatLoop(const std::shared_ptr<Session>& session) {
                                   absl::Seconds(s->heartbeat_interval_s))) {
       return;
     }
-    v1::WorkerMessage beat;
-    beat.mutable_heartbeat()->set_unix_ms(NowUnixMs());
-    if (!s->WriteLocked(beat)) return;
+    if (!s->WriteLocked(HeartbeatMessage(NowUnixMs()))) return;
   }
 }
 
+bool WorkerDaemon::AddPending(int64_t phase_id) {
+  absl::MutexLock lock(&mutex_);
+  if (pending_.insert(phase_id).second) return true;
+  spdlog::warn("worker {}: phase {} is already here; duplicate assignment ignored",
+               options_.worker_id, phase_id);
+  return false;
+}
+
 void WorkerDaemon::Dispatch(const std::shared_ptr<Session>& session,
-                            std::shared_ptr<const v1::PhaseAssignment> assignment) {
-  const int64_t phase_id = assignment->phase_id();
-  {
-    absl::MutexLock lock(&mutex_);
-    if (!pending_.insert(phase_id).second) {
-      spdlog::warn("worker {}: phase {} is already here; duplicate assignment ignored",
-                   options_.worker_id, phase_id);
-      return;
-    }
-  }
-  SerialLane& lane = assignment->has_profile() || assignment->has_measure() ? device_lane_
-                                                                            : cpu_lane_;
+                            std::shared_ptr<const PhaseOrder> order) {
+  const int64_t phase_id = order->phase_id;
+  if (!AddPending(phase_id)) return;
+  SerialLane& lane = NeedsDevice(*order) ? device_lane_ : cpu_lane_;
   spdlog::info("worker {}: phase {} ({}, job {}, batch '{}') queued on the {} lane",
-               options_.worker_id, phase_id, KindName(*assignment), assignment->job_id(),
-               assignment->batch_id(), lane.name());
-  if (!lane.Post([this, session, assignment] { RunPhase(session, *assignment); })) {
+               options_.worker_id, phase_id, PhaseName(*order), order->job_id, order->batch_id,
+               lane.name());
+  if (!lane.Post([this, session, order] { RunPhase(session, *order); })) {
     FinishPending(phase_id);  // shutting down
   }
 }
 
-void WorkerDaemon::RunPhase(const std::shared_ptr<Session>& session,
-                            const v1::PhaseAssignment& assignment) {
-  const int64_t phase_id = assignment.phase_id();
+void WorkerDaemon::RunPhase(const std::shared_ptr<Session>& session, const PhaseOrder& order) {
+  const int64_t phase_id = order.phase_id;
   if (session->IsClosed()) {
     FinishPending(phase_id);
     spdlog::info("worker {}: phase {} skipped: its connection is gone", options_.worker_id,
@@ -363,7 +370,7 @@ void WorkerDaemon::RunPhase(const std::shared_ptr<Session>& session,
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  v1::PhaseResult result = executor_.Execute(assignment);
+  const PhaseReport report = executor_.Execute(order);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++phases_done_;
@@ -372,19 +379,22 @@ void WorkerDaemon::RunPhase(const std::shared_ptr<Session>& session,
                  options_.worker_id, phase_id);
     return;
   }
-  if (result.ok()) {
-    spdlog::info("worker {}: phase {} ({}) done in {:.3f} s", options_.worker_id, phase_id,
-                 KindName(assignment), seconds);
+  Report(session, PhaseName(order), report, seconds);
+}
+
+void WorkerDaemon::Report(const std::shared_ptr<Session>& session, std::string_view phase,
+                          const PhaseReport& report, double seconds) {
+  if (report.ok) {
+    spdlog::info("worker {}: phase {} ({}) done in {:.3f} s", options_.worker_id,
+                 report.phase_id, phase, seconds);
   } else {
     spdlog::warn("worker {}: phase {} ({}) failed in {:.3f} s: {}", options_.worker_id,
-                 phase_id, KindName(assignment), seconds, result.error());
+                 report.phase_id, phase, seconds, report.error);
   }
-  v1::WorkerMessage message;
-  *message.mutable_result() = std::move(result);
-  if (!session->Write(message)) {
+  if (!session->Write(ResultMessage(report))) {
     spdlog::warn("worker {}: phase {}: connection lost, result dropped (the server re-queues "
                  "phases of lost workers)",
-                 options_.worker_id, phase_id);
+                 options_.worker_id, report.phase_id);
   }
 }
 

@@ -9,11 +9,14 @@
 // ALREADY_EXISTS before this daemon ever registered (afterwards it means the
 // server still holds the stream that just broke, so the daemon retries).
 //
-// Assignments run on two lanes (serial_lane.h): build on the CPU lane,
-// profile and measure on the device lane, so a build overlaps a device phase
-// but two device phases never overlap; each lane runs its phases in arrival
-// order. Phase work is PhaseExecutor's (phase_executor.h); a failing phase
-// becomes PhaseResult{ok = false}, never an error of the daemon. Built plans
+// The stream code converts every message with wire_convert.h: an assignment
+// becomes a PhaseOrder as it is read (graph parsed, stages checked), one that
+// cannot be decoded is answered at once with a failed PhaseResult. Orders run
+// on two lanes (serial_lane.h): build on the CPU lane, profile and measure on
+// the device lane, so a build overlaps a device phase but two device phases
+// never overlap; each lane runs its phases in arrival order. Phase work is
+// PhaseExecutor's (phase_executor.h); a failing phase becomes
+// PhaseResult{ok = false}, never an error of the daemon. Built plans
 // survive reconnects. A result whose stream broke meanwhile is dropped (the
 // server re-queues phases of lost workers), and phases queued on a broken
 // stream are skipped. CancelPhase is best effort: a queued phase is skipped,
@@ -33,13 +36,14 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status.h"
-#include "iosfarm/v1/farm.pb.h"
 #include "worker/backends/backend.h"
 #include "worker/phase_executor.h"
+#include "worker/phase_order.h"
 #include "worker/serial_lane.h"
 
 namespace iosfarm::worker {
@@ -100,9 +104,15 @@ class WorkerDaemon {
   Status RunSession(bool* registered);
   void ServeStream(const std::shared_ptr<Session>& session);
   void HeartbeatLoop(const std::shared_ptr<Session>& session);
+  // Adds phase_id to the pending set; false (logged) when it is already there.
+  bool AddPending(int64_t phase_id);
+  // Queues `order` on its lane (unless its phase id is already here).
   void Dispatch(const std::shared_ptr<Session>& session,
-                std::shared_ptr<const v1::PhaseAssignment> assignment);
-  void RunPhase(const std::shared_ptr<Session>& session, const v1::PhaseAssignment& assignment);
+                std::shared_ptr<const PhaseOrder> order);
+  void RunPhase(const std::shared_ptr<Session>& session, const PhaseOrder& order);
+  // Counts, logs and sends the report of a phase that took `seconds`.
+  void Report(const std::shared_ptr<Session>& session, std::string_view phase,
+              const PhaseReport& report, double seconds);
   void Cancel(int64_t phase_id);
   // Removes phase_id from the pending set; true if it had been cancelled.
   bool FinishPending(int64_t phase_id);

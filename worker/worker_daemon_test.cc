@@ -19,7 +19,7 @@
 #include "scheduler/ios/testing_util.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/backends/sim/sim_test_graphs.h"
-#include "worker/worker_testing.h"
+#include "worker/wire_testing.h"
 
 namespace iosfarm::worker {
 namespace {
@@ -381,6 +381,42 @@ TEST(WorkerDaemonTest, BuildOverlapsProfileAndCancelDropsAResult) {
   EXPECT_FALSE(server.service.WaitResult(3, 1ms).has_value());
   EXPECT_EQ(worker.daemon.phases_done(), 3);
   EXPECT_EQ(server.service.num_results(), 2);
+  worker.Stop();
+}
+
+TEST(WorkerDaemonTest, AnAssignmentThatDoesNotDecodeIsAnsweredAsAFailedPhase) {
+  sim::testing::TwoConvs two = sim::testing::MakeTwoConvs(8, 8, 3);
+  const std::vector<scheduler::ios::Stage> stages = {
+      scheduler::ios::testing::ConcurrentStage({{two.a}, {two.b}})};
+  FakeServer server;
+  RunningDaemon worker(Options(server.address()), SimBackend());
+  ASSERT_TRUE(WaitFor([&] { return server.service.streaming(); }));
+  v1::PhaseAssignment bad = testing::BuildAssignment(1, 1, "a", two.graph, stages);
+  bad.mutable_build()->mutable_stages(0)->set_signature(
+      bad.build().stages(0).signature() ^ 1);
+  ASSERT_TRUE(server.service.Assign(bad));
+  std::optional<v1::PhaseResult> refused = server.service.WaitResult(1);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_FALSE(refused->ok());
+  EXPECT_THAT(refused->error(), HasSubstr("build: FAILED_PRECONDITION: stage 0: signature mismatch"));
+  v1::PhaseAssignment empty;
+  empty.set_phase_id(2);
+  ASSERT_TRUE(server.service.Assign(empty));
+  std::optional<v1::PhaseResult> no_kind = server.service.WaitResult(2);
+  ASSERT_TRUE(no_kind.has_value());
+  EXPECT_THAT(no_kind->error(), HasSubstr("assignment: INVALID_ARGUMENT: no build, profile"));
+  EXPECT_EQ(worker.daemon.phases_done(), 2);
+
+  // The daemon goes on: a good build and its profile.
+  ASSERT_TRUE(server.service.Assign(testing::BuildAssignment(3, 1, "a", two.graph, stages)));
+  std::optional<v1::PhaseResult> built = server.service.WaitResult(3);
+  ASSERT_TRUE(built.has_value());
+  EXPECT_TRUE(built->ok()) << built->error();
+  ASSERT_TRUE(server.service.Assign(testing::ProfileAssignment(4, 1, "a")));
+  std::optional<v1::PhaseResult> profiled = server.service.WaitResult(4);
+  ASSERT_TRUE(profiled.has_value());
+  EXPECT_TRUE(profiled->ok()) << profiled->error();
+  EXPECT_EQ(profiled->latencies_size(), 1);
   worker.Stop();
 }
 

@@ -1,67 +1,79 @@
-// Helpers shared by the worker daemon's tests (header-only, tests only):
-// wire assignments made from graphs and stages as the server would make them.
+// Helpers shared by the worker's tests (header-only, tests only): phase
+// orders made from graphs and stages as the server would ask for them, in
+// the worker's domain types (phase_order.h). wire_testing.h has their wire
+// forms.
 #ifndef IOSFARM_WORKER_WORKER_TESTING_H_
 #define IOSFARM_WORKER_WORKER_TESTING_H_
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "graph/graph.h"
-#include "graph/serialize.h"
-#include "iosfarm/v1/farm.pb.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
 #include "scheduler/ios/signature.h"
 #include "scheduler/ios/stage.h"
+#include "worker/backends/sim/sim_backend.h"
+#include "worker/phase_executor.h"
+#include "worker/phase_order.h"
 
 namespace iosfarm::worker::testing {
 
-inline v1::StageSpec SpecOf(const graph::Graph& graph, const scheduler::ios::Stage& stage) {
-  v1::StageSpec spec;
-  spec.set_strategy(std::string(scheduler::ios::StrategyName(stage.strategy)));
-  for (const auto& group : stage.groups) {
-    v1::StageGroup* out = spec.add_groups();
-    for (graph::NodeId op : group) out->add_ops(op);
+// A PhaseExecutor on a sim backend with default options, fresh per test.
+class SimExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto backend = sim::SimBackend::Create({});
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    executor_ = std::make_unique<PhaseExecutor>(*backend_);
   }
-  auto signature = scheduler::ios::StageSignature(graph, stage);
-  EXPECT_TRUE(signature.ok()) << signature.status();
-  spec.set_signature(signature.ok() ? *signature : 0);
-  return spec;
-}
 
-inline v1::PhaseAssignment BuildAssignment(int64_t phase_id, int64_t job_id,
-                                           const std::string& batch_id,
-                                           const graph::Graph& graph,
-                                           const std::vector<scheduler::ios::Stage>& stages) {
-  v1::PhaseAssignment assignment;
-  assignment.set_phase_id(phase_id);
-  assignment.set_job_id(job_id);
-  assignment.set_batch_id(batch_id);
-  v1::BuildAssignment* build = assignment.mutable_build();
-  build->set_graph(graph::SerializeGraph(graph));
-  for (const auto& stage : stages) *build->add_stages() = SpecOf(graph, stage);
-  return assignment;
+  std::unique_ptr<sim::SimBackend> backend_;
+  std::unique_ptr<PhaseExecutor> executor_;
+};
+
+// A build of `stages` of `graph`, each canonicalised with its signature, as
+// the worker's wire decoding hands it to the executor.
+inline PhaseOrder BuildPhase(int64_t phase_id, int64_t job_id, const std::string& batch_id,
+                             const graph::Graph& graph,
+                             const std::vector<scheduler::ios::Stage>& stages) {
+  BuildOrder build;
+  build.graph = std::make_shared<const graph::Graph>(graph);
+  for (scheduler::ios::Stage stage : stages) {
+    auto signature = scheduler::ios::CanonicalizeStage(graph, stage);
+    EXPECT_TRUE(signature.ok()) << signature.status();
+    build.signatures.push_back(signature.ok() ? *signature : 0);
+    build.stages.push_back(std::move(stage));
+  }
+  return PhaseOrder{phase_id, job_id, batch_id, std::move(build)};
 }
 
 // Quick profiling: 1 warm-up, 3 timed runs.
-inline v1::ProfileOptions QuickProfile() {
-  v1::ProfileOptions options;
-  options.set_warmup(1);
-  options.set_min_repeats(3);
-  options.set_max_repeats(3);
+inline ProfileOptions QuickProfile() {
+  ProfileOptions options;
+  options.warmup = 1;
+  options.min_repeats = 3;
+  options.max_repeats = 3;
   return options;
 }
 
-inline v1::PhaseAssignment ProfileAssignment(int64_t phase_id, int64_t job_id,
-                                             const std::string& batch_id) {
-  v1::PhaseAssignment assignment;
-  assignment.set_phase_id(phase_id);
-  assignment.set_job_id(job_id);
-  assignment.set_batch_id(batch_id);
-  *assignment.mutable_profile()->mutable_options() = QuickProfile();
-  return assignment;
+inline PhaseOrder ProfilePhase(int64_t phase_id, int64_t job_id, const std::string& batch_id) {
+  return PhaseOrder{phase_id, job_id, batch_id, ProfileOrder{QuickProfile()}};
+}
+
+// A measure of `schedules` of `graph`, profiled quickly.
+inline PhaseOrder MeasurePhase(int64_t phase_id, const graph::Graph& graph,
+                               std::vector<NamedSchedule> schedules) {
+  MeasureOrder measure;
+  measure.graph = std::make_shared<const graph::Graph>(graph);
+  measure.schedules = std::move(schedules);
+  measure.options = QuickProfile();
+  return PhaseOrder{phase_id, 0, "", std::move(measure)};
 }
 
 // The stages of the greedy baseline of `graph` (at most `max_groups` wide).

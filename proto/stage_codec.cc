@@ -1,4 +1,4 @@
-#include "worker/stage_spec.h"
+#include "proto/stage_codec.h"
 
 #include <cstdio>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "graph/op_type.h"
 #include "scheduler/ios/merge.h"
 
-namespace iosfarm::worker {
+namespace iosfarm::proto {
 namespace {
 
 using scheduler::ios::Stage;
@@ -24,6 +24,17 @@ std::string SignatureHex(scheduler::ios::Signature signature) {
   char buffer[17];
   std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(signature));
   return buffer;
+}
+
+v1::StageSpec EncodeStage(const Stage& stage, scheduler::ios::Signature signature) {
+  v1::StageSpec spec;
+  spec.set_strategy(std::string(scheduler::ios::StrategyName(stage.strategy)));
+  spec.set_signature(signature);
+  for (const auto& group : stage.groups) {
+    v1::StageGroup* out = spec.add_groups();
+    for (graph::NodeId op : group) out->add_ops(op);
+  }
+  return spec;
 }
 
 StatusOr<Stage> StageFromSpec(const graph::Graph& graph, const v1::StageSpec& spec, int index) {
@@ -101,4 +112,4 @@ StatusOr<std::vector<Stage>> StagesFromSpecs(
   return stages;
 }
 
-}  // namespace iosfarm::worker
+}  // namespace iosfarm::proto
