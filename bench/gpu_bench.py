@@ -18,14 +18,15 @@ Three subcommands (how to use them on the device machine: docs/benchmarks.md,
           items (bench/torch_bench.py: eager, CUDA graph, torch.compile; one
           process per model) and then schedule_bench --backend cuda for each
           model (the search uses the cuda backend as oracle; schedules cached
-          in WORK/schedules, stage latencies in WORK/latency_cache.txt, so a
+          in WORK/schedules, stage latencies in the SQLite latency database
+          WORK/latency.db (schedule_bench --latency-db), so a
           later search never measures a stage twice). Items done by an earlier
           command (WORK/results) are skipped, and an item stopped by the
           deadline or a search budget is tried again: running the same
           command again resumes the work. Finally merges WORK/results into
           results.json, prints the markdown table and writes results.json,
           table.md, gpu_bench.log and state.tar.gz (schedules and latency
-          cache) to --out. --seed DIR starts from such an --out folder (a
+          database) to --out. --seed DIR starts from such an --out folder (a
           fresh machine then resumes where the last one stopped).
 
   report  (anywhere) Merges results.json files (later files win for the same
@@ -180,7 +181,7 @@ class Runner:
             os.makedirs(d, exist_ok=True)
         self.log_file = open(os.path.join(self.work, "gpu_bench.log"), "a")
         self.env = dict(os.environ)
-        self.latency_cache = os.path.join(self.work, "latency_cache.txt")
+        self.latency_db = os.path.join(self.work, "latency.db")
 
     def seed(self, folder):
         """Starts from an earlier --out folder: its results, schedules, latencies."""
@@ -348,7 +349,7 @@ class Runner:
             argv = [self.binary, "--backend", self.args.backend, "--models",
                     f"{model_arg}:{bound}", "--batch", str(batch),
                     "--schedule-dir", os.path.join(self.work, "schedules"),
-                    "--latency-cache", self.latency_cache, "--json", result + ".part", "--rounds", str(self.args.rounds),
+                    "--latency-db", self.latency_db, "--json", result + ".part", "--rounds", str(self.args.rounds),
                     "--repeats", str(repeats), "--search-budget-s", f"{search_budget:.0f}"]
             if self.args.verify:
                 argv.append("--verify")
@@ -477,8 +478,10 @@ def cmd_run(args):
             shutil.copy(os.path.join(runner.work, name), args.out)
         with tarfile.open(os.path.join(args.out, "state.tar.gz"), "w:gz") as tar:
             tar.add(os.path.join(runner.work, "schedules"), arcname="schedules")
-            if os.path.exists(runner.latency_cache):
-                tar.add(runner.latency_cache, arcname="latency_cache.txt")
+            # With its write-ahead log when a killed run left one.
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(runner.latency_db + suffix):
+                    tar.add(runner.latency_db + suffix, arcname="latency.db" + suffix)
     return 0
 
 

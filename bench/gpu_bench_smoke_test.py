@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,6 +70,9 @@ def main():
         check(run.returncode == 0, f"gpu_bench.py run exited {run.returncode}: {run.stderr}")
         for name in ("results.json", "table.md", "gpu_bench.log", "state.tar.gz"):
             check(os.path.exists(os.path.join(out, name)), f"{name} missing from --out")
+        with tarfile.open(os.path.join(out, "state.tar.gz")) as tar:
+            check("latency.db" in tar.getnames(),
+                  f"state.tar.gz has no latency database: {tar.getnames()}")
 
         with open(os.path.join(out, "results.json")) as f:
             doc = json.load(f)

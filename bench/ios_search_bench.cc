@@ -1,5 +1,6 @@
-// ios_search_bench: cost of the IOS search itself (no GPU), per zoo model and
-// pruning bound, with every latency coming from the analytic oracle.
+// ios_search_bench: cost of the IOS search itself (no GPU), per model (zoo
+// name or .onnx file, graph/model_loader.h) and pruning bound, with every
+// latency coming from the analytic oracle.
 //
 //   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N]
 //                    [--block-size B] [--window OPS] [--no-reuse] [--blocks]
@@ -32,6 +33,7 @@
 
 #include "common/flags/flags.h"
 #include "common/strings.h"
+#include "graph/model_loader.h"
 #include "graph/models/zoo.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
@@ -134,11 +136,12 @@ Row WalkOnly(const iosfarm::graph::Graph& graph, int r, int s, int block_size) {
 
 Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bool reuse) {
   Row row;
-  auto graph = iosfarm::graph::models::BuildZooModel(model, batch);
-  if (!graph.ok()) {
-    std::snprintf(row.error, sizeof(row.error), "%s", graph.status().ToString().c_str());
+  auto loaded = iosfarm::graph::LoadModel(model, batch);
+  if (!loaded.ok()) {
+    std::snprintf(row.error, sizeof(row.error), "%s", loaded.status().ToString().c_str());
     return row;
   }
+  const iosfarm::graph::Graph* graph = &loaded->graph;
   if (g_walk_only) return WalkOnly(*graph, r, s, block_size);
   ios::SearchOptions options;
   options.max_group_ops = r;
@@ -252,7 +255,8 @@ int main(int argc, char** argv) {
   std::string models_text, bounds_text;
   CLI::App app{"ios_search_bench: the IOS search's own cost per zoo model and bound, "
                "latencies from the analytic oracle (docs/benchmarks.md)", "ios_search_bench"};
-  app.add_option("--models", models_text, "comma-separated zoo models (default: all)");
+  app.add_option("--models", models_text,
+                 "comma-separated zoo models or ONNX files (default: the zoo)");
   app.add_option("--bounds", bounds_text, "comma-separated RxS pruning bounds (default 1x3,2x8,3x8)");
   app.add_option("--batch", batch, "batch size")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--block-size", block_size, "operators per search block")
@@ -268,8 +272,9 @@ int main(int argc, char** argv) {
   const bool reuse = !no_reuse;
   if (!models_text.empty()) models = Split(models_text);
   for (const std::string& model : models) {
-    if (!iosfarm::graph::models::BuildZooModel(model, 1).ok()) {
-      std::fprintf(stderr, "ios_search_bench: --models: unknown zoo model '%s'\n", model.c_str());
+    if (auto ref = iosfarm::graph::ResolveModel(model); !ref.ok()) {
+      std::fprintf(stderr, "ios_search_bench: --models: %s\n",
+                   std::string(ref.status().message()).c_str());
       return 2;
     }
   }

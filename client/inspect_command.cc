@@ -4,9 +4,9 @@
 
 #include "client/command.h"
 #include "client/inspect_report.h"
-#include "client/model_source.h"
 #include "common/strings.h"
 #include "graph/dot_export.h"
+#include "graph/model_loader.h"
 #include "graph/stats.h"
 #include "scheduler/ios/blocks.h"
 
@@ -22,7 +22,7 @@ struct InspectOptions {
 };
 
 Status RunInspect(const InspectOptions& options, CommandContext& context) {
-  ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options.model, options.batch));
+  ASSIGN_OR_RETURN(graph::LoadedModel model, graph::LoadModel(options.model, options.batch));
   ASSIGN_OR_RETURN(graph::GraphStats stats, graph::ComputeStats(model.graph));
   scheduler::ios::BlockOptions block_options;
   block_options.max_block_ops = options.block_size;

@@ -27,7 +27,7 @@ std::string Mega(int64_t value) {
 
 }  // namespace
 
-nlohmann::json InspectJson(const LoadedModel& model, const graph::GraphStats& stats) {
+nlohmann::json InspectJson(const graph::LoadedModel& model, const graph::GraphStats& stats) {
   nlohmann::json out;
   out["format_version"] = kInspectFormatVersion;
   out["model"] = stats.name;
@@ -50,7 +50,7 @@ nlohmann::json InspectJson(const LoadedModel& model, const graph::GraphStats& st
   return out;
 }
 
-std::string InspectText(const LoadedModel& model, const graph::GraphStats& stats) {
+std::string InspectText(const graph::LoadedModel& model, const graph::GraphStats& stats) {
   std::string out = StrCat("model     ", stats.name, " (", model.source,
                            model.path.empty() ? "" : StrCat(": ", model.path), ")\n");
   for (const auto& in : stats.inputs) {

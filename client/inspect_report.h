@@ -9,15 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/model_source.h"
+#include "graph/model_loader.h"
 #include "graph/stats.h"
 
 namespace iosfarm::client {
 
 inline constexpr int kInspectFormatVersion = 1;
 
-nlohmann::json InspectJson(const LoadedModel& model, const graph::GraphStats& stats);
-std::string InspectText(const LoadedModel& model, const graph::GraphStats& stats);
+nlohmann::json InspectJson(const graph::LoadedModel& model, const graph::GraphStats& stats);
+std::string InspectText(const graph::LoadedModel& model, const graph::GraphStats& stats);
 
 }  // namespace iosfarm::client
 

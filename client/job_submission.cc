@@ -1,6 +1,5 @@
 #include "client/job_submission.h"
 
-#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -9,7 +8,7 @@
 #include "client/job_watch.h"
 #include "common/strings.h"
 #include "common/text.h"
-#include "graph/models/zoo.h"
+#include "graph/model_loader.h"
 #include "proto/rpc_util.h"
 
 namespace iosfarm::client {
@@ -35,21 +34,14 @@ v1::SearchOptions ToSearchOptions(const SearchFlags& flags) {
 
 StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec) {
   v1::SubmitJobRequest request;
-  bool is_zoo = false;
-  for (const auto& zoo : graph::models::ZooModels()) is_zoo = is_zoo || zoo.name == spec.model;
-  if (is_zoo) {
-    request.set_zoo_name(spec.model);
-    request.set_model_name(spec.model);
+  ASSIGN_OR_RETURN(graph::ModelRef ref, graph::ResolveModel(spec.model));
+  if (ref.source == graph::kZooSource) {
+    request.set_zoo_name(ref.name);
+    request.set_model_name(ref.name);
   } else {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(spec.model, error)) {
-      return absl::NotFoundError(StrCat("model '", spec.model,
-                                        "' is neither a zoo model (see `iosfarm models`) "
-                                        "nor an existing file"));
-    }
-    ASSIGN_OR_RETURN(std::string bytes, rpc::ReadFileToString(spec.model));
+    ASSIGN_OR_RETURN(std::string bytes, rpc::ReadFileToString(ref.path));
     request.set_onnx(std::move(bytes));
-    request.set_model_name(std::filesystem::path(spec.model).filename().string());
+    request.set_model_name(ref.name);
   }
   request.set_batch(spec.search.batch.value_or(0));
   request.set_device_key(spec.device_key);

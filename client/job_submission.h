@@ -41,7 +41,8 @@ struct SubmitSpec {
   int priority = 0;
 };
 
-// NotFound (naming MODEL) when it is neither a zoo model nor a readable file.
+// NotFound (naming MODEL) when it is neither a zoo model nor an existing file,
+// InvalidArgument for a directory (graph/model_loader.h).
 StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec);
 
 struct ReportOptions {

@@ -11,8 +11,8 @@
 
 #include "client/command.h"
 #include "client/job_format.h"
-#include "client/model_source.h"
 #include "common/strings.h"
+#include "graph/model_loader.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
 #include "worker/backends/backend_factory.h"
@@ -65,7 +65,7 @@ StatusOr<scheduler::ios::Schedule> ChooseSchedule(const RunCommandOptions& o,
 }
 
 Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
-  ASSIGN_OR_RETURN(LoadedModel model, LoadModel(o.model, o.batch));
+  ASSIGN_OR_RETURN(graph::LoadedModel model, graph::LoadModel(o.model, o.batch));
   worker::BackendConfig config;
   config.cpu_threads = o.threads;
   ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,

@@ -7,11 +7,11 @@
 #include <optional>
 
 #include "client/command.h"
-#include "client/model_source.h"
 #include "client/progress_line.h"
 #include "client/search_progress.h"
 #include "client/search_summary.h"
 #include "common/strings.h"
+#include "graph/model_loader.h"
 #include "scheduler/ios/schedule_json.h"
 #include "scheduler/ios/search_report.h"
 #include "worker/backends/backend_factory.h"
@@ -38,7 +38,7 @@ struct SearchCommandOptions {
 };
 
 Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) {
-  ASSIGN_OR_RETURN(LoadedModel model, LoadModel(o.model, o.batch));
+  ASSIGN_OR_RETURN(graph::LoadedModel model, graph::LoadModel(o.model, o.batch));
   worker::BackendConfig config;
   config.cpu_threads = o.threads;
   ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,

@@ -5,8 +5,7 @@
 #include <optional>
 
 #include "common/strings.h"
-#include "graph/models/zoo.h"
-#include "graph/onnx/onnx_importer.h"
+#include "graph/model_loader.h"
 #include "graph/serialize.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/ios/baselines.h"
@@ -56,14 +55,9 @@ Status CheckFigures(const std::string& worker, const std::string& what, double m
 }
 
 StatusOr<graph::Graph> LoadStoredModel(const ModelRow& model) {
-  if (model.source == "zoo") return graph::models::BuildZooModel(model.name, model.batch);
-  if (model.source == "onnx") {
-    graph::onnx_import::OnnxImportOptions options;
-    options.batch = model.batch;
-    return graph::onnx_import::ImportOnnxBytes(model.bytes, model.name, options);
-  }
-  return absl::InvalidArgumentError(
-      StrCat("model ", model.digest, " has unknown source '", model.source, "'"));
+  graph::onnx_import::OnnxImportOptions options;
+  options.batch = model.batch;
+  return graph::LoadModelData(model.source, model.name, model.bytes, options);
 }
 
 graph::Graph WithoutWeightValues(const graph::Graph& graph) {

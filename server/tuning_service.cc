@@ -4,8 +4,7 @@
 #include <optional>
 
 #include "common/strings.h"
-#include "graph/models/zoo.h"
-#include "graph/onnx/onnx_importer.h"
+#include "graph/model_loader.h"
 #include "proto/rpc_util.h"
 #include "scheduler/ios/schedule_json.h"
 #include "server/proto_convert.h"
@@ -42,11 +41,15 @@ Status TuningServiceImpl::Submit(const std::string& owner, const v1::SubmitJobRe
   // An import costs several times the model's bytes until the model is
   // stored: the gate bounds how many run at once (import_gate.h).
   std::optional<ImportGate::Lease> import_lease;
-  std::optional<int64_t> batch;
-  if (request.batch() > 0) batch = request.batch();
+  // The batch for both sources; the limits apply to ONNX.
+  graph::onnx_import::OnnxImportOptions import;
+  if (request.batch() > 0) import.batch = request.batch();
+  import.max_model_bytes = limits_.max_model_bytes;
+  import.max_nodes = limits_.max_ops;
   switch (request.model_case()) {
     case v1::SubmitJobRequest::kZooName: {
-      ASSIGN_OR_RETURN(graph, graph::models::BuildZooModel(request.zoo_name(), batch.value_or(1)));
+      ASSIGN_OR_RETURN(graph,
+                       graph::LoadModelData(graph::kZooSource, request.zoo_name(), "", import));
       model.source = "zoo";
       model.name = request.zoo_name();
       break;
@@ -59,11 +62,8 @@ Status TuningServiceImpl::Submit(const std::string& owner, const v1::SubmitJobRe
       }
       const std::string name = request.model_name().empty() ? "model.onnx" : request.model_name();
       import_lease.emplace(coordinator_->import_gate().Acquire(size));
-      graph::onnx_import::OnnxImportOptions import;
-      import.batch = batch;
-      import.max_model_bytes = limits_.max_model_bytes;
-      import.max_nodes = limits_.max_ops;
-      ASSIGN_OR_RETURN(graph, graph::onnx_import::ImportOnnxBytes(request.onnx(), name, import));
+      ASSIGN_OR_RETURN(graph,
+                       graph::LoadModelData(graph::kOnnxSource, name, request.onnx(), import));
       model.source = "onnx";
       model.name = name;
       break;

@@ -1,24 +1,17 @@
 // Imports real third-party models: torchvision CNNs exported to ONNX (opset
-// 13, random weights) on the fly by tests/onnx/export_torchvision.py into the
-// build dir (cached by file existence). Skipped, never passed, when
-// python3/torch/torchvision are missing.
-#include <fcntl.h>
+// 13, random weights) on the fly (torchvision_export.h). Skipped, never
+// passed, when python3/torch/torchvision are missing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/file.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "graph/cost.h"
 #include "graph/onnx/onnx_importer.h"
+#include "graph/onnx/torchvision_export.h"
 
 namespace iosfarm::graph::onnx_import {
 namespace {
@@ -41,85 +34,21 @@ const ZooCase kZoo[] = {
 
 void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.model; }
 
-std::string SourceDir() {
-  if (const char* dir = std::getenv("IOSFARM_SOURCE_DIR")) return dir;
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-
-// <build dir>/onnx_models; without IOSFARM_BINARY_DIR (test run by hand),
-// next to the test binary.
-std::string ModelDir() {
-  std::filesystem::path dir;
-  if (const char* env = std::getenv("IOSFARM_BINARY_DIR")) {
-    dir = env;
-  } else {
-    std::error_code error;
-    dir = std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
-    if (error) dir = ::testing::TempDir();
-  }
-  return (dir / "onnx_models").string();
-}
-
-// Holds an exclusive flock on `path` while alive (test processes run in
-// parallel under ctest; one exports, the others wait and reuse its files).
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) : fd_(open(path.c_str(), O_CREAT | O_RDWR, 0644)) {
-    if (fd_ >= 0) flock(fd_, LOCK_EX);
-  }
-  ~FileLock() {
-    if (fd_ >= 0) close(fd_);  // releases the lock
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_;
-};
-
-// Exports `model` unless already there (exporting every zoo model in the same
-// python run, which costs about as much as one). Returns the path, or sets
-// `skip`.
-std::string ExportModel(const std::string& model, std::string& skip) {
-  const std::string dir = ModelDir();
-  const std::string path = dir + "/" + model + ".onnx";
-  if (std::filesystem::exists(path)) return path;
-  const std::string python = "/usr/bin/python3";
-  if (!std::filesystem::exists(python)) {
-    skip = "python3 is not installed (" + python + ")";
-    return "";
-  }
-  std::filesystem::create_directories(dir);
-  FileLock lock(dir + "/.export.lock");
-  if (std::filesystem::exists(path)) return path;  // exported while we waited
-  const std::string script = SourceDir() + "/tests/onnx/export_torchvision.py";
-  const std::string log = dir + "/export.log";
-  std::string command = python + " '" + script + "' '" + dir + "' --opset 13";
-  for (const ZooCase& c : kZoo) command += std::string(" ") + c.model;
-  command += " > '" + log + "' 2>&1";
-  const int status = std::system(command.c_str());
-  std::ifstream log_file(log);
-  std::stringstream output;
-  output << log_file.rdbuf();
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-    skip = "cannot export torchvision models: " + output.str();
-    return "";
-  }
-  if (status != 0 || !std::filesystem::exists(path)) {
-    ADD_FAILURE() << "export of " << model << " failed (status " << status << "): " << output.str();
-    return "";
-  }
-  return path;
+// Exports `model`, with every case of kZoo in the same python run.
+StatusOr<std::string> ExportModel(const std::string& model) {
+  std::vector<std::string> all;
+  for (const ZooCase& c : kZoo) all.push_back(c.model);
+  return testing::ExportTorchvisionModel(model, all);
 }
 
 class TorchvisionImportTest : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(TorchvisionImportTest, ImportsWithPublishedCost) {
   const ZooCase& c = GetParam();
-  std::string skip;
-  const std::string path = ExportModel(c.model, skip);
-  if (!skip.empty()) GTEST_SKIP() << skip;
-  ASSERT_FALSE(path.empty());
+  StatusOr<std::string> exported = ExportModel(c.model);
+  if (absl::IsFailedPrecondition(exported.status())) GTEST_SKIP() << exported.status().message();
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  const std::string& path = *exported;
 
   auto graph = ImportOnnxFile(path);
   ASSERT_TRUE(graph.ok()) << graph.status();

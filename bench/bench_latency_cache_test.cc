@@ -1,0 +1,90 @@
+#include "bench/bench_latency_cache.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace iosfarm::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string FreshPath(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  return path;
+}
+
+TEST(BenchLatencyCacheTest, KeysByBackendDeviceAndSignatureVersion) {
+  EXPECT_EQ(BenchLatencyCache::DeviceKey("cuda", "NVIDIA H100 (sm_90)"),
+            "cuda|NVIDIA H100 (sm_90)|v" + std::to_string(scheduler::ios::kSignatureVersion));
+}
+
+TEST(BenchLatencyCacheTest, AnswersWhatWasAddedAcrossReopens) {
+  const std::string path = FreshPath("bench_cache_reopen.db");
+  {
+    auto cache = BenchLatencyCache::Open(path, "cpu", "test cpu");
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    EXPECT_EQ((*cache)->path(), path);
+    EXPECT_EQ(*(*cache)->Count(), 0);
+    EXPECT_EQ(*(*cache)->Find(42), std::nullopt);
+    ASSERT_TRUE((*cache)->Add(42, 1.25).ok());
+    ASSERT_TRUE((*cache)->Add(0xffffffffffffffffULL, 0.5).ok());  // the top bit survives
+    EXPECT_EQ(*(*cache)->Find(42), 1.25);
+    EXPECT_EQ(*(*cache)->Count(), 2);
+  }
+  auto again = BenchLatencyCache::Open(path, "cpu", "test cpu");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*(*again)->Count(), 2);
+  EXPECT_EQ(*(*again)->Find(42), 1.25);
+  EXPECT_EQ(*(*again)->Find(0xffffffffffffffffULL), 0.5);
+  EXPECT_EQ(*(*again)->Find(7), std::nullopt);
+}
+
+TEST(BenchLatencyCacheTest, OtherDevicesAndBackendsAreNotAnswered) {
+  const std::string path = FreshPath("bench_cache_devices.db");
+  {
+    auto cpu = BenchLatencyCache::Open(path, "cpu", "machine A");
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_TRUE((*cpu)->Add(9, 3.0).ok());
+  }
+  auto other_device = BenchLatencyCache::Open(path, "cpu", "machine B");
+  ASSERT_TRUE(other_device.ok()) << other_device.status();
+  EXPECT_EQ(*(*other_device)->Find(9), std::nullopt);
+  EXPECT_EQ(*(*other_device)->Count(), 0);
+  auto other_backend = BenchLatencyCache::Open(path, "cuda", "machine A");
+  ASSERT_TRUE(other_backend.ok()) << other_backend.status();
+  EXPECT_EQ(*(*other_backend)->Find(9), std::nullopt);
+}
+
+TEST(BenchLatencyCacheTest, FirstMeasurementWins) {
+  auto cache = BenchLatencyCache::Open(FreshPath("bench_cache_first.db"), "cpu", "x");
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  ASSERT_TRUE((*cache)->Add(5, 2.0).ok());
+  ASSERT_TRUE((*cache)->Add(5, 9.0).ok());
+  EXPECT_EQ(*(*cache)->Find(5), 2.0);
+  EXPECT_EQ(*(*cache)->Count(), 1);
+}
+
+TEST(BenchLatencyCacheTest, RefusesBadLatenciesAndWritesNothing) {
+  auto cache = BenchLatencyCache::Open(FreshPath("bench_cache_bad.db"), "cpu", "x");
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  EXPECT_EQ((*cache)->Add(1, -1.0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*cache)->Add(2, std::nan("")).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*(*cache)->Count(), 0);
+}
+
+TEST(BenchLatencyCacheTest, OldTextCacheIsRefusedNamingTheFile) {
+  const std::string path = FreshPath("latency_cache.txt");
+  std::ofstream(path) << "cpu|x|v1\t000000000000002a\t1.5\n";
+  auto cache = BenchLatencyCache::Open(path, "cpu", "x");
+  ASSERT_FALSE(cache.ok());
+  EXPECT_THAT(cache.status().message(), HasSubstr(path));
+}
+
+}  // namespace
+}  // namespace iosfarm::bench

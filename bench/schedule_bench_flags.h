@@ -1,0 +1,65 @@
+// schedule_bench's command line: the settings of a run and the models to
+// run, parsed with CLI11 (flags in schedule_bench.cc's header comment).
+// Stateless; thread-safe.
+#ifndef IOSFARM_BENCH_SCHEDULE_BENCH_FLAGS_H_
+#define IOSFARM_BENCH_SCHEDULE_BENCH_FLAGS_H_
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "worker/backends/backend.h"
+
+namespace iosfarm::bench {
+
+// One --models entry.
+struct ModelSpec {
+  std::string arg;   // as given: a zoo name or an .onnx path
+  std::string name;  // zoo name, or "<stem>.onnx"
+  bool onnx = false;
+  int r = 0, s = 0, block_size = 0;
+};
+
+struct Settings {
+  std::string backend = "cpu";
+  int cuda_device = 0;
+  int batch = 1;
+  int threads = 0;
+  int rounds = 5;
+  int repeats = 0;  // after parsing: the backend's default (cpu 10, cuda 50) for 0
+  int warmup = -1;  // after parsing: the backend's default (cpu 2, cuda 5) for -1
+  int global_r = 0, global_s = 0, global_block_size = 0;  // 0: per-model default
+  worker::ProfileOptions search_profile;
+  double search_budget_s = 0;  // 0: none
+  std::string schedule_dir;
+  std::string latency_db;  // empty: no latency database
+  bool verify = false;
+  double verify_rtol = 1e-3;
+  std::string json_path;
+};
+
+struct ScheduleBenchArgs {
+  Settings settings;
+  std::vector<ModelSpec> models;
+};
+
+// Parses argv into `args`. nullopt: go on. Otherwise the exit code: 0 after
+// --help, 2 after a usage error (a bad flag or value, a model that is
+// neither a zoo model nor an existing file, a bad RxS[:B] bound), printed on
+// `err`.
+std::optional<int> ParseScheduleBenchArgs(int argc, const char* const* argv, std::ostream& err,
+                                          ScheduleBenchArgs& args);
+
+// One MODEL[:RxS[:BLOCK]] entry, with the defaults of `settings`: r=3, s=8
+// for squeezenet, resnet50, inception_v3 and ONNX files; r=1, s=3 for
+// randwire and the NASNets; --r/--s override them, the entry overrides both;
+// block 50 unless --block-size or the entry say otherwise. The model
+// loader's errors (graph/model_loader.h); InvalidArgument naming the entry
+// for a bad bound (R and S in 1..64) or block size (1..100000).
+StatusOr<ModelSpec> ParseModelSpec(const std::string& entry, const Settings& settings);
+
+}  // namespace iosfarm::bench
+
+#endif  // IOSFARM_BENCH_SCHEDULE_BENCH_FLAGS_H_
