@@ -1,7 +1,5 @@
 #include "worker/backends/backend.h"
 
-#include <string_view>
-
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/stage_validation.h"

@@ -1,10 +1,13 @@
-#include <algorithm>
-
-#include "common/strings.h"
+// Pass 3 of BuildExecutionPlan (plan_passes.h): views, merged outputs,
+// in-place concats, pad temporaries.
 #include "worker/backends/cuda/plan_passes.h"
 
-namespace iosfarm::worker::cuda::planning {
+#include <algorithm>
+#include <variant>
 
+#include "common/strings.h"
+
+namespace iosfarm::worker::cuda::planning {
 namespace {
 
 // Whether `v` can be written by its producer straight into Concat `concat`.

@@ -1,11 +1,12 @@
+// Pass 4 of BuildExecutionPlan (plan_passes.h): buffers, lifetimes, arena.
+#include "worker/backends/cuda/plan_passes.h"
+
 #include <algorithm>
 
 #include "common/strings.h"
 #include "worker/backends/cuda/memory_plan.h"
-#include "worker/backends/cuda/plan_passes.h"
 
 namespace iosfarm::worker::cuda::planning {
-
 namespace {
 
 Location Resolve(PlanState& st, ValueId v) {

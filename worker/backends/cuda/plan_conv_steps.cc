@@ -1,5 +1,10 @@
-#include "common/strings.h"
+// Pass 5 of BuildExecutionPlan (plan_passes.h): convolution steps (plain,
+// merged, with a fused residual Add) and explicit padding.
 #include "worker/backends/cuda/plan_passes.h"
+
+#include <variant>
+
+#include "common/strings.h"
 #include "worker/backends/merged_conv_weights.h"
 
 namespace iosfarm::worker::cuda::planning {

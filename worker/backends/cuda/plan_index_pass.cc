@@ -1,11 +1,13 @@
+// Pass 1 of BuildExecutionPlan (plan_passes.h): which node runs where;
+// structural checks of stages and merges; residual fusions.
+#include "worker/backends/cuda/plan_passes.h"
+
 #include <set>
 
 #include "common/strings.h"
 #include "worker/backends/cuda/op_support.h"
-#include "worker/backends/cuda/plan_passes.h"
 
 namespace iosfarm::worker::cuda::planning {
-
 namespace {
 
 // Conv + Add (+ Relu) chains run as one conv step with a residual input,

@@ -1,7 +1,10 @@
+// Pass 6 of BuildExecutionPlan (plan_passes.h): data written before the
+// first run; kept results.
+#include "worker/backends/cuda/plan_passes.h"
+
 #include <algorithm>
 
 #include "common/strings.h"
-#include "worker/backends/cuda/plan_passes.h"
 #include "worker/backends/weights.h"
 
 namespace iosfarm::worker::cuda::planning {

@@ -1,11 +1,14 @@
-#include <algorithm>
-#include <cmath>
-
-#include "common/strings.h"
+// Pass 5 of BuildExecutionPlan (plan_passes.h): the steps of every stage
+// (convolutions in plan_conv_steps.cc).
 #include "worker/backends/cuda/plan_passes.h"
 
-namespace iosfarm::worker::cuda::planning {
+#include <algorithm>
+#include <cmath>
+#include <variant>
 
+#include "common/strings.h"
+
+namespace iosfarm::worker::cuda::planning {
 namespace {
 
 // beta * C broadcast to [m, n] (C has rank <= 2, numpy broadcasting).

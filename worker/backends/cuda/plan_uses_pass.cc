@@ -1,10 +1,12 @@
+// Pass 2 of BuildExecutionPlan (plan_passes.h): definitions, reads, and
+// where external values come from.
+#include "worker/backends/cuda/plan_passes.h"
+
 #include <algorithm>
 
 #include "common/strings.h"
-#include "worker/backends/cuda/plan_passes.h"
 
 namespace iosfarm::worker::cuda::planning {
-
 namespace {
 
 Status ClassifyExternal(PlanState& st, ValueId v, const graph::Node* reader) {
