@@ -1,7 +1,9 @@
 # Enables the CUDA language and cuDNN when nvcc and cuDNN are present.
 #
-# IOSFARM_CUDA=AUTO (default) builds the CUDA backend when both are found and
-# silently skips it otherwise; ON makes their absence an error; OFF skips.
+# IOSFARM_CUDA=AUTO (default) builds the CUDA backend's device side when both
+# are found and silently skips it otherwise; ON makes their absence an error;
+# OFF skips. Its host planner (iosfarm_cuda_planner, worker/backends/cuda)
+# needs neither and is built and tested either way.
 # Sets IOSFARM_HAVE_CUDA and, when true, the imported target iosfarm::cudnn.
 set(IOSFARM_HAVE_CUDA OFF)
 if(NOT IOSFARM_CUDA STREQUAL "OFF")

@@ -12,6 +12,23 @@
 // itself (a second concurrent caller waits). Build may run while a Profile of
 // other plans is in flight.
 //
+// The contract is kept once, here, in the non-virtual public methods
+// (template method); an implementation only supplies DoBuild, DoProfile and
+// DoRunSchedule, which the base calls after its checks:
+//  - Build: every stage passes scheduler::ios::ValidateStages (errors name the
+//    stage, "stage 3: ..."), then DoBuild runs without the device lock; each
+//    plan it returns is stamped with this backend as its owner.
+//  - Profile: ValidateProfileOptions, then every plan must be non-null and
+//    owned by this instance (InvalidArgument "<name> Profile: plan i was not
+//    built by this <name> backend instance" otherwise), then DoProfile runs
+//    with the device lock held. Nothing reaches DoProfile when a check fails.
+//  - RunSchedule: ValidateProfileOptions(options.profile), CheckSupported,
+//    scheduler::ios::ValidateSchedule, then DoRunSchedule with the device
+//    lock held.
+// The device lock (device_mu_) is the only lock the base takes; state an
+// implementation touches only from DoProfile / DoRunSchedule is
+// ABSL_GUARDED_BY(device_mu_).
+//
 // Weights: a weight tensor without data (zoo models) is filled with the
 // deterministic values of MaterializeWeights (worker/backends/weights.h), so
 // every backend computes the same function and --verify can compare them.
@@ -23,6 +40,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
@@ -54,11 +73,21 @@ struct LatencyStats {
   int repeats = 0;
 };
 
+class Backend;
+
 // An executable stage: built on the CPU by Build, timed by Profile. Opaque;
-// owned by the caller; valid only with the backend that built it.
+// owned by the caller; valid only with the backend that built it (its
+// owner, set by Backend::Build) and only while that backend lives.
 class StagePlan {
  public:
   virtual ~StagePlan() = default;
+
+  // The backend whose Build made this plan; null before Build returns it.
+  const Backend* owner() const { return owner_; }
+
+ private:
+  friend class Backend;
+  const Backend* owner_ = nullptr;
 };
 
 struct RunOptions {
@@ -88,18 +117,56 @@ class Backend {
 
   // Turns stages of `graph` into executable plans (weights laid out, merged
   // conv weights assembled, memory planned, algorithm choices that need no
-  // device). CPU only. `graph` must outlive the plans.
-  virtual StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
-      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) = 0;
+  // device). CPU only, no device lock. `graph` must outlive the plans.
+  // InvalidArgument naming the stage for a stage ValidateStages refuses;
+  // otherwise DoBuild's errors.
+  StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
+      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages);
 
   // Times each plan on the device (inputs: deterministic random data).
-  virtual StatusOr<std::vector<LatencyStats>> Profile(const std::vector<const StagePlan*>& plans,
-                                                      const ProfileOptions& options) = 0;
+  // InvalidArgument for invalid options or a plan this instance did not
+  // build; otherwise DoProfile's errors. Serialised with RunSchedule.
+  StatusOr<std::vector<LatencyStats>> Profile(const std::vector<const StagePlan*>& plans,
+                                              const ProfileOptions& options);
 
-  // Executes a whole schedule end to end (schedule validated against graph).
-  virtual StatusOr<RunResult> RunSchedule(const graph::Graph& graph,
-                                          const scheduler::ios::Schedule& schedule,
-                                          const RunOptions& options) = 0;
+  // Executes a whole schedule end to end. InvalidArgument for invalid
+  // profile options or a schedule ValidateSchedule refuses, CheckSupported's
+  // error for an unsupported op; otherwise DoRunSchedule's errors.
+  // Serialised with Profile.
+  StatusOr<RunResult> RunSchedule(const graph::Graph& graph,
+                                  const scheduler::ios::Schedule& schedule,
+                                  const RunOptions& options);
+
+ protected:
+  // Build without the checks: stages are valid. Must return plans of its own
+  // making (fresh objects); Build sets their owner. May run concurrently with
+  // anything.
+  virtual StatusOr<std::vector<std::unique_ptr<StagePlan>>> DoBuild(
+      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) = 0;
+
+  // Profile without the checks: options are valid and every plan was
+  // returned by this instance's DoBuild (PlanAs may downcast it).
+  virtual StatusOr<std::vector<LatencyStats>> DoProfile(
+      const std::vector<const StagePlan*>& plans, const ProfileOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_) = 0;
+
+  // RunSchedule without the checks: options, ops and schedule are valid.
+  virtual StatusOr<RunResult> DoRunSchedule(const graph::Graph& graph,
+                                            const scheduler::ios::Schedule& schedule,
+                                            const RunOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_) = 0;
+
+  // A plan handed to DoProfile as the type the implementation's DoBuild made
+  // (safe there: Profile has checked that this instance built it).
+  template <typename Plan>
+  static const Plan& PlanAs(const StagePlan* plan) {
+    return static_cast<const Plan&>(*plan);
+  }
+
+  // Held by Profile and RunSchedule around DoProfile / DoRunSchedule; an
+  // implementation may take it for its own device state outside them
+  // (destructor, counters).
+  mutable absl::Mutex device_mu_;
 };
 
 }  // namespace iosfarm::worker

@@ -9,29 +9,44 @@
 namespace iosfarm::worker {
 namespace {
 
-// Forwards to a real backend and counts Profile calls.
+// Forwards to a real backend and counts Profile calls. Its plans wrap the
+// inner backend's (the base refuses plans another instance built).
 class CountingBackend : public Backend {
  public:
   explicit CountingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
   std::string name() const override { return inner_->name(); }
   std::string device_description() const override { return inner_->device_description(); }
   Status CheckSupported(const graph::Graph& g) const override { return inner_->CheckSupported(g); }
-  StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
-      const graph::Graph& g, const std::vector<scheduler::ios::Stage>& stages) override {
-    return inner_->Build(g, stages);
-  }
-  StatusOr<std::vector<LatencyStats>> Profile(const std::vector<const StagePlan*>& plans,
-                                              const ProfileOptions& options) override {
-    ++profiles;
-    return inner_->Profile(plans, options);
-  }
-  StatusOr<RunResult> RunSchedule(const graph::Graph& g, const scheduler::ios::Schedule& s,
-                                  const RunOptions& options) override {
-    return inner_->RunSchedule(g, s, options);
-  }
   int profiles = 0;
 
  private:
+  struct WrappedPlan : StagePlan {
+    std::unique_ptr<StagePlan> inner;
+  };
+
+  StatusOr<std::vector<std::unique_ptr<StagePlan>>> DoBuild(
+      const graph::Graph& g, const std::vector<scheduler::ios::Stage>& stages) override {
+    ASSIGN_OR_RETURN(std::vector<std::unique_ptr<StagePlan>> inner, inner_->Build(g, stages));
+    std::vector<std::unique_ptr<StagePlan>> plans;
+    for (auto& plan : inner) {
+      auto wrapped = std::make_unique<WrappedPlan>();
+      wrapped->inner = std::move(plan);
+      plans.push_back(std::move(wrapped));
+    }
+    return plans;
+  }
+  StatusOr<std::vector<LatencyStats>> DoProfile(const std::vector<const StagePlan*>& plans,
+                                                const ProfileOptions& options) override {
+    ++profiles;
+    std::vector<const StagePlan*> inner;
+    for (const StagePlan* plan : plans) inner.push_back(PlanAs<WrappedPlan>(plan).inner.get());
+    return inner_->Profile(inner, options);
+  }
+  StatusOr<RunResult> DoRunSchedule(const graph::Graph& g, const scheduler::ios::Schedule& s,
+                                    const RunOptions& options) override {
+    return inner_->RunSchedule(g, s, options);
+  }
+
   std::unique_ptr<Backend> inner_;
 };
 

@@ -8,7 +8,6 @@
 
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
-#include "scheduler/ios/stage_validation.h"
 #include "worker/backends/cpu/cpu_device.h"
 #include "worker/backends/cpu/layout.h"
 #include "worker/backends/cpu/op_compiler.h"
@@ -24,10 +23,8 @@ namespace {
 // deterministic random data.
 class CpuStagePlan final : public StagePlan {
  public:
-  CpuStagePlan(const CpuBackend* owner, dnnl::engine engine, ActivationLayout layout)
-      : owner(owner), values(std::move(engine), layout) {}
+  CpuStagePlan(dnnl::engine engine, ActivationLayout layout) : values(std::move(engine), layout) {}
 
-  const CpuBackend* owner;
   ValueStore values;
   std::unique_ptr<StageProgram> program;
 };
@@ -127,16 +124,15 @@ Status CpuBackend::CheckSupported(const graph::Graph& graph) const {
   return absl::OkStatus();
 }
 
-StatusOr<std::vector<std::unique_ptr<StagePlan>>> CpuBackend::Build(
+StatusOr<std::vector<std::unique_ptr<StagePlan>>> CpuBackend::DoBuild(
     const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
   RETURN_IF_ERROR(CheckSupported(graph));
-  RETURN_IF_ERROR(scheduler::ios::ValidateStages(graph, stages));
   return CatchDnnl([&]() -> StatusOr<std::vector<std::unique_ptr<StagePlan>>> {
     dnnl::stream stream(engine_);  // Build's own: it may run during a Profile
     std::vector<std::unique_ptr<StagePlan>> plans;
     for (size_t s = 0; s < stages.size(); ++s) {
       const scheduler::ios::Stage& stage = stages[s];
-      auto plan = std::make_unique<CpuStagePlan>(this, engine_, layout_);
+      auto plan = std::make_unique<CpuStagePlan>(engine_, layout_);
       CompileContext ctx(graph, plan->values, stream);
       for (graph::ValueId v : ExternalInputs(graph, stage)) {
         const graph::Value& value = graph.value(v);
@@ -164,21 +160,11 @@ StatusOr<std::vector<std::unique_ptr<StagePlan>>> CpuBackend::Build(
   });
 }
 
-StatusOr<std::vector<LatencyStats>> CpuBackend::Profile(const std::vector<const StagePlan*>& plans,
-                                                        const ProfileOptions& options) {
-  RETURN_IF_ERROR(ValidateProfileOptions(options));
-  std::vector<const CpuStagePlan*> own;
-  for (size_t i = 0; i < plans.size(); ++i) {
-    const auto* plan = dynamic_cast<const CpuStagePlan*>(plans[i]);
-    if (plan == nullptr || plan->owner != this) {
-      return absl::InvalidArgumentError(
-          StrCat("plan ", i, " was not built by this cpu backend instance"));
-    }
-    own.push_back(plan);
-  }
-  absl::MutexLock lock(&run_mu_);
+StatusOr<std::vector<LatencyStats>> CpuBackend::DoProfile(
+    const std::vector<const StagePlan*>& plans, const ProfileOptions& options) {
   std::vector<LatencyStats> results;
-  for (const CpuStagePlan* plan : own) {
+  for (const StagePlan* base : plans) {
+    const CpuStagePlan* plan = &PlanAs<CpuStagePlan>(base);
     ASSIGN_OR_RETURN(LatencyStats stats, MeasureLatency(
                                              [&]() -> StatusOr<double> {
                                                const auto start = std::chrono::steady_clock::now();
@@ -191,13 +177,9 @@ StatusOr<std::vector<LatencyStats>> CpuBackend::Profile(const std::vector<const 
   return results;
 }
 
-StatusOr<RunResult> CpuBackend::RunSchedule(const graph::Graph& graph,
-                                            const scheduler::ios::Schedule& schedule,
-                                            const RunOptions& options) {
-  RETURN_IF_ERROR(ValidateProfileOptions(options.profile));
-  RETURN_IF_ERROR(CheckSupported(graph));
-  RETURN_IF_ERROR(scheduler::ios::ValidateSchedule(graph, schedule));
-  absl::MutexLock lock(&run_mu_);
+StatusOr<RunResult> CpuBackend::DoRunSchedule(const graph::Graph& graph,
+                                              const scheduler::ios::Schedule& schedule,
+                                              const RunOptions& options) {
   return CatchDnnl([&]() -> StatusOr<RunResult> {
     ValueStore values(engine_, layout_);
     const std::vector<graph::Tensor> inputs = MakeGraphInputs(graph, options.input_seed);
@@ -264,9 +246,8 @@ StatusOr<RunResult> CpuBackend::RunSchedule(const graph::Graph& graph,
 }
 
 std::vector<std::string> CpuBackend::DescribePlan(const StagePlan& plan) const {
-  const auto* own = dynamic_cast<const CpuStagePlan*>(&plan);
-  if (own == nullptr || own->owner != this) return {};
-  return own->program->Describe();
+  if (plan.owner() != this) return {};
+  return PlanAs<CpuStagePlan>(&plan).program->Describe();
 }
 
 }  // namespace iosfarm::worker::cpu

@@ -13,9 +13,9 @@
 // stream is synchronous), with the protocol of profiling.h.
 //
 // Thread safety: Build may run concurrently with anything (it only reads the
-// graph and creates primitives); Profile and RunSchedule are serialised by a
-// mutex (a second caller waits). Plans are tied to the backend that built
-// them and may not outlive it.
+// graph and creates primitives); Profile and RunSchedule are serialised by the
+// base's device lock (backend.h; a second caller waits). Plans are tied to
+// the backend that built them and may not outlive it.
 #ifndef IOSFARM_WORKER_BACKENDS_CPU_CPU_BACKEND_H_
 #define IOSFARM_WORKER_BACKENDS_CPU_CPU_BACKEND_H_
 
@@ -27,7 +27,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "worker/backends/backend.h"
 #include "worker/backends/op_support.h"
@@ -58,19 +57,10 @@ class CpuBackend final : public Backend {
 
   Status CheckSupported(const graph::Graph& graph) const override;
 
-  // InvalidArgument for a stage that is not executable on `graph` (node ids,
-  // missing merged conv, shapes that disagree with shape inference).
-  // External inputs of each stage get deterministic random data.
-  StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
-      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) override;
-
-  // InvalidArgument for a plan this backend did not build.
-  StatusOr<std::vector<LatencyStats>> Profile(const std::vector<const StagePlan*>& plans,
-                                              const ProfileOptions& options) override;
-
-  StatusOr<RunResult> RunSchedule(const graph::Graph& graph,
-                                  const scheduler::ios::Schedule& schedule,
-                                  const RunOptions& options) override;
+  // Build (backend.h has the shared checks): Unimplemented for an op
+  // CheckSupported refuses; InvalidArgument for a stage the compiler cannot
+  // take (shapes that disagree with shape inference). External inputs of
+  // each stage get deterministic random data.
 
   int num_threads() const { return threads_; }
   ActivationLayout layout() const { return layout_; }
@@ -82,14 +72,23 @@ class CpuBackend final : public Backend {
  private:
   CpuBackend(dnnl::engine engine, int threads, ActivationLayout layout, std::string description);
 
+  StatusOr<std::vector<std::unique_ptr<StagePlan>>> DoBuild(
+      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) override;
+  StatusOr<std::vector<LatencyStats>> DoProfile(const std::vector<const StagePlan*>& plans,
+                                                const ProfileOptions& options) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+  StatusOr<RunResult> DoRunSchedule(const graph::Graph& graph,
+                                    const scheduler::ios::Schedule& schedule,
+                                    const RunOptions& options) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+
   const dnnl::engine engine_;
   const int threads_;
   const ActivationLayout layout_;
   const std::string description_;
 
-  absl::Mutex run_mu_;  // one Profile or RunSchedule at a time
-  dnnl::stream stream_ ABSL_GUARDED_BY(run_mu_);
-  LanePool pool_ ABSL_GUARDED_BY(run_mu_);
+  dnnl::stream stream_ ABSL_GUARDED_BY(device_mu_);
+  LanePool pool_ ABSL_GUARDED_BY(device_mu_);
 };
 
 }  // namespace iosfarm::worker::cpu

@@ -5,7 +5,6 @@
 
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
-#include "scheduler/ios/stage_validation.h"
 #include "worker/backends/cuda/cuda_graph_runner.h"
 #include "worker/backends/cuda/cuda_status.h"
 #include "worker/backends/cuda/device_program.h"
@@ -21,10 +20,9 @@ namespace {
 // A stage built by a CudaBackend: plain host data until Profile.
 class CudaStagePlan final : public StagePlan {
  public:
-  CudaStagePlan(const CudaBackend* owner, ExecutionPlan plan, std::string label)
-      : owner(owner), plan(std::move(plan)), label(std::move(label)) {}
+  CudaStagePlan(ExecutionPlan plan, std::string label)
+      : plan(std::move(plan)), label(std::move(label)) {}
 
-  const CudaBackend* const owner;
   const ExecutionPlan plan;
   const std::string label;
 };
@@ -52,7 +50,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOpti
 }
 
 CudaBackend::~CudaBackend() {
-  absl::MutexLock lock(&run_mu_);
+  absl::MutexLock lock(&device_mu_);
   if (context_ != nullptr) {
     (void)cudaSetDevice(options_.device);
     context_.reset();
@@ -72,9 +70,8 @@ Status CudaBackend::CheckSupported(const graph::Graph& graph) const {
   return CheckGraphSupported(graph);
 }
 
-StatusOr<std::vector<std::unique_ptr<StagePlan>>> CudaBackend::Build(
+StatusOr<std::vector<std::unique_ptr<StagePlan>>> CudaBackend::DoBuild(
     const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
-  RETURN_IF_ERROR(scheduler::ios::ValidateStages(graph, stages));
   std::vector<std::unique_ptr<StagePlan>> plans;
   PlanOptions options;
   options.external = ExternalValues::kRandomData;
@@ -82,31 +79,21 @@ StatusOr<std::vector<std::unique_ptr<StagePlan>>> CudaBackend::Build(
     auto plan = BuildExecutionPlan(graph, {&stages[s]}, options);
     if (!plan.ok()) return Prefixed(plan.status(), StrCat("stage ", s));
     std::string label = scheduler::ios::StageToString(graph, stages[s]);
-    plans.push_back(std::make_unique<CudaStagePlan>(this, std::move(*plan), std::move(label)));
+    plans.push_back(std::make_unique<CudaStagePlan>(std::move(*plan), std::move(label)));
   }
   return plans;
 }
 
-StatusOr<std::vector<LatencyStats>> CudaBackend::Profile(const std::vector<const StagePlan*>& plans,
-                                                         const ProfileOptions& options) {
-  RETURN_IF_ERROR(ValidateProfileOptions(options));
-  std::vector<const CudaStagePlan*> own;
-  for (size_t i = 0; i < plans.size(); ++i) {
-    const auto* plan = dynamic_cast<const CudaStagePlan*>(plans[i]);
-    if (plan == nullptr || plan->owner != this) {
-      return absl::InvalidArgumentError(
-          StrCat("plan ", i, " was not built by this cuda backend instance"));
-    }
-    own.push_back(plan);
-  }
-  absl::MutexLock lock(&run_mu_);
+StatusOr<std::vector<LatencyStats>> CudaBackend::DoProfile(
+    const std::vector<const StagePlan*>& plans, const ProfileOptions& options) {
   ASSIGN_OR_RETURN(CudaDeviceContext * context, Activate());
   ASSIGN_OR_RETURN(StreamTimer timer, StreamTimer::Create());
   const cudaStream_t main = context->lanes().lane(0).stream;
   std::vector<LatencyStats> results;
-  for (size_t i = 0; i < own.size(); ++i) {
-    const std::string what = StrCat("plan ", i, " (", own[i]->label, ")");
-    auto program = DeviceProgram::Create(*context, own[i]->plan);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const CudaStagePlan& own = PlanAs<CudaStagePlan>(plans[i]);
+    const std::string what = StrCat("plan ", i, " (", own.label, ")");
+    auto program = DeviceProgram::Create(*context, own.plan);
     if (!program.ok()) return Prefixed(program.status(), what);
     const DeviceProgram& run = **program;
     auto stats = MeasureLatency(
@@ -118,12 +105,9 @@ StatusOr<std::vector<LatencyStats>> CudaBackend::Profile(const std::vector<const
   return results;
 }
 
-StatusOr<RunResult> CudaBackend::RunSchedule(const graph::Graph& graph,
-                                             const scheduler::ios::Schedule& schedule,
-                                             const RunOptions& options) {
-  RETURN_IF_ERROR(ValidateProfileOptions(options.profile));
-  RETURN_IF_ERROR(CheckSupported(graph));
-  RETURN_IF_ERROR(scheduler::ios::ValidateSchedule(graph, schedule));
+StatusOr<RunResult> CudaBackend::DoRunSchedule(const graph::Graph& graph,
+                                               const scheduler::ios::Schedule& schedule,
+                                               const RunOptions& options) {
   std::vector<const scheduler::ios::Stage*> stages;
   for (const auto& scheduled : schedule.stages) stages.push_back(&scheduled.stage);
   PlanOptions plan_options;
@@ -132,7 +116,6 @@ StatusOr<RunResult> CudaBackend::RunSchedule(const graph::Graph& graph,
   ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph, stages, plan_options));
   const std::vector<graph::Tensor> inputs = MakeGraphInputs(graph, options.input_seed);
 
-  absl::MutexLock lock(&run_mu_);
   ASSIGN_OR_RETURN(CudaDeviceContext * context, Activate());
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceProgram> program,
                    DeviceProgram::Create(*context, plan));

@@ -5,7 +5,7 @@
 // ExecutionPlan (plan_builder.h): steps per group, views and in-place
 // concats, a memory plan, packed weights (merged conv weights assembled,
 // stage inputs given deterministic random data). Profile and RunSchedule
-// then, under one mutex: create the device context at first use (lanes,
+// then, under the base's device lock (backend.h): create the device context at first use (lanes,
 // handles, the per-device convolution algorithm cache), instantiate the plan
 // (device_program.h: allocation, uploads, algorithm choice), and time runs
 // with CUDA events using the protocol of profiling.h. Concurrent stages run
@@ -14,7 +14,7 @@
 // (cuda_graph_runner.h) and times graph launches.
 //
 // Thread safety: Build and CheckSupported may run concurrently with anything;
-// Profile and RunSchedule are serialised (a second caller waits). Plans are
+// Profile and RunSchedule are serialised by the base (a second caller waits). Plans are
 // self-contained host data tied to the backend that built them.
 #ifndef IOSFARM_WORKER_BACKENDS_CUDA_CUDA_BACKEND_H_
 #define IOSFARM_WORKER_BACKENDS_CUDA_CUDA_BACKEND_H_
@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "worker/backends/backend.h"
 #include "worker/backends/cuda/cuda_context.h"
@@ -51,20 +50,11 @@ class CudaBackend final : public Backend {
 
   Status CheckSupported(const graph::Graph& graph) const override;
 
-  // InvalidArgument / Unimplemented naming the stage for stages that cannot
-  // be planned (plan_builder.h). External inputs of each stage get
-  // deterministic random data.
-  StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
-      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) override;
-
-  // InvalidArgument for a plan this backend did not build. Each plan is
-  // instantiated on the device, timed, and freed again.
-  StatusOr<std::vector<LatencyStats>> Profile(const std::vector<const StagePlan*>& plans,
-                                              const ProfileOptions& options) override;
-
-  StatusOr<RunResult> RunSchedule(const graph::Graph& graph,
-                                  const scheduler::ios::Schedule& schedule,
-                                  const RunOptions& options) override;
+  // Build (backend.h has the shared checks): InvalidArgument /
+  // Unimplemented naming the stage for stages that cannot be planned
+  // (plan_builder.h). External inputs of each stage get deterministic random
+  // data. Profile instantiates each plan on the device, times it, and frees
+  // it again.
 
   const CudaDeviceInfo& device_info() const { return info_; }
 
@@ -72,15 +62,24 @@ class CudaBackend final : public Backend {
   CudaBackend(const CudaBackendOptions& options, CudaDeviceInfo info, std::string description)
       : options_(options), info_(std::move(info)), description_(std::move(description)) {}
 
+  StatusOr<std::vector<std::unique_ptr<StagePlan>>> DoBuild(
+      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) override;
+  StatusOr<std::vector<LatencyStats>> DoProfile(const std::vector<const StagePlan*>& plans,
+                                                const ProfileOptions& options) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+  StatusOr<RunResult> DoRunSchedule(const graph::Graph& graph,
+                                    const scheduler::ios::Schedule& schedule,
+                                    const RunOptions& options) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+
   // Makes the device current and creates the context on first use.
-  StatusOr<CudaDeviceContext*> Activate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(run_mu_);
+  StatusOr<CudaDeviceContext*> Activate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
 
   const CudaBackendOptions options_;
   const CudaDeviceInfo info_;
   const std::string description_;
 
-  absl::Mutex run_mu_;  // one Profile or RunSchedule at a time
-  std::unique_ptr<CudaDeviceContext> context_ ABSL_GUARDED_BY(run_mu_);
+  std::unique_ptr<CudaDeviceContext> context_ ABSL_GUARDED_BY(device_mu_);
 };
 
 }  // namespace iosfarm::worker::cuda

@@ -10,25 +10,9 @@
 
 #include <cstdint>
 
-#include "worker/backends/cuda/kernel_limits.h"
+#include "worker/backends/cuda/kernel_types.h"
 
 namespace iosfarm::worker::cuda {
-
-enum class UnaryKind : int {
-  kIdentity,
-  kRelu,         // max(x, 0)
-  kClip,         // min(max(x, a), b)
-  kSigmoid,      // 1 / (1 + exp(-x))
-  kHardSigmoid,  // min(max(a * x + b, 0), 1)
-  kHardSwish,    // x * min(max(x / 6 + 1/2, 0), 1)
-  kTanh,
-};
-
-struct UnaryParams {
-  UnaryKind kind = UnaryKind::kIdentity;
-  float a = 0.0f;
-  float b = 0.0f;
-};
 
 // y[i] = f(x[i]), i < n. x and y may be the same pointer.
 cudaError_t LaunchUnary(const float* x, float* y, int64_t n, UnaryParams f, cudaStream_t stream);
@@ -48,19 +32,6 @@ cudaError_t LaunchBiasResidualActivation(float* y, const float* bias, const floa
 // y[i] = x[i] * scale[c] + shift[c], c = (i / inner) % channels.
 cudaError_t LaunchChannelAffine(const float* x, const float* scale, const float* shift, float* y,
                                 int64_t n, int64_t channels, int64_t inner, cudaStream_t stream);
-
-enum class BinaryKind : int { kAdd, kSub, kMul, kDiv };
-
-// Numpy broadcasting: output element with multi-index idx (over out_dims,
-// last dimension fastest) reads a[sum idx[d] * a_strides[d]] and
-// b[sum idx[d] * b_strides[d]] (stride 0 along broadcast dimensions).
-// rank == 0 means no broadcasting: a, b and y all have n elements.
-struct BroadcastParams {
-  int rank = 0;
-  int64_t out_dims[kMaxKernelRank] = {};
-  int64_t a_strides[kMaxKernelRank] = {};
-  int64_t b_strides[kMaxKernelRank] = {};
-};
 
 // y = a (op) b over the n output elements, IEEE fp32 arithmetic.
 cudaError_t LaunchBinary(BinaryKind kind, const float* a, const float* b, float* y, int64_t n,

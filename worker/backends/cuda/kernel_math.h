@@ -9,9 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "worker/backends/cuda/data_movement_kernels.h"
-#include "worker/backends/cuda/elementwise_kernels.h"
-#include "worker/backends/cuda/reduce_kernels.h"
+#include "worker/backends/cuda/kernel_types.h"
 
 #if defined(__CUDACC__)
 #define IOSFARM_HOST_DEVICE __host__ __device__

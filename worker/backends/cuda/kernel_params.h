@@ -12,9 +12,7 @@
 #include "graph/attributes.h"
 #include "graph/op_type.h"
 #include "graph/tensor.h"
-#include "worker/backends/cuda/data_movement_kernels.h"
-#include "worker/backends/cuda/elementwise_kernels.h"
-#include "worker/backends/cuda/reduce_kernels.h"
+#include "worker/backends/cuda/kernel_types.h"
 
 namespace iosfarm::worker::cuda {
 

@@ -25,6 +25,9 @@
 //    assembled (merged_conv_weights.h), BatchNorm folded into scale/shift,
 //    Gemm's beta * C broadcast to the output; all packed in one array.
 //
+// Host-only (no CUDA header; library iosfarm_cuda_planner). Each decision is
+// one pass over a shared state, in its own file (plan_passes.h).
+//
 // Thread-safe (pure function of its arguments).
 #ifndef IOSFARM_WORKER_BACKENDS_CUDA_PLAN_BUILDER_H_
 #define IOSFARM_WORKER_BACKENDS_CUDA_PLAN_BUILDER_H_

@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "common/strings.h"
-#include "scheduler/ios/schedule.h"
 #include "scheduler/ios/stable_hash.h"
 #include "worker/backends/profiling.h"
 #include "worker/backends/sim/noise.h"
@@ -18,12 +17,10 @@ using scheduler::ios::HashCombine;
 
 class SimStagePlan final : public StagePlan {
  public:
-  SimStagePlan(const SimBackend* owner, SimStage stage) : owner_(owner), stage_(std::move(stage)) {}
-  const SimBackend* owner() const { return owner_; }
+  explicit SimStagePlan(SimStage stage) : stage_(std::move(stage)) {}
   const SimStage& stage() const { return stage_; }
 
  private:
-  const SimBackend* owner_;
   SimStage stage_;
 };
 
@@ -61,7 +58,7 @@ Status SimBackend::CheckSupported(const graph::Graph& /*graph*/) const {
   return absl::OkStatus();
 }
 
-StatusOr<std::vector<std::unique_ptr<StagePlan>>> SimBackend::Build(
+StatusOr<std::vector<std::unique_ptr<StagePlan>>> SimBackend::DoBuild(
     const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
   std::vector<std::unique_ptr<StagePlan>> plans;
   plans.reserve(stages.size());
@@ -71,26 +68,13 @@ StatusOr<std::vector<std::unique_ptr<StagePlan>>> SimBackend::Build(
       return absl::InvalidArgumentError(
           StrCat("sim Build: stage ", i, ": ", ToStd(stage.status().message())));
     }
-    plans.push_back(std::make_unique<SimStagePlan>(this, *std::move(stage)));
+    plans.push_back(std::make_unique<SimStagePlan>(*std::move(stage)));
   }
   return plans;
 }
 
-StatusOr<std::vector<LatencyStats>> SimBackend::Profile(const std::vector<const StagePlan*>& plans,
-                                                        const ProfileOptions& options) {
-  RETURN_IF_ERROR(ValidateProfileOptions(options));
-  std::vector<const SimStage*> stages;
-  stages.reserve(plans.size());
-  for (size_t i = 0; i < plans.size(); ++i) {
-    const auto* plan = dynamic_cast<const SimStagePlan*>(plans[i]);
-    if (plan == nullptr || plan->owner() != this) {
-      return absl::InvalidArgumentError(
-          StrCat("sim Profile: plan ", i, " was not built by this sim backend"));
-    }
-    stages.push_back(&plan->stage());
-  }
-
-  absl::MutexLock lock(&device_mutex_);
+StatusOr<std::vector<LatencyStats>> SimBackend::DoProfile(
+    const std::vector<const StagePlan*>& plans, const ProfileOptions& options) {
   const int64_t call = ++profile_calls_;
   if ((options_.fail_every_n > 0 && call % options_.fail_every_n == 0) ||
       InjectFailure(options_.seed, static_cast<uint64_t>(call), options_.failure_probability)) {
@@ -98,9 +82,10 @@ StatusOr<std::vector<LatencyStats>> SimBackend::Profile(const std::vector<const 
         StrCat("sim backend: injected failure (Profile call ", call, ")"));
   }
   std::vector<LatencyStats> results;
-  results.reserve(stages.size());
+  results.reserve(plans.size());
   double simulated_ms = 0;
-  for (const SimStage* stage : stages) {
+  for (const StagePlan* plan : plans) {
+    const SimStage* stage = &PlanAs<SimStagePlan>(plan).stage();
     uint64_t repeat = 0;
     ASSIGN_OR_RETURN(
         LatencyStats stats,
@@ -119,16 +104,14 @@ StatusOr<std::vector<LatencyStats>> SimBackend::Profile(const std::vector<const 
   return results;
 }
 
-StatusOr<RunResult> SimBackend::RunSchedule(const graph::Graph& graph,
-                                            const scheduler::ios::Schedule& schedule,
-                                            const RunOptions& options) {
+StatusOr<RunResult> SimBackend::DoRunSchedule(const graph::Graph& graph,
+                                              const scheduler::ios::Schedule& schedule,
+                                              const RunOptions& options) {
   if (options.return_outputs) {
     return absl::UnimplementedError(
         "the sim backend computes no tensor values: RunSchedule with return_outputs needs "
         "the cpu or cuda backend");
   }
-  RETURN_IF_ERROR(ValidateProfileOptions(options.profile));
-  RETURN_IF_ERROR(scheduler::ios::ValidateSchedule(graph, schedule));
   std::vector<SimStage> stages;
   stages.reserve(schedule.stages.size());
   for (size_t s = 0; s < schedule.stages.size(); ++s) {
@@ -142,7 +125,6 @@ StatusOr<RunResult> SimBackend::RunSchedule(const graph::Graph& graph,
     stages.push_back(*std::move(stage));
   }
 
-  absl::MutexLock lock(&device_mutex_);
   uint64_t repeat = 0;
   double simulated_ms = 0;
   RunResult result;
@@ -170,7 +152,7 @@ StatusOr<double> SimBackend::StageLatencyMs(const graph::Graph& graph,
 }
 
 int64_t SimBackend::profile_calls() const {
-  absl::MutexLock lock(&device_mutex_);
+  absl::MutexLock lock(&device_mu_);
   return profile_calls_;
 }
 

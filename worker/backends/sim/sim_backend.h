@@ -20,8 +20,8 @@
 //    the device held (0 = return at once).
 //
 // Thread safety: all methods may be called from any thread. Profile and
-// RunSchedule hold the instance's device mutex for their whole run, so one
-// instance never runs two at once (a second caller waits); Build,
+// RunSchedule hold the base's device lock for their whole run (backend.h), so
+// one instance never runs two at once (a second caller waits); Build,
 // CheckSupported and StageLatencyMs take no lock.
 #ifndef IOSFARM_WORKER_BACKENDS_SIM_SIM_BACKEND_H_
 #define IOSFARM_WORKER_BACKENDS_SIM_SIM_BACKEND_H_
@@ -32,7 +32,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "worker/backends/backend.h"
 #include "worker/backends/sim/device_model.h"
@@ -64,23 +63,12 @@ class SimBackend final : public Backend {
   // Always OK: the model costs every op type (graph/cost.h).
   Status CheckSupported(const graph::Graph& graph) const override;
 
-  // InvalidArgument naming the stage index and node for an invalid stage.
-  StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
-      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) override;
-
-  // InvalidArgument for invalid options or a plan this instance did not
-  // build; Unavailable for an injected failure.
-  StatusOr<std::vector<LatencyStats>> Profile(const std::vector<const StagePlan*>& plans,
-                                              const ProfileOptions& options) override;
-
-  // Latency of the whole schedule: each sample is the sum over stages of the
-  // stage's time and noise (keyed by stage content and position).
-  // Unimplemented when options.return_outputs (the sim backend computes no
-  // values); InvalidArgument for an invalid schedule (ValidateSchedule) or
-  // profile options. options.cuda_graph is ignored. Never injects failures.
-  StatusOr<RunResult> RunSchedule(const graph::Graph& graph,
-                                  const scheduler::ios::Schedule& schedule,
-                                  const RunOptions& options) override;
+  // The sim specifics of the Backend methods (backend.h has the shared
+  // checks): Profile fails with Unavailable for an injected failure;
+  // RunSchedule's latency is the sum over stages of each stage's time and
+  // noise (keyed by stage content and position), and it is Unimplemented
+  // when options.return_outputs (the sim backend computes no values);
+  // options.cuda_graph is ignored; RunSchedule never injects failures.
 
   // The noise-free model latency of one stage, ms (what Profile's median
   // converges to without noise). InvalidArgument for an invalid stage.
@@ -94,12 +82,21 @@ class SimBackend final : public Backend {
  private:
   explicit SimBackend(SimOptions options) : options_(std::move(options)) {}
 
+  StatusOr<std::vector<std::unique_ptr<StagePlan>>> DoBuild(
+      const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) override;
+  StatusOr<std::vector<LatencyStats>> DoProfile(const std::vector<const StagePlan*>& plans,
+                                                const ProfileOptions& options) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+  StatusOr<RunResult> DoRunSchedule(const graph::Graph& graph,
+                                    const scheduler::ios::Schedule& schedule,
+                                    const RunOptions& options) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+
   // Sleeps time_scale * simulated_ms (device held by the caller).
   void SleepScaled(double simulated_ms) const;
 
   const SimOptions options_;
-  mutable absl::Mutex device_mutex_;
-  int64_t profile_calls_ ABSL_GUARDED_BY(device_mutex_) = 0;
+  int64_t profile_calls_ ABSL_GUARDED_BY(device_mu_) = 0;
 };
 
 }  // namespace iosfarm::worker::sim
