@@ -231,8 +231,10 @@ class FarmCoordinator final : public WorkerEvents {
   // NotFound naming the key and listing the known ones otherwise.
   Status CheckDeviceKey(const std::string& device_key) ABSL_LOCKS_EXCLUDED(mu_);
   // Reserves an active-job place for `owner` (ResourceExhausted past the
-  // limit, Unavailable while shutting down); Admit or Unreserve uses it.
+  // limit, Unavailable while shutting down) for Submit; CreateAndAdmit
+  // releases it (UnreserveLocked). Retune reserves without the limit.
   Status ReserveLocked(const std::string& owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnreserveLocked(const std::string& owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores a new queued job (outside mu_, on its reservation) and admits it.
   StatusOr<JobRow> CreateAndAdmit(JobRow job) ABSL_LOCKS_EXCLUDED(mu_);
   JobContext& AdmitLocked(JobRow row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -64,7 +64,8 @@ Status FarmCoordinator::CheckDeviceKey(const std::string& device_key) {
 
 Status FarmCoordinator::ReserveLocked(const std::string& owner) {
   if (shutting_down_) return absl::UnavailableError("the server is shutting down");
-  int active = reserved_[owner];
+  auto reserved = reserved_.find(owner);
+  int active = reserved == reserved_.end() ? 0 : reserved->second;
   for (const auto& [id, other] : jobs_) active += other->row.owner == owner;
   if (active >= options_.max_active_jobs_per_owner) {
     return absl::ResourceExhaustedError(
@@ -75,6 +76,10 @@ Status FarmCoordinator::ReserveLocked(const std::string& owner) {
   return absl::OkStatus();
 }
 
+void FarmCoordinator::UnreserveLocked(const std::string& owner) {
+  if (--reserved_[owner] == 0) reserved_.erase(owner);
+}
+
 StatusOr<JobRow> FarmCoordinator::CreateAndAdmit(JobRow job) {
   job.state = JobState::kQueued;
   job.submitted_unix_ms = clock_.NowUnixMs();
@@ -82,7 +87,7 @@ StatusOr<JobRow> FarmCoordinator::CreateAndAdmit(JobRow job) {
   Outbox out;
   {
     absl::MutexLock lock(&mu_);
-    if (--reserved_[job.owner] == 0) reserved_.erase(job.owner);
+    UnreserveLocked(job.owner);
     if (!id.ok()) return id.status();
     job.id = *id;
     // Shutting down: admitted but not dispatched; stored queued, it resumes
@@ -102,7 +107,7 @@ StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model) {
   }
   if (Status stored = job_store_->PutModel(model); !stored.ok()) {
     absl::MutexLock lock(&mu_);
-    if (--reserved_[job.owner] == 0) reserved_.erase(job.owner);
+    UnreserveLocked(job.owner);
     return stored;
   }
   return CreateAndAdmit(std::move(job));
@@ -130,8 +135,10 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
     job.batch = target.batch;
     job.options = options.value_or(target.options);
     {
+      // Held for CreateAndAdmit; a retune batch is not bound by the owner's
+      // active-job limit (an operator re-tunes a whole model set).
       absl::MutexLock lock(&mu_);
-      RETURN_IF_ERROR(ReserveLocked(owner));
+      ++reserved_[owner];
     }
     ASSIGN_OR_RETURN(JobRow admitted, CreateAndAdmit(std::move(job)));
     jobs.push_back(std::move(admitted));
