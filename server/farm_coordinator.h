@@ -74,7 +74,7 @@ struct CoordinatorOptions {
   ProfileSettings profile;           // stage profiling (0 fields: backend defaults)
   ProfileSettings measure;           // end-to-end measurement
   // The work of a server phase (empty: RunServerPhaseWork). Benchmarks pad
-  // it (PaddedServerPhaseWork, phase_padding.h).
+  // it (PaddedServerPhaseWork, padded_farm.h).
   ServerPhaseWork server_phase_work;
   // The time the coordinator reads (not owned; null: SystemClock()).
   const Clock* clock = nullptr;

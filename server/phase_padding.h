@@ -3,8 +3,9 @@
 // seconds from dispatch, so that a real farm reproduces chosen phase-time
 // ratios (bench/farm_cluster_bench.py policy). A server phase that ends
 // sooner sleeps in its slot (Left); a worker phase's result is held back on
-// the padding thread (RunAt) until its time has passed. It only slows a farm
-// down; production servers never construct one.
+// the padding thread (RunAt) until its time has passed. The wrappers that use
+// it sit outside the coordinator (padded_farm.h). It only slows a farm down;
+// production servers never construct one.
 //
 // Thread-safe.
 #ifndef IOSFARM_SERVER_PHASE_PADDING_H_
