@@ -3,7 +3,12 @@
 // FakeClock, the store a real SQLite file.
 #include "server/farm_coordinator.h"
 
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
 #include <deque>
+#include <thread>
 #include <set>
 #include <memory>
 #include <string>
@@ -295,6 +300,36 @@ TEST_F(FarmCoordinatorTest, ARegistrationOutsideTheBoundsIsRefusedNamingTheField
   EXPECT_NE(std::string(joined.message()).find("register: device_key"), std::string::npos)
       << joined;
   EXPECT_TRUE(coordinator->Workers().empty());
+}
+
+TEST_F(FarmCoordinatorTest, ABusyDatabaseNeverHoldsTheCoordinatorsLock) {
+  auto coordinator = MakeCoordinator();
+  auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kExecute);
+  ASSERT_TRUE(Join(*coordinator, worker).ok());
+
+  // Another process holds the database's write lock: the submit's writes
+  // wait in SQLite (up to its busy timeout). The coordinator's lock must stay
+  // free meanwhile: workers, queues and other jobs are served at once.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(PathOf("farm.db").c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::atomic<bool> submit_returned{false};
+  std::thread submitter([&] {
+    (void)SubmitZoo(*coordinator, "squeezenet");  // may fail busy; nothing is stored then
+    submit_returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the submit is in SQLite
+  EXPECT_EQ(coordinator->Workers().size(), 1u);
+  (void)coordinator->QueueLengths();
+  EXPECT_FALSE(submit_returned) << "the coordinator's calls waited for the busy database";
+  ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  submitter.join();
+
+  // With the database free again, jobs run as ever.
+  auto job = SubmitZoo(*coordinator, "squeezenet", 2);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(RunToEnd(*coordinator, job->id, {worker.get()}).job.state, JobState::kSucceeded);
 }
 
 }  // namespace
