@@ -26,16 +26,11 @@
 #ifndef IOSFARM_SERVER_FARM_COORDINATOR_H_
 #define IOSFARM_SERVER_FARM_COORDINATOR_H_
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"

@@ -190,17 +190,6 @@ v1::ProfileOptions ProfileSettingsToProto(const ProfileSettings& settings) {
   return out;
 }
 
-namespace {
-
-void StagesToProto(const std::vector<scheduler::ios::StageRequest>& stages,
-                   v1::BuildAssignment& build) {
-  for (const auto& request : stages) {
-    *build.add_stages() = proto::EncodeStage(request.stage, request.signature);
-  }
-}
-
-}  // namespace
-
 v1::ServerMessage WorkerCommandToProto(const WorkerCommand& command) {
   v1::ServerMessage message;
   if (command.kind == WorkerCommand::Kind::kCancel) {
@@ -216,7 +205,9 @@ v1::ServerMessage WorkerCommandToProto(const WorkerCommand& command) {
     case scheduler::farm::PhaseKind::kBuild: {
       v1::BuildAssignment* build = assign->mutable_build();
       if (order.build.graph) build->set_graph(*order.build.graph);
-      StagesToProto(order.build.stages, *build);
+      for (const auto& request : order.build.stages) {
+        *build->add_stages() = proto::EncodeStage(request.stage, request.signature);
+      }
       break;
     }
     case scheduler::farm::PhaseKind::kProfile:
