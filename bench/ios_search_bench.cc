@@ -4,7 +4,17 @@
 //
 //   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N]
 //                    [--block-size B] [--window OPS] [--no-reuse] [--blocks]
-//                    [--walk-only] [--markdown]
+//                    [--walk-only] [--search exhaustive|bounded]
+//                    [--farm-batch N [--lookahead L]] [--markdown]
+//
+// --search picks the exhaustive DP (the reference, the default here) or the
+// bounded search (search_options.h: what `iosfarm search` and the farm run).
+// "measured" is the number of stage latencies the search asked for: every
+// unique signature for the exhaustive DP, far fewer for the bounded one.
+// --farm-batch N drives the search as a farm job does (NextUnknown(N), then
+// every latency of the batch at once) and reports the number of batches: the
+// GPU round trips, against the stages measured (--lookahead sets how many
+// further candidates a waiting block asks for).
 //
 // Each (model, r, s) runs in a forked child so that its peak RSS is its own.
 // Columns: blocks (reused identical ones in parentheses), DP states,
@@ -43,6 +53,7 @@
 #include "scheduler/ios/endings.h"
 #include "scheduler/ios/op_bits_map.h"
 #include "scheduler/ios/schedule.h"
+#include "scheduler/ios/search_session.h"
 
 namespace {
 
@@ -52,7 +63,8 @@ namespace ios = iosfarm::scheduler::ios;
 struct Row {
   int blocks = 0, reused = 0;
   long long states = 0, transitions = 0, candidates = 0, merges = 0, signatures = 0;
-  int stages = 0, merged_stages = 0;
+  long long measured = 0, batches = 0;
+  int stages = 0, merged_stages = 0, exhaustive_blocks = 0;
   double cpu_s = 0, seq_ms = 0, greedy_ms = 0, ios_ms = 0;
   int ok = 0;
   char error[200] = {0};
@@ -67,6 +79,28 @@ double CpuSeconds() {
 bool g_show_blocks = false;
 bool g_walk_only = false;
 int g_window_ops = -1;
+bool g_exhaustive = true;
+int g_farm_batch = 0;
+int g_lookahead = -1;
+
+// Drives a search as a farm job does: batches of at most g_farm_batch
+// requests, each answered whole before the next; counts the batches.
+iosfarm::StatusOr<ios::SearchResult> RunBatched(const iosfarm::graph::Graph& graph,
+                                                const ios::SearchOptions& options,
+                                                const ios::StageLatencyFn& oracle,
+                                                long long* batches) {
+  ASSIGN_OR_RETURN(auto session, ios::SearchSession::Create(graph, options));
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<ios::StageRequest> requests, session->NextUnknown(g_farm_batch));
+    if (requests.empty()) break;
+    ++*batches;
+    for (const ios::StageRequest& request : requests) {
+      ASSIGN_OR_RETURN(double latency, oracle(request.stage));
+      RETURN_IF_ERROR(session->Provide(request.signature, latency));
+    }
+  }
+  return session->Result();
+}
 
 // Walks the reachable remaining sets of `block` (see --walk-only); adds to
 // the row's states and transitions.
@@ -149,9 +183,12 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   options.max_block_ops = block_size;
   options.reuse_identical_blocks = reuse;
   if (g_window_ops >= 0) options.boundary_window_ops = g_window_ops;
+  options.exhaustive = g_exhaustive;
+  if (g_lookahead >= 0) options.lookahead = g_lookahead;
   const double start = CpuSeconds();
   auto oracle = ios::MakeAnalyticOracle(*graph);
-  auto result = ios::RunSearch(*graph, options, oracle);
+  auto result = g_farm_batch > 0 ? RunBatched(*graph, options, oracle, &row.batches)
+                                 : ios::RunSearch(*graph, options, oracle);
   row.cpu_s = CpuSeconds() - start;
   if (!result.ok()) {
     std::snprintf(row.error, sizeof(row.error), "%s", result.status().ToString().c_str());
@@ -189,6 +226,8 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   row.candidates = st.candidate_stages;
   row.merges = st.merge_stages;
   row.signatures = st.unique_signatures;
+  row.measured = st.stages_measured;
+  row.exhaustive_blocks = st.exhaustive_blocks;
   row.seq_ms = sequential->latency_ms;
   row.greedy_ms = greedy->latency_ms;
   row.ios_ms = result->schedule.latency_ms;
@@ -267,9 +306,19 @@ int main(int argc, char** argv) {
   app.add_flag("--no-reuse", no_reuse, "solve identical blocks again");
   app.add_flag("--walk-only", g_walk_only, "only walk the reachable remaining sets");
   app.add_flag("--blocks", g_show_blocks, "print each block");
+  std::string search = "exhaustive";
+  app.add_option("--search", search, "exhaustive (the reference DP) or bounded")
+      ->check(CLI::IsMember({"exhaustive", "bounded"}))
+      ->capture_default_str();
+  app.add_option("--farm-batch", g_farm_batch,
+                 "drive the search in batches of N requests, as a farm job (0: inline)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--lookahead", g_lookahead, "bounded search: further candidates per wait")
+      ->check(CLI::Range(0, 1000000));
   app.add_flag("--markdown", markdown, "markdown table");
   if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
   const bool reuse = !no_reuse;
+  g_exhaustive = search == "exhaustive";
   if (!models_text.empty()) models = Split(models_text);
   for (const std::string& model : models) {
     if (auto ref = iosfarm::graph::ResolveModel(model); !ref.ok()) {
@@ -293,14 +342,16 @@ int main(int argc, char** argv) {
   }
   if (markdown) {
     std::printf(
-        "| model | r,s | blocks (reused) | DP states | transitions | candidate stages (merge) "
-        "| unique signatures | search CPU s | peak RSS MiB | sequential ms | greedy ms | IOS ms "
-        "| IOS stages (merge) |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        "| model | r,s | search | blocks (reused) | DP states | transitions | candidate stages "
+        "(merge) | unique signatures | measured (exhaustive blocks) | batches | search CPU s "
+        "| peak RSS MiB | sequential ms | greedy ms | IOS ms | IOS stages (merge) |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+        "| --- | --- |\n");
   } else {
-    std::printf("%-16s %-5s %-10s %12s %14s %20s %10s %9s %8s %8s %8s %8s %s\n", "model",
-                "r,s", "blocks", "states", "transitions", "stages(merge)", "sigs", "cpu_s",
-                "rss_MiB", "seq_ms", "greedy", "ios_ms", "ios_stages(merge)");
+    std::printf("%-16s %-5s %-10s %-10s %12s %14s %20s %10s %14s %8s %9s %8s %8s %8s %8s %s\n",
+                "model", "r,s", "search", "blocks", "states", "transitions", "stages(merge)",
+                "sigs", "measured(exh)", "batches", "cpu_s", "rss_MiB", "seq_ms", "greedy",
+                "ios_ms", "ios_stages(merge)");
   }
   std::fflush(stdout);
   int failures = 0;
@@ -321,18 +372,22 @@ int main(int argc, char** argv) {
       }
       const std::string blocks = StrCat(row.blocks, " (", row.reused, ")");
       const std::string stages = StrCat(row.candidates, " (", row.merges, ")");
+      const std::string measured = StrCat(row.measured, " (", row.exhaustive_blocks, ")");
+      const std::string batches = g_farm_batch > 0 ? StrCat(row.batches) : std::string("-");
       if (markdown) {
         std::printf(
-            "| %s | %d,%d | %s | %lld | %lld | %s | %lld | %.3f | %.0f | %.3f | %.3f | %.3f | %d (%d) |\n",
-            model.c_str(), r, s, blocks.c_str(), row.states, row.transitions, stages.c_str(),
-            row.signatures, row.cpu_s, rss, row.seq_ms, row.greedy_ms, row.ios_ms, row.stages,
-            row.merged_stages);
+            "| %s | %d,%d | %s | %s | %lld | %lld | %s | %lld | %s | %s | %.3f | %.0f | %.3f | %.3f "
+            "| %.4f | %d (%d) |\n",
+            model.c_str(), r, s, search.c_str(), blocks.c_str(), row.states, row.transitions,
+            stages.c_str(), row.signatures, measured.c_str(), batches.c_str(), row.cpu_s, rss,
+            row.seq_ms, row.greedy_ms, row.ios_ms, row.stages, row.merged_stages);
       } else {
         std::printf(
-            "%-16s %d,%-3d %-10s %12lld %14lld %20s %10lld %9.3f %8.0f %8.3f %8.3f %8.3f %d (%d)\n",
-            model.c_str(), r, s, blocks.c_str(), row.states, row.transitions, stages.c_str(),
-            row.signatures, row.cpu_s, rss, row.seq_ms, row.greedy_ms, row.ios_ms, row.stages,
-            row.merged_stages);
+            "%-16s %d,%-3d %-10s %-10s %12lld %14lld %20s %10lld %14s %8s %9.3f %8.0f %8.3f "
+            "%8.3f %8.4f %d (%d)\n",
+            model.c_str(), r, s, search.c_str(), blocks.c_str(), row.states, row.transitions,
+            stages.c_str(), row.signatures, measured.c_str(), batches.c_str(), row.cpu_s, rss,
+            row.seq_ms, row.greedy_ms, row.ios_ms, row.stages, row.merged_stages);
       }
       std::fflush(stdout);
     }

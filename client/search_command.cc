@@ -1,5 +1,6 @@
 // `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
-//  [--block-size B] [--no-merge] [-o FILE] [--format text|json] [--stages]`:
+//  [--block-size B] [--no-merge] [--exhaustive] [-o FILE] [--format text|json]
+//  [--stages]`:
 // runs the IOS search in-process, measuring stages on the backend (progress
 // on stderr), and prints the predicted sequential, greedy and IOS latencies
 // with the search statistics.
@@ -29,6 +30,7 @@ struct SearchCommandOptions {
   int s = 8;
   int block_size = 50;
   bool no_merge = false;
+  bool exhaustive = false;
   std::string output;
   std::string format = "text";
   bool list_stages = false;
@@ -49,6 +51,7 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.max_groups = o.s;
   options.max_block_ops = o.block_size;
   options.enable_merge = !o.no_merge;
+  options.exhaustive = o.exhaustive;
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
   profile.min_repeats = o.min_repeats;
@@ -96,6 +99,9 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--block-size", o->block_size, "Largest block (ops)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_flag("--no-merge", o->no_merge, "Do not consider merged convolutions");
+  cmd->add_flag("--exhaustive", o->exhaustive,
+                "Measure every candidate stage (the reference DP) instead of only those that "
+                "can change the optimum");
   cmd->add_option("-o,--output", o->output, "Write the schedule JSON to FILE");
   cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--stages", o->list_stages, "List the IOS stages (text format)");

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "common/strings.h"
-#include "scheduler/ios/merge.h"
+#include "scheduler/ios/block_stages.h"
 #include "scheduler/ios/op_bits_map.h"
 #include "scheduler/ios/search_options.h"
 
@@ -22,8 +22,7 @@ class BlockDp {
         options_(options),
         source_(source),
         enumerator_(block, options.bounds),
-        local_k_(block.size(), -1),
-        group_of_(block.size(), -1),
+        stages_(block),
         scratch_(block.size() + 2) {
     enumerator_.SetCheck([this](uint64_t) {
       if (status_.ok()) CheckBudget(static_cast<int64_t>(scratch_pending_));
@@ -49,7 +48,8 @@ class BlockDp {
       const EndingValue& ending = *endings_.Find(state.best, state.best.Hash());
       const bool merge = state.merge != 0;
       PlannedStage planned;
-      planned.stage = BuildStage(state.best, merge, &planned.signature);
+      planned.stage = stages_.BuildStage(
+          state.best, merge ? Strategy::kMerge : Strategy::kConcurrent, &planned.signature);
       planned.latency_ms = merge ? ending.merge_latency : ending.latency;
       solution.stages.push_back(std::move(planned));
       remaining = remaining.Minus(state.best);
@@ -196,8 +196,7 @@ class BlockDp {
 
   // Bytes of the pass's tables and scratch, plus the source's.
   int64_t MemoryBytes() const {
-    size_t bytes = states_.memory_bytes() + endings_.memory_bytes() + groups_.memory_bytes() +
-                   reads_.capacity() * sizeof(ExternalRead);
+    size_t bytes = states_.memory_bytes() + endings_.memory_bytes() + stages_.memory_bytes();
     for (const Scratch& sc : scratch_) {
       bytes += sc.endings.capacity() * sizeof(OpBits<W>) +
                sc.hashes.capacity() * sizeof(uint64_t) +
@@ -221,11 +220,11 @@ class BlockDp {
   void AddEndings(Scratch& sc) {
     for (FreshEnding& fresh : fresh_) {
       const OpBits<W>& ops = sc.endings[fresh.index];
-      fresh.concurrent = HashStage(ops);
+      fresh.concurrent = stages_.HashStage(ops);
       source_.Prefetch(fresh.concurrent);
-      if (options_.enable_merge && IsMergeable(ops)) {
+      if (options_.enable_merge && stages_.IsMergeable(ops)) {
         fresh.mergeable = true;
-        fresh.merge = hasher_.Finish(Strategy::kMerge);
+        fresh.merge = stages_.MergeSignature();
         source_.Prefetch(fresh.merge);
       }
     }
@@ -242,133 +241,11 @@ class BlockDp {
     }
   }
 
-  // Splits `ops` into its groups (group_bits_) and feeds their cached hashes
-  // to hasher_; returns the concurrent signature (hasher_ can give others).
-  Signature HashStage(const OpBits<W>& ops) {
-    const int num_groups = FindGroups(ops);
-    group_bits_.assign(num_groups, OpBits<W>());
-    ops.ForEach([&](int i) { group_bits_[group_of_[i]].Set(i); });
-    group_hashes_.resize(num_groups);
-    hasher_.Begin();
-    for (int g = 0; g < num_groups; ++g) {
-      const GroupInfo info = GroupFor(group_bits_[g]);
-      group_hashes_[g] = info.hash;
-      hasher_.AddGroup(info.hash, reads_.data() + info.reads_begin,
-                       static_cast<int>(info.reads_count));
-    }
-    return hasher_.Finish(Strategy::kConcurrent);
-  }
-
-  struct GroupInfo {
-    uint64_t hash = 0;
-    uint32_t reads_begin = 0;  // its external reads in reads_
-    uint32_t reads_count = 0;
-  };
-
-  // The canonical hash and external reads of a group, cached per block.
-  GroupInfo GroupFor(const OpBits<W>& bits) {
-    const uint64_t key = bits.Hash();
-    if (const GroupInfo* info = groups_.Find(bits, key)) return *info;
-    GroupInfo info;
-    info.hash = CanonicalizeGroup(bits);
-    info.reads_begin = static_cast<uint32_t>(reads_.size());
-    info.reads_count = static_cast<uint32_t>(canonicalizer_.external_reads().size());
-    reads_.insert(reads_.end(), canonicalizer_.external_reads().begin(),
-                  canonicalizer_.external_reads().end());
-    groups_.Insert(bits, key, info);
-    return info;
-  }
-
-  // Runs the canonicaliser over the group `bits` (ops in local, hence
-  // topological, order) and returns its hash.
-  uint64_t CanonicalizeGroup(const OpBits<W>& bits) {
-    canonicalizer_.Begin();
-    int k = 0;
-    bits.ForEach([&](int i) {
-      local_k_[i] = k++;
-      canonicalizer_.AddOp(block_.content_hash(i));
-      for (const BlockGraph::Input& input : block_.inputs(i)) {
-        if (input.producer >= 0 && bits.Test(input.producer)) {
-          canonicalizer_.AddInternalInput(input.port, local_k_[input.producer], input.output);
-        } else {
-          canonicalizer_.AddExternalInput(input.port, input.value);
-        }
-      }
-    });
-    return canonicalizer_.Finish();
-  }
-
-  // Labels the connected components of `ops` in group_of_; returns their
-  // number.
-  int FindGroups(const OpBits<W>& ops) {
-    int num_groups = 0;
-    ops.ForEach([&](int i) { group_of_[i] = -1; });
-    ops.ForEach([&](int i) {
-      if (group_of_[i] >= 0) return;
-      stack_.assign(1, i);
-      group_of_[i] = num_groups;
-      while (!stack_.empty()) {
-        const int x = stack_.back();
-        stack_.pop_back();
-        for (const std::vector<int>* adjacent : {&block_.preds(x), &block_.succs(x)}) {
-          for (int y : *adjacent) {
-            if (ops.Test(y) && group_of_[y] < 0) {
-              group_of_[y] = num_groups;
-              stack_.push_back(y);
-            }
-          }
-        }
-      }
-      ++num_groups;
-    });
-    return num_groups;
-  }
-
-  // A merge needs two or more groups of one conv each, all of one merge class
-  // (group_bits_ holds the groups).
-  bool IsMergeable(const OpBits<W>& ops) const {
-    const int num_groups = static_cast<int>(group_bits_.size());
-    if (num_groups < 2 || ops.Count() != num_groups) return false;
-    const uint64_t key = block_.merge_key(ops.First());
-    if (key == 0) return false;
-    bool same = true;
-    ops.ForEach([&](int i) { same = same && block_.merge_key(i) == key; });
-    return same;
-  }
-
-  // The canonical stage of the groups in group_bits_ (see CanonicalizeStage):
-  // groups by hash then smallest node id, ops in canonical order.
-  Stage CanonicalStage(Strategy strategy) {
-    std::vector<int> order(group_bits_.size());
-    for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      if (group_hashes_[a] != group_hashes_[b]) return group_hashes_[a] < group_hashes_[b];
-      return block_.node(group_bits_[a].First()) < block_.node(group_bits_[b].First());
-    });
-    Stage stage;
-    stage.strategy = strategy;
-    for (int g : order) {
-      CanonicalizeGroup(group_bits_[g]);
-      std::vector<graph::NodeId> by_k;
-      group_bits_[g].ForEach([&](int i) { by_k.push_back(block_.node(i)); });
-      std::vector<graph::NodeId> group;
-      for (int k : canonicalizer_.canonical_order()) group.push_back(by_k[k]);
-      stage.groups.push_back(std::move(group));
-    }
-    if (strategy == Strategy::kMerge) {
-      std::vector<graph::NodeId> convs;
-      for (const auto& group : stage.groups) convs.push_back(group[0]);
-      StatusOr<MergedConv> merged = MergeConvs(block_.graph(), convs);
-      if (merged.ok()) stage.merged = *std::move(merged);  // else the oracle reports it
-    }
-    return stage;
-  }
-
   // The latency of the stage of `ops` with `signature` under `strategy`.
   double Lookup(const OpBits<W>& ops, Signature signature, Strategy strategy) {
     std::optional<double> latency = source_.Lookup(signature, [&]() {
-      HashStage(ops);  // group_bits_ may hold another ending's groups
-      return CanonicalStage(strategy);
+      stages_.HashStage(ops);  // the groups may be another ending's
+      return stages_.CanonicalStage(strategy);
     });
 
     if (!source_.status().ok() && status_.ok()) status_ = source_.status();
@@ -379,24 +256,11 @@ class BlockDp {
     return *latency;
   }
 
-  Stage BuildStage(const OpBits<W>& ops, bool merge, Signature* signature) {
-    *signature = HashStage(ops);
-    const Strategy strategy = merge ? Strategy::kMerge : Strategy::kConcurrent;
-    if (merge) *signature = hasher_.Finish(Strategy::kMerge);
-    return CanonicalStage(strategy);
-  }
-
   const BlockGraph& block_;
   const DpOptions& options_;
   LatencySource& source_;
   EndingEnumerator<W> enumerator_;
-  GroupCanonicalizer canonicalizer_;
-  StageHasher hasher_;
-  OpBitsMap<W, GroupInfo> groups_;
-  std::vector<ExternalRead> reads_;
-  std::vector<OpBits<W>> group_bits_;
-  std::vector<uint64_t> group_hashes_;
-  std::vector<int> local_k_, group_of_, stack_;
+  BlockStages<W> stages_;
   std::vector<Scratch> scratch_;
   std::vector<FreshEnding> fresh_;
   OpBitsMap<W, StateValue> states_;

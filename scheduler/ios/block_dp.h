@@ -70,12 +70,25 @@ struct DpStats {
   int64_t transitions = 0;      // (state, ending) pairs evaluated
   int64_t distinct_stages = 0;  // distinct candidate stages (concurrent + merge)
   int64_t merge_stages = 0;     // of which merge stages
+  // Bounded search only (bounded_block_search.h): groups measured for the
+  // bounds, and stages measured faster than their lower bound (the
+  // exactness assumption broken) with the largest shortfall.
+  int64_t bound_groups = 0;
+  int64_t tightened_bounds = 0;  // raised by a measured sub-stage
+  int64_t lower_bound_misses = 0;
+  double largest_bound_miss_ms = 0;
 
   DpStats& operator+=(const DpStats& o) {
     states += o.states;
     transitions += o.transitions;
     distinct_stages += o.distinct_stages;
     merge_stages += o.merge_stages;
+    bound_groups += o.bound_groups;
+    tightened_bounds += o.tightened_bounds;
+    lower_bound_misses += o.lower_bound_misses;
+    largest_bound_miss_ms = largest_bound_miss_ms > o.largest_bound_miss_ms
+                                ? largest_bound_miss_ms
+                                : o.largest_bound_miss_ms;
     return *this;
   }
 };

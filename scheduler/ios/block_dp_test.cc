@@ -11,28 +11,7 @@
 namespace iosfarm::scheduler::ios {
 namespace {
 
-// A LatencySource over a StageLatencyFn, with a memo by signature.
-class FnSource : public LatencySource {
- public:
-  explicit FnSource(StageLatencyFn fn) : fn_(std::move(fn)) {}
-  std::optional<double> Lookup(Signature signature, absl::FunctionRef<Stage()> stage) override {
-    auto it = memo_.find(signature);
-    if (it != memo_.end()) return it->second;
-    StatusOr<double> latency = fn_(stage());
-    if (!latency.ok()) {
-      status_ = latency.status();
-      return std::nullopt;
-    }
-    memo_[signature] = *latency;
-    return *latency;
-  }
-  Status status() const override { return status_; }
-
- private:
-  StageLatencyFn fn_;
-  absl::flat_hash_map<Signature, double> memo_;
-  Status status_;
-};
+using testing::FnSource;
 
 // Never knows anything.
 class UnknownSource : public LatencySource {

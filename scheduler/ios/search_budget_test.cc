@@ -33,6 +33,7 @@ TEST(SearchBudgetTest, WideBlockIsSplitUntilItFits) {
   // 40 independent Relus in one block: 2^40 DP states without a budget.
   const graph::Graph graph = testing::WideGraph(40, 1);
   SearchOptions options;
+  options.exhaustive = true;  // the exhaustive DP's budget
   options.max_block_ops = 64;
   options.budget.max_states_per_pass = 20'000;
   options.budget.max_steps_per_pass = 20'000'000;
@@ -51,6 +52,7 @@ TEST(SearchBudgetTest, WideBlockIsSplitUntilItFits) {
 TEST(SearchBudgetTest, SplitBlocksGiveTheSameScheduleBatchedAsInline) {
   const graph::Graph graph = testing::WideGraph(24, 2);
   SearchOptions options;
+  options.exhaustive = true;  // the exhaustive DP's budget
   options.max_block_ops = 64;
   options.budget.max_transitions_per_pass = 200'000;
   const StageLatencyFn oracle = testing::RandomOracle(graph, 5);
@@ -83,6 +85,7 @@ TEST(SearchBudgetTest, WindowsOverTheBudgetAreSkippedNotFailed) {
   // groups and a window takes 6 + 6 independent ops: 4096 states.
   const graph::Graph graph = testing::WideGraph(48, 1);
   SearchOptions options;
+  options.exhaustive = true;  // the exhaustive DP's budget
   options.max_block_ops = 6;
   options.boundary_window_ops = 24;
   options.budget.max_states_per_pass = 100;
@@ -97,6 +100,7 @@ TEST(SearchBudgetTest, WindowsOverTheBudgetAreSkippedNotFailed) {
 TEST(SearchBudgetTest, TotalBudgetFailsTheSearchNamingIt) {
   const graph::Graph graph = testing::WideGraph(16, 2);
   SearchOptions options;
+  options.exhaustive = true;  // the exhaustive DP's budget
   options.budget.max_transitions_total = 1'000;
   auto result = RunSearch(graph, options, testing::RandomOracle(graph, 1));
   ASSERT_FALSE(result.ok());
@@ -108,6 +112,7 @@ TEST(SearchBudgetTest, TotalBudgetFailsTheSearchNamingIt) {
 TEST(SearchBudgetTest, SignatureBudgetBoundsWhatTheSearchKeeps) {
   const graph::Graph graph = testing::WideGraph(8, 2);
   SearchOptions options;
+  options.exhaustive = true;  // the exhaustive DP's budget
   auto unbounded = RunSearch(graph, options, testing::RandomOracle(graph, 1));
   ASSERT_TRUE(unbounded.ok()) << unbounded.status();
   const int64_t needed = unbounded->stats.unique_signatures;
@@ -127,6 +132,7 @@ TEST(SearchBudgetTest, SignatureBudgetBoundsWhatTheSearchKeeps) {
 TEST(SearchBudgetTest, SmallestBlockStillOverBudgetFails) {
   const graph::Graph graph = testing::WideGraph(12, 1);
   SearchOptions options;
+  options.exhaustive = true;  // the exhaustive DP's budget
   options.budget.max_states_per_pass = 2;
   options.budget.min_block_ops = 6;
   options.boundary_window_ops = 0;
@@ -142,6 +148,7 @@ TEST(SearchBudgetTest, OtherErrorsAreNotBudgetErrors) {
   EXPECT_FALSE(IsSearchBudgetError(absl::OkStatus()));
   EXPECT_TRUE(IsSearchBudgetError(SearchBudgetError("x")));
   SearchOptions options;
+  options.exhaustive = true;  // the exhaustive DP's budget
   options.budget.max_bytes_per_pass = -1;
   EXPECT_EQ(ValidateSearchOptions(options).code(), absl::StatusCode::kInvalidArgument);
   options = SearchOptions();
@@ -153,6 +160,7 @@ TEST(SearchBudgetTest, StopFlagEndsALongPassQuickly) {
   // Without budgets this block would run for hours.
   const graph::Graph graph = testing::WideGraph(60, 1);
   SearchOptions options;
+  options.exhaustive = true;  // the exhaustive DP's budget
   options.max_block_ops = 64;
   options.budget = SearchBudget{0, 0, 0, 0, 0, 4};
   auto session = SearchSession::Create(graph, options).value();

@@ -23,6 +23,14 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(StrCat("boundary_window_ops must be in 0..", kMaxBlockOps,
                                              ", got ", options.boundary_window_ops));
   }
+  if (options.lookahead < 0 || options.lookahead > 1'000'000) {
+    return absl::InvalidArgumentError(
+        StrCat("lookahead must be in 0..1000000, got ", options.lookahead));
+  }
+  if (options.bounded_steps_per_block < 0) {
+    return absl::InvalidArgumentError(StrCat("bounded_steps_per_block must be >= 0, got ",
+                                             options.bounded_steps_per_block));
+  }
   const SearchBudget& b = options.budget;
   if (b.max_states_per_pass < 0 || b.max_transitions_per_pass < 0 || b.max_steps_per_pass < 0 ||
       b.max_bytes_per_pass < 0 ||

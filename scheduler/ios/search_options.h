@@ -67,6 +67,21 @@ struct SearchOptions {
   // again as one small block and replaced when that is cheaper. It recovers
   // parallelism that a size cut separated. 0 disables.
   int boundary_window_ops = 24;
+  // The exhaustive DP (block_dp.h) looks up every candidate stage of every
+  // block: the reference, and what IOS does. The default bounded search
+  // (bounded_block_search.h) measures only the stages that can still change
+  // the optimum and finds the same latency wherever no stage is faster than
+  // its slowest group alone (the assumption stated there).
+  bool exhaustive = false;
+  // Bounded search: while a block waits for a latency, the latencies of its
+  // next `lookahead` candidates are requested too, so that a farm's batches
+  // are wide enough for several GPUs (more of them turn out not to matter
+  // the wider it is). 0..1'000'000.
+  int lookahead = 16;
+  // Bounded search: open-list steps one block may take before the
+  // exhaustive DP solves that block instead (where the bounds are too loose
+  // to save CPU; the DP measures every candidate stage of it). 0: never.
+  int64_t bounded_steps_per_block = 2'000'000;
   // Work and memory bounds (the largest zoo block at r=3, s=8 needs 0.15 M
   // states per pass, well inside the defaults).
   SearchBudget budget;

@@ -30,6 +30,11 @@ nlohmann::json StatsJson(const SearchStats& s) {
           {"candidate_stages", s.candidate_stages},
           {"merge_stages", s.merge_stages},
           {"unique_signatures", s.unique_signatures},
+          {"stages_measured", s.stages_measured},
+          {"bound_groups", s.bound_groups},
+          {"exhaustive_blocks", s.exhaustive_blocks},
+          {"lower_bound_misses", s.lower_bound_misses},
+          {"largest_bound_miss_ms", s.largest_bound_miss_ms},
           {"windows", s.windows},
           {"improved_windows", s.improved_windows},
           {"window_gain_ms", s.window_gain_ms}};
@@ -73,7 +78,12 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
                 Ratio(report.greedy.latency_ms, ios.latency_ms), "x vs greedy\n");
   out += StrCat("search: ", s.blocks, " blocks (", s.reused_blocks, " reused), ", s.dp_states,
                 " DP states, ", s.transitions, " transitions, ", s.candidate_stages,
-                " candidate stages -> ", s.unique_signatures, " unique signatures, ", s.windows,
+                " candidate stages -> ", s.unique_signatures, " unique signatures, ",
+                s.stages_measured, " stages measured",
+                s.exhaustive_blocks > 0 ? StrCat(" (", s.exhaustive_blocks,
+                                                 " blocks by the exhaustive DP)")
+                                        : std::string(),
+                ", ", s.windows,
                 " boundary windows (", s.improved_windows, " improved), ",
                 Ms(report.search_seconds * 1e3), " ms\n");
   if (list_stages) {

@@ -81,6 +81,7 @@ class SearchSession::InlineSource : public LatencySource {
     auto [entry, inserted] = session_.Touch(signature);
     if (!std::isnan(entry->ms)) return entry->ms;
     if (!status_.ok()) return std::nullopt;
+    ++session_.stats_.stages_measured;
     StatusOr<double> latency = measure_(stage());
     if (latency.ok()) {
       status_ = CheckLatency(signature, *latency);
@@ -175,13 +176,8 @@ Status SearchSession::CreateWindows() {
   return absl::OkStatus();
 }
 
-Status SearchSession::SolveWith(int b, LatencySource& source) {
-  BlockState& state = blocks_[b];
-  const bool first_pass = state.phase == BlockPhase::kNotStarted;
+DpOptions SearchSession::PassOptions(bool* total_binds) const {
   const SearchBudget& budget = options_.budget;
-  state.unknown.clear();
-  ++pass_;
-  if (first_pass) state.first_pass = pass_;
   DpOptions dp;
   dp.bounds = {options_.max_group_ops, options_.max_groups};
   dp.enable_merge = options_.enable_merge;
@@ -190,55 +186,124 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
   dp.max_steps = budget.max_steps_per_pass;
   dp.max_bytes = budget.max_bytes_per_pass;
   dp.stop = stop_;
-  bool total_binds = false;  // the total budget is the tighter transitions limit
+  *total_binds = false;
   if (budget.max_transitions_total > 0) {
     const int64_t left = std::max<int64_t>(1, budget.max_transitions_total - stats_.total_transitions);
     if (dp.max_transitions == 0 || left < dp.max_transitions) {
       dp.max_transitions = left;
-      total_binds = true;
+      *total_binds = true;
     }
   }
+  return dp;
+}
+
+Status SearchSession::OverBudget(int b, const Status& error, bool total_binds, bool can_split) {
+  const SearchBudget& budget = options_.budget;
+  BlockState& state = blocks_[b];
+  const std::string what(error.message());
+  if (total_binds && absl::StrContains(what, "transitions")) {
+    return SearchBudgetError(StrCat("the search needs more than ", budget.max_transitions_total,
+                                    " DP transitions in all (the search budget; a smaller "
+                                    "block size or r/s needs fewer)"));
+  }
+  if (b >= num_blocks_) {
+    // A boundary window is an optional improvement: keep the blocks' stages.
+    state.solution = BlockSolution();
+    state.solution.complete = true;
+    state.solution.latency_ms = std::numeric_limits<double>::infinity();
+    state.unknown.clear();
+    state.bounded.reset();
+    ++stats_.skipped_windows;
+    MarkSolved(b);
+    return absl::OkStatus();
+  }
+  if (!can_split || state.graph.size() <= budget.min_block_ops) {
+    return SearchBudgetError(StrCat(what, "; blocks of ", budget.min_block_ops,
+                                    " ops are the smallest it splits into"));
+  }
+  return SplitBlock(b);
+}
+
+void SearchSession::CountSolved(const DpStats& stats) {
+  stats_.dp_states += stats.states;
+  stats_.transitions += stats.transitions;
+  stats_.candidate_stages += stats.distinct_stages;
+  stats_.merge_stages += stats.merge_stages;
+  stats_.bound_groups += stats.bound_groups;
+  stats_.lower_bound_misses += stats.lower_bound_misses;
+  stats_.largest_bound_miss_ms = std::max(stats_.largest_bound_miss_ms, stats.largest_bound_miss_ms);
+}
+
+Status SearchSession::SolveBounded(int b, LatencySource& source) {
+  BlockState& state = blocks_[b];
+  ++pass_;
+  if (state.phase == BlockPhase::kNotStarted) state.first_pass = pass_;
+  bool total_binds = false;
+  if (state.bounded == nullptr) {
+    BoundedSearchOptions options;
+    options.dp = PassOptions(&total_binds);
+    options.lookahead = options_.lookahead;
+    options.max_open_steps = options_.bounded_steps_per_block;
+    ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(state.graph, options));
+  } else if (options_.budget.max_transitions_total > 0) {
+    total_binds = true;  // created with what was left of it
+  }
+  const int64_t transitions_before = state.bounded->stats().transitions;
+  const Status advanced = state.bounded->Advance(source);
+  if (!advanced.ok() && IsSearchBudgetError(advanced)) {
+    if (total_binds && absl::StrContains(advanced.message(), "transitions")) {
+      return OverBudget(b, advanced, total_binds, /*can_split=*/true);
+    }
+    // Too loose bounds (or too large a block) for the bounded search: the
+    // exhaustive DP solves the block, splitting it over its own budget.
+    stats_.total_transitions += state.bounded->stats().transitions - transitions_before;
+    state.bounded.reset();
+    state.exhaustive = true;
+    ++stats_.exhaustive_blocks;
+    return SolveExhaustive(b, source, /*first_pass=*/true);
+  }
+  RETURN_IF_ERROR(advanced);
+  RETURN_IF_ERROR(source.status());
+  RETURN_IF_ERROR(CheckSignatureBudget());
+  ++stats_.dp_passes;
+  stats_.total_transitions += state.bounded->stats().transitions - transitions_before;
+  if (state.bounded->solved()) {
+    state.solution = state.bounded->solution();
+    state.bounded.reset();
+    CountSolved(state.solution.stats);
+    MarkSolved(b);
+  } else {
+    state.unknown = state.bounded->waiting_for();
+    state.phase = BlockPhase::kWaiting;
+  }
+  ForgetIfOverCache();
+  return absl::OkStatus();
+}
+
+Status SearchSession::SolveWith(int b, LatencySource& source) {
+  BlockState& state = blocks_[b];
+  if (!options_.exhaustive && !state.exhaustive) return SolveBounded(b, source);
+  const bool first_pass = state.phase == BlockPhase::kNotStarted;
+  ++pass_;
+  if (first_pass) state.first_pass = pass_;
+  return SolveExhaustive(b, source, first_pass);
+}
+
+Status SearchSession::SolveExhaustive(int b, LatencySource& source, bool first_pass) {
+  BlockState& state = blocks_[b];
+  state.unknown.clear();
+  bool total_binds = false;
+  const DpOptions dp = PassOptions(&total_binds);
   StatusOr<BlockSolution> solved = SolveBlock(state.graph, dp, source);
   if (!solved.ok() && IsSearchBudgetError(solved.status())) {
-    const std::string what(solved.status().message());
-    if (total_binds && absl::StrContains(what, "transitions")) {
-      return SearchBudgetError(StrCat("the search needs more than ", budget.max_transitions_total,
-                                      " DP transitions in all (the search budget; a smaller "
-                                      "block size or r/s needs fewer)"));
-    }
-    if (b >= num_blocks_) {
-      // A boundary window is an optional improvement: keep the blocks' stages.
-      state.solution = BlockSolution();
-      state.solution.complete = true;
-      state.solution.latency_ms = std::numeric_limits<double>::infinity();
-      state.unknown.clear();
-      ++stats_.skipped_windows;
-      MarkSolved(b);
-      return absl::OkStatus();
-    }
-    if (!first_pass || state.graph.size() <= budget.min_block_ops) {
-      return SearchBudgetError(StrCat(what, "; blocks of ", budget.min_block_ops,
-                                      " ops are the smallest it splits into"));
-    }
-    return SplitBlock(b);
+    return OverBudget(b, solved.status(), total_binds, first_pass);
   }
   ASSIGN_OR_RETURN(BlockSolution solution, std::move(solved));
   RETURN_IF_ERROR(source.status());
-  if (budget.max_signatures_total > 0 &&
-      static_cast<int64_t>(latencies_.size()) > budget.max_signatures_total) {
-    return SearchBudgetError(StrCat(
-        "the search needs more than ", budget.max_signatures_total,
-        " distinct stage signatures at once (the search budget: their latencies are held "
-        "in memory; a smaller block size or r/s needs fewer)"));
-  }
+  RETURN_IF_ERROR(CheckSignatureBudget());
   ++stats_.dp_passes;
   stats_.total_transitions += solution.stats.transitions;
-  if (first_pass) {
-    stats_.dp_states += solution.stats.states;
-    stats_.transitions += solution.stats.transitions;
-    stats_.candidate_stages += solution.stats.distinct_stages;
-    stats_.merge_stages += solution.stats.merge_stages;
-  }
+  if (first_pass) CountSolved(solution.stats);
   if (solution.complete) {
     state.solution = std::move(solution);
     MarkSolved(b);
@@ -249,11 +314,28 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
     state.solution.stats = solution.stats;
     state.phase = BlockPhase::kWaiting;
   }
+  ForgetIfOverCache();
+  return absl::OkStatus();
+}
+
+Status SearchSession::CheckSignatureBudget() const {
+  const SearchBudget& budget = options_.budget;
+  if (budget.max_signatures_total > 0 &&
+      static_cast<int64_t>(latencies_.size()) > budget.max_signatures_total) {
+    return SearchBudgetError(StrCat(
+        "the search needs more than ", budget.max_signatures_total,
+        " distinct stage signatures at once (the search budget: their latencies are held "
+        "in memory; a smaller block size or r/s needs fewer)"));
+  }
+  return absl::OkStatus();
+}
+
+void SearchSession::ForgetIfOverCache() {
+  const SearchBudget& budget = options_.budget;
   if (budget.latency_cache_bytes > 0 &&
       LatencyTableBytes() > std::max(budget.latency_cache_bytes, forget_at_bytes_)) {
     ForgetSolvedLatencies();
   }
-  return absl::OkStatus();
 }
 
 std::pair<SearchSession::CachedLatency*, bool> SearchSession::Touch(Signature signature) {
@@ -411,6 +493,9 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
         break;
       }
       const int b = next_block_++;
+      // A split of a block that was far into its bounded search can leave
+      // later blocks started.
+      if (blocks_[b].phase != BlockPhase::kNotStarted) continue;
       CollectingSource source(*this, blocks_[b].unknown);
       RETURN_IF_ERROR(StartBlock(b, source));
     }
@@ -427,6 +512,7 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
     batch.push_back(std::move(request));
   }
   stats_.requests += static_cast<int64_t>(batch.size());
+  stats_.stages_measured += static_cast<int64_t>(batch.size());
   return batch;
 }
 

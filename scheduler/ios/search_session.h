@@ -52,6 +52,7 @@
 #include "scheduler/ios/block_dp.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/blocks.h"
+#include "scheduler/ios/bounded_block_search.h"
 #include "scheduler/ios/latency_oracle.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_options.h"
@@ -74,10 +75,23 @@ struct SearchStats {
   int64_t unique_signatures = 0;
   int64_t forgotten_latencies = 0;  // known latencies dropped over the cache limit
   int64_t requests = 0;           // StageRequests handed out by NextUnknown
+  // Latencies the search obtained from its caller: requests handed out plus
+  // stages measured on the spot by RunInline (what a farm profiles, less
+  // what its database already knew).
+  int64_t stages_measured = 0;
+  // Bounded search (SearchOptions::exhaustive off): groups measured for the
+  // bounds, and measured stages faster than their lower bound (the
+  // exactness assumption broken), with the largest shortfall.
+  int64_t bound_groups = 0;
+  int64_t lower_bound_misses = 0;
+  double largest_bound_miss_ms = 0;
   int64_t dp_passes = 0;          // block DP runs (a block with unknowns takes two)
   int windows = 0;                // boundary windows re-solved
   int improved_windows = 0;       // of which replaced their stages
   int skipped_windows = 0;        // left as they were: over the search budget
+  // Blocks and windows the bounded search handed to the exhaustive DP (over
+  // SearchOptions::bounded_steps_per_block).
+  int exhaustive_blocks = 0;
   int split_blocks = 0;           // blocks split for being over the budget
   int smallest_split = 0;         // ops limit of the smallest split (0: none)
   int64_t total_transitions = 0;  // of every completed pass (the total budget)
@@ -181,6 +195,10 @@ class SearchSession {
     std::vector<Signature> unknown;  // what a waiting block needs
     uint32_t first_pass = 0;         // the pass that started it (pass_ numbering)
     BlockSolution solution;
+    // The bounded search of the block while it runs (exhaustive off).
+    std::unique_ptr<BoundedBlockSearch> bounded;
+    // The bounded search went over its budget: the exhaustive DP solves it.
+    bool exhaustive = false;
     // Windows: the boundary between blocks right - 1 and right, the number
     // of stages taken from the end of the left block and from the start of
     // the right one, and their latency before re-solving.
@@ -199,6 +217,24 @@ class SearchSession {
   void AddBlock(BlockState state);
   // Solves or re-solves block b with `source`; updates its phase.
   Status SolveWith(int b, LatencySource& source);
+  // SolveWith for the bounded search: starts or advances it.
+  Status SolveBounded(int b, LatencySource& source);
+  // SolveWith for the exhaustive DP; `first_pass`: the block's first DP pass
+  // (its stats are counted, it may be split).
+  Status SolveExhaustive(int b, LatencySource& source, bool first_pass);
+  // The DP options of a pass of block b; *total_binds: the search's total
+  // transitions budget is the tighter limit.
+  DpOptions PassOptions(bool* total_binds) const;
+  // A budget error of block b's pass: skips a window, splits a block, or
+  // returns the error for the caller.
+  Status OverBudget(int b, const Status& error, bool total_binds, bool can_split);
+  // A SearchBudgetError when the session holds more signatures than
+  // budget.max_signatures_total.
+  Status CheckSignatureBudget() const;
+  // ForgetSolvedLatencies when the table is over the latency cache limit.
+  void ForgetIfOverCache();
+  // Adds a solved block's work to the search's stats.
+  void CountSolved(const DpStats& stats);
   // Marks twins of solved blocks solved. Returns true if anything changed.
   bool ResolveTwins();
   // Re-solves waiting blocks whose unknowns are all known now (until the

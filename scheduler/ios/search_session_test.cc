@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/strings.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/direct_oracle.h"
@@ -51,62 +52,100 @@ StatusOr<SearchResult> RunBatched(const graph::Graph& graph, const SearchOptions
   return session->Result();
 }
 
+// Both searches, batched as a farm does, give the direct search's schedule.
+// The exhaustive DP requests exactly the signatures the direct search looks
+// up; the bounded one too with no lookahead (the same path, whatever order
+// its latencies arrive in), and more with one.
+struct Mode {
+  bool exhaustive;
+  int lookahead;
+};
+constexpr Mode kModes[] = {{true, 0}, {false, 0}, {false, 16}};
+
+std::string ModeName(const Mode& mode) {
+  return mode.exhaustive ? "exhaustive" : StrCat("bounded, lookahead ", mode.lookahead);
+}
+
+void ExpectRequested(const Mode& mode, int64_t requested, const SearchResult& direct) {
+  if (mode.exhaustive || mode.lookahead == 0) {
+    EXPECT_EQ(requested, direct.stats.stages_measured);
+  } else {
+    EXPECT_GE(requested, direct.stats.stages_measured);
+  }
+}
+
 TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
-  for (uint64_t seed = 1; seed <= 25; ++seed) {
-    const graph::Graph graph = testing::RandomDag(seed, 12);
-    const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-    SearchOptions options;
-    options.max_block_ops = 5;  // several blocks, size cuts and windows
-    options.boundary_window_ops = 6;
-    auto direct = RunSearch(graph, options, oracle);
-    ASSERT_TRUE(direct.ok()) << direct.status();
-    for (int batch : {1, 7, 1000}) {
-      std::vector<Signature> requested;
-      auto batched = RunBatched(graph, options, oracle, batch, &requested);
-      ASSERT_TRUE(batched.ok()) << batched.status();
-      EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
-      EXPECT_DOUBLE_EQ(batched->schedule.latency_ms, direct->schedule.latency_ms);
-      // Every signature requested once, and exactly the ones needed.
-      EXPECT_EQ(std::set<Signature>(requested.begin(), requested.end()).size(), requested.size());
-      EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.unique_signatures);
-      EXPECT_TRUE(ValidateSchedule(graph, batched->schedule).ok());
+  for (const Mode& mode : kModes) {
+    for (uint64_t seed = 1; seed <= 25; ++seed) {
+      SCOPED_TRACE(StrCat(ModeName(mode), ", seed ", seed));
+      const graph::Graph graph = testing::RandomDag(seed, 12);
+      const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
+      SearchOptions options;
+      options.max_block_ops = 5;  // several blocks, size cuts and windows
+      options.boundary_window_ops = 6;
+      options.exhaustive = mode.exhaustive;
+      options.lookahead = mode.lookahead;
+      auto direct = RunSearch(graph, options, oracle);
+      ASSERT_TRUE(direct.ok()) << direct.status();
+      if (mode.exhaustive) {
+        EXPECT_EQ(direct->stats.stages_measured, direct->stats.unique_signatures);
+      }
+      for (int batch : {1, 7, 1000}) {
+        std::vector<Signature> requested;
+        auto batched = RunBatched(graph, options, oracle, batch, &requested);
+        ASSERT_TRUE(batched.ok()) << batched.status();
+        EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
+        EXPECT_DOUBLE_EQ(batched->schedule.latency_ms, direct->schedule.latency_ms);
+        // Every signature requested once.
+        EXPECT_EQ(std::set<Signature>(requested.begin(), requested.end()).size(),
+                  requested.size());
+        ExpectRequested(mode, static_cast<int64_t>(requested.size()), *direct);
+        EXPECT_EQ(batched->stats.stages_measured, static_cast<int64_t>(requested.size()));
+        EXPECT_TRUE(ValidateSchedule(graph, batched->schedule).ok())
+            << ValidateSchedule(graph, batched->schedule);
+      }
     }
   }
 }
 
 TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
-    const graph::Graph graph = testing::RandomDag(seed, 14);
-    const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-    SearchOptions options = SmallBlocks();
-    auto direct = RunSearch(graph, options, oracle);
-    ASSERT_TRUE(direct.ok()) << direct.status();
-    auto session = SearchSession::Create(graph, options);
-    ASSERT_TRUE(session.ok()) << session.status();
-    // A deadline always in the past: one DP pass per call at most.
-    (*session)->SetDeadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
-    int pauses = 0, calls = 0;
-    std::set<Signature> requested;
-    while (calls < 10000) {
-      ++calls;
-      const int64_t passes = (*session)->stats().dp_passes;
-      auto requests = (*session)->NextUnknown(1000);
-      ASSERT_TRUE(requests.ok()) << requests.status();
-      EXPECT_LE((*session)->stats().dp_passes - passes, 1);
-      if (requests->empty() && !(*session)->paused()) break;
-      pauses += (*session)->paused();
-      for (const StageRequest& request : *requests) {
-        EXPECT_TRUE(requested.insert(request.signature).second);
-        ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+  for (const Mode& mode : kModes) {
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      SCOPED_TRACE(StrCat(ModeName(mode), ", seed ", seed));
+      const graph::Graph graph = testing::RandomDag(seed, 14);
+      const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
+      SearchOptions options = SmallBlocks();
+      options.exhaustive = mode.exhaustive;
+      options.lookahead = mode.lookahead;
+      auto direct = RunSearch(graph, options, oracle);
+      ASSERT_TRUE(direct.ok()) << direct.status();
+      auto session = SearchSession::Create(graph, options);
+      ASSERT_TRUE(session.ok()) << session.status();
+      // A deadline always in the past: one DP pass per call at most.
+      (*session)->SetDeadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+      int pauses = 0, calls = 0;
+      std::set<Signature> requested;
+      while (calls < 10000) {
+        ++calls;
+        const int64_t passes = (*session)->stats().dp_passes;
+        auto requests = (*session)->NextUnknown(1000);
+        ASSERT_TRUE(requests.ok()) << requests.status();
+        EXPECT_LE((*session)->stats().dp_passes - passes, 1);
+        if (requests->empty() && !(*session)->paused()) break;
+        pauses += (*session)->paused();
+        for (const StageRequest& request : *requests) {
+          EXPECT_TRUE(requested.insert(request.signature).second);
+          ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+        }
       }
+      ASSERT_TRUE((*session)->Done());
+      EXPECT_GT(pauses, 0) << "seed " << seed;
+      auto sliced = (*session)->Result();
+      ASSERT_TRUE(sliced.ok()) << sliced.status();
+      EXPECT_EQ(Describe(graph, sliced->schedule), Describe(graph, direct->schedule));
+      EXPECT_DOUBLE_EQ(sliced->schedule.latency_ms, direct->schedule.latency_ms);
+      ExpectRequested(mode, static_cast<int64_t>(requested.size()), *direct);
     }
-    ASSERT_TRUE((*session)->Done());
-    EXPECT_GT(pauses, 0) << "seed " << seed;
-    auto sliced = (*session)->Result();
-    ASSERT_TRUE(sliced.ok()) << sliced.status();
-    EXPECT_EQ(Describe(graph, sliced->schedule), Describe(graph, direct->schedule));
-    EXPECT_DOUBLE_EQ(sliced->schedule.latency_ms, direct->schedule.latency_ms);
-    EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.unique_signatures);
   }
 }
 
@@ -116,38 +155,43 @@ TEST(SearchSessionTest, ForgettingSolvedLatenciesKeepsTheSearchTheSame) {
   // for a forgotten one again (as a farm job does from its database).
   int64_t forgotten = 0;
   int held_less = 0;
-  for (uint64_t seed = 1; seed <= 15; ++seed) {
-    const graph::Graph graph = testing::RandomDag(seed, 14);
-    const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-    SearchOptions options = SmallBlocks();
-    auto direct = RunSearch(graph, options, oracle);
-    ASSERT_TRUE(direct.ok()) << direct.status();
-    options.budget.latency_cache_bytes = 1;
-    for (int batch : {1, 7, 1000}) {
-      auto session = SearchSession::Create(graph, options);
-      ASSERT_TRUE(session.ok()) << session.status();
-      int64_t most_held = 0;
-      std::set<Signature> distinct;
-      for (int calls = 0; calls < 100000; ++calls) {
-        auto requests = (*session)->NextUnknown(batch);
-        ASSERT_TRUE(requests.ok()) << requests.status();
-        most_held = std::max(most_held, (*session)->held_latencies());
-        if (requests->empty()) break;
-        for (const StageRequest& request : *requests) {
-          distinct.insert(request.signature);
-          ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+  for (const Mode& mode : kModes) {
+    for (uint64_t seed = 1; seed <= 15; ++seed) {
+      SCOPED_TRACE(StrCat(ModeName(mode), ", seed ", seed));
+      const graph::Graph graph = testing::RandomDag(seed, 14);
+      const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
+      SearchOptions options = SmallBlocks();
+      options.exhaustive = mode.exhaustive;
+      options.lookahead = mode.lookahead;
+      auto direct = RunSearch(graph, options, oracle);
+      ASSERT_TRUE(direct.ok()) << direct.status();
+      options.budget.latency_cache_bytes = 1;
+      for (int batch : {1, 7, 1000}) {
+        auto session = SearchSession::Create(graph, options);
+        ASSERT_TRUE(session.ok()) << session.status();
+        int64_t most_held = 0;
+        std::set<Signature> distinct;
+        for (int calls = 0; calls < 100000; ++calls) {
+          auto requests = (*session)->NextUnknown(batch);
+          ASSERT_TRUE(requests.ok()) << requests.status();
+          most_held = std::max(most_held, (*session)->held_latencies());
+          if (requests->empty()) break;
+          for (const StageRequest& request : *requests) {
+            distinct.insert(request.signature);
+            ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+          }
         }
+        ASSERT_TRUE((*session)->Done()) << "seed " << seed << " batch " << batch;
+        auto result = (*session)->Result();
+        ASSERT_TRUE(result.ok()) << result.status();
+        EXPECT_EQ(Describe(graph, result->schedule), Describe(graph, direct->schedule))
+            << "seed " << seed << " batch " << batch;
+        EXPECT_DOUBLE_EQ(result->schedule.latency_ms, direct->schedule.latency_ms);
+        ExpectRequested(mode, static_cast<int64_t>(distinct.size()), *direct);
+        EXPECT_LE(most_held, static_cast<int64_t>(distinct.size()));
+        forgotten += result->stats.forgotten_latencies;
+        held_less += most_held < static_cast<int64_t>(distinct.size());
       }
-      ASSERT_TRUE((*session)->Done()) << "seed " << seed << " batch " << batch;
-      auto result = (*session)->Result();
-      ASSERT_TRUE(result.ok()) << result.status();
-      EXPECT_EQ(Describe(graph, result->schedule), Describe(graph, direct->schedule))
-          << "seed " << seed << " batch " << batch;
-      EXPECT_DOUBLE_EQ(result->schedule.latency_ms, direct->schedule.latency_ms);
-      EXPECT_EQ(static_cast<int64_t>(distinct.size()), direct->stats.unique_signatures);
-      EXPECT_LE(most_held, direct->stats.unique_signatures);
-      forgotten += result->stats.forgotten_latencies;
-      held_less += most_held < direct->stats.unique_signatures;
     }
   }
   EXPECT_GT(forgotten, 0);

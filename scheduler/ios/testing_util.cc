@@ -1,5 +1,6 @@
 #include "scheduler/ios/testing_util.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <random>
@@ -108,6 +109,40 @@ StageLatencyFn RandomOracle(const graph::Graph& graph, uint64_t seed) {
     ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, stage));
     return 0.1 + static_cast<double>(Mix64(signature ^ Mix64(seed)) % 10000) / 1000.0;
   };
+}
+
+StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed) {
+  auto unit = [seed](Signature signature, uint64_t salt) {
+    return static_cast<double>(Mix64(signature ^ Mix64(seed ^ salt)) % 10000) / 10000.0;
+  };
+  return [&graph, unit](const Stage& stage) -> StatusOr<double> {
+    double slowest = 0, extra = 0;
+    for (const auto& group : stage.groups) {
+      Stage alone;
+      alone.groups = {group};
+      ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, alone));
+      slowest = std::max(slowest, 0.1 + 10 * unit(signature, 0));
+      extra += 2 * unit(signature, 1);
+    }
+    if (stage.strategy == Strategy::kMerge) {
+      ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, stage));
+      return slowest + 3 * unit(signature, 2);
+    }
+    return stage.groups.size() > 1 ? slowest + extra : slowest;
+  };
+}
+
+std::optional<double> FnSource::Lookup(Signature signature, absl::FunctionRef<Stage()> stage) {
+  auto it = memo_.find(signature);
+  if (it != memo_.end()) return it->second;
+  StatusOr<double> latency = fn_(stage());
+  if (!latency.ok()) {
+    status_ = latency.status();
+    return std::nullopt;
+  }
+  memo_[signature] = *latency;
+  ++measured_;
+  return *latency;
 }
 
 StatusOr<double> ExhaustiveOptimum(const graph::Graph& graph, int max_group_ops,

@@ -4,10 +4,13 @@
 #define IOSFARM_SCHEDULER_IOS_TESTING_UTIL_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/status.h"
 #include "graph/graph.h"
+#include "absl/container/flat_hash_map.h"
+#include "scheduler/ios/block_dp.h"
 #include "scheduler/ios/latency_oracle.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/stage.h"
@@ -29,6 +32,30 @@ graph::Graph WideGraph(int branches, int depth);
 // [0.1, 10.1) ms (a function of the signature and `seed` only, so stages
 // with one signature get one latency, as in a real search).
 StageLatencyFn RandomOracle(const graph::Graph& graph, uint64_t seed);
+
+// An oracle that keeps the bounded search's assumption
+// (bounded_block_search.h): every group gets a pseudo-random latency alone
+// in [0.1, 10.1) ms and an extra cost in [0, 2); a concurrent stage costs
+// its slowest group plus the extras of all its groups when it has two or
+// more (so adding a group never makes it faster), a merge stage its slowest
+// conv plus [0, 3) ms. A function of signatures and `seed` only.
+StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed);
+
+// A LatencySource over a StageLatencyFn that measures each signature once
+// (a memo) and counts the measurements.
+class FnSource : public LatencySource {
+ public:
+  explicit FnSource(StageLatencyFn fn) : fn_(std::move(fn)) {}
+  std::optional<double> Lookup(Signature signature, absl::FunctionRef<Stage()> stage) override;
+  Status status() const override { return status_; }
+  int64_t measured() const { return measured_; }
+
+ private:
+  StageLatencyFn fn_;
+  absl::flat_hash_map<Signature, double> memo_;
+  Status status_;
+  int64_t measured_ = 0;
+};
 
 // The cheapest schedule cost over *all* schedules of the graph whose stages
 // have at most `max_groups` groups (connected components) of at most

@@ -1,0 +1,607 @@
+#include "scheduler/ios/bounded_block_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "common/strings.h"
+#include "scheduler/ios/block_stages.h"
+#include "scheduler/ios/endings.h"
+#include "scheduler/ios/op_bits_map.h"
+#include "scheduler/ios/search_options.h"
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Endings a state first puts on the open list (then as many again as are
+// on it, each time its kMoreEndings entry comes up).
+constexpr int32_t kFirstSlice = 4;
+
+template <int W>
+class Search final : public BoundedBlockSearch {
+ public:
+  Search(const BlockGraph& block, const BoundedSearchOptions& options)
+      : block_(block),
+        options_(options),
+        enumerator_(block_, options.dp.bounds),
+        stages_(block_) {
+    enumerator_.SetCheck([this](uint64_t) {
+      if (status_.ok()) CheckBudget();
+      return status_.ok();
+    });
+  }
+
+  Status Advance(LatencySource& source) override {
+    RETURN_IF_ERROR(status_);
+    waiting_.clear();
+    if (phase_ == Phase::kGroups) {
+      RETURN_IF_ERROR(MeasureGroups(source));
+      if (!waiting_.empty()) return absl::OkStatus();
+      Start();
+    }
+    while (phase_ == Phase::kSearch && status_.ok()) {
+      if (++since_check_ >= 256 || StopRequested()) {
+        since_check_ = 0;
+        CheckBudget();
+        if (!status_.ok()) break;
+      }
+      if (open_.empty()) {  // nothing left can beat the incumbent
+        Finish(incumbent_);
+        break;
+      }
+      Entry top = open_.front();
+      if (top.kind == Kind::kMoreEndings) {
+        PopTop();
+        Expand(top.parent, top.next_ending);
+      } else if (top.kind == Kind::kUnevaluated) {
+        const double tighter = SubStageBound(top.stage);
+        if (tighter > top.cost * (1 + 1e-12)) {
+          PopTop();
+          top.g = closed_[top.parent].g + tighter;
+          top.cost = tighter;
+          top.f = top.g + top.h;
+          PushNew(top);
+          ++stats_.tightened_bounds;
+          continue;
+        }
+        double concurrent_ms = 0;
+        std::optional<double> cost = Evaluate(top, source, &top.merge, &concurrent_ms);
+        RETURN_IF_ERROR(source.status());
+        if (!cost) {
+          LookAhead(source);
+          RETURN_IF_ERROR(source.status());
+          return status_;
+        }
+        PopTop();
+        const uint64_t stage_hash = top.stage.Hash();
+        if (evaluated_.Find(top.stage, stage_hash) == nullptr) {
+          evaluated_.Insert(top.stage, stage_hash, concurrent_ms);
+        }
+        if (*cost < top.cost - 1e-12) {
+          ++stats_.lower_bound_misses;
+          stats_.largest_bound_miss_ms =
+              std::max(stats_.largest_bound_miss_ms, top.cost - *cost);
+        }
+        top.g = closed_[top.parent].g + *cost;
+        top.cost = *cost;
+        top.f = top.g + top.h;
+        top.kind = Kind::kEvaluated;
+        PushNew(top);
+      } else {
+        PopTop();
+        Reach(top);
+      }
+    }
+    return status_;
+  }
+
+  bool solved() const override { return phase_ == Phase::kSolved; }
+  const std::vector<Signature>& waiting_for() const override { return waiting_; }
+  const BlockSolution& solution() const override { return solution_; }
+  DpStats stats() const override {
+    DpStats stats = stats_;
+    stats.states = static_cast<int64_t>(closed_.size());
+    return stats;
+  }
+
+ private:
+  enum class Phase { kGroups, kSearch, kSolved };
+  // An open-list entry: the stage `stage` as the last one of state
+  // closed_[parent]. kUnevaluated: the stage's cost is its lower bound;
+  // kEvaluated: its latency. kMoreEndings: the parent's endings from rank
+  // next_ending on (by key) are not on the list yet; its key is theirs.
+  enum class Kind : uint8_t { kUnevaluated, kEvaluated, kMoreEndings };
+  struct Entry {
+    double f = 0;     // g + h: a lower bound of any schedule through it
+    double g = 0;     // the parent's g plus cost
+    double h = 0;     // the child's cost to go (a lower bound)
+    double cost = 0;  // of the stage: its bound, or its latency once evaluated
+    uint64_t seq = 0;
+    int32_t parent = 0;
+    int32_t next_ending = 0;
+    Kind kind = Kind::kUnevaluated;
+    bool merge = false;
+    OpBits<W> stage;
+  };
+  // Order of the open list (a max-heap of this "less"): least f first, then
+  // the deepest (largest g), then the oldest.
+  static bool After(const Entry& a, const Entry& b) {
+    if (a.f != b.f) return a.f > b.f;
+    if (a.h != b.h) return a.h > b.h;
+    return a.seq > b.seq;
+  }
+  // A state taken off the open list (its g is optimal) and how it was reached.
+  struct Closed {
+    OpBits<W> ops;  // still to schedule
+    double g = 0;   // latency of the stages after it
+    double h = 0;
+    int32_t parent = -1;
+    OpBits<W> stage;  // the stage that follows it (from the parent)
+    double cost = 0;
+    bool merge = false;
+    double sequential = 0;  // its ops one by one: g + this is a schedule
+  };
+
+  bool StopRequested() const {
+    return options_.dp.stop != nullptr && options_.dp.stop->load(std::memory_order_relaxed);
+  }
+
+  // Enumerates the block's groups (once) and looks their latencies up.
+  Status MeasureGroups(LatencySource& source) {
+    if (groups_.empty()) {
+      RETURN_IF_ERROR(EnumerateGroups());
+      group_latency_.assign(groups_.size(), kNaN);
+    }
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      if (!std::isnan(group_latency_[i])) continue;
+      const OpBits<W>& bits = groups_[i];
+      const Signature signature = stages_.HashStage(bits);
+      std::optional<double> latency = source.Lookup(signature, [&]() {
+        stages_.HashStage(bits);
+        return stages_.CanonicalStage(Strategy::kConcurrent);
+      });
+      RETURN_IF_ERROR(source.status());
+      if (latency) {
+        group_latency_[i] = *latency;
+      } else {
+        waiting_.push_back(signature);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Every connected set of at most r ops that is convex (no path leaves it
+  // and comes back): exactly the groups an ending can have.
+  Status EnumerateGroups() {
+    const int n = block_.size();
+    const int r = options_.dp.bounds.max_group_ops;
+    std::vector<OpBits<W>> desc(n), anc(n), adjacent(n);
+    for (int i = n - 1; i >= 0; --i) {
+      for (int s : block_.succs(i)) {
+        desc[i].Set(s);
+        desc[i] |= desc[s];
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      for (int p : block_.preds(i)) {
+        anc[i].Set(p);
+        anc[i] |= anc[p];
+        adjacent[i].Set(p);
+        adjacent[p].Set(i);
+      }
+    }
+    OpBitsMap<W, char> seen;
+    std::vector<OpBits<W>> frontier;
+    for (int v = 0; v < n; ++v) {
+      OpBits<W> single;
+      single.Set(v);
+      seen.Insert(single, single.Hash(), 1);
+      frontier.push_back(single);
+    }
+    std::vector<OpBits<W>> next;
+    for (int size = 1; !frontier.empty(); ++size) {
+      next.clear();
+      for (const OpBits<W>& set : frontier) {
+        OpBits<W> ancestors, descendants;
+        set.ForEach([&](int i) {
+          ancestors |= anc[i];
+          descendants |= desc[i];
+        });
+        if ((ancestors & descendants).SubsetOf(set)) {
+          groups_.push_back(set);
+          if (static_cast<int64_t>(groups_.size()) > options_.max_groups) {
+            return Over(StrCat("more than ", options_.max_groups, " groups"));
+          }
+        }
+        if (size == r) continue;
+        OpBits<W> around;
+        set.ForEach([&](int i) { around |= adjacent[i]; });
+        around = around.Minus(set);
+        around.ForEach([&](int j) {
+          OpBits<W> grown = set;
+          grown.Set(j);
+          const uint64_t hash = grown.Hash();
+          if (seen.Find(grown, hash) != nullptr) return;
+          seen.Insert(grown, hash, 1);
+          next.push_back(grown);
+        });
+      }
+      frontier.swap(next);
+    }
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      group_index_.Insert(groups_[i], groups_[i].Hash(), static_cast<int32_t>(i));
+    }
+    stats_.bound_groups = static_cast<int64_t>(groups_.size());
+    return absl::OkStatus();
+  }
+
+  // Op weights for the critical-path bound, the sequential schedule's
+  // latency (every op alone: an upper bound), and the root state.
+  void Start() {
+    const int n = block_.size();
+    weight_.assign(n, std::numeric_limits<double>::infinity());
+    single_latency_.assign(n, 0);
+    sequential_ms_ = 0;
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      const int count = groups_[i].Count();
+      const double per_op = group_latency_[i] / count;
+      groups_[i].ForEach([&](int v) { weight_[v] = std::min(weight_[v], per_op); });
+      if (count == 1) {
+        sequential_ms_ += group_latency_[i];
+        single_latency_[groups_[i].First()] = group_latency_[i];
+      }
+    }
+    upper_limit_ = Limit(sequential_ms_);
+    path_.assign(n, 0);
+    phase_ = Phase::kSearch;
+    if (n == 0) {
+      Finish(-1);
+      return;
+    }
+    Closed root;
+    root.ops = OpBits<W>::FirstN(n);
+    root.h = CostToGo(root.ops);
+    root.sequential = sequential_ms_;
+    closed_.push_back(root);
+    closed_index_.Insert(root.ops, root.ops.Hash(), 0);
+    Expand(0);
+  }
+
+  double GroupBound(const EndingGroup<W>* groups, int num_groups) {
+    double bound = 0;
+    for (int g = 0; g < num_groups; ++g) {
+      const int32_t* group = group_index_.Find(groups[g].ops, groups[g].ops.Hash());
+      // Every group of an ending was enumerated; 0 stays a valid bound.
+      if (group != nullptr) bound = std::max(bound, group_latency_[*group]);
+    }
+    return bound;
+  }
+
+  // The open list keeps what can still beat a schedule of latency `ms`
+  // (rounding aside).
+  static double Limit(double ms) { return ms * (1 + 1e-9) + 1e-12; }
+
+  // h(S): the heaviest dependency path inside `ops` under weight_.
+  double CostToGo(const OpBits<W>& ops) {
+    double heaviest = 0;
+    ops.ForEach([&](int v) {
+      double before = 0;
+      for (int p : block_.preds(v)) {
+        if (ops.Test(p)) before = std::max(before, path_[p]);
+      }
+      path_[v] = before + weight_[v];
+      heaviest = std::max(heaviest, path_[v]);
+    });
+    return heaviest;
+  }
+
+  // Puts the endings of closed_[index] of rank `from` on (ordered by key:
+  // the group bound and the parent's cost to go, then enumeration order)
+  // on the open list, as many as were before them (at least 32), and a
+  // kMoreEndings entry for the rest. A state has up to thousands of
+  // endings and few of them are ever taken: listing them in growing slices
+  // keeps the open list small for O(log) re-enumerations per state.
+  void Expand(int32_t index, int32_t from = 0) {
+    const Closed parent = closed_[index];
+    const double parent_f = parent.g + parent.h;
+    ranked_.clear();
+    enumerator_.Enumerate(parent.ops, [&](const OpBits<W>& ops, const EndingGroup<W>* groups,
+                                          int num_groups) {
+      const double bound = GroupBound(groups, num_groups);
+      if (std::max(parent_f, parent.g + bound) > upper_limit_) return;  // before h
+      const OpBits<W> child = parent.ops.Minus(ops);
+      const double h = child.Empty() ? 0 : CostToGo(child);
+      const double key = parent.g + bound + h;
+      if (key > upper_limit_) return;
+      ranked_.push_back({key, bound, h, static_cast<int32_t>(ranked_.size()),
+                         static_cast<int8_t>(num_groups == 1), ops});
+    });
+    if (from == 0) stats_.transitions += static_cast<int64_t>(ranked_.size());
+    const int32_t count = std::max<int32_t>(kFirstSlice, from);
+    const size_t end = std::min(ranked_.size(), static_cast<size_t>(from) + count);
+    if (static_cast<size_t>(from) >= ranked_.size()) return;
+    auto by_key = [](const Ranked& a, const Ranked& b) {
+      return a.key != b.key ? a.key < b.key : a.order < b.order;
+    };
+    // Only ranks [from, end] need their place: select, then sort the slice.
+    if (end < ranked_.size()) {
+      std::nth_element(ranked_.begin(), ranked_.begin() + end, ranked_.end(), by_key);
+    }
+    std::nth_element(ranked_.begin(), ranked_.begin() + from, ranked_.begin() + end, by_key);
+    std::sort(ranked_.begin() + from, ranked_.begin() + end, by_key);
+    for (size_t i = from; i < end; ++i) {
+      Entry entry;
+      entry.g = parent.g + ranked_[i].bound;
+      entry.cost = ranked_[i].bound;
+      entry.f = ranked_[i].key;
+      entry.parent = index;
+      entry.h = ranked_[i].h;
+      entry.stage = ranked_[i].ops;
+      // A one-group stage is its own bound: measured, and never mergeable.
+      entry.kind = ranked_[i].one_group ? Kind::kEvaluated : Kind::kUnevaluated;
+      PushNew(entry);
+    }
+    if (end < ranked_.size()) {
+      Entry more;
+      more.f = ranked_[end].key;  // the least key of the rest (nth_element)
+      more.g = parent.g;
+      more.parent = index;
+      more.next_ending = static_cast<int32_t>(end);
+      more.kind = Kind::kMoreEndings;
+      PushNew(more);
+    }
+  }
+
+  // The largest concurrent latency known in this block of a stage made of
+  // all but one of `stage`'s groups (a lower bound of its concurrent latency
+  // when adding a group never makes a stage faster), or 0. A mergeable stage
+  // gets 0: the assumption bounds a merged conv by its slowest conv only, so
+  // its cost (the cheaper strategy) keeps the group bound.
+  double SubStageBound(const OpBits<W>& stage) {
+    stages_.HashStage(stage);
+    const std::vector<OpBits<W>>& groups = stages_.groups();
+    if (groups.size() < 3) return 0;  // pairs: their groups' bound already
+    if (options_.dp.enable_merge && stages_.IsMergeable(stage)) return 0;
+    double bound = 0;
+    for (const OpBits<W>& group : groups) {
+      const OpBits<W> rest = stage.Minus(group);
+      if (const double* known = evaluated_.Find(rest, rest.Hash())) bound = std::max(bound, *known);
+    }
+    return bound;
+  }
+
+  // The latency of the entry's stage (the cheaper strategy; *merge says
+  // which, *concurrent_ms gives the concurrent one), or nullopt while one is
+  // unknown (waiting_ names them).
+  std::optional<double> Evaluate(const Entry& entry, LatencySource& source, bool* merge,
+                                 double* concurrent_ms) {
+    const Signature concurrent = stages_.HashStage(entry.stage);
+    const bool mergeable = options_.dp.enable_merge && stages_.IsMergeable(entry.stage);
+    const Signature merged = mergeable ? stages_.MergeSignature() : 0;
+    const uint64_t hash = entry.stage.Hash();
+    if (looked_up_.Find(entry.stage, hash) == nullptr) {
+      looked_up_.Insert(entry.stage, hash, 1);
+      stats_.distinct_stages += 1 + mergeable;
+      stats_.merge_stages += mergeable;
+    }
+    std::optional<double> latency = Lookup(entry.stage, concurrent, Strategy::kConcurrent, source);
+    std::optional<double> merge_latency;
+    if (mergeable) merge_latency = Lookup(entry.stage, merged, Strategy::kMerge, source);
+    if (!latency) waiting_.push_back(concurrent);
+    if (mergeable && !merge_latency) waiting_.push_back(merged);
+    if (!latency || (mergeable && !merge_latency)) return std::nullopt;
+    *concurrent_ms = *latency;
+    *merge = mergeable && *merge_latency < *latency;
+    return *merge ? *merge_latency : *latency;
+  }
+
+  std::optional<double> Lookup(const OpBits<W>& ops, Signature signature, Strategy strategy,
+                               LatencySource& source) {
+    return source.Lookup(signature, [&]() {
+      stages_.HashStage(ops);
+      return stages_.CanonicalStage(strategy);
+    });
+  }
+
+  // Looks up the latencies of the next `lookahead` entries after the top
+  // (queueing requests for the unknown ones) and leaves the list as it was.
+  void LookAhead(LatencySource& source) {
+    std::vector<Entry> taken;
+    while (static_cast<int>(taken.size()) <= options_.lookahead && !open_.empty()) {
+      taken.push_back(open_.front());
+      PopTop();
+    }
+    for (size_t i = 1; i < taken.size(); ++i) {
+      if (taken[i].kind != Kind::kUnevaluated) continue;
+      bool merge = false;
+      double concurrent_ms = 0;
+      std::vector<Signature> keep;
+      keep.swap(waiting_);
+      Evaluate(taken[i], source, &merge, &concurrent_ms);
+      keep.swap(waiting_);
+    }
+    for (const Entry& entry : taken) Restore(entry);
+  }
+
+  // Takes the evaluated entry's child off the open list: closes it the
+  // first time (its g is then optimal) and expands it, or finishes.
+  void Reach(const Entry& entry) {
+    const OpBits<W> child = closed_[entry.parent].ops.Minus(entry.stage);
+    Closed state;
+    state.ops = child;
+    state.g = entry.g;
+    state.h = entry.h;
+    state.parent = entry.parent;
+    state.stage = entry.stage;
+    state.cost = entry.cost;
+    state.merge = entry.merge;
+    state.sequential = closed_[entry.parent].sequential;
+    entry.stage.ForEach([&](int v) { state.sequential -= single_latency_[v]; });
+    // The stages after the state, then its ops one by one: a schedule whose
+    // every latency is known, so the open list can drop what costs more.
+    const double incumbent = Limit(state.g + std::max(0.0, state.sequential));
+    const bool better = incumbent < upper_limit_;
+    if (better) upper_limit_ = incumbent;
+    if (child.Empty()) {
+      closed_.push_back(state);
+      Finish(static_cast<int32_t>(closed_.size()) - 1);
+      return;
+    }
+    const uint64_t hash = child.Hash();
+    if (closed_index_.Find(child, hash) != nullptr) return;
+    closed_.push_back(state);
+    const int32_t index = static_cast<int32_t>(closed_.size()) - 1;
+    if (better) incumbent_ = index;
+    closed_index_.Insert(child, hash, index);
+    Expand(index);
+  }
+
+  // Reads the schedule back from closed_[last] (the goal, or the incumbent
+  // when nothing cheaper is left): its ops one by one in block order, then
+  // the stages that lead from it back to the root (the walk gives them in
+  // execution order: the root's stage is the schedule's last). -1: an
+  // empty block.
+  void Finish(int32_t last) {
+    solution_ = BlockSolution();
+    solution_.complete = true;
+    auto add = [&](const OpBits<W>& ops, bool merge, double latency) {
+      PlannedStage planned;
+      planned.stage = stages_.BuildStage(ops, merge ? Strategy::kMerge : Strategy::kConcurrent,
+                                         &planned.signature);
+      planned.latency_ms = latency;
+      solution_.latency_ms += latency;
+      solution_.stages.push_back(std::move(planned));
+    };
+    if (last >= 0) {
+      closed_[last].ops.ForEach([&](int v) {
+        OpBits<W> op;
+        op.Set(v);
+        add(op, false, single_latency_[v]);
+      });
+    }
+    for (int32_t at = last; at >= 0 && closed_[at].parent >= 0; at = closed_[at].parent) {
+      add(closed_[at].stage, closed_[at].merge, closed_[at].cost);
+    }
+    Solved();
+  }
+
+  void Solved() {
+    phase_ = Phase::kSolved;
+    solution_.stats = stats();
+    open_ = {};
+    open_.shrink_to_fit();
+  }
+
+  // A new entry takes the next sequence number; a restored one keeps its
+  // own, so that looking ahead leaves the order of the list as it was.
+  void PushNew(Entry entry) {
+    entry.seq = next_seq_++;
+    Restore(entry);
+  }
+  void Restore(const Entry& entry) {
+    open_.push_back(entry);
+    std::push_heap(open_.begin(), open_.end(), After);
+  }
+  void PopTop() {
+    ++steps_;
+    std::pop_heap(open_.begin(), open_.end(), After);
+    open_.pop_back();
+  }
+
+  void CheckBudget() {
+    const DpOptions& dp = options_.dp;
+    if (StopRequested()) {
+      status_ = absl::CancelledError("search stopped (job cancelled or server shutting down)");
+    } else if (options_.max_open_steps > 0 && steps_ > options_.max_open_steps) {
+      status_ = Over(StrCat("more than ", options_.max_open_steps, " open-list steps"));
+    } else if (dp.max_states > 0 && static_cast<int64_t>(closed_.size()) >= dp.max_states) {
+      status_ = Over(StrCat("more than ", dp.max_states, " expanded states"));
+    } else if (dp.max_transitions > 0 && stats_.transitions > dp.max_transitions) {
+      status_ = Over(StrCat("more than ", dp.max_transitions, " transitions"));
+    } else if (dp.max_steps > 0 && static_cast<int64_t>(enumerator_.steps()) > dp.max_steps) {
+      status_ = Over(StrCat("more than ", dp.max_steps, " ending enumeration steps"));
+    } else if (dp.max_bytes > 0 && MemoryBytes() > dp.max_bytes) {
+      status_ = Over(StrCat("more than ", dp.max_bytes >> 20, " MiB"));
+    }
+  }
+
+  Status Over(const std::string& what) const {
+    return SearchBudgetError(StrCat("block starting at '",
+                                    block_.graph().node(block_.node(0)).name, "' (",
+                                    block_.size(), " ops) needs ", what,
+                                    " in its bounded search (the search budget)"));
+  }
+
+  int64_t MemoryBytes() const {
+    const size_t bytes = open_.capacity() * sizeof(Entry) + closed_.capacity() * sizeof(Closed) +
+                         closed_index_.memory_bytes() +
+                         group_index_.memory_bytes() + stages_.memory_bytes() +
+                         groups_.capacity() * sizeof(OpBits<W>);
+    return static_cast<int64_t>(bytes);
+  }
+
+  const BlockGraph block_;
+  const BoundedSearchOptions options_;
+  EndingEnumerator<W> enumerator_;
+  BlockStages<W> stages_;
+  Phase phase_ = Phase::kGroups;
+  Status status_;
+  std::vector<Signature> waiting_;
+  // The groups, their latencies (NaN while unknown) and index by ops.
+  std::vector<OpBits<W>> groups_;
+  std::vector<double> group_latency_;
+  OpBitsMap<W, int32_t> group_index_;
+  std::vector<double> weight_, path_, single_latency_;
+  double sequential_ms_ = 0, upper_limit_ = 0;
+  int32_t incumbent_ = 0;  // the closed state of the best known schedule
+  std::vector<Entry> open_;
+  uint64_t next_seq_ = 0;
+  std::vector<Closed> closed_;
+  OpBitsMap<W, int32_t> closed_index_;
+
+  OpBitsMap<W, char> looked_up_;  // stages whose latency was looked up
+  OpBitsMap<W, double> evaluated_;  // latencies of this block's stages, by ops
+  struct Ranked {
+    double key;  // f of the entry
+    double bound;
+    double h;
+    int32_t order;
+    int8_t one_group;
+    OpBits<W> ops;
+  };
+  std::vector<Ranked> ranked_;  // scratch of Expand
+  int since_check_ = 0;
+  int64_t steps_ = 0;  // entries taken off the open list
+  DpStats stats_;
+  BlockSolution solution_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<BoundedBlockSearch>> BoundedBlockSearch::Create(
+    const BlockGraph& block, const BoundedSearchOptions& options) {
+  if (options.dp.bounds.max_group_ops < 1 || options.dp.bounds.max_groups < 1) {
+    return absl::InvalidArgumentError(StrCat("r and s must be >= 1, got r=",
+                                             options.dp.bounds.max_group_ops,
+                                             " s=", options.dp.bounds.max_groups));
+  }
+  if (options.lookahead < 0) {
+    return absl::InvalidArgumentError(StrCat("lookahead must be >= 0, got ", options.lookahead));
+  }
+  switch (block.words()) {
+    case 1:
+      return std::unique_ptr<BoundedBlockSearch>(new Search<1>(block, options));
+    case 2:
+      return std::unique_ptr<BoundedBlockSearch>(new Search<2>(block, options));
+    case 4:
+      return std::unique_ptr<BoundedBlockSearch>(new Search<4>(block, options));
+    case 8:
+      return std::unique_ptr<BoundedBlockSearch>(new Search<8>(block, options));
+    default:
+      return std::unique_ptr<BoundedBlockSearch>(new Search<16>(block, options));
+  }
+}
+
+}  // namespace iosfarm::scheduler::ios

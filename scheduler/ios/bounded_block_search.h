@@ -1,0 +1,130 @@
+// BoundedBlockSearch: the IOS search of one block that measures only the
+// stages that can still change its optimal schedule.
+//
+// The exhaustive DP (block_dp.h) needs the latency of every candidate stage
+// of every reachable state: millions of GPU measurements for RandWire or
+// NASNet. This search finds the same optimum from far fewer. It is A* over
+// the DP's state graph (a state is the set of ops still to schedule, an edge
+// removes one ending as the last stage, the goal is the empty set) with two
+// kinds of lower bounds and lazy edge evaluation:
+//
+//  * Group bounds. Every group a stage can have (a connected, convex set of
+//    at most r ops) is measured first, as a one-group stage: a few hundred
+//    per block, one wide batch. The lower bound of a candidate stage is its
+//    slowest group alone; once a stage made of all but one of its groups
+//    has been measured in the block, that latency raises the bound.
+//  * A critical-path bound for the cost to go: each op weighs the least
+//    per-op latency of any group that holds it (latency / ops), and h(S) is
+//    the heaviest dependency path inside S. It is consistent: a path's ops
+//    inside the last stage lie in one of its groups, which weigh no more
+//    than that group's latency.
+//  * Lazy edges. A state's endings enter the open list keyed by their bounds
+//    (in growing slices: a state has thousands of endings and few are ever
+//    taken); a stage is measured only when its entry reaches the top of the
+//    list, i.e. only when no schedule known to be cheaper remains. The first
+//    time the goal leaves the list, its schedule is optimal. Every closed
+//    state also gives a fully measured schedule (its ops one by one, then
+//    the stages after it), the incumbent; entries above it are dropped.
+//
+// Why A* and not branch and bound or a repeated lazy shortest path: the DP's
+// state graph is acyclic and its states are few next to its edges (0.15 M
+// states, 100 M edges for a NASNet block); A* with a consistent heuristic
+// expands each state once, evaluates an edge only when it is the cheapest
+// thing left, and pauses at exactly one missing latency, which is what a farm
+// needs to interleave searches with profiling. A lazy shortest path would
+// re-run the whole DP per round of measurements (the walk alone costs 48 s of
+// CPU for NASNet-A), and branch and bound needs a good schedule before it can
+// prune, which costs measurements of its own. (A cost to go from the whole
+// DP over group bounds was tried: on RandWire it is only 10-15 % above the
+// critical path, 56 % of the optimum, and costs the full walk.)
+//
+// ASSUMPTION (exactness): adding a group to a concurrent stage never makes
+// it faster, so a stage is never faster than its slowest group run alone or
+// than any stage made of some of its groups; a merged convolution is never
+// faster than the slowest of the convolutions it merges run alone. Where
+// every measured latency respects that, the schedule's latency equals the
+// exhaustive DP's (ties may pick another schedule of the same latency).
+// Where a measurement breaks it, the schedule is still valid, possibly
+// slower than the exhaustive one; DpStats counts the stages measured below
+// their bound and the largest shortfall (lower_bound_misses,
+// largest_bound_miss_ms).
+//
+// How many stages it measures depends on how loose the group bound is: it
+// is exact where groups overlap for free (small kernels) and low where a
+// stage's kernels queue behind each other (host issue, a full device), which
+// is the case for RandWire's wide stages under sim:h100 (measured / bound
+// about 1.6): there it measures several times fewer stages than the
+// exhaustive DP, not tens of times (docs/profiling.md).
+//
+// Batches for a farm: when the search stops at an unknown latency it also
+// looks up the latencies of the next `lookahead` entries of its open list,
+// so that a caller queueing requests (SearchSession) hands out batches that
+// keep several GPUs busy; a wider lookahead measures more stages that turn
+// out not to matter. With a source that measures on the spot it never stops.
+//
+// The same known latencies give the same schedule however they arrive
+// (before the search or while it waits), so a search resumed after a restart
+// with its latencies from a database takes the same path and asks for
+// nothing again.
+#ifndef IOSFARM_SCHEDULER_IOS_BOUNDED_BLOCK_SEARCH_H_
+#define IOSFARM_SCHEDULER_IOS_BOUNDED_BLOCK_SEARCH_H_
+
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/ios/block_dp.h"
+#include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/signature.h"
+
+namespace iosfarm::scheduler::ios {
+
+struct BoundedSearchOptions {
+  // Bounds, merge and the budget of the whole block search (max_states
+  // counts expanded states, max_transitions enumerated endings, max_bytes
+  // the open list, the closed states and the group tables).
+  DpOptions dp;
+  // Further open-list entries whose latencies are looked up when the search
+  // stops at an unknown one (0: only the one it needs).
+  int lookahead = 0;
+  // Groups measured for the bounds, at most (a block at large r has too
+  // many); past it a SearchBudgetError.
+  int64_t max_groups = 1'000'000;
+  // Entries taken off the open list, at most (0: no limit); past it a
+  // SearchBudgetError. Where the bounds are loose the open list grows to
+  // millions of entries and the search costs more CPU than the exhaustive
+  // DP: SearchSession then solves the block with the DP instead.
+  int64_t max_open_steps = 0;
+};
+
+class BoundedBlockSearch {
+ public:
+  virtual ~BoundedBlockSearch() = default;
+
+  // Copies `block` (its graph must outlive the search). InvalidArgument for
+  // bounds < 1 or lookahead < 0.
+  static StatusOr<std::unique_ptr<BoundedBlockSearch>> Create(const BlockGraph& block,
+                                                              const BoundedSearchOptions& options);
+
+  // Goes on until the block is solved or a latency it needs is unknown
+  // (source.Lookup gave nullopt; waiting_for() names it): call again once it
+  // is known. Errors: a SearchBudgetError past a budget, Cancelled when the
+  // stop flag reads true, the source's error. After an error the search must
+  // not be used again.
+  virtual Status Advance(LatencySource& source) = 0;
+
+  virtual bool solved() const = 0;
+  // The signatures the search stopped for (empty once solved).
+  virtual const std::vector<Signature>& waiting_for() const = 0;
+  // Valid once solved(): complete, with the block's stages and latency.
+  // stats: states = states expanded, transitions = endings enumerated,
+  // distinct_stages / merge_stages = candidate stages whose latency was
+  // looked up, plus the bound misses.
+  virtual const BlockSolution& solution() const = 0;
+  // So far (the solution's once solved).
+  virtual DpStats stats() const = 0;
+};
+
+}  // namespace iosfarm::scheduler::ios
+
+#endif  // IOSFARM_SCHEDULER_IOS_BOUNDED_BLOCK_SEARCH_H_

@@ -1,0 +1,223 @@
+#include "scheduler/ios/bounded_block_search.h"
+
+#include <atomic>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "gtest/gtest.h"
+#include "scheduler/ios/op_dag.h"
+#include "scheduler/ios/schedule.h"
+#include "scheduler/ios/search_options.h"
+#include "scheduler/ios/testing_util.h"
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+using testing::FnSource;
+
+Schedule ToSchedule(const BlockSolution& solution) {
+  Schedule schedule;
+  for (const PlannedStage& planned : solution.stages) {
+    schedule.stages.push_back({planned.stage, 0, planned.signature, planned.latency_ms});
+  }
+  return schedule;
+}
+
+StatusOr<BlockSolution> SolveBounded(const BlockGraph& block, const DpOptions& dp,
+                                     LatencySource& source, DpStats* stats = nullptr) {
+  BoundedSearchOptions options;
+  options.dp = dp;
+  ASSIGN_OR_RETURN(std::unique_ptr<BoundedBlockSearch> search,
+                   BoundedBlockSearch::Create(block, options));
+  RETURN_IF_ERROR(search->Advance(source));
+  if (!search->solved()) return absl::InternalError("an inline source never waits");
+  if (stats != nullptr) *stats = search->stats();
+  return search->solution();
+}
+
+// Knows only what it was given; records what was asked for.
+class PendingSource : public LatencySource {
+ public:
+  std::optional<double> Lookup(Signature signature, absl::FunctionRef<Stage()> stage) override {
+    auto it = known.find(signature);
+    if (it != known.end()) return it->second;
+    if (stages.emplace(signature, stage()).second) requested.push_back(signature);
+    return std::nullopt;
+  }
+  Status status() const override { return absl::OkStatus(); }
+  absl::flat_hash_map<Signature, double> known;
+  absl::flat_hash_map<Signature, Stage> stages;
+  std::vector<Signature> requested;  // each once, in order
+};
+
+// On random graphs whose latencies keep the assumption, the bounded search
+// finds the exhaustive DP's latency, which is the brute-force optimum, and
+// never measures more stages than the DP looks up.
+TEST(BoundedBlockSearchTest, EqualsExhaustiveAndBruteForceWhereTheAssumptionHolds) {
+  int compared = 0;
+  int64_t bounded_measured = 0, exhaustive_measured = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const int n = 2 + static_cast<int>(seed % 11);  // 2..12 ops
+    const graph::Graph graph = testing::RandomDag(seed * 7919, n);
+    const OpDag dag = *BuildOpDag(graph);
+    const BlockGraph block = *BlockGraph::Build(graph, dag.order);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    std::vector<std::pair<int, int>> bounds = {{1, 1}, {1, 3}, {2, 2}, {3, 8}, {n, n}};
+    if (seed % 3 != 0) bounds.resize(seed % 2 == 0 ? 5 : 3);
+    for (auto [r, s] : bounds) {
+      for (bool merge : {true, false}) {
+        if (!merge && r != 3) continue;
+        SCOPED_TRACE(::testing::Message() << "seed " << seed << " n " << n << " r " << r << " s "
+                                        << s << " merge " << merge);
+        DpOptions options;
+        options.bounds = {r, s};
+        options.enable_merge = merge;
+        FnSource exhaustive_source(oracle), bounded_source(oracle);
+        auto exhaustive = SolveBlock(block, options, exhaustive_source);
+        ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+        DpStats stats;
+        auto bounded = SolveBounded(block, options, bounded_source, &stats);
+        ASSERT_TRUE(bounded.ok()) << bounded.status();
+        auto brute = testing::ExhaustiveOptimum(graph, r, s, merge, oracle);
+        ASSERT_TRUE(brute.ok()) << brute.status();
+        EXPECT_NEAR(bounded->latency_ms, exhaustive->latency_ms, 1e-9);
+        EXPECT_NEAR(bounded->latency_ms, *brute, 1e-9);
+        EXPECT_EQ(stats.lower_bound_misses, 0);
+        EXPECT_LE(bounded_source.measured(), exhaustive_source.measured());
+        bounded_measured += bounded_source.measured();
+        exhaustive_measured += exhaustive_source.measured();
+        const Schedule schedule = ToSchedule(*bounded);
+        EXPECT_TRUE(ValidateSchedule(graph, schedule).ok()) << ValidateSchedule(graph, schedule);
+        double sum = 0;
+        for (const PlannedStage& planned : bounded->stages) {
+          sum += planned.latency_ms;
+          EXPECT_LE(static_cast<int>(planned.stage.groups.size()), s);
+          for (const auto& group : planned.stage.groups) {
+            EXPECT_LE(static_cast<int>(group.size()), r);
+          }
+          if (!merge) EXPECT_EQ(planned.stage.strategy, Strategy::kConcurrent);
+          EXPECT_NEAR(*oracle(planned.stage), planned.latency_ms, 1e-12);
+        }
+        EXPECT_NEAR(sum, bounded->latency_ms, 1e-9);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+  // Small graphs have few stages to skip, but some.
+  EXPECT_LT(bounded_measured, exhaustive_measured);
+}
+
+// Latencies that break the assumption (independent random values per
+// signature) still give a valid schedule, never cheaper than the optimum,
+// and the stats say that the bounds were broken (bench/ios_search_bench
+// reports how far from the exhaustive search real latencies take it).
+TEST(BoundedBlockSearchTest, BrokenAssumptionStillGivesAValidScheduleAndSaysSo) {
+  int64_t misses = 0;
+  int worse = 0;
+  for (uint64_t seed = 1; seed <= 120; ++seed) {
+    const int n = 4 + static_cast<int>(seed % 9);
+    const graph::Graph graph = testing::RandomDag(seed * 104729, n);
+    const OpDag dag = *BuildOpDag(graph);
+    const BlockGraph block = *BlockGraph::Build(graph, dag.order);
+    const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
+    DpOptions options;
+    options.bounds = {3, 8};
+    FnSource exhaustive_source(oracle), bounded_source(oracle);
+    auto exhaustive = SolveBlock(block, options, exhaustive_source);
+    DpStats stats;
+    auto bounded = SolveBounded(block, options, bounded_source, &stats);
+    ASSERT_TRUE(exhaustive.ok() && bounded.ok());
+    EXPECT_GE(bounded->latency_ms, exhaustive->latency_ms - 1e-9);
+    worse += bounded->latency_ms > exhaustive->latency_ms + 1e-9;
+    EXPECT_TRUE(ValidateSchedule(graph, ToSchedule(*bounded)).ok());
+    // Only the stages it measures can show a broken bound: one that a
+    // broken bound kept off the path is never measured, so a search with no
+    // miss counted may still be worse.
+    misses += stats.lower_bound_misses;
+  }
+  EXPECT_GT(misses, 0);
+  EXPECT_GT(worse, 0);  // the test can tell a broken assumption apart
+}
+
+// A search that waits for latencies (as in a farm) and gets them later takes
+// the same path as one that measures on the spot: the same schedule; with no
+// lookahead it asks for exactly the stages the inline search measures, with
+// a lookahead for more, each once.
+TEST(BoundedBlockSearchTest, WaitingForLatenciesChangesNothing) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const graph::Graph graph = testing::RandomDag(seed * 31, 12);
+    const OpDag dag = *BuildOpDag(graph);
+    const BlockGraph block = *BlockGraph::Build(graph, dag.order);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    DpOptions dp;
+    dp.bounds = {3, 8};
+    FnSource inline_source(oracle);
+    auto direct = SolveBounded(block, dp, inline_source);
+    ASSERT_TRUE(direct.ok());
+    for (int lookahead : {0, 8}) {
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " lookahead " << lookahead);
+      BoundedSearchOptions options;
+      options.dp = dp;
+      options.lookahead = lookahead;
+      auto search = *BoundedBlockSearch::Create(block, options);
+      PendingSource source;
+      size_t answered = 0;
+      int rounds = 0;
+      while (true) {
+        ASSERT_TRUE(search->Advance(source).ok());
+        if (search->solved()) break;
+        ASSERT_FALSE(search->waiting_for().empty());
+        for (Signature signature : search->waiting_for()) {
+          EXPECT_TRUE(source.stages.contains(signature));
+        }
+        ASSERT_LT(answered, source.requested.size()) << "waits for nothing new";
+        for (; answered < source.requested.size(); ++answered) {
+          const Signature signature = source.requested[answered];
+          source.known[signature] = *oracle(source.stages.at(signature));
+        }
+        ++rounds;
+      }
+      EXPECT_GT(rounds, 0);
+      ASSERT_EQ(search->solution().stages.size(), direct->stages.size());
+      for (size_t i = 0; i < direct->stages.size(); ++i) {
+        EXPECT_EQ(search->solution().stages[i].signature, direct->stages[i].signature);
+        EXPECT_EQ(search->solution().stages[i].stage.groups, direct->stages[i].stage.groups);
+      }
+      EXPECT_DOUBLE_EQ(search->solution().latency_ms, direct->latency_ms);
+      if (lookahead == 0) {
+        EXPECT_EQ(static_cast<int64_t>(source.requested.size()), inline_source.measured());
+      } else {
+        EXPECT_GE(static_cast<int64_t>(source.requested.size()), inline_source.measured());
+      }
+    }
+  }
+}
+
+TEST(BoundedBlockSearchTest, BudgetAndStopFlag) {
+  const graph::Graph graph = testing::WideGraph(10, 2);
+  const OpDag dag = *BuildOpDag(graph);
+  const BlockGraph block = *BlockGraph::Build(graph, dag.order);
+  const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, 1);
+  DpOptions dp;
+  dp.bounds = {3, 8};
+  dp.max_states = 3;
+  FnSource source(oracle);
+  auto over = SolveBounded(block, dp, source);
+  ASSERT_FALSE(over.ok());
+  EXPECT_TRUE(IsSearchBudgetError(over.status())) << over.status();
+  EXPECT_NE(over.status().message().find("more than 3 expanded states"), std::string::npos)
+      << over.status();
+  dp.max_states = 0;
+  std::atomic<bool> stop{true};
+  dp.stop = &stop;
+  auto stopped = SolveBounded(block, dp, source);
+  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled) << stopped.status();
+  BoundedSearchOptions bad;
+  bad.lookahead = -1;
+  EXPECT_EQ(BoundedBlockSearch::Create(block, bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::ios
