@@ -62,6 +62,7 @@ nlohmann::json ProgressJson(const v1::JobProgress& p) {
           {"cache_hits", p.cache_hits()},
           {"candidates", p.candidates()},
           {"unique_signatures", p.unique_signatures()},
+          {"stages_measured", p.stages_measured()},
           {"elapsed_s", p.elapsed_s()},
           {"eta_s", p.eta_s() < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.eta_s())}};
 }
@@ -180,6 +181,7 @@ nlohmann::json JobResultJson(const v1::JobResult& result) {
           {"cache_hits", result.cache_hits()},
           {"candidates", result.candidates()},
           {"unique_signatures", result.unique_signatures()},
+          {"stages_measured", result.stages_measured()},
           {"noisy", NoisyMeasurements(result)},
           {"choice_uncertain", !NoisyMeasurements(result).empty()},
           {"schedule", schedule}};
@@ -250,7 +252,7 @@ std::string JobText(const v1::Job& job) {
       {"blocks", BlocksDone(p)},
       {"stages", StrCat(p.stages_profiled(), " profiled, ", p.cache_hits(), " cache hits, ",
                         p.candidates(), " candidates -> ", p.unique_signatures(),
-                        " unique signatures")},
+                        " unique signatures, ", p.stages_measured(), " stages measured")},
       {"elapsed", FormatSeconds(p.elapsed_s())},
   };
   if (!IsFinal(job.state())) rows.push_back({"eta", FormatSeconds(p.eta_s())});
@@ -312,7 +314,8 @@ std::string JobResultText(const v1::JobResult& result) {
                 " ms (sum of the schedule's stage latencies)\n");
   out += StrCat("search:    ", FormatSeconds(result.search_s()), ", ", result.stages_profiled(),
                 " stages profiled, ", result.cache_hits(), " cache hits, ", result.candidates(),
-                " candidates -> ", result.unique_signatures(), " unique signatures\n");
+                " candidates -> ", result.unique_signatures(), " unique signatures, ",
+                result.stages_measured(), " stages measured\n");
   return out;
 }
 

@@ -32,6 +32,7 @@ v1::Job MakeJob() {
   p->set_cache_hits(40);
   p->set_candidates(5000);
   p->set_unique_signatures(700);
+  p->set_stages_measured(160);
   p->set_elapsed_s(12.3);
   p->set_eta_s(-1);
   return job;
@@ -56,6 +57,7 @@ v1::JobResult MakeResult() {
   r.set_cache_hits(567);
   r.set_candidates(9000);
   r.set_unique_signatures(2345);
+  r.set_stages_measured(1801);
   r.set_stages(17);
   r.set_worker("w1");
   r.set_backend("cuda");
@@ -88,6 +90,7 @@ TEST(JobFormatTest, JobJsonUsesPlainNumbersAndStateWords) {
   EXPECT_EQ(j["submitted_unix_ms"], 1700000000000);
   EXPECT_EQ(j["progress"]["blocks_done"], 3);
   EXPECT_EQ(j["progress"]["stages_profiled"], 120);
+  EXPECT_EQ(j["progress"]["stages_measured"], 160);
   EXPECT_TRUE(j["progress"]["eta_s"].is_null());
   EXPECT_EQ(j["progress"]["elapsed_s"], 12.3);
 }
@@ -100,6 +103,7 @@ TEST(JobFormatTest, JobTextShowsProgress) {
   EXPECT_THAT(text, HasSubstr("blocks     3/8\n"));
   EXPECT_THAT(text, HasSubstr("r 3, s default, block size default"));
   EXPECT_THAT(text, HasSubstr("120 profiled, 40 cache hits"));
+  EXPECT_THAT(text, HasSubstr("700 unique signatures, 160 stages measured\n"));
   EXPECT_THAT(text, HasSubstr("submitted  2023-11-14 22:13:20Z"));
   EXPECT_THAT(text, Not(HasSubstr("error")));
 }
@@ -146,6 +150,7 @@ TEST(JobFormatTest, NoisyMeasurementsMakeTheChoiceUncertain) {
   EXPECT_THAT(JobResultText(quiet), Not(HasSubstr("warning")));
   EXPECT_EQ(JobResultJson(quiet)["choice_uncertain"], false);
   EXPECT_TRUE(JobResultJson(quiet)["noisy"].empty());
+  EXPECT_EQ(JobResultJson(quiet)["stages_measured"], 1801);
 
   v1::JobResult noisy = MakeResult();
   noisy.set_chosen("greedy");
@@ -171,7 +176,7 @@ TEST(JobFormatTest, ResultTextHasLatenciesSpeedupsAndStatistics) {
   EXPECT_THAT(text, HasSubstr("1.500x vs sequential, 1.250x vs greedy"));
   EXPECT_THAT(text, HasSubstr("predicted: 3.9000 ms"));
   EXPECT_THAT(text, HasSubstr("48.0s, 1234 stages profiled, 567 cache hits, 9000 candidates -> "
-                              "2345 unique signatures"));
+                              "2345 unique signatures, 1801 stages measured\n"));
 }
 
 TEST(JobFormatTest, ResultSaysWhenABaselineReplacedTheIosSchedule) {

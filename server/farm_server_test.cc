@@ -170,6 +170,12 @@ TEST_F(FarmServerTest, TunesSqueezeNetWithASimWorkerAndReusesItsMeasurements) {
   EXPECT_FALSE(schedule.is_discarded()) << result.schedule_json().substr(0, 200);
   EXPECT_TRUE(schedule.is_object());
   EXPECT_GT(result.stages_profiled(), 0);
+  // Each signature the search asked for was a database hit or profiled (the
+  // job was never resumed, so nothing was asked twice across restarts).
+  EXPECT_GT(result.stages_measured(), 0);
+  EXPECT_EQ(result.stages_measured(), result.stages_profiled() + result.cache_hits());
+  EXPECT_LE(result.stages_measured(), result.unique_signatures());
+  EXPECT_EQ(events.back().job().progress().stages_measured(), result.stages_measured());
   EXPECT_GT(result.stages(), 0);
   EXPECT_GT(result.predicted_ms(), 0);
   EXPECT_EQ(result.worker(), "sim-worker-1");
@@ -186,6 +192,8 @@ TEST_F(FarmServerTest, TunesSqueezeNetWithASimWorkerAndReusesItsMeasurements) {
   const v1::JobResult again_result = GetResult(farm, again.id());
   EXPECT_EQ(again_result.stages_profiled(), 0);
   EXPECT_GT(again_result.cache_hits(), 0);
+  EXPECT_EQ(again_result.stages_measured(), again_result.cache_hits());
+  EXPECT_EQ(again_done.progress().stages_measured(), again_result.stages_measured());
 
   // The timeline: each job's phases in order, all ok; the second job never
   // builds or profiles.

@@ -54,6 +54,9 @@ struct JobRow {
   // progress
   int blocks_total = 0, blocks_done = 0;
   int64_t stages_profiled = 0, cache_hits = 0, candidates = 0, unique_signatures = 0;
+  // Stage latencies the search asked for (database hits or profiled;
+  // ios::SearchStats::stages_measured).
+  int64_t stages_measured = 0;
   std::string phase /* current phase name */;
   // Server restarts that found the job unfinished since it last stored a
   // measurement (the crash-loop guard; AddResumes).
@@ -78,6 +81,7 @@ struct ResultRow {
   double predicted_ms = 0;     // the chosen schedule's sum of stage latencies
   double search_s = 0;         // from submission to the end of the search
   int64_t stages_profiled = 0, cache_hits = 0, candidates = 0, unique_signatures = 0;
+  int64_t stages_measured = 0;  // stage latencies the search asked for (JobRow)
   int64_t stages = 0;  // of the chosen schedule
   std::string worker, backend, device_key;  // where it was measured
 };

@@ -338,6 +338,7 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const PhaseReport& result,
   row.cache_hits = cache_hits_;
   row.candidates = final_stats_.candidate_stages;
   row.unique_signatures = final_stats_.unique_signatures;
+  row.stages_measured = final_stats_.stages_measured;
   row.stages = static_cast<int64_t>(best.stages.size());
   row.worker = worker;
   row.backend = backend;
@@ -358,6 +359,7 @@ void JobRunner::FillProgress(JobRow& row) const {
   const ios::SearchStats& stats = done_ ? final_stats_ : session_->stats();
   row.candidates = stats.candidate_stages;
   row.unique_signatures = stats.unique_signatures;
+  row.stages_measured = stats.stages_measured;
 }
 
 }  // namespace iosfarm::server

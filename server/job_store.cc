@@ -14,7 +14,7 @@ constexpr const char kJobColumns[] =
     "id, model_digest, model_name, device_key, owner, retune_batch, batch, opt_r, opt_s, "
     "opt_block_size, opt_batch_size_limit, priority, state, error, submitted_unix_ms, "
     "started_unix_ms, finished_unix_ms, blocks_total, blocks_done, stages_profiled, cache_hits, "
-    "candidates, unique_signatures, phase, resumes";
+    "candidates, unique_signatures, stages_measured, phase, resumes";
 
 JobOptions OptionsFromRow(const Statement& row, int first_column) {
   JobOptions options;
@@ -34,7 +34,7 @@ StatusOr<JobRow> JobFromRow(const CachedStatement& row) {
            o.r, o.s, o.block_size, o.batch_size_limit, o.priority, state, j.error,
            j.submitted_unix_ms, j.started_unix_ms, j.finished_unix_ms, j.blocks_total,
            j.blocks_done, j.stages_profiled, j.cache_hits, j.candidates, j.unique_signatures,
-           j.phase, j.resumes);
+           j.stages_measured, j.phase, j.resumes);
   ASSIGN_OR_RETURN(j.state, JobStateFromName(state));
   return j;
 }
@@ -230,10 +230,12 @@ Status JobStore::UpdateJobProgress(const JobRow& progress) {
   ASSIGN_OR_RETURN(CachedStatement stmt,
                    session.Prepare("UPDATE jobs SET blocks_total = ?2, blocks_done = ?3, "
                                    "stages_profiled = ?4, cache_hits = ?5, candidates = ?6, "
-                                   "unique_signatures = ?7, phase = ?8 WHERE id = ?1"));
+                                   "unique_signatures = ?7, phase = ?8, stages_measured = ?9 "
+                                   "WHERE id = ?1"));
   RETURN_IF_ERROR(stmt.Bind(progress.id, progress.blocks_total, progress.blocks_done,
                             progress.stages_profiled, progress.cache_hits, progress.candidates,
-                            progress.unique_signatures, progress.phase));
+                            progress.unique_signatures, progress.phase,
+                            progress.stages_measured));
   return StepOnJob(session, stmt, progress.id);
 }
 

@@ -259,6 +259,7 @@ TEST_F(JobStoreTest, UpdateJobProgressWritesOnlyProgress) {
   progress.cache_hits = 99;
   progress.candidates = 5000;
   progress.unique_signatures = 1333;
+  progress.stages_measured = 1300;
   progress.phase = "profile";
   // Non-progress fields in the argument are ignored.
   progress.device_key = "other";
@@ -272,6 +273,7 @@ TEST_F(JobStoreTest, UpdateJobProgressWritesOnlyProgress) {
   EXPECT_EQ(job.cache_hits, 99);
   EXPECT_EQ(job.candidates, 5000);
   EXPECT_EQ(job.unique_signatures, 1333);
+  EXPECT_EQ(job.stages_measured, 1300);
   EXPECT_EQ(job.phase, "profile");
   EXPECT_EQ(job.device_key, "h100");
   EXPECT_EQ(job.batch, 2);

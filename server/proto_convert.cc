@@ -49,6 +49,7 @@ v1::Job JobToProto(const JobRow& job, double now_s) {
   p->set_cache_hits(job.cache_hits);
   p->set_candidates(job.candidates);
   p->set_unique_signatures(job.unique_signatures);
+  p->set_stages_measured(job.stages_measured);
   const double end_s = job.finished_unix_ms > 0 ? job.finished_unix_ms / 1000.0 : now_s;
   const double elapsed = job.submitted_unix_ms > 0 ? end_s - job.submitted_unix_ms / 1000.0 : 0;
   p->set_elapsed_s(elapsed);
@@ -113,6 +114,7 @@ StatusOr<v1::JobResult> ResultToProto(const ResultRow& result) {
   out.set_cache_hits(result.cache_hits);
   out.set_candidates(result.candidates);
   out.set_unique_signatures(result.unique_signatures);
+  out.set_stages_measured(result.stages_measured);
   out.set_stages(static_cast<int32_t>(result.stages));
   out.set_worker(result.worker);
   out.set_backend(result.backend);

@@ -36,6 +36,7 @@ JobRow SampleJob() {
   job.cache_hits = 7;
   job.candidates = 100;
   job.unique_signatures = 19;
+  job.stages_measured = 17;
   job.phase = "profile";
   return job;
 }
@@ -66,6 +67,7 @@ TEST(ProtoConvertTest, JobCarriesEveryFieldAndEstimatesTheRest) {
   EXPECT_EQ(p.cache_hits(), 7);
   EXPECT_EQ(p.candidates(), 100);
   EXPECT_EQ(p.unique_signatures(), 19);
+  EXPECT_EQ(p.stages_measured(), 17);
   EXPECT_DOUBLE_EQ(p.elapsed_s(), 10.0);
   EXPECT_DOUBLE_EQ(p.eta_s(), 30.0);  // 10 s per block, 3 blocks to go
 }
@@ -178,6 +180,7 @@ TEST(ProtoConvertTest, ResultFiguresFromTheTypedRow) {
   EXPECT_EQ(result->cache_hits(), 30);
   EXPECT_EQ(result->candidates(), 900);
   EXPECT_EQ(result->unique_signatures(), 150);
+  EXPECT_EQ(result->stages_measured(), 140);
   EXPECT_EQ(result->stages(), 11);
   EXPECT_EQ(result->worker(), "w1");
   EXPECT_EQ(result->backend(), "sim");

@@ -199,10 +199,21 @@ DROP TABLE results;
 ALTER TABLE results_v3 RENAME TO results;
 )sql";
 
-constexpr std::array<Migration, 3> kMigrations = {{
+// Version 4: how many stage latencies a job's search obtained from outside
+// (database hits or profiled), in its progress and its result. Jobs and
+// results of earlier versions read 0.
+constexpr const char kSchemaV4[] = R"sql(
+ALTER TABLE jobs ADD COLUMN stages_measured INTEGER NOT NULL DEFAULT 0
+  CHECK (stages_measured >= 0);
+ALTER TABLE results ADD COLUMN stages_measured INTEGER NOT NULL DEFAULT 0
+  CHECK (stages_measured >= 0);
+)sql";
+
+constexpr std::array<Migration, 4> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
+    {4, "jobs.stages_measured, results.stages_measured", kSchemaV4},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

@@ -201,6 +201,7 @@ TEST_F(StoreSchemaTest, AVersion2FileGainsTypedResultsKeepingEveryFigure) {
   EXPECT_EQ(*store->jobs->CountUnreadableResults(), 0);
   ResultRow want = FullResult(ids[0]);
   want.schedule_json = "{\"job\": 0}";
+  want.stages_measured = 0;  // a version-4 figure
   auto first = store->jobs->GetResult(ids[0]);
   ASSERT_TRUE(first.ok() && first->has_value()) << first.status();
   ExpectSameResult(**first, want);
@@ -223,6 +224,70 @@ TEST_F(StoreSchemaTest, AVersion2FileGainsTypedResultsKeepingEveryFigure) {
   EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM pragma_table_info('results') "
                            "WHERE name = 'result_json'"),
             0);
+  EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+}
+
+// A version-3 file with a finished job (its result and measurements) and a
+// running one: version 4 keeps every figure and reads stages_measured as 0.
+TEST_F(StoreSchemaTest, AVersion3FileGainsStagesMeasuredKeepingJobsAndResults) {
+  const std::string path = PathOf("v3.db");
+  int64_t done = 0, running = 0;
+  {
+    auto v3 = OpenFarmDatabase(path, Migrations().first(3));
+    ASSERT_TRUE(v3.ok()) << v3.status();
+    ASSERT_TRUE(v3->jobs->PutModel(Model("d1", "squeezenet")).ok());
+    done = *v3->jobs->CreateJob(Job("d1", "sim-test"));
+    running = *v3->jobs->CreateJob(Job("d1", "sim-test"));
+  }
+  {
+    // In SQL: this binary's JobStore writes columns a version-3 file lacks.
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec(StrCat(
+        "UPDATE jobs SET state = 'succeeded', started_unix_ms = 10, finished_unix_ms = 20, "
+        "blocks_total = 4, blocks_done = 4, stages_profiled = 120, cache_hits = 30, "
+        "candidates = 900, unique_signatures = 150, phase = 'measure' WHERE id = ", done, ";"
+        "UPDATE jobs SET state = 'running', started_unix_ms = 30, blocks_total = 6, "
+        "blocks_done = 2, stages_profiled = 7, cache_hits = 5, candidates = 80, "
+        "unique_signatures = 12, phase = 'profile' WHERE id = ", running, ";"
+        "INSERT INTO results (job_id, schedule_json, chosen, predicted_ms, search_s, "
+        "stages_profiled, cache_hits, candidates, unique_signatures, stages, worker, backend, "
+        "device_key) VALUES (", done, ", '{\"stages\": [1, 2]}', 'sequential', 0.65, 1.25, "
+        "120, 30, 900, 150, 11, 'w1', 'sim', 'sim-test');"
+        "INSERT INTO result_latencies VALUES (", done, ", 'ios', 0, 0.7, 0.69, 0.72, 0.01, 20),"
+        "(", done, ", 'sequential', 1, 0.8, 0.79, 0.83, 0.02, 21),"
+        "(", done, ", 'greedy', 2, 0.9, 0.88, 0.95, 0.03, 22);"))
+                    .ok());
+  }
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ResultRow want = FullResult(done);  // the figures written above
+  want.stages_measured = 0;
+  auto result = store->jobs->GetResult(done);
+  ASSERT_TRUE(result.ok() && result->has_value()) << result.status();
+  ExpectSameResult(**result, want);
+  const JobRow finished = **store->jobs->GetJob(done);
+  EXPECT_EQ(finished.state, JobState::kSucceeded);
+  EXPECT_EQ(finished.finished_unix_ms, 20);
+  EXPECT_EQ(finished.unique_signatures, 150);
+  EXPECT_EQ(finished.stages_measured, 0);
+  JobRow job = **store->jobs->GetJob(running);
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(job.blocks_done, 2);
+  EXPECT_EQ(job.stages_profiled, 7);
+  EXPECT_EQ(job.cache_hits, 5);
+  EXPECT_EQ(job.candidates, 80);
+  EXPECT_EQ(job.unique_signatures, 12);
+  EXPECT_EQ(job.phase, "profile");
+  EXPECT_EQ(job.stages_measured, 0);
+  // The new column is written like the others.
+  job.stages_measured = 11;
+  ASSERT_TRUE(store->jobs->UpdateJobProgress(job).ok());
+  EXPECT_EQ((*store->jobs->GetJob(running))->stages_measured, 11);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
+  auto db = SqliteDb::Open(path);
+  ASSERT_TRUE(db.ok());
   EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
 }
 
