@@ -49,12 +49,18 @@
 // their bound and the largest shortfall (lower_bound_misses,
 // largest_bound_miss_ms).
 //
-// How many stages it measures depends on how loose the group bound is: it
-// is exact where groups overlap for free (small kernels) and low where a
-// stage's kernels queue behind each other (host issue, a full device), which
-// is the case for RandWire's wide stages under sim:h100 (measured / bound
-// about 1.6): there it measures several times fewer stages than the
-// exhaustive DP, not tens of times (docs/profiling.md).
+// How many stages it measures depends on how loose the bounds are. The
+// group bound is exact where groups overlap for free (large kernels, few
+// groups) and low where a stage's kernels queue behind each other (host
+// launch issue): a stage of eight one-op groups of small kernels costs about
+// eight launches but is bounded by one. The critical-path cost to go is
+// loose for the same reason. On inception_v3 it measures about 6x fewer
+// stages than the exhaustive DP, the same latency; on RandWire's and
+// NASNet's wide blocks of small ops the open list grows to millions of
+// entries and it costs more CPU than the DP does: past
+// BoundedSearchOptions::max_open_steps it stops with a SearchBudgetError
+// and SearchSession solves that block with the exhaustive DP instead
+// (docs/profiling.md, docs/benchmarks.md).
 //
 // Batches for a farm: when the search stops at an unknown latency it also
 // looks up the latencies of the next `lookahead` entries of its open list,

@@ -298,13 +298,28 @@ class FarmClusterTest(FarmTestBase):
         self.assertEqual(schedule_stages(farm, job), expected)
 
     def test_server_killed_mid_job_resumes_without_reprofiling(self):
+        # The jobs' searches are the bounded one (the default): killed and
+        # resumed, each gives the schedule of an undisturbed run and
+        # measures nothing twice.
+        specs = [("resnet50", ()), ("squeezenet", ("--batch", "2")),
+                 ("inception_v3", ())]
+        calm = self.farm("calm-server")
+        calm.start_server()
+        calm.start_worker("c1", "sim-s", 10.0)
+        calm.wait_workers(1)
+        calm_ids = [calm.submit(m, "sim-s", *extra) for m, extra in specs]
+        calm_jobs = calm.wait_jobs(calm_ids)
+        expected = []
+        for i in calm_ids:
+            self.assertEqual(calm_jobs[i]["state"], "succeeded", calm_jobs[i])
+            expected.append(schedule_stages(calm, i))
+
         farm = self.farm("kill-server")
         farm.start_server()
         farm.start_worker("s1", "sim-s", 10.0)
         farm.start_worker("s2", "sim-s", 10.0)
         farm.wait_workers(2)
-        ids = [farm.submit("resnet50", "sim-s"), farm.submit("squeezenet", "sim-s", "--batch", "2"),
-               farm.submit("resnet50", "sim-s", "--batch", "4")]
+        ids = [farm.submit(m, "sim-s", *extra) for m, extra in specs]
         # Kill the server once something is stored but the jobs are unfinished.
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -330,6 +345,8 @@ class FarmClusterTest(FarmTestBase):
         # profiled twice, before or after the restart.
         self.assertEqual(ignored, 0)
         self.assertEqual(profiled, rows)
+        for i, stages in zip(ids, expected):
+            self.assertEqual(schedule_stages(farm, i), stages, f"job {i}")
 
     def test_crash_loop_guard_fails_a_job_killed_in_its_search_but_not_on_clean_stops(self):
         farm = self.farm("crash-loop")
