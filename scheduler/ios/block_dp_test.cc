@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "gtest/gtest.h"
+#include "scheduler/ios/block_solution_checks.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/testing_util.h"
@@ -24,13 +25,7 @@ class UnknownSource : public LatencySource {
   std::vector<Signature> seen;
 };
 
-Schedule ToSchedule(const BlockSolution& solution) {
-  Schedule schedule;
-  for (const PlannedStage& planned : solution.stages) {
-    schedule.stages.push_back({planned.stage, 0, planned.signature, planned.latency_ms});
-  }
-  return schedule;
-}
+using testing::ToSchedule;
 
 // The DP over a whole random graph (one block) equals the exhaustive
 // optimum, for several r/s bounds and with the bounds lifted (r = s = n:
@@ -40,49 +35,21 @@ Schedule ToSchedule(const BlockSolution& solution) {
 TEST(BlockDpTest, EqualsExhaustiveSearchOnRandomGraphs) {
   int compared = 0;
   int merge_stages_chosen = 0;
-  for (uint64_t seed = 1; seed <= 300; ++seed) {
-    const int n = 2 + static_cast<int>(seed % 11);  // 2..12 ops
-    const graph::Graph graph = testing::RandomDag(seed * 7919, n);
-    const OpDag dag = *BuildOpDag(graph);
-    const BlockGraph block = *BlockGraph::Build(graph, dag.order);
-    const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-    std::vector<std::pair<int, int>> bounds = {{1, 1}, {1, 3}, {2, 2}, {3, 8}, {n, n}};
-    if (seed % 3 != 0) bounds.resize(seed % 2 == 0 ? 5 : 3);
-    for (auto [r, s] : bounds) {
-      for (bool merge : {true, false}) {
-        if (!merge && r != 3) continue;
-        SCOPED_TRACE(::testing::Message() << "seed " << seed << " n " << n << " r " << r << " s "
-                                        << s << " merge " << merge);
-        DpOptions options;
-        options.bounds = {r, s};
-        options.enable_merge = merge;
-        FnSource source(oracle);
-        auto solution = SolveBlock(block, options, source);
-        ASSERT_TRUE(solution.ok()) << solution.status();
-        ASSERT_TRUE(solution->complete);
-        auto exhaustive = testing::ExhaustiveOptimum(graph, r, s, merge, oracle);
-        ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
-        EXPECT_NEAR(solution->latency_ms, *exhaustive, 1e-9);
-        const Schedule schedule = ToSchedule(*solution);
-        EXPECT_TRUE(ValidateSchedule(graph, schedule).ok()) << ValidateSchedule(graph, schedule);
-        double sum = 0;
-        for (const PlannedStage& planned : solution->stages) {
-          sum += planned.latency_ms;
-          EXPECT_LE(static_cast<int>(planned.stage.groups.size()), s);
-          for (const auto& group : planned.stage.groups) {
-            EXPECT_LE(static_cast<int>(group.size()), r);
-          }
-          if (!merge) {
-            EXPECT_EQ(planned.stage.strategy, Strategy::kConcurrent);
-          }
-          merge_stages_chosen += planned.stage.strategy == Strategy::kMerge ? 1 : 0;
-          EXPECT_NEAR(*oracle(planned.stage), planned.latency_ms, 1e-12);
-        }
-        EXPECT_NEAR(sum, solution->latency_ms, 1e-9);
-        ++compared;
-      }
-    }
-  }
+  testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+    SCOPED_TRACE(c.Describe());
+    const StageLatencyFn oracle = testing::RandomOracle(*c.graph, c.seed);
+    FnSource source(oracle);
+    auto solution = SolveBlock(*c.block, c.options, source);
+    ASSERT_TRUE(solution.ok()) << solution.status();
+    ASSERT_TRUE(solution->complete);
+    auto exhaustive =
+        testing::ExhaustiveOptimum(*c.graph, c.options.bounds.max_group_ops,
+                                   c.options.bounds.max_groups, c.options.enable_merge, oracle);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    EXPECT_NEAR(solution->latency_ms, *exhaustive, 1e-9);
+    merge_stages_chosen += testing::ExpectWellFormed(*c.graph, *solution, c.options, oracle);
+    ++compared;
+  });
   EXPECT_GT(compared, 1000);
   EXPECT_GT(merge_stages_chosen, 20);  // merges are exercised, not just legal
 }

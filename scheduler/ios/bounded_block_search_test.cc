@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "gtest/gtest.h"
+#include "scheduler/ios/block_solution_checks.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_options.h"
@@ -15,13 +16,7 @@ namespace {
 
 using testing::FnSource;
 
-Schedule ToSchedule(const BlockSolution& solution) {
-  Schedule schedule;
-  for (const PlannedStage& planned : solution.stages) {
-    schedule.stages.push_back({planned.stage, 0, planned.signature, planned.latency_ms});
-  }
-  return schedule;
-}
+using testing::ToSchedule;
 
 StatusOr<BlockSolution> SolveBounded(const BlockGraph& block, const DpOptions& dp,
                                      LatencySource& source, DpStats* stats = nullptr) {
@@ -56,53 +51,28 @@ class PendingSource : public LatencySource {
 TEST(BoundedBlockSearchTest, EqualsExhaustiveAndBruteForceWhereTheAssumptionHolds) {
   int compared = 0;
   int64_t bounded_measured = 0, exhaustive_measured = 0;
-  for (uint64_t seed = 1; seed <= 300; ++seed) {
-    const int n = 2 + static_cast<int>(seed % 11);  // 2..12 ops
-    const graph::Graph graph = testing::RandomDag(seed * 7919, n);
-    const OpDag dag = *BuildOpDag(graph);
-    const BlockGraph block = *BlockGraph::Build(graph, dag.order);
-    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
-    std::vector<std::pair<int, int>> bounds = {{1, 1}, {1, 3}, {2, 2}, {3, 8}, {n, n}};
-    if (seed % 3 != 0) bounds.resize(seed % 2 == 0 ? 5 : 3);
-    for (auto [r, s] : bounds) {
-      for (bool merge : {true, false}) {
-        if (!merge && r != 3) continue;
-        SCOPED_TRACE(::testing::Message() << "seed " << seed << " n " << n << " r " << r << " s "
-                                        << s << " merge " << merge);
-        DpOptions options;
-        options.bounds = {r, s};
-        options.enable_merge = merge;
-        FnSource exhaustive_source(oracle), bounded_source(oracle);
-        auto exhaustive = SolveBlock(block, options, exhaustive_source);
-        ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
-        DpStats stats;
-        auto bounded = SolveBounded(block, options, bounded_source, &stats);
-        ASSERT_TRUE(bounded.ok()) << bounded.status();
-        auto brute = testing::ExhaustiveOptimum(graph, r, s, merge, oracle);
-        ASSERT_TRUE(brute.ok()) << brute.status();
-        EXPECT_NEAR(bounded->latency_ms, exhaustive->latency_ms, 1e-9);
-        EXPECT_NEAR(bounded->latency_ms, *brute, 1e-9);
-        EXPECT_EQ(stats.lower_bound_misses, 0);
-        EXPECT_LE(bounded_source.measured(), exhaustive_source.measured());
-        bounded_measured += bounded_source.measured();
-        exhaustive_measured += exhaustive_source.measured();
-        const Schedule schedule = ToSchedule(*bounded);
-        EXPECT_TRUE(ValidateSchedule(graph, schedule).ok()) << ValidateSchedule(graph, schedule);
-        double sum = 0;
-        for (const PlannedStage& planned : bounded->stages) {
-          sum += planned.latency_ms;
-          EXPECT_LE(static_cast<int>(planned.stage.groups.size()), s);
-          for (const auto& group : planned.stage.groups) {
-            EXPECT_LE(static_cast<int>(group.size()), r);
-          }
-          if (!merge) EXPECT_EQ(planned.stage.strategy, Strategy::kConcurrent);
-          EXPECT_NEAR(*oracle(planned.stage), planned.latency_ms, 1e-12);
-        }
-        EXPECT_NEAR(sum, bounded->latency_ms, 1e-9);
-        ++compared;
-      }
-    }
-  }
+  testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+    SCOPED_TRACE(c.Describe());
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(*c.graph, c.seed);
+    FnSource exhaustive_source(oracle), bounded_source(oracle);
+    auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    DpStats stats;
+    auto bounded = SolveBounded(*c.block, c.options, bounded_source, &stats);
+    ASSERT_TRUE(bounded.ok()) << bounded.status();
+    auto brute =
+        testing::ExhaustiveOptimum(*c.graph, c.options.bounds.max_group_ops,
+                                   c.options.bounds.max_groups, c.options.enable_merge, oracle);
+    ASSERT_TRUE(brute.ok()) << brute.status();
+    EXPECT_NEAR(bounded->latency_ms, exhaustive->latency_ms, 1e-9);
+    EXPECT_NEAR(bounded->latency_ms, *brute, 1e-9);
+    EXPECT_EQ(stats.lower_bound_misses, 0);
+    EXPECT_LE(bounded_source.measured(), exhaustive_source.measured());
+    bounded_measured += bounded_source.measured();
+    exhaustive_measured += exhaustive_source.measured();
+    testing::ExpectWellFormed(*c.graph, *bounded, c.options, oracle);
+    ++compared;
+  });
   EXPECT_GT(compared, 1000);
   // Small graphs have few stages to skip, but some.
   EXPECT_LT(bounded_measured, exhaustive_measured);

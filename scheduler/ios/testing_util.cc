@@ -145,6 +145,35 @@ std::optional<double> FnSource::Lookup(Signature signature, absl::FunctionRef<St
   return *latency;
 }
 
+std::string RandomBlockCase::Describe() const {
+  return StrCat("seed ", seed, " n ", n, " r ", options.bounds.max_group_ops, " s ",
+                options.bounds.max_groups, " merge ", options.enable_merge);
+}
+
+void ForEachRandomBlockCase(const std::function<void(const RandomBlockCase&)>& fn) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const int n = 2 + static_cast<int>(seed % 11);
+    const graph::Graph graph = RandomDag(seed * 7919, n);
+    const OpDag dag = *BuildOpDag(graph);
+    const BlockGraph block = *BlockGraph::Build(graph, dag.order);
+    std::vector<std::pair<int, int>> bounds = {{1, 1}, {1, 3}, {2, 2}, {3, 8}, {n, n}};
+    if (seed % 3 != 0) bounds.resize(seed % 2 == 0 ? 5 : 3);
+    for (auto [r, s] : bounds) {
+      for (bool merge : {true, false}) {
+        if (!merge && r != 3) continue;
+        RandomBlockCase c;
+        c.seed = seed;
+        c.n = n;
+        c.graph = &graph;
+        c.block = &block;
+        c.options.bounds = {r, s};
+        c.options.enable_merge = merge;
+        fn(c);
+      }
+    }
+  }
+}
+
 StatusOr<double> ExhaustiveOptimum(const graph::Graph& graph, int max_group_ops,
                                    int max_groups, bool enable_merge,
                                    const StageLatencyFn& oracle) {

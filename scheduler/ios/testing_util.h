@@ -4,6 +4,8 @@
 #define IOSFARM_SCHEDULER_IOS_TESTING_UTIL_H_
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "graph/graph.h"
 #include "absl/container/flat_hash_map.h"
 #include "scheduler/ios/block_dp.h"
+#include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/latency_oracle.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/stage.h"
@@ -56,6 +59,21 @@ class FnSource : public LatencySource {
   Status status_;
   int64_t measured_ = 0;
 };
+
+// One case of the random-block sweep the DP and bounded-search tests share:
+// a random DAG of n ops (2..12) as one block, with pruning bounds and merge.
+struct RandomBlockCase {
+  uint64_t seed = 0;
+  int n = 0;
+  const graph::Graph* graph = nullptr;
+  const BlockGraph* block = nullptr;
+  DpOptions options;  // bounds and enable_merge
+  std::string Describe() const;
+};
+
+// Calls `fn` for every case of the sweep: 300 seeds, each with up to five
+// (r, s) bounds (1x1, 1x3, 2x2, 3x8, nxn), merge on, and off at r=3.
+void ForEachRandomBlockCase(const std::function<void(const RandomBlockCase&)>& fn);
 
 // The cheapest schedule cost over *all* schedules of the graph whose stages
 // have at most `max_groups` groups (connected components) of at most
