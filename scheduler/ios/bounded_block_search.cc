@@ -18,6 +18,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Endings a state first puts on the open list (then as many again as are
 // on it, each time its kMoreEndings entry comes up).
 constexpr int32_t kFirstSlice = 4;
+// Stages of at most this many groups look up every measured sub-stage for a
+// tighter bound (2^k probes); wider ones only those of all but one group.
+constexpr int kMaxSubsetGroups = 8;
 
 template <int W>
 class Search final : public BoundedBlockSearch {
@@ -355,7 +358,7 @@ class Search final : public BoundedBlockSearch {
   }
 
   // The largest concurrent latency known in this block of a stage made of
-  // all but one of `stage`'s groups (a lower bound of its concurrent latency
+  // some of `stage`'s groups (of all but one where it has many) (a lower bound of its concurrent latency
   // when adding a group never makes a stage faster), or 0. A mergeable stage
   // gets 0: the assumption bounds a merged conv by its slowest conv only, so
   // its cost (the cheaper strategy) keeps the group bound.
@@ -365,9 +368,34 @@ class Search final : public BoundedBlockSearch {
     if (groups.size() < 3) return 0;  // pairs: their groups' bound already
     if (options_.dp.enable_merge && stages_.IsMergeable(stage)) return 0;
     double bound = 0;
-    for (const OpBits<W>& group : groups) {
-      const OpBits<W> rest = stage.Minus(group);
-      if (const double* known = evaluated_.Find(rest, rest.Hash())) bound = std::max(bound, *known);
+    const int k = static_cast<int>(groups.size());
+    if (k > kMaxSubsetGroups) {  // all but one group only
+      for (const OpBits<W>& group : groups) {
+        const OpBits<W> rest = stage.Minus(group);
+        if (const double* known = evaluated_.Find(rest, rest.Hash())) {
+          bound = std::max(bound, *known);
+        }
+      }
+      return bound;
+    }
+    // Every proper subset of two or more groups (Gray-code order: one group
+    // in or out per step).
+    OpBits<W> subset;
+    int count = 0;
+    for (uint32_t i = 1; i < (1u << k) - 1; ++i) {
+      const int flip = __builtin_ctz(i);
+      const bool in = ((i ^ (i >> 1)) >> flip) & 1;
+      if (in) {
+        subset |= groups[flip];
+        ++count;
+      } else {
+        subset = subset.Minus(groups[flip]);
+        --count;
+      }
+      if (count < 2) continue;
+      if (const double* known = evaluated_.Find(subset, subset.Hash())) {
+        bound = std::max(bound, *known);
+      }
     }
     return bound;
   }
