@@ -81,7 +81,7 @@ struct SearchOptions {
   // Bounded search: open-list steps one block may take before the
   // exhaustive DP solves that block instead (where the bounds are too loose
   // to save CPU; the DP measures every candidate stage of it). 0: never.
-  int64_t bounded_steps_per_block = 2'000'000;
+  int64_t bounded_steps_per_block = 500'000;
   // Work and memory bounds (the largest zoo block at r=3, s=8 needs 0.15 M
   // states per pass, well inside the defaults).
   SearchBudget budget;
