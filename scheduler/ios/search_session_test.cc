@@ -62,6 +62,12 @@ struct Mode {
 };
 constexpr Mode kModes[] = {{true, 0}, {false, 0}, {false, 16}};
 
+SearchOptions ForMode(SearchOptions options, const Mode& mode) {
+  options.exhaustive = mode.exhaustive;
+  options.lookahead = mode.lookahead;
+  return options;
+}
+
 std::string ModeName(const Mode& mode) {
   return mode.exhaustive ? "exhaustive" : StrCat("bounded, lookahead ", mode.lookahead);
 }
@@ -83,8 +89,7 @@ TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
       SearchOptions options;
       options.max_block_ops = 5;  // several blocks, size cuts and windows
       options.boundary_window_ops = 6;
-      options.exhaustive = mode.exhaustive;
-      options.lookahead = mode.lookahead;
+      options = ForMode(options, mode);
       auto direct = RunSearch(graph, options, oracle);
       ASSERT_TRUE(direct.ok()) << direct.status();
       if (mode.exhaustive) {
@@ -114,9 +119,7 @@ TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
       SCOPED_TRACE(StrCat(ModeName(mode), ", seed ", seed));
       const graph::Graph graph = testing::RandomDag(seed, 14);
       const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-      SearchOptions options = SmallBlocks();
-      options.exhaustive = mode.exhaustive;
-      options.lookahead = mode.lookahead;
+      SearchOptions options = ForMode(SmallBlocks(), mode);
       auto direct = RunSearch(graph, options, oracle);
       ASSERT_TRUE(direct.ok()) << direct.status();
       auto session = SearchSession::Create(graph, options);
@@ -160,9 +163,7 @@ TEST(SearchSessionTest, ForgettingSolvedLatenciesKeepsTheSearchTheSame) {
       SCOPED_TRACE(StrCat(ModeName(mode), ", seed ", seed));
       const graph::Graph graph = testing::RandomDag(seed, 14);
       const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-      SearchOptions options = SmallBlocks();
-      options.exhaustive = mode.exhaustive;
-      options.lookahead = mode.lookahead;
+      SearchOptions options = ForMode(SmallBlocks(), mode);
       auto direct = RunSearch(graph, options, oracle);
       ASSERT_TRUE(direct.ok()) << direct.status();
       options.budget.latency_cache_bytes = 1;
