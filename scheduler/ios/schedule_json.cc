@@ -182,9 +182,21 @@ StatusOr<ParsedSchedule> ScheduleFromJson(const nlohmann::json& j, const graph::
   ASSIGN_OR_RETURN(m.batch, IntField(*model, "batch", "schedule.model"));
   const std::string digest = ModelDigest(graph);
   if (m.model_digest != digest) {
-    return absl::FailedPreconditionError(
-        StrCat("schedule was made for model digest ", m.model_digest, ", this graph is ", digest,
-               " (another model, batch size or version)"));
+    // Say what differs in words first; the digests tell versions apart.
+    const int64_t batch = GraphBatch(graph);
+    std::string what;
+    if (m.model_name != graph.name()) {
+      what = StrCat("schedule is for ", m.model_name, ", batch ", m.batch, "; this model is ",
+                    graph.name(), ", batch ", batch);
+    } else if (m.batch != batch) {
+      what = StrCat("schedule is for ", m.model_name, ", batch ", m.batch, "; this is batch ",
+                    batch);
+    } else {
+      what = StrCat("schedule is for another version of ", m.model_name, ", batch ", m.batch,
+                    " (other weights, shapes or operators)");
+    }
+    return absl::FailedPreconditionError(StrCat(what, ": schedule model digest ", m.model_digest,
+                                                ", this graph's ", digest));
   }
   ASSIGN_OR_RETURN(m.device_key, StringField(j, "device_key", top));
   ASSIGN_OR_RETURN(const json* search, Field(j, "search", top));

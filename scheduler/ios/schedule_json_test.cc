@@ -146,7 +146,23 @@ TEST(ScheduleJsonTest, RejectsBrokenSchedules) {
   ExpectRejected(f, [](json& d) { d["version"] = 99; }, Code::kInvalidArgument, "version 99");
   ExpectRejected(f, [](json& d) { d["format"] = "other"; }, Code::kInvalidArgument, "format");
   ExpectRejected(f, [](json& d) { d["model"]["digest"] = "sha256:00"; },
-                 Code::kFailedPrecondition, "digest");
+                 Code::kFailedPrecondition,
+                 "schedule is for another version of inception_v3, batch 1");
+  // Another model or batch is said in words.
+  ExpectRejected(
+      f,
+      [](json& d) {
+        d["model"]["digest"] = "sha256:00";
+        d["model"]["name"] = "squeezenet";
+      },
+      Code::kFailedPrecondition, "schedule is for squeezenet, batch 1; this model is inception_v3");
+  ExpectRejected(
+      f,
+      [](json& d) {
+        d["model"]["digest"] = "sha256:00";
+        d["model"]["batch"] = 8;
+      },
+      Code::kFailedPrecondition, "schedule is for inception_v3, batch 8; this is batch 1");
   ExpectRejected(f, [](json& d) { d["model"].erase("batch"); }, Code::kInvalidArgument,
                  "missing field 'batch'");
   ExpectRejected(f, [](json& d) { d["blocks"][0]["stages"][0]["groups"][0][0] = "nope"; },
