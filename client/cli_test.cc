@@ -120,6 +120,30 @@ TEST(CliTest, SearchLabelsPredictedFiguresAndShowsProgressOnStderr) {
   EXPECT_GT(j["latency_ms"]["ios"].get<double>(), 0);
 }
 
+TEST(CliTest, RunTimesExactlyTheIterationsAskedFor) {
+  Result r = RunIosfarm({"run", "squeezenet", "--backend", "sim", "--iterations", "5", "--warmup",
+                         "0", "--format", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["latency_ms"]["repeats"], 5);
+  EXPECT_EQ(RunIosfarm({"run", "squeezenet", "--backend", "sim", "--iterations", "0"}).code,
+            kExitUsage);
+}
+
+TEST(CliTest, RunNamesTheModelAndBatchAScheduleWasMadeFor) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "iosfarm_cli_test_squeezenet.json").string();
+  ASSERT_EQ(RunIosfarm({"search", "squeezenet", "--backend", "sim", "-o", path}).code, kExitOk);
+  Result other = RunIosfarm({"run", "resnet50", "--backend", "sim", "--schedule", path});
+  EXPECT_EQ(other.code, kExitFailure);
+  EXPECT_THAT(other.err,
+              HasSubstr("schedule is for squeezenet, batch 1; this model is resnet50, batch 1"));
+  Result batch = RunIosfarm({"run", "squeezenet", "--batch", "4", "--backend", "sim",
+                             "--schedule", path});
+  EXPECT_EQ(batch.code, kExitFailure);
+  EXPECT_THAT(batch.err, HasSubstr("schedule is for squeezenet, batch 1; this is batch 4"));
+  std::remove(path.c_str());
+}
+
 TEST(CliTest, UnknownCommandSuggestsTheNearestOne) {
   Result r = RunIosfarm({"stauts", "7"});
   EXPECT_EQ(r.code, kExitUsage);

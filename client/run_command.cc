@@ -1,6 +1,8 @@
 // `iosfarm run MODEL --backend cuda|cpu|sim [--schedule FILE | --sequential |
-//  --greedy] [--batch N] [--verify] [--cuda-graph] [--format text|json]`:
-// executes a schedule end to end and prints latency statistics. --verify also
+//  --greedy] [--batch N] [--iterations N] [--warmup N] [--verify] [--cuda-graph]
+//  [--format text|json]`: executes a schedule end to end and prints latency
+// statistics (--iterations: exactly N timed runs, after --warmup untimed
+// ones; by default the profiler's adaptive count, docs/profiling.md). --verify also
 // runs the sequential schedule on the same input and compares the outputs
 // (relative tolerance 1e-3), failing on a mismatch.
 #include <fstream>
@@ -33,6 +35,8 @@ struct RunCommandOptions {
   bool cuda_graph = false;
   std::string format = "text";
   int threads = 0;
+  std::optional<int> iterations;
+  std::optional<int> warmup;
 };
 
 constexpr double kVerifyTolerance = 1e-3;
@@ -74,6 +78,12 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
   std::string kind;
   ASSIGN_OR_RETURN(scheduler::ios::Schedule schedule, ChooseSchedule(o, model.graph, kind));
   worker::RunOptions run;
+  if (o.iterations) {
+    run.profile.min_repeats = *o.iterations;
+    run.profile.max_repeats = *o.iterations;
+    run.profile.max_seconds = 1e9;  // exactly N, however long they take
+  }
+  if (o.warmup) run.profile.warmup = *o.warmup;
   run.cuda_graph = o.cuda_graph;
   run.return_outputs = o.verify;
   ASSIGN_OR_RETURN(worker::RunResult result, backend->RunSchedule(model.graph, schedule, run));
@@ -144,6 +154,11 @@ void AddRunCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--threads", o->threads, "cpu backend: threads (0 = all)")
       ->check(CLI::Range(0, 1024));
+  cmd->add_option("--iterations", o->iterations,
+                  "Exactly N timed runs (default: until the median is stable)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--warmup", o->warmup, "Untimed runs before timing (default 3)")
+      ->check(CLI::Range(0, 1000000));
   cmd->callback([&context, o] { context.result = RunRunCommand(*o, context); });
 }
 
