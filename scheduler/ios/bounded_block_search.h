@@ -3,7 +3,8 @@
 //
 // The exhaustive DP (block_dp.h) needs the latency of every candidate stage
 // of every reachable state: millions of GPU measurements for RandWire or
-// NASNet. This search finds the same optimum from far fewer. It is A* over
+// NASNet. This search finds the same optimum from fewer where its bounds
+// are tight (see "How many stages it measures" below). It is A* over
 // the DP's state graph (a state is the set of ops still to schedule, an edge
 // removes one ending as the last stage, the goal is the empty set) with two
 // kinds of lower bounds and lazy edge evaluation:
@@ -11,8 +12,10 @@
 //  * Group bounds. Every group a stage can have (a connected, convex set of
 //    at most r ops) is measured first, as a one-group stage: a few hundred
 //    per block, one wide batch. The lower bound of a candidate stage is its
-//    slowest group alone; once a stage made of all but one of its groups
-//    has been measured in the block, that latency raises the bound.
+//    slowest group alone; once a stage made of some of its groups (two or
+//    more; of all but one where it has more than eight) has been measured
+//    in the block, that concurrent latency raises the bound (not for a
+//    mergeable stage, whose merge is bounded by its slowest conv only).
 //  * A critical-path bound for the cost to go: each op weighs the least
 //    per-op latency of any group that holds it (latency / ops), and h(S) is
 //    the heaviest dependency path inside S. It is consistent: a path's ops
