@@ -106,6 +106,7 @@ class Search final : public BoundedBlockSearch {
   DpStats stats() const override {
     DpStats stats = stats_;
     stats.states = static_cast<int64_t>(closed_.size());
+    stats.distinct_stages += stats.bound_groups;  // the groups are looked up too
     return stats;
   }
 

@@ -128,7 +128,8 @@ class BoundedBlockSearch {
   // Valid once solved(): complete, with the block's stages and latency.
   // stats: states = states expanded, transitions = endings enumerated,
   // distinct_stages / merge_stages = candidate stages whose latency was
-  // looked up, plus the bound misses.
+  // looked up (the groups measured for the bounds included), plus the bound
+  // misses.
   virtual const BlockSolution& solution() const = 0;
   // So far (the solution's once solved).
   virtual DpStats stats() const = 0;
