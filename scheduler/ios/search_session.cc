@@ -250,13 +250,13 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   }
   const int64_t transitions_before = state.bounded->stats().transitions;
   const Status advanced = state.bounded->Advance(source);
+  stats_.total_transitions += state.bounded->stats().transitions - transitions_before;
   if (!advanced.ok() && IsSearchBudgetError(advanced)) {
     if (total_binds && absl::StrContains(advanced.message(), "transitions")) {
       return OverBudget(b, advanced, total_binds, /*can_split=*/true);
     }
     // Too loose bounds (or too large a block) for the bounded search: the
     // exhaustive DP solves the block, splitting it over its own budget.
-    stats_.total_transitions += state.bounded->stats().transitions - transitions_before;
     state.bounded.reset();
     state.exhaustive = true;
     ++stats_.exhaustive_blocks;
@@ -266,7 +266,6 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   RETURN_IF_ERROR(source.status());
   RETURN_IF_ERROR(CheckSignatureBudget());
   ++stats_.dp_passes;
-  stats_.total_transitions += state.bounded->stats().transitions - transitions_before;
   if (state.bounded->solved()) {
     state.solution = state.bounded->solution();
     state.bounded.reset();
