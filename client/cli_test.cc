@@ -1,6 +1,7 @@
 #include "client/cli.h"
 #include "client/cli_testing.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,9 +12,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "graph/npy.h"
+
 namespace iosfarm::client {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -127,6 +131,65 @@ TEST(CliTest, RunTimesExactlyTheIterationsAskedFor) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["latency_ms"]["repeats"], 5);
   EXPECT_EQ(RunIosfarm({"run", "squeezenet", "--backend", "sim", "--iterations", "0"}).code,
             kExitUsage);
+}
+
+TEST(CliTest, RunReadsNpyInputsAndWritesNpyOutputs) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "iosfarm_cli_test_npy";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  graph::Tensor image{{1, 3, 224, 224}, std::vector<float>(3 * 224 * 224)};
+  for (size_t i = 0; i < image.data.size(); ++i) image.data[i] = std::sin(0.01f * i);
+  ASSERT_TRUE(graph::WriteNpy((dir / "image.npy").string(), image).ok());
+  for (float& x : image.data) x = -x;
+  ASSERT_TRUE(graph::WriteNpy((dir / "negated.npy").string(), image).ok());
+
+  const auto run = [&](const std::string& input, const std::string& out) {
+    return RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--threads", "2", "--iterations",
+                       "1", "--warmup", "0", "--input", "input=" + (dir / input).string(),
+                       "--output", (dir / out).string()});
+  };
+  Result first = run("image.npy", "a");
+  ASSERT_EQ(first.code, kExitOk) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("inputs    from --input files"));
+  EXPECT_THAT(first.out, HasSubstr("outputs   1 written to"));
+  ASSERT_EQ(run("image.npy", "b").code, kExitOk);
+  ASSERT_EQ(run("negated.npy", "c").code, kExitOk);
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "a")) {
+    files.push_back(entry.path().filename());
+  }
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].extension(), ".npy");
+  auto a = graph::ReadNpy((dir / "a" / files[0]).string());
+  auto b = graph::ReadNpy((dir / "b" / files[0]).string());
+  auto c = graph::ReadNpy((dir / "c" / files[0]).string());
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status() << b.status() << c.status();
+  EXPECT_THAT(a->shape, ElementsAre(1, 1000));
+  EXPECT_EQ(a->data, b->data);  // the same input, the same output
+  EXPECT_NE(a->data, c->data);  // the input file is what ran
+
+  Result unknown = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--input",
+                               "mask=" + (dir / "image.npy").string()});
+  EXPECT_EQ(unknown.code, kExitFailure);
+  EXPECT_THAT(unknown.err, HasSubstr("the model has no input 'mask'; its inputs: 'input' "
+                                     "[1,3,224,224]"));
+  ASSERT_TRUE(graph::WriteNpy((dir / "small.npy").string(),
+                              graph::Tensor{{1, 3, 32, 32}, std::vector<float>(3 * 32 * 32)})
+                  .ok());
+  Result shape = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--input",
+                             "input=" + (dir / "small.npy").string()});
+  EXPECT_EQ(shape.code, kExitFailure);
+  EXPECT_THAT(shape.err,
+              HasSubstr("input 'input' has shape [1,3,32,32], the model wants [1,3,224,224]"));
+  Result malformed = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--input", "image"});
+  EXPECT_EQ(malformed.code, kExitFailure);
+  EXPECT_THAT(malformed.err, HasSubstr("--input 'image': expected NAME=FILE.npy"));
+  Result missing = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--input",
+                               "input=" + (dir / "absent.npy").string()});
+  EXPECT_EQ(missing.code, kExitFailure);
+  EXPECT_THAT(missing.err, HasSubstr("absent.npy"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliTest, RunNamesTheModelAndBatchAScheduleWasMadeFor) {

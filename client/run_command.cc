@@ -1,13 +1,17 @@
 // `iosfarm run MODEL --backend cuda|cpu|sim [--schedule FILE | --sequential |
-//  --greedy] [--batch N] [--iterations N] [--warmup N] [--verify] [--cuda-graph]
-//  [--format text|json]`: executes a schedule end to end and prints latency
-// statistics (--iterations: exactly N timed runs, after --warmup untimed
-// ones; by default the profiler's adaptive count, docs/profiling.md). --verify also
-// runs the sequential schedule on the same input and compares the outputs
-// (relative tolerance 1e-3), failing on a mismatch.
-#include <fstream>
+//  --greedy] [--batch N] [--input NAME=FILE.npy ...] [--output DIR]
+//  [--iterations N] [--warmup N] [--verify] [--cuda-graph] [--format text|json]`:
+// executes a schedule end to end and prints latency statistics (--iterations:
+// exactly N timed runs, after --warmup untimed ones; by default the
+// profiler's adaptive count, docs/profiling.md). Inputs are deterministic
+// random values unless --input gives every graph input a .npy file; --output
+// writes each graph output to DIR/<output name>.npy. --verify also runs the
+// sequential schedule on the same input and compares the outputs (relative
+// tolerance 1e-3), failing on a mismatch.
+#include <cctype>
+#include <filesystem>
 #include <optional>
-#include <sstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +19,7 @@
 #include "client/job_format.h"
 #include "common/strings.h"
 #include "graph/model_loader.h"
+#include "graph/npy.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
 #include "worker/backends/backend_factory.h"
@@ -37,6 +42,8 @@ struct RunCommandOptions {
   int threads = 0;
   std::optional<int> iterations;
   std::optional<int> warmup;
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+  std::string output_dir;
 };
 
 constexpr double kVerifyTolerance = 1e-3;
@@ -45,20 +52,10 @@ StatusOr<scheduler::ios::Schedule> ChooseSchedule(const RunCommandOptions& o,
                                                   const graph::Graph& graph,
                                                   std::string& kind) {
   if (!o.schedule_path.empty()) {
-    std::ifstream file(o.schedule_path);
-    if (!file) {
-      return absl::NotFoundError(StrCat("cannot read schedule file '", o.schedule_path, "'"));
-    }
-    std::stringstream text;
-    text << file.rdbuf();
-    auto parsed = scheduler::ios::ParseScheduleJson(text.str(), graph);
-    if (!parsed.ok()) {
-      return absl::Status(parsed.status().code(),
-                          StrCat("schedule file '", o.schedule_path, "': ",
-                                 parsed.status().message()));
-    }
-    kind = parsed->metadata.kind;
-    return std::move(parsed->schedule);
+    ASSIGN_OR_RETURN(scheduler::ios::ParsedSchedule parsed,
+                     scheduler::ios::ReadScheduleFile(o.schedule_path, graph));
+    kind = parsed.metadata.kind;
+    return std::move(parsed.schedule);
   }
   if (o.greedy) {
     kind = "greedy";
@@ -66,6 +63,79 @@ StatusOr<scheduler::ios::Schedule> ChooseSchedule(const RunCommandOptions& o,
   }
   kind = "sequential";
   return scheduler::ios::SequentialSchedule(graph);
+}
+
+// The graph inputs from `--input NAME=FILE.npy` arguments, in graph order;
+// empty when none is given. Each graph input needs one; names and shapes are
+// checked (CheckGraphInputs names the input whose shape differs).
+StatusOr<std::vector<graph::Tensor>> ReadInputs(const std::vector<std::string>& arguments,
+                                                const graph::Graph& graph) {
+  if (arguments.empty()) return std::vector<graph::Tensor>{};
+  std::vector<std::optional<graph::Tensor>> by_input(graph.inputs().size());
+  std::string names;
+  for (graph::ValueId v : graph.inputs()) {
+    names += StrCat(names.empty() ? "" : ", ", "'", graph.value(v).name, "' ",
+                    graph::ShapeToString(graph.value(v).shape));
+  }
+  for (const std::string& argument : arguments) {
+    const size_t equals = argument.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == argument.size()) {
+      return absl::InvalidArgumentError(
+          StrCat("--input '", argument, "': expected NAME=FILE.npy (inputs: ", names, ")"));
+    }
+    const std::string name = argument.substr(0, equals);
+    size_t index = 0;
+    while (index < by_input.size() && graph.value(graph.inputs()[index]).name != name) ++index;
+    if (index == by_input.size()) {
+      return absl::InvalidArgumentError(
+          StrCat("--input: the model has no input '", name, "'; its inputs: ", names));
+    }
+    if (by_input[index].has_value()) {
+      return absl::InvalidArgumentError(StrCat("--input: input '", name, "' given twice"));
+    }
+    ASSIGN_OR_RETURN(by_input[index], graph::ReadNpy(argument.substr(equals + 1)));
+  }
+  std::vector<graph::Tensor> inputs;
+  for (size_t i = 0; i < by_input.size(); ++i) {
+    const graph::Value& value = graph.value(graph.inputs()[i]);
+    if (!by_input[i].has_value()) {
+      return absl::InvalidArgumentError(StrCat("--input: input '", value.name, "' ",
+                                               graph::ShapeToString(value.shape),
+                                               " has no file; give every input or none"));
+    }
+    inputs.push_back(*std::move(by_input[i]));
+  }
+  RETURN_IF_ERROR(worker::CheckGraphInputs(graph, inputs));
+  return inputs;
+}
+
+// "logits" -> "logits.npy"; characters a file name should not hold become '_'.
+std::string OutputFileName(const std::string& name, size_t index) {
+  std::string file = name.empty() ? StrCat("output", index) : name;
+  for (char& c : file) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  return file + ".npy";
+}
+
+StatusOr<std::vector<std::string>> WriteOutputs(const std::string& dir, const graph::Graph& graph,
+                                                const std::vector<graph::Tensor>& outputs) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::UnavailableError(
+        StrCat("--output: cannot create directory '", dir, "': ", error.message()));
+  }
+  std::vector<std::string> written;
+  std::set<std::string> used;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string file = OutputFileName(graph.value(graph.outputs()[i]).name, i);
+    if (!used.insert(file).second) file = OutputFileName(StrCat("output", i), i);  // a clash
+    const std::string path = (std::filesystem::path(dir) / file).string();
+    RETURN_IF_ERROR(graph::WriteNpy(path, outputs[i]));
+    written.push_back(path);
+  }
+  return written;
 }
 
 Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
@@ -85,7 +155,8 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
   }
   if (o.warmup) run.profile.warmup = *o.warmup;
   run.cuda_graph = o.cuda_graph;
-  run.return_outputs = o.verify;
+  run.return_outputs = o.verify || !o.output_dir.empty();
+  ASSIGN_OR_RETURN(run.inputs, ReadInputs(o.inputs, model.graph));
   ASSIGN_OR_RETURN(worker::RunResult result, backend->RunSchedule(model.graph, schedule, run));
 
   std::string verified = "not requested";
@@ -94,6 +165,7 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
                      scheduler::ios::SequentialSchedule(model.graph));
     worker::RunOptions reference_run;
     reference_run.return_outputs = true;
+    reference_run.inputs = run.inputs;
     reference_run.profile.warmup = 0;
     reference_run.profile.min_repeats = 1;
     reference_run.profile.max_repeats = 1;
@@ -104,6 +176,12 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
         StrCat(kind, " schedule output vs sequential")));
     verified = StrCat("outputs match the sequential schedule (rtol ", kVerifyTolerance, ")");
   }
+
+  std::vector<std::string> written;
+  if (!o.output_dir.empty()) {
+    ASSIGN_OR_RETURN(written, WriteOutputs(o.output_dir, model.graph, result.outputs));
+  }
+  const std::string input_kind = run.inputs.empty() ? "random (seeded)" : "from --input files";
 
   const auto& l = result.latency;
   if (o.format == "json") {
@@ -118,6 +196,8 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
     j["latency_ms"] = {{"median", l.median_ms}, {"p10", l.p10_ms}, {"p90", l.p90_ms},
                        {"cv", l.cv}, {"repeats", l.repeats}};
     j["verified"] = o.verify;
+    j["inputs"] = run.inputs.empty() ? "random" : "files";
+    j["outputs"] = written;
     context.out << j.dump(2) << "\n";
   } else {
     context.out << "model     " << model.graph.name() << "\n"
@@ -127,7 +207,15 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
                 << (o.cuda_graph ? ", one CUDA graph" : "") << "\n"
                 << StrCat("latency   median ", l.median_ms, " ms, p10 ", l.p10_ms, " ms, p90 ",
                           l.p90_ms, " ms, cv ", l.cv, ", ", l.repeats, " runs\n")
+                << "inputs    " << input_kind << "\n"
                 << "verify    " << verified << "\n";
+    if (!written.empty()) {
+      context.out << "outputs   " << written.size() << " written to " << o.output_dir << ":";
+      for (const std::string& path : written) {
+        context.out << " " << std::filesystem::path(path).filename().string();
+      }
+      context.out << "\n";
+    }
   }
   context.err << NoisyRunWarning(kind, l.cv);
   return absl::OkStatus();
@@ -148,6 +236,10 @@ void AddRunCommand(CLI::App& app, CommandContext& context) {
   file->excludes(seq)->excludes(greedy);
   seq->excludes(greedy);
   cmd->add_option("--s", o->s, "Greedy: most groups per stage")->check(CLI::Range(1, 64));
+  cmd->add_option("--input", o->inputs,
+                  "NAME=FILE.npy: a graph input's values (repeat for each input; default: "
+                  "seeded random values)");
+  cmd->add_option("--output", o->output_dir, "Write each graph output to DIR/<name>.npy");
   cmd->add_flag("--verify", o->verify,
                 "Compare outputs with the sequential schedule on the same input");
   cmd->add_flag("--cuda-graph", o->cuda_graph, "cuda: capture the schedule as one CUDA graph");

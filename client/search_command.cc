@@ -4,7 +4,6 @@
 // runs the IOS search in-process, measuring stages on the backend (progress
 // on stderr), and prints the predicted sequential, greedy and IOS latencies
 // with the search statistics.
-#include <fstream>
 #include <optional>
 
 #include "client/command.h"
@@ -65,12 +64,8 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   const scheduler::ios::ScheduleMetadata metadata =
       scheduler::ios::MakeScheduleMetadata(model.graph, o.backend, "ios", &options);
   if (!o.output.empty()) {
-    std::ofstream file(o.output);
-    file << scheduler::ios::ScheduleToJson(model.graph, report.ios.schedule, metadata).dump(2)
-         << "\n";
-    if (!file.good()) {
-      return absl::UnavailableError(StrCat("cannot write schedule file '", o.output, "'"));
-    }
+    RETURN_IF_ERROR(
+        scheduler::ios::WriteScheduleFile(o.output, model.graph, report.ios.schedule, metadata));
   }
   if (o.format == "json") {
     context.out << SearchSummaryJson(model.graph, report, metadata).dump(2) << "\n";

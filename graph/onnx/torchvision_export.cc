@@ -51,23 +51,30 @@ class FileLock {
   int fd_;
 };
 
-}  // namespace
-
-StatusOr<std::string> ExportTorchvisionModel(const std::string& model,
-                                             const std::vector<std::string>& export_together) {
-  const std::string dir = ModelDir();
-  const std::string path = dir + "/" + model + ".onnx";
-  if (std::filesystem::exists(path)) return path;
+// Runs the exporter into `dir` (with `flags`) unless `model`'s `files`
+// (suffixes of <dir>/<model>) all exist; returns <dir>/<model>.
+StatusOr<std::string> Export(const std::string& dir, const std::string& flags,
+                             const std::string& model,
+                             const std::vector<std::string>& export_together,
+                             const std::vector<std::string>& files) {
+  const std::string stem = dir + "/" + model;
+  const auto exported = [&] {
+    for (const std::string& suffix : files) {
+      if (!std::filesystem::exists(stem + suffix)) return false;
+    }
+    return true;
+  };
+  if (exported()) return stem;
   const std::string python = "/usr/bin/python3";
   if (!std::filesystem::exists(python)) {
     return absl::FailedPreconditionError(StrCat("python3 is not installed (", python, ")"));
   }
   std::filesystem::create_directories(dir);
   FileLock lock(dir + "/.export.lock");
-  if (std::filesystem::exists(path)) return path;  // exported while we waited
+  if (exported()) return stem;  // exported while we waited
   const std::string script = SourceDir() + "/tests/onnx/export_torchvision.py";
   const std::string log = dir + "/export.log";
-  std::string command = python + " '" + script + "' '" + dir + "' --opset 13 " + model;
+  std::string command = python + " '" + script + "' '" + dir + "' --opset 13 " + flags + model;
   for (const std::string& other : export_together) {
     if (other != model) command += " " + other;
   }
@@ -80,11 +87,27 @@ StatusOr<std::string> ExportTorchvisionModel(const std::string& model,
     return absl::FailedPreconditionError(
         StrCat("cannot export torchvision models: ", output.str()));
   }
-  if (status != 0 || !std::filesystem::exists(path)) {
+  if (status != 0 || !exported()) {
     return absl::InternalError(
         StrCat("export of ", model, " failed (status ", status, "): ", output.str()));
   }
-  return path;
+  return stem;
+}
+
+}  // namespace
+
+StatusOr<std::string> ExportTorchvisionModel(const std::string& model,
+                                             const std::vector<std::string>& export_together) {
+  ASSIGN_OR_RETURN(std::string stem, Export(ModelDir(), "", model, export_together, {".onnx"}));
+  return stem + ".onnx";
+}
+
+StatusOr<TorchReference> ExportTorchvisionReference(
+    const std::string& model, const std::vector<std::string>& export_together) {
+  ASSIGN_OR_RETURN(std::string stem,
+                   Export(ModelDir() + "/reference", "--reference ", model, export_together,
+                          {".onnx", ".input.npy", ".output.npy"}));
+  return TorchReference{stem + ".onnx", stem + ".input.npy", stem + ".output.npy"};
 }
 
 }  // namespace iosfarm::graph::onnx_import::testing

@@ -22,6 +22,18 @@ namespace iosfarm::graph::onnx_import::testing {
 StatusOr<std::string> ExportTorchvisionModel(const std::string& model,
                                              const std::vector<std::string>& export_together);
 
+// A torchvision model for numerical truth tests, in <build dir>/onnx_models/
+// reference: its ONNX export (weights drawn from seed 0 whatever is exported
+// with it), a seeded random input and PyTorch's own output on it (float32
+// .npy files). Exported like ExportTorchvisionModel when a file is missing.
+struct TorchReference {
+  std::string onnx;
+  std::string input;   // .npy
+  std::string output;  // .npy, what torch's forward computes
+};
+StatusOr<TorchReference> ExportTorchvisionReference(
+    const std::string& model, const std::vector<std::string>& export_together);
+
 }  // namespace iosfarm::graph::onnx_import::testing
 
 #endif  // IOSFARM_GRAPH_ONNX_TORCHVISION_EXPORT_H_

@@ -1,6 +1,11 @@
 #include "scheduler/ios/schedule_json.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <unordered_map>
 
 #include "common/strings.h"
@@ -317,6 +322,38 @@ StatusOr<ParsedSchedule> ParseScheduleJson(std::string_view text, const graph::G
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError("schedule: not valid JSON");
   return ScheduleFromJson(j, graph);
+}
+
+StatusOr<ParsedSchedule> ReadScheduleFile(const std::string& path, const graph::Graph& graph) {
+  std::ifstream file(path);
+  if (!file) return absl::NotFoundError(StrCat("cannot read schedule file '", path, "'"));
+  std::stringstream text;
+  text << file.rdbuf();
+  auto parsed = ParseScheduleJson(text.str(), graph);
+  if (!parsed.ok()) {
+    return absl::Status(parsed.status().code(),
+                        StrCat("schedule file '", path, "': ", parsed.status().message()));
+  }
+  return parsed;
+}
+
+Status WriteScheduleFile(const std::string& path, const graph::Graph& graph,
+                         const Schedule& schedule, const ScheduleMetadata& metadata) {
+  const std::string temporary = StrCat(path, ".", getpid(), ".tmp");
+  {
+    std::ofstream file(temporary, std::ios::trunc);
+    file << ScheduleToJson(graph, schedule, metadata).dump(2) << "\n";
+    file.close();
+    if (!file.good()) {
+      std::remove(temporary.c_str());
+      return absl::UnavailableError(StrCat("cannot write schedule file '", path, "'"));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return absl::UnavailableError(StrCat("cannot write schedule file '", path, "'"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace iosfarm::scheduler::ios

@@ -66,6 +66,15 @@ StatusOr<ParsedSchedule> ScheduleFromJson(const nlohmann::json& json, const grap
 // Parses text, then ScheduleFromJson.
 StatusOr<ParsedSchedule> ParseScheduleJson(std::string_view text, const graph::Graph& graph);
 
+// Reads the file, then ParseScheduleJson; errors start with "schedule file
+// '<path>': " (NotFound when it cannot be read).
+StatusOr<ParsedSchedule> ReadScheduleFile(const std::string& path, const graph::Graph& graph);
+
+// Writes ScheduleToJson(...) to `path` atomically (a temporary file renamed
+// over it). Unavailable "cannot write schedule file '<path>'" on failure.
+Status WriteScheduleFile(const std::string& path, const graph::Graph& graph,
+                         const Schedule& schedule, const ScheduleMetadata& metadata);
+
 }  // namespace iosfarm::scheduler::ios
 
 #endif  // IOSFARM_SCHEDULER_IOS_SCHEDULE_JSON_H_

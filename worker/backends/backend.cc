@@ -7,6 +7,58 @@
 
 namespace iosfarm::worker {
 
+namespace {
+
+// "input 'data'" or "output 'prob'" (the value's name, else its id).
+std::string ValueLabel(const graph::Graph& graph, const char* kind, graph::ValueId v) {
+  const std::string& name = graph.value(v).name;
+  return name.empty() ? StrCat(kind, " ", v) : StrCat(kind, " '", name, "'");
+}
+
+template <typename Buffers>
+Status CheckBuffers(const graph::Graph& graph, const char* kind,
+                    const std::vector<graph::ValueId>& values, const Buffers& buffers) {
+  if (buffers.size() != values.size()) {
+    return absl::InvalidArgumentError(StrCat("the model '", graph.name(), "' has ", values.size(),
+                                             " ", kind, "s, got ", buffers.size()));
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    const graph::Shape& shape = graph.value(values[i]).shape;
+    if (static_cast<int64_t>(buffers[i].size()) != graph::NumElements(shape)) {
+      return absl::InvalidArgumentError(
+          StrCat(ValueLabel(graph, kind, values[i]), " has ", buffers[i].size(),
+                 " values, its shape ", graph::ShapeToString(shape), " holds ",
+                 graph::NumElements(shape)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Status CheckGraphInputs(const graph::Graph& graph, const std::vector<graph::Tensor>& inputs) {
+  if (inputs.size() != graph.inputs().size()) {
+    return absl::InvalidArgumentError(StrCat("the model '", graph.name(), "' has ",
+                                             graph.inputs().size(), " inputs, got ",
+                                             inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const graph::ValueId v = graph.inputs()[i];
+    const graph::Shape& want = graph.value(v).shape;
+    if (inputs[i].shape != want) {
+      return absl::InvalidArgumentError(StrCat(ValueLabel(graph, "input", v), " has shape ",
+                                               graph::ShapeToString(inputs[i].shape),
+                                               ", the model wants ", graph::ShapeToString(want)));
+    }
+    if (inputs[i].num_elements() != static_cast<int64_t>(inputs[i].data.size())) {
+      return absl::InvalidArgumentError(StrCat(ValueLabel(graph, "input", v), " of shape ",
+                                               graph::ShapeToString(want), " has ",
+                                               inputs[i].data.size(), " values"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 StatusOr<std::vector<std::unique_ptr<StagePlan>>> Backend::Build(
     const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
   RETURN_IF_ERROR(scheduler::ios::ValidateStages(graph, stages));
@@ -36,8 +88,50 @@ StatusOr<RunResult> Backend::RunSchedule(const graph::Graph& graph,
   RETURN_IF_ERROR(ValidateProfileOptions(options.profile));
   RETURN_IF_ERROR(CheckSupported(graph));
   RETURN_IF_ERROR(scheduler::ios::ValidateSchedule(graph, schedule));
+  if (!options.inputs.empty()) RETURN_IF_ERROR(CheckGraphInputs(graph, options.inputs));
   absl::MutexLock lock(&device_mu_);
   return DoRunSchedule(graph, schedule, options);
+}
+
+StatusOr<std::unique_ptr<PreparedSchedule>> Backend::Prepare(
+    const graph::Graph& graph, const scheduler::ios::Schedule& schedule,
+    const PrepareOptions& options) {
+  RETURN_IF_ERROR(CheckSupported(graph));
+  RETURN_IF_ERROR(scheduler::ios::ValidateSchedule(graph, schedule));
+  absl::MutexLock lock(&device_mu_);
+  ASSIGN_OR_RETURN(std::unique_ptr<PreparedSchedule> prepared,
+                   DoPrepare(graph, schedule, options));
+  prepared->owner_ = this;
+  prepared->graph_ = &graph;
+  return prepared;
+}
+
+Status Backend::RunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
+                            const OutputBuffers& outputs) {
+  if (prepared.owner() != this) {
+    const std::string backend = name();
+    return absl::InvalidArgumentError(StrCat(
+        backend, " RunPrepared: the schedule was not prepared by this ", backend,
+        " backend instance"));
+  }
+  const graph::Graph& graph = prepared.graph();
+  RETURN_IF_ERROR(CheckBuffers(graph, "input", graph.inputs(), inputs));
+  RETURN_IF_ERROR(CheckBuffers(graph, "output", graph.outputs(), outputs));
+  absl::MutexLock lock(&device_mu_);
+  return DoRunPrepared(prepared, inputs, outputs);
+}
+
+StatusOr<std::unique_ptr<PreparedSchedule>> Backend::DoPrepare(const graph::Graph&,
+                                                               const scheduler::ios::Schedule&,
+                                                               const PrepareOptions&) {
+  return absl::UnimplementedError(StrCat("the ", name(),
+                                         " backend computes no tensor values: running a model "
+                                         "on real inputs needs the cpu or cuda backend"));
+}
+
+Status Backend::DoRunPrepared(PreparedSchedule&, const InputBuffers&, const OutputBuffers&) {
+  return absl::UnimplementedError(
+      StrCat("the ", name(), " backend cannot run a prepared schedule"));
 }
 
 }  // namespace iosfarm::worker

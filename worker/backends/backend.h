@@ -23,8 +23,13 @@
 //    built by this <name> backend instance" otherwise), then DoProfile runs
 //    with the device lock held. Nothing reaches DoProfile when a check fails.
 //  - RunSchedule: ValidateProfileOptions(options.profile), CheckSupported,
-//    scheduler::ios::ValidateSchedule, then DoRunSchedule with the device
-//    lock held.
+//    scheduler::ios::ValidateSchedule, CheckGraphInputs(options.inputs) when
+//    given, then DoRunSchedule with the device lock held.
+//  - Prepare: CheckSupported, ValidateSchedule, then DoPrepare with the
+//    device lock held; the result is stamped with this backend and the graph.
+//  - RunPrepared: the prepared schedule must be this instance's, inputs and
+//    outputs must match the graph's values in number and size, then
+//    DoRunPrepared runs with the device lock held.
 // The device lock (device_mu_) is the only lock the base takes; state an
 // implementation touches only from DoProfile / DoRunSchedule is
 // ABSL_GUARDED_BY(device_mu_).
@@ -37,6 +42,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,13 +100,48 @@ struct RunOptions {
   ProfileOptions profile;
   bool return_outputs = false;  // fill RunResult::outputs
   bool cuda_graph = false;      // cuda only: capture the schedule as one CUDA graph
-  uint64_t input_seed = 1;      // graph inputs are deterministic random values
+  // The graph inputs, in graph order, each of its value's shape; empty:
+  // deterministic random values drawn from `input_seed`.
+  std::vector<graph::Tensor> inputs;
+  uint64_t input_seed = 1;
 };
 
 struct RunResult {
   LatencyStats latency;
   std::vector<graph::Tensor> outputs;  // graph outputs in order, if requested
 };
+
+// A schedule made ready to run many times on real inputs (the runtime's
+// Session): weights written, memory planned, stage programs compiled and, on
+// cuda with PrepareOptions::cuda_graph, captured, once, by Backend::Prepare.
+// Opaque; owned by the caller; valid only with the backend that made it and
+// only while that backend and the graph live.
+class PreparedSchedule {
+ public:
+  virtual ~PreparedSchedule() = default;
+
+  const Backend* owner() const { return owner_; }
+  const graph::Graph& graph() const { return *graph_; }
+
+ private:
+  friend class Backend;
+  const Backend* owner_ = nullptr;
+  const graph::Graph* graph_ = nullptr;
+};
+
+struct PrepareOptions {
+  bool cuda_graph = false;  // cuda only: capture the schedule as one CUDA graph
+};
+
+// Graph inputs (read) or outputs (written) as plain row-major fp32 host
+// memory, in graph order; each span holds exactly its value's element count.
+using InputBuffers = std::vector<std::span<const float>>;
+using OutputBuffers = std::vector<std::span<float>>;
+
+// OK when `inputs` are as many as the graph's inputs and each has its
+// value's shape; otherwise InvalidArgument naming the input ("input 'x' has
+// shape [1,3,32,32], the model wants [1,3,224,224]").
+Status CheckGraphInputs(const graph::Graph& graph, const std::vector<graph::Tensor>& inputs);
 
 class Backend {
  public:
@@ -137,6 +178,22 @@ class Backend {
                                   const scheduler::ios::Schedule& schedule,
                                   const RunOptions& options);
 
+  // Makes `schedule` ready for RunPrepared. CheckSupported's error for an
+  // unsupported op, InvalidArgument for a schedule ValidateSchedule refuses,
+  // Unimplemented on a backend that computes no values (sim); otherwise
+  // DoPrepare's errors. Serialised with Profile.
+  StatusOr<std::unique_ptr<PreparedSchedule>> Prepare(const graph::Graph& graph,
+                                                      const scheduler::ios::Schedule& schedule,
+                                                      const PrepareOptions& options);
+
+  // Runs a prepared schedule once: reads `inputs`, writes every graph output
+  // into `outputs`. InvalidArgument for a schedule another instance prepared
+  // or buffers that do not match the graph (naming the input or output);
+  // otherwise DoRunPrepared's errors. Serialised with Profile and
+  // RunSchedule: one prepared run at a time per backend.
+  Status RunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
+                     const OutputBuffers& outputs);
+
  protected:
   // Build without the checks: stages are valid. Must return plans of its own
   // making (fresh objects); Build sets their owner. May run concurrently with
@@ -155,6 +212,18 @@ class Backend {
                                             const scheduler::ios::Schedule& schedule,
                                             const RunOptions& options)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_) = 0;
+
+  // Prepare without the checks. The default answers Unimplemented: a backend
+  // that computes values (cpu, cuda) overrides it and DoRunPrepared.
+  virtual StatusOr<std::unique_ptr<PreparedSchedule>> DoPrepare(
+      const graph::Graph& graph, const scheduler::ios::Schedule& schedule,
+      const PrepareOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+
+  // RunPrepared without the checks: `prepared` came from this instance's
+  // DoPrepare and the buffers match its graph.
+  virtual Status DoRunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
+                               const OutputBuffers& outputs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
 
   // A plan handed to DoProfile as the type the implementation's DoBuild made
   // (safe there: Profile has checked that this instance built it).

@@ -29,6 +29,20 @@ class CpuStagePlan final : public StagePlan {
   std::unique_ptr<StageProgram> program;
 };
 
+}  // namespace
+
+// A whole schedule compiled against one value store, memory planned.
+class CpuPreparedSchedule final : public PreparedSchedule {
+ public:
+  CpuPreparedSchedule(dnnl::engine engine, ActivationLayout layout)
+      : values(std::move(engine), layout) {}
+
+  ValueStore values;
+  std::vector<std::unique_ptr<StageProgram>> programs;
+};
+
+namespace {
+
 // Values the stage reads that none of its ops produce.
 std::vector<graph::ValueId> ExternalInputs(const graph::Graph& graph,
                                            const scheduler::ios::Stage& stage) {
@@ -177,71 +191,110 @@ StatusOr<std::vector<LatencyStats>> CpuBackend::DoProfile(
   return results;
 }
 
+StatusOr<std::unique_ptr<CpuPreparedSchedule>> CpuBackend::Compile(
+    const graph::Graph& graph, const scheduler::ios::Schedule& schedule) {
+  auto prepared = std::make_unique<CpuPreparedSchedule>(engine_, layout_);
+  ValueStore& values = prepared->values;
+  // Graph inputs are written before each run: they get their buffers before
+  // any is released.
+  for (graph::ValueId v : graph.inputs()) values.Get(v, graph.value(v).shape);
+  CompileContext ctx(graph, values, stream_);
+  // Memory planning: a value's buffer is reused once the last stage that
+  // touches it has run (stages run in order; within a stage nothing is
+  // released). Graph inputs, outputs and constants keep theirs.
+  std::vector<bool> pinned(static_cast<size_t>(graph.num_values()), false);
+  for (graph::ValueId v : graph.inputs()) pinned[v] = true;
+  for (graph::ValueId v : graph.outputs()) pinned[v] = true;
+  const std::vector<int> last_use = LastUse(graph, schedule);
+  std::vector<std::vector<graph::ValueId>> dies_after(schedule.stages.size());
+  for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
+    const graph::NodeId producer = graph.value(v).producer;
+    const bool constant =
+        producer != graph::kNoNode && graph.node(producer).type == graph::OpType::kConstant;
+    if (last_use[v] >= 0 && !pinned[v] && !constant) dies_after[last_use[v]].push_back(v);
+  }
+  // Constants are written now, at compile time: give them their buffers
+  // before any is released, so that no value live earlier at run time
+  // shares (and overwrites) one.
+  for (const graph::Node& node : graph.nodes()) {
+    if (node.type == graph::OpType::kConstant) {
+      for (graph::ValueId v : node.outputs) RETURN_IF_ERROR(ctx.Value(v).status());
+    }
+  }
+  for (size_t s = 0; s < schedule.stages.size(); ++s) {
+    auto program = StageProgram::Compile(ctx, schedule.stages[s].stage, threads_);
+    if (!program.ok()) {
+      return Status(program.status().code(),
+                    StrCat("stage ", s, ": ", ToStd(program.status().message())));
+    }
+    prepared->programs.push_back(std::move(*program));
+    for (graph::ValueId v : dies_after[s]) values.Release(v);
+  }
+  // Outputs that no stage computes (graph inputs, constants) need memory.
+  for (graph::ValueId v : graph.outputs()) RETURN_IF_ERROR(ctx.Value(v).status());
+  spdlog::debug("cpu backend: schedule of {} stages on '{}' uses {:.1f} MB of activations",
+                schedule.stages.size(), graph.name(), static_cast<double>(values.bytes()) / 1e6);
+  return prepared;
+}
+
+Status CpuBackend::RunPrograms(const CpuPreparedSchedule& prepared) {
+  for (const auto& program : prepared.programs) RETURN_IF_ERROR(program->Run(pool_, stream_));
+  return absl::OkStatus();
+}
+
 StatusOr<RunResult> CpuBackend::DoRunSchedule(const graph::Graph& graph,
                                               const scheduler::ios::Schedule& schedule,
                                               const RunOptions& options) {
   return CatchDnnl([&]() -> StatusOr<RunResult> {
-    ValueStore values(engine_, layout_);
-    const std::vector<graph::Tensor> inputs = MakeGraphInputs(graph, options.input_seed);
+    ASSIGN_OR_RETURN(std::unique_ptr<CpuPreparedSchedule> prepared, Compile(graph, schedule));
+    const std::vector<graph::Tensor> inputs =
+        options.inputs.empty() ? MakeGraphInputs(graph, options.input_seed) : options.inputs;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      RETURN_IF_ERROR(values.Write(graph.inputs()[i], inputs[i], stream_));
+      RETURN_IF_ERROR(prepared->values.Write(graph.inputs()[i], inputs[i], stream_));
     }
-    CompileContext ctx(graph, values, stream_);
-    // Memory planning: a value's buffer is reused once the last stage that
-    // touches it has run (stages run in order; within a stage nothing is
-    // released). Graph inputs, outputs and constants keep theirs.
-    std::vector<bool> pinned(static_cast<size_t>(graph.num_values()), false);
-    for (graph::ValueId v : graph.inputs()) pinned[v] = true;
-    for (graph::ValueId v : graph.outputs()) pinned[v] = true;
-    const std::vector<int> last_use = LastUse(graph, schedule);
-    std::vector<std::vector<graph::ValueId>> dies_after(schedule.stages.size());
-    for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
-      const graph::NodeId producer = graph.value(v).producer;
-      const bool constant =
-          producer != graph::kNoNode && graph.node(producer).type == graph::OpType::kConstant;
-      if (last_use[v] >= 0 && !pinned[v] && !constant) dies_after[last_use[v]].push_back(v);
-    }
-    // Constants are written now, at compile time: give them their buffers
-    // before any is released, so that no value live earlier at run time
-    // shares (and overwrites) one.
-    for (const graph::Node& node : graph.nodes()) {
-      if (node.type == graph::OpType::kConstant) {
-        for (graph::ValueId v : node.outputs) RETURN_IF_ERROR(ctx.Value(v).status());
-      }
-    }
-    std::vector<std::unique_ptr<StageProgram>> programs;
-    for (size_t s = 0; s < schedule.stages.size(); ++s) {
-      auto program = StageProgram::Compile(ctx, schedule.stages[s].stage, threads_);
-      if (!program.ok()) {
-        return Status(program.status().code(),
-                      StrCat("stage ", s, ": ", ToStd(program.status().message())));
-      }
-      programs.push_back(std::move(*program));
-      for (graph::ValueId v : dies_after[s]) values.Release(v);
-    }
-    // Outputs that no stage computes (graph inputs, constants) need memory.
-    for (graph::ValueId v : graph.outputs()) RETURN_IF_ERROR(ctx.Value(v).status());
-    spdlog::debug("cpu backend: schedule of {} stages on '{}' uses {:.1f} MB of activations",
-                  schedule.stages.size(), graph.name(), static_cast<double>(values.bytes()) / 1e6);
-
     RunResult result;
-    ASSIGN_OR_RETURN(result.latency,
-                     MeasureLatency(
-                         [&]() -> StatusOr<double> {
-                           const auto start = std::chrono::steady_clock::now();
-                           for (const auto& program : programs) {
-                             RETURN_IF_ERROR(program->Run(pool_, stream_));
-                           }
-                           return ElapsedMs(start);
-                         },
-                         options.profile));
+    ASSIGN_OR_RETURN(result.latency, MeasureLatency(
+                                         [&]() -> StatusOr<double> {
+                                           const auto start = std::chrono::steady_clock::now();
+                                           RETURN_IF_ERROR(RunPrograms(*prepared));
+                                           return ElapsedMs(start);
+                                         },
+                                         options.profile));
     if (options.return_outputs) {
       for (graph::ValueId v : graph.outputs()) {
-        ASSIGN_OR_RETURN(graph::Tensor t, values.Read(v, graph.value(v).shape, stream_));
+        ASSIGN_OR_RETURN(graph::Tensor t,
+                         prepared->values.Read(v, graph.value(v).shape, stream_));
         result.outputs.push_back(std::move(t));
       }
     }
     return result;
+  });
+}
+
+StatusOr<std::unique_ptr<PreparedSchedule>> CpuBackend::DoPrepare(
+    const graph::Graph& graph, const scheduler::ios::Schedule& schedule,
+    const PrepareOptions& /*options: cuda only*/) {
+  return CatchDnnl([&]() -> StatusOr<std::unique_ptr<PreparedSchedule>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<CpuPreparedSchedule> prepared, Compile(graph, schedule));
+    return std::unique_ptr<PreparedSchedule>(std::move(prepared));
+  });
+}
+
+Status CpuBackend::DoRunPrepared(PreparedSchedule& base, const InputBuffers& inputs,
+                                 const OutputBuffers& outputs) {
+  auto& prepared = static_cast<CpuPreparedSchedule&>(base);
+  const graph::Graph& graph = prepared.graph();
+  return CatchDnnl([&]() -> Status {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const graph::ValueId v = graph.inputs()[i];
+      RETURN_IF_ERROR(prepared.values.Write(v, graph.value(v).shape, inputs[i], stream_));
+    }
+    RETURN_IF_ERROR(RunPrograms(prepared));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const graph::ValueId v = graph.outputs()[i];
+      RETURN_IF_ERROR(prepared.values.ReadInto(v, graph.value(v).shape, outputs[i], stream_));
+    }
+    return absl::OkStatus();
   });
 }
 

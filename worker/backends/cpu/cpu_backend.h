@@ -46,6 +46,8 @@ struct CpuBackendOptions {
 // The op types the cpu backend implements (all of the IR today).
 OpTypeSet CpuSupportedOps();
 
+class CpuPreparedSchedule;
+
 class CpuBackend final : public Backend {
  public:
   // Internal when oneDNN cannot create a CPU engine; InvalidArgument for a
@@ -80,6 +82,21 @@ class CpuBackend final : public Backend {
   StatusOr<RunResult> DoRunSchedule(const graph::Graph& graph,
                                     const scheduler::ios::Schedule& schedule,
                                     const RunOptions& options) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+  StatusOr<std::unique_ptr<PreparedSchedule>> DoPrepare(
+      const graph::Graph& graph, const scheduler::ios::Schedule& schedule,
+      const PrepareOptions& options) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+  Status DoRunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
+                       const OutputBuffers& outputs) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+
+  // The whole schedule compiled against one value store (memory planned);
+  // graph inputs have buffers, their data is written by the caller.
+  StatusOr<std::unique_ptr<CpuPreparedSchedule>> Compile(const graph::Graph& graph,
+                                                          const scheduler::ios::Schedule& schedule)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+  // One run of every stage program, in order.
+  Status RunPrograms(const CpuPreparedSchedule& prepared)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
 
   const dnnl::engine engine_;

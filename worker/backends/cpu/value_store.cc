@@ -52,13 +52,17 @@ void ValueStore::Release(graph::ValueId value) {
 
 Status ValueStore::Write(graph::ValueId value, const graph::Tensor& tensor,
                          dnnl::stream& stream) {
-  if (static_cast<int64_t>(tensor.data.size()) != tensor.num_elements()) {
-    return absl::InvalidArgumentError(StrCat("tensor of shape ", graph::ShapeToString(tensor.shape),
-                                             " has ", tensor.data.size(), " values"));
+  return Write(value, tensor.shape, tensor.data, stream);
+}
+
+Status ValueStore::Write(graph::ValueId value, const graph::Shape& shape,
+                         std::span<const float> data, dnnl::stream& stream) {
+  if (static_cast<int64_t>(data.size()) != graph::NumElements(shape)) {
+    return absl::InvalidArgumentError(StrCat("tensor of shape ", graph::ShapeToString(shape),
+                                             " has ", data.size(), " values"));
   }
-  dnnl::memory target = Get(value, tensor.shape);
-  dnnl::memory source(PlainDesc(tensor.shape), engine_,
-                      const_cast<float*>(tensor.data.data()));
+  dnnl::memory target = Get(value, shape);
+  dnnl::memory source(PlainDesc(shape), engine_, const_cast<float*>(data.data()));
   dnnl::reorder(source, target).execute(stream, source, target);
   stream.wait();
   return absl::OkStatus();
@@ -66,18 +70,28 @@ Status ValueStore::Write(graph::ValueId value, const graph::Tensor& tensor,
 
 StatusOr<graph::Tensor> ValueStore::Read(graph::ValueId value, const graph::Shape& shape,
                                          dnnl::stream& stream) const {
+  graph::Tensor tensor;
+  tensor.shape = shape;
+  tensor.data.resize(static_cast<size_t>(graph::NumElements(shape)));
+  RETURN_IF_ERROR(ReadInto(value, shape, tensor.data, stream));
+  return tensor;
+}
+
+Status ValueStore::ReadInto(graph::ValueId value, const graph::Shape& shape,
+                            std::span<float> out, dnnl::stream& stream) const {
   auto it = memories_.find(value);
   if (it == memories_.end()) {
     return absl::FailedPreconditionError(StrCat("value ", value, " has no memory"));
   }
-  graph::Tensor tensor;
-  tensor.shape = shape;
-  tensor.data.resize(static_cast<size_t>(graph::NumElements(shape)));
-  dnnl::memory target(PlainDesc(shape), engine_, tensor.data.data());
+  if (static_cast<int64_t>(out.size()) != graph::NumElements(shape)) {
+    return absl::InvalidArgumentError(StrCat("buffer of ", out.size(), " values for shape ",
+                                             graph::ShapeToString(shape)));
+  }
+  dnnl::memory target(PlainDesc(shape), engine_, out.data());
   dnnl::memory source = it->second;
   dnnl::reorder(source, target).execute(stream, source, target);
   stream.wait();
-  return tensor;
+  return absl::OkStatus();
 }
 
 }  // namespace iosfarm::worker::cpu

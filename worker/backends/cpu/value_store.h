@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -55,11 +56,17 @@ class ValueStore {
   // Writes the plain tensor `tensor` into `value`'s memory (allocating it).
   // InvalidArgument when the data size does not match the shape.
   Status Write(graph::ValueId value, const graph::Tensor& tensor, dnnl::stream& stream);
+  // The same from plain row-major memory holding `value`'s `shape`.
+  Status Write(graph::ValueId value, const graph::Shape& shape, std::span<const float> data,
+               dnnl::stream& stream);
 
   // Reads `value` back as a plain tensor of `shape`. FailedPrecondition when
   // the value has no memory.
   StatusOr<graph::Tensor> Read(graph::ValueId value, const graph::Shape& shape,
                                dnnl::stream& stream) const;
+  // The same into plain row-major memory of NumElements(shape) values.
+  Status ReadInto(graph::ValueId value, const graph::Shape& shape, std::span<float> out,
+                  dnnl::stream& stream) const;
 
   // Bytes of all buffers allocated (what planning saves shows here).
   size_t bytes() const { return bytes_; }

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <optional>
+
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
 #include "worker/backends/cuda/cuda_graph_runner.h"
@@ -26,6 +28,21 @@ class CudaStagePlan final : public StagePlan {
   const ExecutionPlan plan;
   const std::string label;
 };
+
+}  // namespace
+
+// A whole schedule instantiated on the device, optionally captured as one
+// CUDA graph. Members are destroyed graph first, then program, then plan.
+class CudaPreparedSchedule final : public PreparedSchedule {
+ public:
+  explicit CudaPreparedSchedule(ExecutionPlan plan) : plan(std::move(plan)) {}
+
+  const ExecutionPlan plan;
+  std::unique_ptr<DeviceProgram> program;  // over `plan`
+  std::optional<CudaGraphRunner> graph_runner;
+};
+
+namespace {
 
 Status Prefixed(const Status& status, std::string_view prefix) {
   return Status(status.code(), StrCat(prefix, ": ", ToStd(status.message())));
@@ -105,24 +122,31 @@ StatusOr<std::vector<LatencyStats>> CudaBackend::DoProfile(
   return results;
 }
 
-StatusOr<RunResult> CudaBackend::DoRunSchedule(const graph::Graph& graph,
-                                               const scheduler::ios::Schedule& schedule,
-                                               const RunOptions& options) {
+StatusOr<std::unique_ptr<CudaPreparedSchedule>> CudaBackend::Instantiate(
+    const graph::Graph& graph, const scheduler::ios::Schedule& schedule) {
   std::vector<const scheduler::ios::Stage*> stages;
   for (const auto& scheduled : schedule.stages) stages.push_back(&scheduled.stage);
   PlanOptions plan_options;
   plan_options.external = ExternalValues::kGraphInputs;
   plan_options.keep_graph_outputs = true;
   ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph, stages, plan_options));
-  const std::vector<graph::Tensor> inputs = MakeGraphInputs(graph, options.input_seed);
-
   ASSIGN_OR_RETURN(CudaDeviceContext * context, Activate());
-  ASSIGN_OR_RETURN(std::unique_ptr<DeviceProgram> program,
-                   DeviceProgram::Create(*context, plan));
-  RETURN_IF_ERROR(program->WriteRuntimeInputs(inputs));
+  auto prepared = std::make_unique<CudaPreparedSchedule>(std::move(plan));
+  ASSIGN_OR_RETURN(prepared->program, DeviceProgram::Create(*context, prepared->plan));
+  return prepared;
+}
+
+StatusOr<RunResult> CudaBackend::DoRunSchedule(const graph::Graph& graph,
+                                               const scheduler::ios::Schedule& schedule,
+                                               const RunOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaPreparedSchedule> prepared,
+                   Instantiate(graph, schedule));
+  DeviceProgram& program = *prepared->program;
+  RETURN_IF_ERROR(program.WriteRuntimeInputs(
+      options.inputs.empty() ? MakeGraphInputs(graph, options.input_seed) : options.inputs));
   ASSIGN_OR_RETURN(StreamTimer timer, StreamTimer::Create());
-  const cudaStream_t main = context->lanes().lane(0).stream;
-  const auto enqueue = [&] { return program->Enqueue(); };
+  const cudaStream_t main = context_->lanes().lane(0).stream;
+  const auto enqueue = [&] { return program.Enqueue(); };
   RunResult result;
   if (options.cuda_graph) {
     // One eager run first: libraries finish their lazy initialisation (and
@@ -141,9 +165,42 @@ StatusOr<RunResult> CudaBackend::DoRunSchedule(const graph::Graph& graph,
                                     options.profile));
   }
   if (options.return_outputs) {
-    ASSIGN_OR_RETURN(result.outputs, program->ReadOutputs());
+    ASSIGN_OR_RETURN(result.outputs, program.ReadOutputs());
   }
   return result;
+}
+
+StatusOr<std::unique_ptr<PreparedSchedule>> CudaBackend::DoPrepare(
+    const graph::Graph& graph, const scheduler::ios::Schedule& schedule,
+    const PrepareOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaPreparedSchedule> prepared,
+                   Instantiate(graph, schedule));
+  if (options.cuda_graph) {
+    const cudaStream_t main = context_->lanes().lane(0).stream;
+    const DeviceProgram& program = *prepared->program;
+    const auto enqueue = [&] { return program.Enqueue(); };
+    // One eager run first (lazy library initialisation stays out of the
+    // capture); the arena holds zeros, whatever it computes is overwritten.
+    RETURN_IF_ERROR(enqueue());
+    RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(main), "cudaStreamSynchronize (warm-up)"));
+    ASSIGN_OR_RETURN(CudaGraphRunner runner, CudaGraphRunner::Capture(main, enqueue));
+    prepared->graph_runner.emplace(std::move(runner));
+  }
+  return std::unique_ptr<PreparedSchedule>(std::move(prepared));
+}
+
+Status CudaBackend::DoRunPrepared(PreparedSchedule& base, const InputBuffers& inputs,
+                                  const OutputBuffers& outputs) {
+  auto& prepared = static_cast<CudaPreparedSchedule&>(base);
+  ASSIGN_OR_RETURN(CudaDeviceContext * context, Activate());
+  const cudaStream_t main = context->lanes().lane(0).stream;
+  RETURN_IF_ERROR(prepared.program->WriteRuntimeInputs(inputs));
+  if (prepared.graph_runner.has_value()) {
+    RETURN_IF_ERROR(prepared.graph_runner->Launch(main));
+  } else {
+    RETURN_IF_ERROR(prepared.program->Enqueue());
+  }
+  return prepared.program->ReadOutputsInto(outputs);
 }
 
 }  // namespace iosfarm::worker::cuda

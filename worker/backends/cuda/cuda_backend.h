@@ -36,6 +36,8 @@ struct CudaBackendOptions {
   CudaExecutionOptions execution;
 };
 
+class CudaPreparedSchedule;
+
 class CudaBackend final : public Backend {
  public:
   // Unavailable "no CUDA device: ..." when no GPU answers; NotFound for a
@@ -70,6 +72,18 @@ class CudaBackend final : public Backend {
   StatusOr<RunResult> DoRunSchedule(const graph::Graph& graph,
                                     const scheduler::ios::Schedule& schedule,
                                     const RunOptions& options) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+  StatusOr<std::unique_ptr<PreparedSchedule>> DoPrepare(
+      const graph::Graph& graph, const scheduler::ios::Schedule& schedule,
+      const PrepareOptions& options) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+  Status DoRunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
+                       const OutputBuffers& outputs) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
+
+  // The whole schedule planned and instantiated on the device (graph inputs
+  // external, outputs kept); the device is idle when it returns.
+  StatusOr<std::unique_ptr<CudaPreparedSchedule>> Instantiate(
+      const graph::Graph& graph, const scheduler::ios::Schedule& schedule)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
 
   // Makes the device current and creates the context on first use.

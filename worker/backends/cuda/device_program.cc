@@ -60,19 +60,27 @@ StatusOr<std::unique_ptr<DeviceProgram>> DeviceProgram::Create(CudaDeviceContext
 }
 
 Status DeviceProgram::WriteRuntimeInputs(const std::vector<graph::Tensor>& graph_inputs) {
+  std::vector<std::span<const float>> spans;
+  spans.reserve(graph_inputs.size());
+  for (const graph::Tensor& t : graph_inputs) spans.emplace_back(t.data);
+  return WriteRuntimeInputs(spans);
+}
+
+Status DeviceProgram::WriteRuntimeInputs(
+    const std::vector<std::span<const float>>& graph_inputs) {
   const cudaStream_t stream = device_.lanes().lane(0).stream;
   for (const RuntimeInput& input : plan_.runtime_inputs) {
     if (input.input_index < 0 || input.input_index >= static_cast<int>(graph_inputs.size())) {
       return absl::InvalidArgumentError(StrCat("graph input ", input.input_index, " missing"));
     }
-    const graph::Tensor& t = graph_inputs[input.input_index];
-    if (static_cast<int64_t>(t.data.size()) != input.ref.num_elements()) {
+    const std::span<const float> data = graph_inputs[input.input_index];
+    if (static_cast<int64_t>(data.size()) != input.ref.num_elements()) {
       return absl::InvalidArgumentError(StrCat("graph input ", input.input_index, " has ",
-                                               t.data.size(), " values, expected ",
+                                               data.size(), " values, expected ",
                                                input.ref.num_elements()));
     }
-    RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(RefPtr(arena_, plan_, input.ref), t.data.data(),
-                                             t.data.size() * sizeof(float),
+    RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(RefPtr(arena_, plan_, input.ref), data.data(),
+                                             data.size() * sizeof(float),
                                              cudaMemcpyHostToDevice, stream),
                              "cudaMemcpyAsync (graph input)"));
   }
@@ -82,21 +90,36 @@ Status DeviceProgram::WriteRuntimeInputs(const std::vector<graph::Tensor>& graph
 Status DeviceProgram::Enqueue() const { return executor_->Enqueue(device_.lanes()); }
 
 StatusOr<std::vector<graph::Tensor>> DeviceProgram::ReadOutputs() const {
-  const cudaStream_t stream = device_.lanes().lane(0).stream;
   std::vector<graph::Tensor> outputs(plan_.outputs.size());
+  std::vector<std::span<float>> spans;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorRef& ref = plan_.outputs[i];
     outputs[i].shape = ref.shape;
     outputs[i].data.resize(static_cast<size_t>(ref.num_elements()));
+    spans.emplace_back(outputs[i].data);
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    RETURN_IF_ERROR(CudaCall(
-        cudaMemcpyAsync(outputs[i].data.data(), RefPtr(arena_, plan_, plan_.outputs[i]),
-                        outputs[i].data.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
-        "cudaMemcpyAsync (output)"));
-  }
-  RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize (outputs)"));
+  RETURN_IF_ERROR(ReadOutputsInto(spans));
   return outputs;
+}
+
+Status DeviceProgram::ReadOutputsInto(const std::vector<std::span<float>>& outputs) const {
+  if (outputs.size() != plan_.outputs.size()) {
+    return absl::InvalidArgumentError(
+        StrCat(outputs.size(), " output buffers for ", plan_.outputs.size(), " outputs"));
+  }
+  const cudaStream_t stream = device_.lanes().lane(0).stream;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorRef& ref = plan_.outputs[i];
+    if (static_cast<int64_t>(outputs[i].size()) != ref.num_elements()) {
+      return absl::InvalidArgumentError(StrCat("output ", i, " buffer has ", outputs[i].size(),
+                                               " values, expected ", ref.num_elements()));
+    }
+    RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(outputs[i].data(), RefPtr(arena_, plan_, ref),
+                                             outputs[i].size() * sizeof(float),
+                                             cudaMemcpyDeviceToHost, stream),
+                             "cudaMemcpyAsync (output)"));
+  }
+  return CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize (outputs)");
 }
 
 }  // namespace iosfarm::worker::cuda

@@ -10,6 +10,7 @@
 #define IOSFARM_WORKER_BACKENDS_CUDA_DEVICE_PROGRAM_H_
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "common/status.h"
@@ -30,12 +31,16 @@ class DeviceProgram {
   // order) and waits for the copies. InvalidArgument on a missing input or a
   // size mismatch.
   Status WriteRuntimeInputs(const std::vector<graph::Tensor>& graph_inputs);
+  // The same from plain host memory, one span per graph input.
+  Status WriteRuntimeInputs(const std::vector<std::span<const float>>& graph_inputs);
 
   // Enqueues one run of every stage on the context's lanes (capturable).
   Status Enqueue() const;
 
   // Copies the plan's outputs to the host after lane 0's work completes.
   StatusOr<std::vector<graph::Tensor>> ReadOutputs() const;
+  // The same into host memory, one span of the right size per output.
+  Status ReadOutputsInto(const std::vector<std::span<float>>& outputs) const;
 
  private:
   DeviceProgram(CudaDeviceContext& device, const ExecutionPlan& plan)

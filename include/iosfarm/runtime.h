@@ -1,0 +1,168 @@
+// iosfarm runtime: runs a CNN with its tuned IOS schedule on real inputs.
+//
+//   #include <iosfarm/runtime.h>
+//
+//   iosfarm::SessionOptions options;
+//   options.schedule = "resnet50.schedule.json";   // from `iosfarm search -o` or `iosfarm tune`
+//   iosfarm::Session session("resnet50.onnx", options);
+//   std::vector<float> image(1 * 3 * 224 * 224);
+//   auto outputs = session.Run({{"input", iosfarm::TensorView(image, {1, 3, 224, 224})}});
+//   const iosfarm::Tensor& logits = outputs.at("output");
+//
+// Models: an ONNX file (its real weights are used), ONNX bytes, or a name of
+// the built-in zoo (`iosfarm models`; deterministic pseudo-random weights,
+// the same on every backend). Tensors are fp32, row-major (NCHW for images),
+// in host memory.
+//
+// Schedules (SessionOptions::schedule): empty or "sequential" (one operator
+// per stage), "greedy" (every ready operator in one stage), a schedule file
+// written by `iosfarm search -o` / `iosfarm tune -o`, or, with
+// SessionOptions::tune_if_missing, a file that does not exist yet: the
+// session then runs the IOS search on its own backend (every candidate stage
+// measured there, minutes on a CPU) and writes the schedule to that file, so
+// the next session on the same model and batch starts at once. A schedule
+// made for another model, batch or version of the model is refused, saying
+// which ("schedule is for squeezenet, batch 1; this model is resnet50, batch
+// 1").
+//
+// Backends: "cpu" (oneDNN, every core unless SessionOptions::cpu_threads),
+// "cuda" or "cuda:N" (device N; with SessionOptions::cuda_graph the whole
+// schedule is captured once and replayed as one CUDA graph).
+//
+// Errors: every failure throws iosfarm::Error, whose message names what is
+// wrong (the file, the input and its shape, the operator) and whose code()
+// tells the kind.
+//
+// Thread safety: a Session may be used from many threads; Run calls on one
+// Session are serialised (one runs at a time, the others wait). Different
+// Sessions run independently. Session is movable, not copyable; a
+// moved-from Session may only be destroyed or assigned to.
+#ifndef IOSFARM_RUNTIME_H_
+#define IOSFARM_RUNTIME_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace iosfarm {
+
+// The version of the library, e.g. "0.1.0".
+std::string Version();
+
+enum class ErrorCode {
+  kInvalidArgument,     // a bad model, schedule, option, input name or shape
+  kNotFound,            // a missing file, model or device
+  kFailedPrecondition,  // e.g. a schedule made for another model
+  kUnimplemented,       // an operator or backend this build lacks
+  kUnavailable,         // e.g. no GPU answers; a file that cannot be written
+  kInternal,            // a library (oneDNN, CUDA) failed
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message);
+  ~Error() override;
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+// A graph input or output: its name in the model and its shape.
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// fp32 data the caller owns, row-major, viewed for one Run call.
+struct TensorView {
+  TensorView(std::span<const float> data, std::vector<int64_t> shape)
+      : data(data), shape(std::move(shape)) {}
+  std::span<const float> data;
+  std::vector<int64_t> shape;
+};
+
+// fp32 data owned by the tensor, row-major.
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+// Reads a .npy file (NumPy's format): float32 or float64 (narrowed to
+// float32), C or Fortran order. Throws kNotFound, or kInvalidArgument naming
+// the file (not .npy, truncated, another dtype).
+Tensor ReadNpy(const std::string& path);
+// Writes `tensor` as a float32 .npy file. Throws kUnavailable naming the file.
+void WriteNpy(const std::string& path, const Tensor& tensor);
+
+// Robust statistics of timed runs, milliseconds.
+struct ScheduleTiming {
+  double median_ms = 0;
+  double p10_ms = 0;
+  double p90_ms = 0;
+  int runs = 0;
+};
+
+struct SessionOptions {
+  std::string backend = "cpu";   // "cpu", "cuda" or "cuda:N"
+  std::string schedule;          // see the top of the file
+  bool tune_if_missing = false;  // tune and write `schedule` when it does not exist
+  int64_t batch = 0;             // 0: the model's own (zoo models: 1); else override it
+  int cpu_threads = 0;           // cpu: 0 means every core
+  bool cuda_graph = true;        // cuda: replay the schedule as one CUDA graph
+};
+
+class Session {
+ public:
+  // Opens `model` (a path to an .onnx file or a zoo model name).
+  explicit Session(const std::string& model, const SessionOptions& options = {});
+  // Opens ONNX `bytes` (a serialized ModelProto) named `name` in messages.
+  static Session FromOnnxBytes(std::string_view bytes, std::string_view name,
+                               const SessionOptions& options = {});
+
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  // The model's name: the zoo name or the ONNX file's stem.
+  const std::string& model_name() const;
+  // "sequential", "greedy" or "ios".
+  const std::string& schedule_kind() const;
+  // Stages of the schedule the session runs.
+  int num_stages() const;
+  // E.g. "cpu: CPU (oneDNN 3.0, avx2, 8 threads, nChw8c activations)".
+  const std::string& device() const;
+
+  // Runs the model once. `inputs` names every graph input exactly once, with
+  // its shape; returns every graph output by name. Throws kInvalidArgument
+  // naming a missing, unknown or misshapen input.
+  std::map<std::string, Tensor> Run(const std::map<std::string, TensorView>& inputs);
+
+  // The same, writing each output into caller memory: `outputs` names every
+  // graph output with a span of exactly its element count (no allocation).
+  void Run(const std::map<std::string, TensorView>& inputs,
+           const std::map<std::string, std::span<float>>& outputs);
+
+  // Times the schedule alone, as `iosfarm run --iterations` does: `warmup`
+  // untimed then `runs` timed executions with the inputs already in place
+  // and nothing copied in or out (on cuda, device time). What a Run call
+  // costs beyond this is the runtime's own overhead (bench/runtime_bench).
+  ScheduleTiming TimeSchedule(int runs, int warmup = 3);
+
+ private:
+  struct Impl;
+  friend struct SessionOpener;  // the library's own, in session.cc
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace iosfarm
+
+#endif  // IOSFARM_RUNTIME_H_

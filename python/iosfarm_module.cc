@@ -1,0 +1,144 @@
+// The Python module `iosfarm`: the public runtime API (include/iosfarm/runtime.h)
+// for numpy users.
+//
+//   import iosfarm, numpy as np
+//   s = iosfarm.Session("model.onnx", schedule="model.schedule.json", backend="cpu")
+//   y = s.run({"input": np.zeros((1, 3, 224, 224), np.float32)})["output"]
+//
+// Inputs may be any array numpy can turn into float32 (copied only when it
+// is not already C-contiguous float32); outputs are new float32 arrays.
+// Errors raise iosfarm.Error (a RuntimeError) with the library's message and
+// a `code` attribute ("invalid_argument", "not_found", ...). The GIL is
+// released while a session opens or runs, so threads run sessions in parallel.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "iosfarm/runtime.h"
+
+namespace py = pybind11;
+
+namespace {
+
+const char* CodeName(iosfarm::ErrorCode code) {
+  switch (code) {
+    case iosfarm::ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case iosfarm::ErrorCode::kNotFound:
+      return "not_found";
+    case iosfarm::ErrorCode::kFailedPrecondition:
+      return "failed_precondition";
+    case iosfarm::ErrorCode::kUnimplemented:
+      return "unimplemented";
+    case iosfarm::ErrorCode::kUnavailable:
+      return "unavailable";
+    case iosfarm::ErrorCode::kInternal:
+      return "internal";
+  }
+  return "internal";
+}
+
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+py::dict Shapes(const std::vector<iosfarm::TensorInfo>& infos) {
+  py::dict shapes;
+  for (const iosfarm::TensorInfo& info : infos) {
+    shapes[py::str(info.name)] = py::tuple(py::cast(info.shape));
+  }
+  return shapes;
+}
+
+py::dict Run(iosfarm::Session& session, const py::dict& feed) {
+  std::vector<FloatArray> arrays;  // keeps converted inputs alive
+  arrays.reserve(feed.size());
+  std::map<std::string, iosfarm::TensorView> inputs;
+  for (const auto& [key, value] : feed) {
+    arrays.push_back(FloatArray::ensure(value));
+    if (!arrays.back()) {
+      throw py::type_error("input '" + py::str(key).cast<std::string>() +
+                           "' cannot be converted to a float32 array");
+    }
+    const FloatArray& array = arrays.back();
+    std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+    inputs.emplace(
+        py::str(key).cast<std::string>(),
+        iosfarm::TensorView({array.data(), static_cast<size_t>(array.size())}, std::move(shape)));
+  }
+  py::dict result;
+  std::map<std::string, std::span<float>> outputs;
+  for (const iosfarm::TensorInfo& info : session.outputs()) {
+    FloatArray array(std::vector<py::ssize_t>(info.shape.begin(), info.shape.end()));
+    outputs.emplace(info.name,
+                    std::span<float>(array.mutable_data(), static_cast<size_t>(array.size())));
+    result[py::str(info.name)] = std::move(array);
+  }
+  {
+    py::gil_scoped_release release;
+    session.Run(inputs, outputs);
+  }
+  return result;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(iosfarm, m) {
+  m.doc() = "iosfarm: run CNNs with their tuned IOS schedules (see include/iosfarm/runtime.h)";
+  m.attr("__version__") = iosfarm::Version();
+
+  static py::exception<iosfarm::Error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const iosfarm::Error& e) {
+      py::object instance = py::handle(error.ptr())(e.what());
+      instance.attr("code") = CodeName(e.code());
+      PyErr_SetObject(error.ptr(), instance.ptr());
+    }
+  });
+
+  py::class_<iosfarm::Session>(m, "Session", R"doc(
+A model opened with a schedule on a backend, ready to run.
+
+Session(model, *, schedule=None, backend="cpu", batch=0, threads=0,
+        cuda_graph=True, tune_if_missing=False)
+
+model: path to an .onnx file (str or os.PathLike) or a zoo model name.
+schedule: None or "sequential", "greedy", or a schedule file from
+  `iosfarm search -o`; with tune_if_missing=True a missing file is tuned on
+  this backend and written.
+backend: "cpu", "cuda" or "cuda:N".)doc")
+      .def(py::init([](const py::object& model, const std::optional<std::string>& schedule,
+                       const std::string& backend, int64_t batch, int threads, bool cuda_graph,
+                       bool tune_if_missing) {
+             const std::string path =
+                 py::str(py::module_::import("os").attr("fspath")(model)).cast<std::string>();
+             iosfarm::SessionOptions options;
+             options.schedule = schedule.value_or("");
+             options.backend = backend;
+             options.batch = batch;
+             options.cpu_threads = threads;
+             options.cuda_graph = cuda_graph;
+             options.tune_if_missing = tune_if_missing;
+             py::gil_scoped_release release;
+             return iosfarm::Session(path, options);
+           }),
+           py::arg("model"), py::kw_only(), py::arg("schedule") = py::none(),
+           py::arg("backend") = "cpu", py::arg("batch") = 0, py::arg("threads") = 0,
+           py::arg("cuda_graph") = true, py::arg("tune_if_missing") = false)
+      .def("run", &Run, py::arg("inputs"),
+           "Runs the model once: {input name: array} -> {output name: float32 array}.")
+      .def_property_readonly(
+          "inputs", [](const iosfarm::Session& s) { return Shapes(s.inputs()); },
+          "{input name: shape}")
+      .def_property_readonly(
+          "outputs", [](const iosfarm::Session& s) { return Shapes(s.outputs()); },
+          "{output name: shape}")
+      .def_property_readonly("model_name", &iosfarm::Session::model_name)
+      .def_property_readonly("schedule_kind", &iosfarm::Session::schedule_kind)
+      .def_property_readonly("num_stages", &iosfarm::Session::num_stages)
+      .def_property_readonly("device", &iosfarm::Session::device)
+      .def("__repr__", [](const iosfarm::Session& s) {
+        return "<iosfarm.Session " + s.model_name() + ", " + s.schedule_kind() + " schedule of " +
+               std::to_string(s.num_stages()) + " stages on " + s.device() + ">";
+      });
+}

@@ -1,0 +1,107 @@
+"""The Python module over the public runtime API: sessions, runs, errors."""
+import threading
+
+import numpy as np
+import pytest
+
+import iosfarm
+
+
+def image(shape, sign=1.0):
+    n = int(np.prod(shape))
+    return (sign * np.sin(0.001 * np.arange(n, dtype=np.float32))).reshape(shape)
+
+
+@pytest.fixture(scope="module")
+def squeezenet():
+    return iosfarm.Session("squeezenet", backend="cpu", threads=2)
+
+
+def test_version_is_a_release_number():
+    parts = iosfarm.__version__.split(".")
+    assert len(parts) == 3 and all(p.isdigit() for p in parts)
+
+
+def test_session_describes_the_model(squeezenet):
+    assert squeezenet.model_name == "squeezenet"
+    assert squeezenet.schedule_kind == "sequential"
+    assert squeezenet.inputs == {"input": (1, 3, 224, 224)}
+    assert list(squeezenet.outputs.values()) == [(1, 1000)]
+    assert "cpu" in squeezenet.device
+    assert "squeezenet" in repr(squeezenet)
+
+
+def test_run_returns_float32_arrays_that_depend_on_the_input(squeezenet):
+    x = image((1, 3, 224, 224))
+    (name, y), = squeezenet.run({"input": x}).items()
+    assert y.dtype == np.float32 and y.shape == (1, 1000)
+    assert np.isfinite(y).all() and y.std() > 0
+    np.testing.assert_array_equal(squeezenet.run({"input": x})[name], y)
+    assert not np.array_equal(squeezenet.run({"input": -x})[name], y)
+
+
+def test_float64_and_strided_inputs_are_converted(squeezenet):
+    x = image((1, 3, 224, 224))
+    (name, expected), = squeezenet.run({"input": x}).items()
+    as_float64 = squeezenet.run({"input": x.astype(np.float64)})[name]
+    np.testing.assert_allclose(as_float64, expected, rtol=1e-6)
+    strided = np.asfortranarray(x)
+    np.testing.assert_array_equal(squeezenet.run({"input": strided})[name], expected)
+
+
+def test_bad_inputs_raise_named_errors(squeezenet):
+    with pytest.raises(iosfarm.Error, match=r"input 'input' has shape \[1,3,32,32\], the model "
+                                            r"wants \[1,3,224,224\]") as error:
+        squeezenet.run({"input": np.zeros((1, 3, 32, 32), np.float32)})
+    assert error.value.code == "invalid_argument"
+    with pytest.raises(iosfarm.Error, match="input 'input' .* is missing"):
+        squeezenet.run({})
+    with pytest.raises(iosfarm.Error, match="the model has no input 'mask'"):
+        squeezenet.run({"input": image((1, 3, 224, 224)), "mask": np.zeros(1)})
+    with pytest.raises(TypeError, match="input 'input' cannot be converted"):
+        squeezenet.run({"input": "not an array"})
+    squeezenet.run({"input": image((1, 3, 224, 224))})  # still usable
+
+
+def test_bad_options_raise_named_errors(tmp_path):
+    with pytest.raises(iosfarm.Error, match="neither a zoo model") as error:
+        iosfarm.Session("no_such_model")
+    assert error.value.code == "not_found"
+    with pytest.raises(iosfarm.Error, match="the runtime runs on cpu, cuda or cuda:N"):
+        iosfarm.Session("squeezenet", backend="tpu")
+    with pytest.raises(iosfarm.Error, match="does not exist") as error:
+        iosfarm.Session("squeezenet", schedule=str(tmp_path / "absent.json"))
+    assert error.value.code == "not_found"
+
+
+def test_schedules_compute_the_same_function(tmp_path):
+    sequential = iosfarm.Session("squeezenet", threads=2)
+    greedy = iosfarm.Session("squeezenet", schedule="greedy", threads=2)
+    assert greedy.num_stages < sequential.num_stages
+    x = image((1, 3, 224, 224))
+    (name, expected), = sequential.run({"input": x}).items()
+    np.testing.assert_allclose(greedy.run({"input": x})[name], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_paths_and_batches(tmp_path):
+    session = iosfarm.Session("squeezenet", batch=2, threads=2)
+    assert session.inputs == {"input": (2, 3, 224, 224)}
+    y, = session.run({"input": image((2, 3, 224, 224))}).values()
+    assert y.shape == (2, 1000)
+
+
+def test_threads_share_a_session(squeezenet):
+    x = image((1, 3, 224, 224))
+    (name, expected), = squeezenet.run({"input": x}).items()
+    results = []
+
+    def worker():
+        for _ in range(3):
+            results.append(np.array_equal(squeezenet.run({"input": x})[name], expected))
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [True] * 9

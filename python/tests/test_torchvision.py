@@ -1,0 +1,43 @@
+"""Numerical truth from Python: a torchvision CNN with random weights,
+exported to ONNX by PyTorch, runs through iosfarm (cpu backend, sequential
+and greedy schedules) and must compute what PyTorch's forward computes on the
+same input: numpy.allclose with rtol 1e-4, atol 1e-5. The IOS schedule is
+checked from C++ (runtime_torchvision_test)."""
+import inspect
+
+import numpy as np
+import pytest
+
+import iosfarm
+
+MODELS = ["resnet50", "inception_v3", "googlenet", "squeezenet1_1", "densenet121",
+          "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x1_0"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_matches_pytorch(name, tmp_path):
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    kwargs = {"weights": None}
+    if name in ("inception_v3", "googlenet"):
+        kwargs.update(aux_logits=False, init_weights=False)
+    model = getattr(torchvision.models, name)(**kwargs).eval()
+    size = 299 if name == "inception_v3" else 224
+    x = torch.randn(1, 3, size, size)
+    with torch.no_grad():
+        expected = model(x).numpy()
+    path = tmp_path / f"{name}.onnx"
+    export_kwargs = {}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        export_kwargs["dynamo"] = False
+    with torch.no_grad():
+        torch.onnx.export(model, x, str(path), opset_version=13, input_names=["input"],
+                          output_names=["output"], do_constant_folding=True, **export_kwargs)
+    for schedule in ("sequential", "greedy"):
+        session = iosfarm.Session(path, schedule=schedule, backend="cpu")
+        assert session.inputs == {"input": (1, 3, size, size)}
+        actual = session.run({"input": x.numpy()})["output"]
+        assert actual.shape == expected.shape
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"{name}, {schedule} schedule")

@@ -1,0 +1,307 @@
+// The public Session (include/iosfarm/runtime.h) over the internals: the
+// model loader, the schedule file and the IOS search, and a backend's
+// prepared schedule (worker/backends/backend.h).
+#include <filesystem>
+#include <optional>
+
+#include "common/strings.h"
+#include "graph/model_loader.h"
+#include "graph/npy.h"
+#include "iosfarm/runtime.h"
+#include "runtime/status_error.h"
+#include "scheduler/ios/baselines.h"
+#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/schedule_json.h"
+#include "worker/backends/backend_factory.h"
+#include "worker/backends/backend_oracle.h"
+
+#ifndef IOSFARM_VERSION
+#define IOSFARM_VERSION "dev"
+#endif
+
+namespace iosfarm {
+
+using runtime::ThrowIfError;
+using runtime::ValueOrThrow;
+
+std::string Version() { return IOSFARM_VERSION; }
+
+Tensor ReadNpy(const std::string& path) {
+  graph::Tensor tensor = ValueOrThrow(graph::ReadNpy(path));
+  return Tensor{std::move(tensor.shape), std::move(tensor.data)};
+}
+
+void WriteNpy(const std::string& path, const Tensor& tensor) {
+  ThrowIfError(graph::WriteNpy(path, graph::Tensor{tensor.shape, tensor.data}));
+}
+
+Error::Error(ErrorCode code, const std::string& message)
+    : std::runtime_error(message), code_(code) {}
+Error::~Error() = default;  // the key function: vtable and typeinfo live in the library
+
+struct Session::Impl {
+  graph::Graph graph;
+  std::unique_ptr<worker::Backend> backend;
+  scheduler::ios::Schedule schedule;
+  bool cuda_graph = false;
+  std::unique_ptr<worker::PreparedSchedule> prepared;  // over graph, on backend
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+  std::string kind;
+  int stages = 0;
+  std::string device;
+};
+
+namespace {
+
+// "cpu", "cuda" or "cuda:N" as a backend.
+StatusOr<std::unique_ptr<worker::Backend>> OpenBackend(const SessionOptions& options) {
+  worker::BackendConfig config;
+  config.cpu_threads = options.cpu_threads;
+  std::string_view name = options.backend;
+  if (name.starts_with("cuda:")) {
+    const std::string index(name.substr(5));
+    char* end = nullptr;
+    const long device = std::strtol(index.c_str(), &end, 10);
+    if (index.empty() || *end != '\0' || device < 0 || device > 1024) {
+      return absl::InvalidArgumentError(
+          StrCat("backend '", name, "': the device must be a GPU index, e.g. cuda:0"));
+    }
+    config.cuda_device = static_cast<int>(device);
+    name = "cuda";
+  }
+  if (name != "cpu" && name != "cuda") {
+    return absl::InvalidArgumentError(
+        StrCat("backend '", options.backend, "': the runtime runs on cpu, cuda or cuda:N"));
+  }
+  if (options.cpu_threads < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("cpu_threads ", options.cpu_threads, " is negative (0 means every core)"));
+  }
+  return worker::CreateBackend(name, config);
+}
+
+// The IOS search measured on `backend`, written to `path`.
+StatusOr<scheduler::ios::Schedule> TuneSchedule(const graph::Graph& graph, worker::Backend& backend,
+                                                const std::string& path) {
+  const scheduler::ios::SearchOptions options;
+  ASSIGN_OR_RETURN(
+      scheduler::ios::SearchResult result,
+      scheduler::ios::RunSearch(
+          graph, options, worker::MakeBackendOracle(graph, backend, worker::ProfileOptions{})));
+  RETURN_IF_ERROR(scheduler::ios::WriteScheduleFile(
+      path, graph, result.schedule,
+      scheduler::ios::MakeScheduleMetadata(graph, backend.name(), "ios", &options)));
+  return std::move(result.schedule);
+}
+
+StatusOr<scheduler::ios::Schedule> ChooseSchedule(const SessionOptions& options,
+                                                  const graph::Graph& graph,
+                                                  worker::Backend& backend, std::string& kind) {
+  const std::string& spec = options.schedule;
+  if (spec.empty() || spec == "sequential") {
+    kind = "sequential";
+    return scheduler::ios::SequentialSchedule(graph);
+  }
+  if (spec == "greedy") {
+    kind = "greedy";
+    return scheduler::ios::GreedySchedule(graph, scheduler::ios::SearchOptions{}.max_groups);
+  }
+  if (!std::filesystem::exists(spec)) {
+    if (!options.tune_if_missing) {
+      return absl::NotFoundError(StrCat("schedule file '", spec,
+                                        "' does not exist (set tune_if_missing to tune the "
+                                        "model on this backend and write it there)"));
+    }
+    kind = "ios";
+    return TuneSchedule(graph, backend, spec);
+  }
+  ASSIGN_OR_RETURN(scheduler::ios::ParsedSchedule parsed,
+                   scheduler::ios::ReadScheduleFile(spec, graph));
+  kind = parsed.metadata.kind;
+  return std::move(parsed.schedule);
+}
+
+std::vector<TensorInfo> Describe(const graph::Graph& graph,
+                                 const std::vector<graph::ValueId>& values) {
+  std::vector<TensorInfo> infos;
+  for (graph::ValueId v : values) infos.push_back({graph.value(v).name, graph.value(v).shape});
+  return infos;
+}
+
+// "input [1,3,224,224], mask [1,1]".
+std::string ListTensors(const std::vector<TensorInfo>& infos) {
+  std::string text;
+  for (const TensorInfo& info : infos) {
+    if (!text.empty()) text += ", ";
+    text += StrCat("'", info.name, "' ", graph::ShapeToString(info.shape));
+  }
+  return text;
+}
+
+// Orders `named` as `infos`, checking that every name is there once and
+// nothing else; `kind` is "input" or "output".
+template <typename T, typename Describe>
+StatusOr<std::vector<const T*>> InGraphOrder(const std::map<std::string, T>& named,
+                                             const std::vector<TensorInfo>& infos,
+                                             std::string_view kind, const Describe& size_of) {
+  std::vector<const T*> ordered;
+  for (const TensorInfo& info : infos) {
+    auto it = named.find(info.name);
+    if (it == named.end()) {
+      return absl::InvalidArgumentError(
+          StrCat(kind, " '", info.name, "' ", graph::ShapeToString(info.shape),
+                 " is missing; the model's ", kind, "s: ", ListTensors(infos)));
+    }
+    RETURN_IF_ERROR(size_of(info, it->second));
+    ordered.push_back(&it->second);
+  }
+  if (named.size() != infos.size()) {
+    for (const auto& [name, unused] : named) {
+      bool known = false;
+      for (const TensorInfo& info : infos) known = known || info.name == name;
+      if (!known) {
+        return absl::InvalidArgumentError(StrCat("the model has no ", kind, " '", name, "'; its ",
+                                                 kind, "s: ", ListTensors(infos)));
+      }
+    }
+  }
+  return ordered;
+}
+
+Status CheckInput(const TensorInfo& info, const TensorView& view) {
+  if (view.shape != info.shape) {
+    return absl::InvalidArgumentError(StrCat("input '", info.name, "' has shape ",
+                                             graph::ShapeToString(view.shape), ", the model wants ",
+                                             graph::ShapeToString(info.shape)));
+  }
+  if (static_cast<int64_t>(view.data.size()) != graph::NumElements(info.shape)) {
+    return absl::InvalidArgumentError(
+        StrCat("input '", info.name, "' of shape ", graph::ShapeToString(info.shape), " has ",
+               view.data.size(), " values, its shape holds ", graph::NumElements(info.shape)));
+  }
+  return absl::OkStatus();
+}
+
+Status CheckOutput(const TensorInfo& info, const std::span<float>& buffer) {
+  if (static_cast<int64_t>(buffer.size()) != graph::NumElements(info.shape)) {
+    return absl::InvalidArgumentError(
+        StrCat("output '", info.name, "' of shape ", graph::ShapeToString(info.shape), " needs ",
+               graph::NumElements(info.shape), " values, its buffer has ", buffer.size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Opens sessions (a friend of Session, for Impl).
+struct SessionOpener {
+  static std::unique_ptr<Session::Impl> Open(StatusOr<graph::Graph> loaded,
+                                             const SessionOptions& options);
+};
+
+std::unique_ptr<Session::Impl> SessionOpener::Open(StatusOr<graph::Graph> loaded,
+                                                   const SessionOptions& options) {
+  auto impl = std::make_unique<Session::Impl>();
+  impl->graph = ValueOrThrow(std::move(loaded));
+  impl->backend = ValueOrThrow(OpenBackend(options));
+  ThrowIfError(impl->backend->CheckSupported(impl->graph));
+  impl->schedule = ValueOrThrow(ChooseSchedule(options, impl->graph, *impl->backend, impl->kind));
+  impl->cuda_graph = options.cuda_graph;
+  worker::PrepareOptions prepare;
+  prepare.cuda_graph = options.cuda_graph;
+  impl->prepared = ValueOrThrow(impl->backend->Prepare(impl->graph, impl->schedule, prepare));
+  impl->stages = static_cast<int>(impl->schedule.stages.size());
+  impl->inputs = Describe(impl->graph, impl->graph.inputs());
+  impl->outputs = Describe(impl->graph, impl->graph.outputs());
+  impl->device = StrCat(impl->backend->name(), ": ", impl->backend->device_description());
+  return impl;
+}
+
+namespace {
+
+std::optional<int64_t> BatchOverride(const SessionOptions& options) {
+  if (options.batch < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                StrCat("batch ", options.batch, " is negative (0 keeps the model's own)"));
+  }
+  if (options.batch == 0) return std::nullopt;
+  return options.batch;
+}
+
+}  // namespace
+
+Session::Session(const std::string& model, const SessionOptions& options)
+    : impl_(SessionOpener::Open(
+          [&]() -> StatusOr<graph::Graph> {
+            ASSIGN_OR_RETURN(graph::LoadedModel loaded,
+                             graph::LoadModel(model, BatchOverride(options)));
+            return std::move(loaded.graph);
+          }(),
+          options)) {}
+
+Session Session::FromOnnxBytes(std::string_view bytes, std::string_view name,
+                               const SessionOptions& options) {
+  graph::onnx_import::OnnxImportOptions import;
+  import.batch = BatchOverride(options);
+  return Session(
+      SessionOpener::Open(graph::LoadModelData(graph::kOnnxSource, name, bytes, import), options));
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+const std::vector<TensorInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs; }
+const std::string& Session::model_name() const { return impl_->graph.name(); }
+const std::string& Session::schedule_kind() const { return impl_->kind; }
+int Session::num_stages() const { return impl_->stages; }
+const std::string& Session::device() const { return impl_->device; }
+
+std::map<std::string, Tensor> Session::Run(const std::map<std::string, TensorView>& inputs) {
+  std::map<std::string, Tensor> outputs;
+  std::map<std::string, std::span<float>> buffers;
+  for (const TensorInfo& info : impl_->outputs) {
+    Tensor& out = outputs[info.name];
+    out.shape = info.shape;
+    out.data.resize(static_cast<size_t>(graph::NumElements(info.shape)));
+    buffers.emplace(info.name, out.data);
+  }
+  Run(inputs, buffers);
+  return outputs;
+}
+
+void Session::Run(const std::map<std::string, TensorView>& inputs,
+                  const std::map<std::string, std::span<float>>& outputs) {
+  const std::vector<const TensorView*> in =
+      ValueOrThrow(InGraphOrder(inputs, impl_->inputs, "input", CheckInput));
+  const std::vector<const std::span<float>*> out =
+      ValueOrThrow(InGraphOrder(outputs, impl_->outputs, "output", CheckOutput));
+  worker::InputBuffers input_buffers;
+  for (const TensorView* view : in) input_buffers.push_back(view->data);
+  worker::OutputBuffers output_buffers;
+  for (const std::span<float>* buffer : out) output_buffers.push_back(*buffer);
+  ThrowIfError(impl_->backend->RunPrepared(*impl_->prepared, input_buffers, output_buffers));
+}
+
+ScheduleTiming Session::TimeSchedule(int runs, int warmup) {
+  if (runs < 1 || warmup < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                StrCat("TimeSchedule: runs must be at least 1 and warmup at least 0 (got ", runs,
+                       " and ", warmup, ")"));
+  }
+  worker::RunOptions run;
+  run.profile.warmup = warmup;
+  run.profile.min_repeats = runs;
+  run.profile.max_repeats = runs;
+  run.profile.max_seconds = 1e9;  // exactly `runs`
+  run.cuda_graph = impl_->cuda_graph;
+  const worker::RunResult result =
+      ValueOrThrow(impl_->backend->RunSchedule(impl_->graph, impl_->schedule, run));
+  return ScheduleTiming{result.latency.median_ms, result.latency.p10_ms, result.latency.p90_ms,
+                        result.latency.repeats};
+}
+
+}  // namespace iosfarm

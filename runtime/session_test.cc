@@ -1,0 +1,239 @@
+// The public runtime API as a user calls it: only <iosfarm/runtime.h>.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <thread>
+
+#include "iosfarm/runtime.h"
+
+namespace iosfarm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+SessionOptions Cpu(std::string schedule = "") {
+  SessionOptions options;
+  options.backend = "cpu";
+  options.cpu_threads = 2;
+  options.schedule = std::move(schedule);
+  return options;
+}
+
+// A deterministic image-like input.
+std::vector<float> Ramp(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.001f * static_cast<float>(i));
+  return v;
+}
+
+int64_t Count(const std::vector<int64_t>& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::map<std::string, TensorView> Feed(const Session& session, const std::vector<float>& data) {
+  const TensorInfo& in = session.inputs().at(0);
+  return {{in.name, TensorView(data, in.shape)}};
+}
+
+// `f` throws iosfarm::Error with `code`; returns its message.
+template <typename F>
+std::string ErrorOf(ErrorCode code, F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no iosfarm::Error thrown";
+  return "";
+}
+
+void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, double rtol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], rtol * std::max(1.0, std::abs(static_cast<double>(b[i]))))
+        << "element " << i;
+  }
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / name).string();
+}
+
+TEST(SessionTest, DescribesTheModelAndRunsIt) {
+  Session session("squeezenet", Cpu());
+  EXPECT_EQ(session.model_name(), "squeezenet");
+  EXPECT_EQ(session.schedule_kind(), "sequential");
+  EXPECT_GT(session.num_stages(), 20);
+  EXPECT_THAT(session.device(), HasSubstr("cpu: CPU (oneDNN"));
+  ASSERT_THAT(session.inputs(), SizeIs(1));
+  EXPECT_EQ(session.inputs()[0].name, "input");
+  EXPECT_THAT(session.inputs()[0].shape, ElementsAre(1, 3, 224, 224));
+  ASSERT_THAT(session.outputs(), SizeIs(1));
+  EXPECT_THAT(session.outputs()[0].shape, ElementsAre(1, 1000));
+
+  const std::vector<float> image = Ramp(Count(session.inputs()[0].shape));
+  auto first = session.Run(Feed(session, image));
+  ASSERT_THAT(first, SizeIs(1));
+  const Tensor& logits = first.at(session.outputs()[0].name);
+  EXPECT_THAT(logits.shape, ElementsAre(1, 1000));
+  ASSERT_THAT(logits.data, SizeIs(1000));
+  EXPECT_TRUE(std::all_of(logits.data.begin(), logits.data.end(),
+                          [](float x) { return std::isfinite(x); }));
+  EXPECT_GT(*std::max_element(logits.data.begin(), logits.data.end()),
+            *std::min_element(logits.data.begin(), logits.data.end()));
+
+  // Deterministic, and the output depends on the input.
+  EXPECT_EQ(session.Run(Feed(session, image)).at(session.outputs()[0].name).data, logits.data);
+  std::vector<float> other = image;
+  for (float& x : other) x = -x;
+  EXPECT_NE(session.Run(Feed(session, other)).at(session.outputs()[0].name).data, logits.data);
+}
+
+TEST(SessionTest, EveryScheduleComputesTheSameOutputs) {
+  Session sequential("inception_v3", Cpu("sequential"));
+  Session greedy("inception_v3", Cpu("greedy"));
+  EXPECT_EQ(greedy.schedule_kind(), "greedy");
+  EXPECT_LT(greedy.num_stages(), sequential.num_stages());
+  const std::vector<float> image = Ramp(Count(sequential.inputs()[0].shape));
+  const std::string out = sequential.outputs()[0].name;
+  ExpectClose(greedy.Run(Feed(greedy, image)).at(out).data,
+              sequential.Run(Feed(sequential, image)).at(out).data, 1e-4);
+}
+
+TEST(SessionTest, RunIntoCallerBuffers) {
+  Session session("squeezenet", Cpu());
+  const std::vector<float> image = Ramp(Count(session.inputs()[0].shape));
+  const std::string out = session.outputs()[0].name;
+  std::vector<float> buffer(1000, -1);
+  session.Run(Feed(session, image), {{out, std::span<float>(buffer)}});
+  EXPECT_EQ(buffer, session.Run(Feed(session, image)).at(out).data);
+
+  std::vector<float> small(10);
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument,
+                      [&] {
+                        session.Run(Feed(session, image), {{out, std::span<float>(small)}});
+                      }),
+              HasSubstr("needs 1000 values, its buffer has 10"));
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument, [&] { session.Run(Feed(session, image), {}); }),
+              HasSubstr("output '" + out + "' [1,1000] is missing"));
+}
+
+TEST(SessionTest, BadInputsAreNamed) {
+  Session session("squeezenet", Cpu());
+  const std::vector<float> image = Ramp(3 * 224 * 224);
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument, [&] { session.Run({}); }),
+              HasSubstr("input 'input' [1,3,224,224] is missing; the model's inputs: 'input' "
+                        "[1,3,224,224]"));
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument,
+                      [&] {
+                        session.Run({{"input", TensorView(image, {1, 3, 224, 224})},
+                                     {"mask", TensorView(image, {1})}});
+                      }),
+              HasSubstr("the model has no input 'mask'"));
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument,
+                      [&] {
+                        session.Run({{"input", TensorView(image, {1, 3, 112, 448})}});
+                      }),
+              HasSubstr("input 'input' has shape [1,3,112,448], the model wants [1,3,224,224]"));
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument,
+                      [&] {
+                        session.Run({{"input", TensorView(std::span<const float>(image).first(9),
+                                                          {1, 3, 224, 224})}});
+                      }),
+              HasSubstr("has 9 values, its shape holds 150528"));
+  // Nothing broke: the session still runs.
+  EXPECT_NO_THROW(session.Run({{"input", TensorView(image, {1, 3, 224, 224})}}));
+}
+
+TEST(SessionTest, BadOptionsAndModelsAreNamed) {
+  EXPECT_THAT(ErrorOf(ErrorCode::kNotFound, [] { Session("no_such_model", Cpu()); }),
+              HasSubstr("model 'no_such_model' is neither a zoo model"));
+  SessionOptions sim = Cpu();
+  sim.backend = "sim";
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument, [&] { Session("squeezenet", sim); }),
+              HasSubstr("backend 'sim': the runtime runs on cpu, cuda or cuda:N"));
+  SessionOptions bad_device = Cpu();
+  bad_device.backend = "cuda:x";
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument, [&] { Session("squeezenet", bad_device); }),
+              HasSubstr("cuda:0"));
+  SessionOptions batch = Cpu();
+  batch.batch = -2;
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument, [&] { Session("squeezenet", batch); }),
+              HasSubstr("batch -2 is negative"));
+  EXPECT_THAT(ErrorOf(ErrorCode::kNotFound,
+                      [] { Session("squeezenet", Cpu(TempPath("absent.schedule.json"))); }),
+              HasSubstr("absent.schedule.json' does not exist (set tune_if_missing"));
+}
+
+TEST(SessionTest, BatchOverrideChangesTheShapes) {
+  SessionOptions options = Cpu();
+  options.batch = 2;
+  Session session("squeezenet", options);
+  EXPECT_THAT(session.inputs()[0].shape, ElementsAre(2, 3, 224, 224));
+  EXPECT_THAT(session.outputs()[0].shape, ElementsAre(2, 1000));
+}
+
+TEST(SessionTest, TunesOnFirstUseThenReusesTheSchedule) {
+  const std::string path = TempPath("squeezenet.tuned.schedule.json");
+  std::filesystem::remove(path);
+  SessionOptions options = Cpu(path);
+  options.tune_if_missing = true;
+  Session tuned("squeezenet", options);
+  EXPECT_EQ(tuned.schedule_kind(), "ios");
+  ASSERT_TRUE(std::filesystem::exists(path));
+  const auto written = std::filesystem::last_write_time(path);
+
+  Session reused("squeezenet", options);  // no tuning: the file is read
+  EXPECT_EQ(reused.schedule_kind(), "ios");
+  EXPECT_EQ(reused.num_stages(), tuned.num_stages());
+  EXPECT_EQ(std::filesystem::last_write_time(path), written);
+
+  Session sequential("squeezenet", Cpu());
+  const std::vector<float> image = Ramp(Count(tuned.inputs()[0].shape));
+  const std::string out = tuned.outputs()[0].name;
+  ExpectClose(reused.Run(Feed(reused, image)).at(out).data,
+              sequential.Run(Feed(sequential, image)).at(out).data, 1e-4);
+
+  // The schedule of another model is refused in words, whatever the option.
+  EXPECT_THAT(ErrorOf(ErrorCode::kFailedPrecondition, [&] { Session("resnet50", options); }),
+              HasSubstr("schedule is for squeezenet, batch 1; this model is resnet50, batch 1"));
+}
+
+TEST(SessionTest, ConcurrentRunsOnOneSessionAreSerialisedAndCorrect) {
+  Session session("squeezenet", Cpu());
+  const std::vector<float> image = Ramp(Count(session.inputs()[0].shape));
+  const std::string out = session.outputs()[0].name;
+  const std::vector<float> expected = session.Run(Feed(session, image)).at(out).data;
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 3; ++i) {
+        if (session.Run(Feed(session, image)).at(out).data != expected) ++mismatches[t];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_THAT(mismatches, ElementsAre(0, 0, 0, 0));
+}
+
+TEST(SessionTest, MovesKeepTheSession) {
+  Session first("squeezenet", Cpu());
+  Session moved = std::move(first);
+  const std::vector<float> image = Ramp(Count(moved.inputs()[0].shape));
+  EXPECT_THAT(moved.Run(Feed(moved, image)), SizeIs(1));
+}
+
+TEST(SessionTest, VersionIsTheProjects) {
+  EXPECT_THAT(Version(), testing::MatchesRegex("[0-9]+\\.[0-9]+\\.[0-9]+"));
+}
+
+}  // namespace
+}  // namespace iosfarm
