@@ -21,6 +21,7 @@ RUN apt-get update -q \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libspdlog-dev libsqlite3-dev libgtest-dev libgmock-dev \
       libonnx-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libcli11-dev \
+      pybind11-dev python3-dev libxtensor-dev \
       libssl-dev prometheus-cpp-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -223,6 +223,10 @@ void FuseActivation(const Node& act, ConvAttrs& conv) {
 }  // namespace
 
 StatusOr<Graph> Simplify(const Graph& graph, const SimplifyOptions& options) {
+  return Simplify(Graph(graph), options);
+}
+
+StatusOr<Graph> Simplify(Graph&& graph, const SimplifyOptions& options) {
   RETURN_IF_ERROR(Validate(graph));
   ASSIGN_OR_RETURN(std::vector<NodeId> order, graph.TopologicalOrder());
   Plan plan;
@@ -242,7 +246,9 @@ StatusOr<Graph> Simplify(const Graph& graph, const SimplifyOptions& options) {
   }
   for (NodeId n : order) {
     if (plan.removed[n] || !plan.live[n]) continue;
-    Node node = graph.node(n);
+    // Moved: no later step reads a kept node (fused nodes are removed ones,
+    // read through graph.node() below and never moved).
+    Node node = std::move(graph.mutable_node(n));
     for (ValueId& in : node.inputs) in = mapped[plan.Resolve(in)];
     if (auto pads = plan.extra_pads.find(n); pads != plan.extra_pads.end()) {
       ApplyExtraPads(pads->second, node);

@@ -27,6 +27,10 @@ struct SimplifyOptions {
 };
 
 StatusOr<Graph> Simplify(const Graph& graph, const SimplifyOptions& options = {});
+// The same, moving the nodes (and their weights) out of `graph` instead of
+// copying them (for importers: no second copy of the weights). `graph` is
+// left valid but unspecified.
+StatusOr<Graph> Simplify(Graph&& graph, const SimplifyOptions& options = {});
 
 }  // namespace iosfarm::graph
 

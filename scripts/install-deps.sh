@@ -11,7 +11,7 @@ packages=(
   python3 python3-torch python3-torchvision python3-onnx python3-yaml
   libssl-dev clang libclang-rt-14-dev prometheus-cpp-dev
   docker-compose yamllint python3-grpcio sqlite3
-  pybind11-dev python3-numpy python3-pytest libxtensor-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest libxtensor-dev
 )
 
 missing=()

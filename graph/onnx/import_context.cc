@@ -17,8 +17,21 @@ ImportContext::ImportContext(Graph& graph, int64_t max_tensor_elements,
       budget_(max_tensor_elements, max_tensor_elements),
       weight_elements_left_(max_tensor_elements) {}
 
-void ImportContext::AddInitializer(const std::string& name, const onnx::TensorProto& proto) {
+void ImportContext::AddInitializer(const std::string& name, onnx::TensorProto& proto) {
   entries_[name].initializer = &proto;
+}
+
+void ImportContext::NodeImported(const NodeView& node) {
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    if (!node.has_input(i)) continue;
+    auto count = consumers_.find(node.input(i));
+    if (count == consumers_.end() || --count->second > 0) continue;
+    auto it = entries_.find(node.input(i));
+    if (it != entries_.end() && it->second.constant != nullptr) {
+      it->second.constant.reset();
+      it->second.dropped = true;
+    }
+  }
 }
 
 void ImportContext::AddGraphInput(const std::string& name, Shape shape) {
@@ -45,11 +58,17 @@ StatusOr<ConstPtr> ImportContext::Constant(const std::string& name) {
         StrCat("value '", name, "' is not available (its producer has no such output)"));
   }
   Entry& entry = it->second;
+  if (entry.dropped) {
+    return absl::InternalError(
+        StrCat("constant '", name, "' was read after its last counted use (importer bug)"));
+  }
   if (entry.constant == nullptr && entry.initializer != nullptr) {
     ASSIGN_OR_RETURN(ConstTensor tensor,
                      ConstTensorFromProto(*entry.initializer, max_tensor_elements_,
                                           StrCat("initializer '", name, "'")));
     entry.constant = std::make_shared<const ConstTensor>(std::move(tensor));
+    // Decoded once and cached: free the proto's copy of the data now.
+    onnx::TensorProto().Swap(entry.initializer);
     entry.initializer = nullptr;
   }
   if (entry.constant == nullptr) {

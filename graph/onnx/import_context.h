@@ -39,10 +39,24 @@ class ImportContext {
   // the context invents (materialised constants) never take it.
   void ReserveNodeName(const std::string& name) { node_names_.insert(name); }
 
-  // Registration (names are unique: OrderGraph checked them).
-  void AddInitializer(const std::string& name, const onnx::TensorProto& proto);
+  // Registration (names are unique: OrderGraph checked them). An initializer
+  // proto's data is freed once it is decoded (Constant): the context owns it
+  // from here on.
+  void AddInitializer(const std::string& name, onnx::TensorProto& proto);
   void AddGraphInput(const std::string& name, Shape shape);
   void SetConstant(const std::string& name, ConstPtr value);
+
+  // Memory: `consumers` counts the reads of each name still to come (one per
+  // node input slot of the nodes to import, one per graph output).
+  // NodeImported(node) counts `node`'s reads as done; a constant read by no
+  // one any more is dropped from the cache, so an import holds about the
+  // model's weights once (IR copies) plus the tensors in flight. Reading a
+  // dropped constant again is an Internal error (a miscount), never stale
+  // data.
+  void SetConsumers(std::unordered_map<std::string, int> consumers) {
+    consumers_ = std::move(consumers);
+  }
+  void NodeImported(const NodeView& node);
 
   // True when `name` is a constant (initializer, constant or folded value).
   bool IsConstant(const std::string& name) const;
@@ -88,9 +102,10 @@ class ImportContext {
 
  private:
   struct Entry {
-    ConstPtr constant;                               // set for constants
-    const onnx::TensorProto* initializer = nullptr;  // undecoded initializer
-    ValueId value = -1;                              // IR value, once there is one
+    ConstPtr constant;                         // set for constants
+    onnx::TensorProto* initializer = nullptr;  // undecoded initializer
+    ValueId value = -1;                        // IR value, once there is one
+    bool dropped = false;                      // a constant no one reads any more
   };
 
   std::string UniqueNodeName(const std::string& base);
@@ -104,6 +119,7 @@ class ImportContext {
   FoldBudget budget_;
   int64_t weight_elements_left_;
   std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, int> consumers_;
   std::set<std::string> node_names_;
 };
 

@@ -1,9 +1,15 @@
 #include "graph/onnx/onnx_importer.h"
 
+#include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -218,11 +224,12 @@ Status ImportNode(const NodeView& node, ImportContext& ctx) {
   return ConvertNode(node, ctx);
 }
 
-StatusOr<Graph> ImportModel(const onnx::ModelProto& model, std::string_view graph_name,
+// `model`'s initializer data is freed as it is decoded (ImportContext).
+StatusOr<Graph> ImportModel(onnx::ModelProto& model, std::string_view graph_name,
                             const OnnxImportOptions& options) {
   if (!model.has_graph()) return Invalid("is not a valid ONNX model: it has no graph");
   ASSIGN_OR_RETURN(int64_t opset, DefaultOpset(model));
-  const onnx::GraphProto& proto = model.graph();
+  onnx::GraphProto& proto = *model.mutable_graph();
   if (proto.node_size() > options.max_nodes) {
     return Invalid(
         StrCat("has ", proto.node_size(), " nodes, over the limit of ", options.max_nodes));
@@ -250,12 +257,21 @@ StatusOr<Graph> ImportModel(const onnx::ModelProto& model, std::string_view grap
   Graph graph{std::string(graph_name)};
   ImportContext ctx(graph, options.max_tensor_elements, batch, order.used);
   for (const std::string& name : order.names) ctx.ReserveNodeName(name);
-  for (const onnx::TensorProto& init : proto.initializer()) ctx.AddInitializer(init.name(), init);
+  for (onnx::TensorProto& init : *proto.mutable_initializer()) {
+    ctx.AddInitializer(init.name(), init);
+  }
   for (GraphInput& input : inputs) ctx.AddGraphInput(input.name, std::move(input.shape));
+  std::unordered_map<std::string, int> consumers;
+  for (int index : order.order) {
+    for (const std::string& input : proto.node(index).input()) ++consumers[input];
+  }
+  for (const onnx::ValueInfoProto& output : proto.output()) ++consumers[output.name()];
+  ctx.SetConsumers(std::move(consumers));
 
   for (int index : order.order) {
     NodeView node(proto.node(index), order.names[index], opset);
     RETURN_IF_ERROR(ImportNode(node, ctx));
+    ctx.NodeImported(node);
   }
   for (const onnx::ValueInfoProto& output : proto.output()) {
     auto value = ctx.Value(output.name());
@@ -268,19 +284,21 @@ StatusOr<Graph> ImportModel(const onnx::ModelProto& model, std::string_view grap
   RETURN_IF_ERROR(InferShapes(graph));
   RETURN_IF_ERROR(Validate(graph));
   RETURN_IF_ERROR(CheckDeclaredShapes(proto, graph, options.batch.has_value()));
-  return Simplify(graph);
+  return Simplify(std::move(graph));  // moves the weights, no second copy
 }
 
-StatusOr<Graph> ImportBytes(std::string_view bytes, std::string_view graph_name,
-                            const OnnxImportOptions& options) {
+// Checks the size, parses with `parse` (from memory or a file: the caller's
+// bytes are not copied again), then ImportModel.
+StatusOr<Graph> ParseAndImport(uint64_t size, const std::function<bool(onnx::ModelProto&)>& parse,
+                               std::string_view graph_name, const OnnxImportOptions& options) {
   RETURN_IF_ERROR(CheckOptions(options));
-  if (bytes.empty()) return Invalid("is empty (0 bytes); not an ONNX model");
-  if (static_cast<int64_t>(bytes.size()) > options.max_model_bytes || bytes.size() > INT_MAX) {
-    return Invalid(StrCat("is ", bytes.size(), " bytes, over the limit of ",
-                          options.max_model_bytes, " bytes"));
+  if (size == 0) return Invalid("is empty (0 bytes); not an ONNX model");
+  if (size > static_cast<uint64_t>(options.max_model_bytes) || size > INT_MAX) {
+    return Invalid(
+        StrCat("is ", size, " bytes, over the limit of ", options.max_model_bytes, " bytes"));
   }
   onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  if (!parse(model)) {
     return Invalid("is not a valid ONNX model (protobuf parse failed: truncated or not ONNX)");
   }
   if (!model.has_ir_version()) {
@@ -293,10 +311,11 @@ Status Annotate(const Status& status, std::string_view model_name) {
   return Status(status.code(), StrCat("ONNX model '", model_name, "': ", ToStd(status.message())));
 }
 
-StatusOr<Graph> ImportGuarded(std::string_view bytes, std::string_view model_name,
-                              std::string_view graph_name, const OnnxImportOptions& options) {
+// `import()` with every error, thrown or returned, naming the model.
+StatusOr<Graph> ImportGuarded(std::string_view model_name,
+                              const std::function<StatusOr<Graph>()>& import) {
   try {
-    StatusOr<Graph> graph = ImportBytes(bytes, graph_name, options);
+    StatusOr<Graph> graph = import();
     if (!graph.ok()) return Annotate(graph.status(), model_name);
     return graph;
   } catch (const std::bad_alloc&) {
@@ -312,7 +331,14 @@ StatusOr<Graph> ImportGuarded(std::string_view bytes, std::string_view model_nam
 
 StatusOr<Graph> ImportOnnxBytes(std::string_view bytes, std::string_view model_name,
                                 const OnnxImportOptions& options) {
-  return ImportGuarded(bytes, model_name, model_name, options);
+  return ImportGuarded(model_name, [&] {
+    return ParseAndImport(
+        bytes.size(),
+        [&](onnx::ModelProto& model) {
+          return model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+        },
+        model_name, options);
+  });
 }
 
 StatusOr<Graph> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
@@ -331,22 +357,24 @@ StatusOr<Graph> ImportOnnxFile(const std::string& path, const OnnxImportOptions&
                                              " bytes, over the limit of ", options.max_model_bytes,
                                              " bytes"));
   }
-  std::string bytes;
-  try {
-    std::ifstream in(fs_path, std::ios::binary);
-    if (!in) {
-      return absl::NotFoundError(StrCat("ONNX model '", path, "': cannot open the file"));
-    }
-    bytes.resize(static_cast<size_t>(size));
-    in.read(bytes.data(), static_cast<std::streamsize>(size));
-    if (static_cast<std::uintmax_t>(in.gcount()) != size) {
-      return absl::DataLossError(StrCat("ONNX model '", path, "': short read"));
-    }
-  } catch (const std::exception& e) {
-    return absl::ResourceExhaustedError(
-        StrCat("ONNX model '", path, "': cannot read the file: ", e.what()));
+  // Parsed straight from the file (1 MiB reads): the file's bytes are never
+  // held in memory beside the parsed model.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        StrCat("ONNX model '", path, "': cannot open the file: ", std::strerror(errno)));
   }
-  return ImportGuarded(bytes, path, fs_path.stem().string(), options);
+  StatusOr<Graph> graph = ImportGuarded(path, [&] {
+    return ParseAndImport(
+        size,
+        [&](onnx::ModelProto& model) {
+          google::protobuf::io::FileInputStream input(fd, 1 << 20);
+          return model.ParseFromZeroCopyStream(&input) && input.GetErrno() == 0;
+        },
+        fs_path.stem().string(), options);
+  });
+  close(fd);
+  return graph;
 }
 
 }  // namespace iosfarm::graph::onnx_import
