@@ -31,14 +31,26 @@ class CpuStagePlan final : public StagePlan {
 
 }  // namespace
 
-// A whole schedule compiled against one value store, memory planned.
+// A whole schedule compiled against one value store, memory planned; for
+// RunPrepared also the copies between the caller's plain buffers and the
+// stored layout of every graph input and output, made once.
 class CpuPreparedSchedule final : public PreparedSchedule {
  public:
   CpuPreparedSchedule(dnnl::engine engine, ActivationLayout layout)
       : values(std::move(engine), layout) {}
 
+  // A reorder between plain caller memory (its handle set per run) and a
+  // value's stored memory.
+  struct Copy {
+    dnnl::memory plain;
+    dnnl::memory stored;
+    dnnl::reorder reorder;
+  };
+
   ValueStore values;
   std::vector<std::unique_ptr<StageProgram>> programs;
+  std::vector<Copy> inputs;   // plain -> stored, graph input order
+  std::vector<Copy> outputs;  // stored -> plain, graph output order
 };
 
 namespace {
@@ -276,6 +288,16 @@ StatusOr<std::unique_ptr<PreparedSchedule>> CpuBackend::DoPrepare(
     const PrepareOptions& /*options: cuda only*/) {
   return CatchDnnl([&]() -> StatusOr<std::unique_ptr<PreparedSchedule>> {
     ASSIGN_OR_RETURN(std::unique_ptr<CpuPreparedSchedule> prepared, Compile(graph, schedule));
+    for (graph::ValueId v : graph.inputs()) {
+      dnnl::memory plain(PlainDesc(graph.value(v).shape), engine_, DNNL_MEMORY_NONE);
+      dnnl::memory stored = prepared->values.Get(v, graph.value(v).shape);
+      prepared->inputs.push_back({plain, stored, dnnl::reorder(plain, stored)});
+    }
+    for (graph::ValueId v : graph.outputs()) {
+      dnnl::memory plain(PlainDesc(graph.value(v).shape), engine_, DNNL_MEMORY_NONE);
+      dnnl::memory stored = prepared->values.Get(v, graph.value(v).shape);
+      prepared->outputs.push_back({plain, stored, dnnl::reorder(stored, plain)});
+    }
     return std::unique_ptr<PreparedSchedule>(std::move(prepared));
   });
 }
@@ -283,17 +305,20 @@ StatusOr<std::unique_ptr<PreparedSchedule>> CpuBackend::DoPrepare(
 Status CpuBackend::DoRunPrepared(PreparedSchedule& base, const InputBuffers& inputs,
                                  const OutputBuffers& outputs) {
   auto& prepared = static_cast<CpuPreparedSchedule&>(base);
-  const graph::Graph& graph = prepared.graph();
   return CatchDnnl([&]() -> Status {
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const graph::ValueId v = graph.inputs()[i];
-      RETURN_IF_ERROR(prepared.values.Write(v, graph.value(v).shape, inputs[i], stream_));
+      CpuPreparedSchedule::Copy& copy = prepared.inputs[i];
+      copy.plain.set_data_handle(const_cast<float*>(inputs[i].data()));
+      copy.reorder.execute(stream_, copy.plain, copy.stored);
     }
+    stream_.wait();
     RETURN_IF_ERROR(RunPrograms(prepared));
     for (size_t i = 0; i < outputs.size(); ++i) {
-      const graph::ValueId v = graph.outputs()[i];
-      RETURN_IF_ERROR(prepared.values.ReadInto(v, graph.value(v).shape, outputs[i], stream_));
+      CpuPreparedSchedule::Copy& copy = prepared.outputs[i];
+      copy.plain.set_data_handle(outputs[i].data());
+      copy.reorder.execute(stream_, copy.stored, copy.plain);
     }
+    stream_.wait();
     return absl::OkStatus();
   });
 }
