@@ -107,6 +107,12 @@ StatusOr<scheduler::ios::Schedule> ChooseSchedule(const SessionOptions& options,
     kind = "greedy";
     return scheduler::ios::GreedySchedule(graph, scheduler::ios::SearchOptions{}.max_groups);
   }
+  if (spec.front() == '{') {  // the schedule's JSON text itself
+    ASSIGN_OR_RETURN(scheduler::ios::ParsedSchedule parsed,
+                     scheduler::ios::ParseScheduleJson(spec, graph));
+    kind = parsed.metadata.kind;
+    return std::move(parsed.schedule);
+  }
   if (!std::filesystem::exists(spec)) {
     if (!options.tune_if_missing) {
       return absl::NotFoundError(StrCat("schedule file '", spec,

@@ -2,10 +2,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "graph/onnx/torchvision_export.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 #include <thread>
 
 #include "iosfarm/runtime.h"
@@ -204,6 +207,49 @@ TEST(SessionTest, TunesOnFirstUseThenReusesTheSchedule) {
   // The schedule of another model is refused in words, whatever the option.
   EXPECT_THAT(ErrorOf(ErrorCode::kFailedPrecondition, [&] { Session("resnet50", options); }),
               HasSubstr("schedule is for squeezenet, batch 1; this model is resnet50, batch 1"));
+}
+
+TEST(SessionTest, ASchedulesJsonTextWorksLikeItsFile) {
+  const std::string path = TempPath("squeezenet.text.schedule.json");
+  std::filesystem::remove(path);
+  SessionOptions tune = Cpu(path);
+  tune.tune_if_missing = true;
+  Session from_file("squeezenet", tune);
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  Session from_text("squeezenet", Cpu(text.str()));
+  EXPECT_EQ(from_text.schedule_kind(), "ios");
+  EXPECT_EQ(from_text.num_stages(), from_file.num_stages());
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument, [] { Session("squeezenet", Cpu("{oops")); }),
+              HasSubstr("JSON"));
+}
+
+TEST(SessionTest, OnnxBytesRunLikeTheirFile) {
+  auto exported = graph::onnx_import::testing::ExportTorchvisionModel("squeezenet1_1", {});
+  if (!exported.ok() && exported.status().code() == absl::StatusCode::kFailedPrecondition) {
+    GTEST_SKIP() << exported.status().message();
+  }
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  std::ifstream file(*exported, std::ios::binary);
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  Session from_file(*exported, Cpu());
+  Session from_bytes = Session::FromOnnxBytes(bytes.str(), "my_squeezenet", Cpu());
+  EXPECT_EQ(from_bytes.model_name(), "my_squeezenet");
+  EXPECT_EQ(from_bytes.inputs()[0].shape, from_file.inputs()[0].shape);
+  const std::vector<float> image = Ramp(Count(from_file.inputs()[0].shape));
+  const std::string out = from_file.outputs()[0].name;
+  EXPECT_EQ(from_bytes.Run(Feed(from_bytes, image)).at(out).data,
+            from_file.Run(Feed(from_file, image)).at(out).data);
+
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument,
+                      [] { Session::FromOnnxBytes("not a model", "junk", Cpu()); }),
+              HasSubstr("ONNX model 'junk': is not a valid ONNX model"));
+  SessionOptions batch = Cpu();
+  batch.batch = 3;
+  EXPECT_THAT(Session::FromOnnxBytes(bytes.str(), "b", batch).inputs()[0].shape,
+              ElementsAre(3, 3, 224, 224));
 }
 
 TEST(SessionTest, ConcurrentRunsOnOneSessionAreSerialisedAndCorrect) {

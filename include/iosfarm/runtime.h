@@ -16,7 +16,8 @@
 //
 // Schedules (SessionOptions::schedule): empty or "sequential" (one operator
 // per stage), "greedy" (every ready operator in one stage), a schedule file
-// written by `iosfarm search -o` / `iosfarm tune -o`, or, with
+// written by `iosfarm search -o` / `iosfarm tune -o`, the JSON text of one
+// (anything starting with '{'), or, with
 // SessionOptions::tune_if_missing, a file that does not exist yet: the
 // session then runs the IOS search on its own backend (every candidate stage
 // measured there, minutes on a CPU) and writes the schedule to that file, so
@@ -110,7 +111,7 @@ struct ScheduleTiming {
 
 struct SessionOptions {
   std::string backend = "cpu";   // "cpu", "cuda" or "cuda:N"
-  std::string schedule;          // see the top of the file
+  std::string schedule;          // a name, a file or JSON text: see the top of the file
   bool tune_if_missing = false;  // tune and write `schedule` when it does not exist
   int64_t batch = 0;             // 0: the model's own (zoo models: 1); else override it
   int cpu_threads = 0;           // cpu: 0 means every core

@@ -1,9 +1,11 @@
 """Numerical truth from Python: a torchvision CNN with random weights,
-exported to ONNX by PyTorch, runs through iosfarm (cpu backend, sequential
-and greedy schedules) and must compute what PyTorch's forward computes on the
-same input: numpy.allclose with rtol 1e-4, atol 1e-5. The IOS schedule is
-checked from C++ (runtime_torchvision_test)."""
+exported to ONNX by PyTorch, runs through iosfarm (cpu backend; sequential,
+greedy and IOS schedules, the IOS one from `iosfarm search` with sim
+latencies, $IOSFARM_CLI) and must compute what PyTorch's forward computes on
+the same input: numpy.allclose with rtol 1e-4, atol 1e-5."""
 import inspect
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -34,7 +36,10 @@ def test_matches_pytorch(name, tmp_path):
     with torch.no_grad():
         torch.onnx.export(model, x, str(path), opset_version=13, input_names=["input"],
                           output_names=["output"], do_constant_folding=True, **export_kwargs)
-    for schedule in ("sequential", "greedy"):
+    ios = tmp_path / f"{name}.schedule.json"
+    subprocess.run([os.environ["IOSFARM_CLI"], "search", str(path), "--backend", "sim:h100",
+                    "-o", str(ios)], check=True, stdout=subprocess.DEVNULL)
+    for schedule in ("sequential", "greedy", str(ios)):
         session = iosfarm.Session(path, schedule=schedule, backend="cpu")
         assert session.inputs == {"input": (1, 3, size, size)}
         actual = session.run({"input": x.numpy()})["output"]
