@@ -109,6 +109,13 @@ void FarmCoordinator::TouchLocked(JobContext& job, std::string message) {
 
 void FarmCoordinator::EnqueueLocked(JobContext& job, const farm::PhaseRequest& request) {
   job.queued_kind = request.kind;
+  if (options_.policy == farm::Policy::kCriticalPath) {
+    const double urgency = farm::EstimateUrgencySeconds(
+        job.busy_s, job.row.blocks_done, job.row.blocks_total, job.row.options.priority);
+    if (Status set = scheduler_.SetJobUrgency(job.row.id, urgency); !set.ok()) {
+      spdlog::error("job {}: {}", job.row.id, ToStd(set.message()));
+    }
+  }
   Status status = scheduler_.Enqueue(job.row.id, request, clock_.NowSeconds());
   if (!status.ok()) {
     spdlog::error("job {}: cannot queue {}: {}", job.row.id, farm::PhaseKindName(request.kind),
@@ -118,6 +125,9 @@ void FarmCoordinator::EnqueueLocked(JobContext& job, const farm::PhaseRequest& r
 
 void FarmCoordinator::FlushRecordsLocked() {
   for (const farm::PhaseRecord& record : scheduler_.TakeRecords()) {
+    if (auto job = jobs_.find(record.job); job != jobs_.end()) {
+      job->second->busy_s += record.end_s - record.start_s;
+    }
     int64_t stages = 0;
     if (auto it = in_flight_.find(record.phase); it != in_flight_.end()) {
       stages = it->second.stages;

@@ -88,8 +88,9 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
   if (options.db_path.empty()) return absl::InvalidArgumentError("--db: a database file is required");
   auto policy = scheduler::farm::PolicyFromName(options.policy);
   if (!policy) {
-    return absl::InvalidArgumentError(StrCat("--policy: unknown policy '", options.policy,
-                                             "' (interleaved, sequential, synchronous)"));
+    return absl::InvalidArgumentError(
+        StrCat("--policy: unknown policy '", options.policy,
+               "' (interleaved, sequential, synchronous, critical-path)"));
   }
   if (options.server_slots < 1 || options.server_slots > 256) {
     return absl::InvalidArgumentError(

@@ -21,7 +21,7 @@ namespace iosfarm::server {
 struct ServerOptions {
   std::string listen = "127.0.0.1:7070";  // port 0: pick a free one
   std::string db_path;                    // required
-  std::string policy = "interleaved";     // interleaved | sequential | synchronous
+  std::string policy = "interleaved";     // interleaved | sequential | synchronous | critical-path
   int server_slots = 2;                   // server CPU slots for enumerate/update
   bool insecure = false;                  // allow non-loopback without tokens
   std::string client_tokens_file, worker_tokens_file;

@@ -4,22 +4,23 @@
 // farm_server_workers_test.cc.)
 #include "server/farm_server.h"
 
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/support/byte_buffer.h>
-#include <gtest/gtest.h>
 
 #include "graph/models/zoo.h"
 #include "graph/onnx/onnx_test_util.h"
@@ -134,6 +135,35 @@ TEST_F(FarmServerTest, BadRequestsGetClearErrorsAndChangeNothing) {
 }
 
 // ---------------------------------------------------------------- full job
+
+// --policy critical-path: jobs of different sizes and priorities, ordered by
+// their estimated remaining chains, all finish.
+TEST_F(FarmServerTest, CriticalPathPolicyRunsEveryJobToTheEnd) {
+  ServerOptions options = Options();
+  options.policy = "critical-path";
+  TestFarm farm(options);
+  ASSERT_TRUE(farm.ok());
+  SimWorker worker(farm.address(), "sim-worker-1", "sim-test");
+  ASSERT_TRUE(WaitUntil([&] { return farm.HasWorker("sim-worker-1"); }));
+  std::vector<int64_t> ids;
+  for (const auto& [model, batch, priority] : std::vector<std::tuple<std::string, int, int>>{
+           {"squeezenet", 1, 0}, {"squeezenet", 2, 3}, {"resnet50", 1, -1}}) {
+    v1::SubmitJobRequest request = ZooRequest(model, "sim-test");
+    request.set_batch(batch);
+    request.set_priority(priority);
+    v1::Job job;
+    grpc::Status status = farm.Submit(request, job);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ids.push_back(job.id());
+  }
+  for (int64_t id : ids) {
+    grpc::Status status;
+    std::vector<v1::JobEvent> events = Watch(farm, id, status);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().job().state(), v1::SUCCEEDED) << events.back().job().error();
+  }
+}
 
 TEST_F(FarmServerTest, TunesSqueezeNetWithASimWorkerAndReusesItsMeasurements) {
   TestFarm farm(Options());

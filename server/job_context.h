@@ -33,6 +33,7 @@ struct JobContext {
   // The last profile's answer, for the next update.
   PhaseReport pending_profile;
   std::string pending_worker, pending_backend;
+  double busy_s = 0;    // time its ended phases took (the critical-path estimate)
   int64_t version = 0;  // increases with every change (WaitForChange)
   std::string message;  // the last change, one line
   // Set by Cancel and Shutdown: a running search pass stops soon after.

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--db", options.db_path, "SQLite latency database and job store")->required();
-  app.add_option("--policy", options.policy, "interleaved | sequential | synchronous")
+  app.add_option("--policy", options.policy, "interleaved | sequential | synchronous | critical-path")
       ->capture_default_str();
   app.add_option("--server-slots", options.server_slots,
                  "server CPU slots for enumerate/update phases")

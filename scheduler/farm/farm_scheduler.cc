@@ -1,6 +1,7 @@
 #include "scheduler/farm/farm_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "common/strings.h"
@@ -16,6 +17,17 @@ FarmScheduler::FarmScheduler(Policy policy, int server_slots) : policy_(policy) 
 double FarmScheduler::Now(double now_s) {
   latest_s_ = std::max(latest_s_, now_s);
   return latest_s_;
+}
+
+Status FarmScheduler::SetJobUrgency(JobId job, double urgency_s) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return absl::NotFoundError(StrCat("job ", job, " is not registered"));
+  if (!std::isfinite(urgency_s)) {
+    return absl::InvalidArgumentError(
+        StrCat("job ", job, ": urgency ", urgency_s, " is not a finite number"));
+  }
+  it->second.urgency_s = std::clamp(urgency_s, 0.0, kMaxUrgencySeconds);
+  return absl::OkStatus();
 }
 
 Status FarmScheduler::AddJob(JobId job, std::string device_key) {
@@ -157,6 +169,7 @@ Status FarmScheduler::Enqueue(JobId job, PhaseRequest request, double now_s) {
   j.phase = id;
   switch (policy_) {
     case Policy::kInterleaved:
+    case Policy::kCriticalPath:
       MakeReady(phase, t);
       break;
     case Policy::kSequential:
@@ -185,7 +198,9 @@ Status FarmScheduler::Finished(PhaseId phase, PhaseOutcome outcome, double now_s
 
 void FarmScheduler::MakeReady(Phase& phase, double now_s) {
   phase.state = PhaseState::kReady;
-  phase.queue_key = QueueKey(now_s, phase.rank, phase.id);
+  // kCriticalPath: least slack first (the header's Policies).
+  const double urgency_s = policy_ == Policy::kCriticalPath ? jobs_.at(phase.job).urgency_s : 0.0;
+  phase.queue_key = QueueKey(now_s - urgency_s, phase.rank, phase.id);
   switch (ResourceClassOf(phase.kind)) {
     case ResourceClass::kServerCpu:
       server_queue_.insert(phase.queue_key);

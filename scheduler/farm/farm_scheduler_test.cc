@@ -1,14 +1,16 @@
 #include "scheduler/farm/farm_scheduler.h"
 
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "common/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "common/strings.h"
 #include "scheduler/farm/timeline_check.h"
 
 namespace iosfarm::scheduler::farm {
@@ -290,6 +292,64 @@ TEST(FarmSchedulerTest, SynchronousAdvancesInLockStepRounds) {
               ElementsAre("2:update@server-cpu/0", "3:update@server-cpu/1"));
 }
 
+// The GPU of worker "w" is busy with job 1's profile until t=10 while the
+// profiles of `jobs` (with their urgencies) become ready at their times;
+// returns the jobs in the order the GPU then serves them.
+std::vector<JobId> GpuOrder(Policy policy,
+                            const std::vector<std::tuple<JobId, double, double>>& jobs) {
+  FarmScheduler s(policy, 1);
+  EXPECT_TRUE(s.WorkerJoined("w", "k").ok());
+  EXPECT_TRUE(s.AddJob(1, "k").ok());
+  EXPECT_TRUE(s.Enqueue(1, Req(PhaseKind::kProfile, "w"), 0).ok());
+  std::vector<Assignment> running = s.Dispatch(0);
+  EXPECT_THAT(running, SizeIs(1));
+  for (const auto& [job, ready_s, urgency_s] : jobs) {
+    EXPECT_TRUE(s.AddJob(job, "k").ok());
+    EXPECT_TRUE(s.SetJobUrgency(job, urgency_s).ok());
+    EXPECT_TRUE(s.Enqueue(job, Req(PhaseKind::kProfile, "w"), ready_s).ok());
+    EXPECT_THAT(s.Dispatch(ready_s), IsEmpty());  // the GPU is busy
+  }
+  std::vector<JobId> order;
+  double now = 10;
+  while (!running.empty()) {
+    EXPECT_TRUE(s.Finished(running[0].phase, PhaseOutcome::kOk, now).ok());
+    running = s.Dispatch(now);
+    if (!running.empty()) order.push_back(running[0].job);
+    now += 10;
+  }
+  return order;
+}
+
+TEST(FarmSchedulerCriticalPathTest, TheJobWithLeastSlackGoesFirst) {
+  // Job 2 (ready first, urgency 0), job 3 (ready at 2 s, 100 s of chain left),
+  // job 4 (ready at 3 s, 50 s left): least slack (ready - urgency) first.
+  const std::vector<std::tuple<JobId, double, double>> jobs = {{2, 1, 0}, {3, 2, 100}, {4, 3, 50}};
+  EXPECT_THAT(GpuOrder(Policy::kCriticalPath, jobs), ElementsAre(3, 4, 2));
+  // The thesis's policy ignores urgency: first ready, first served.
+  EXPECT_THAT(GpuOrder(Policy::kInterleaved, jobs), ElementsAre(2, 3, 4));
+}
+
+TEST(FarmSchedulerCriticalPathTest, NoPhaseWaitsLongerThanTheUrgencyBound) {
+  // A phase of urgency 0 ready at t=1 is overtaken only by phases ready
+  // before t + their urgency: with urgency 5 and jobs arriving every second,
+  // those ready before t=6 go first, then it does, however many follow.
+  std::vector<std::tuple<JobId, double, double>> jobs = {{2, 1, 0}};
+  for (JobId j = 3; j < 13; ++j) jobs.push_back({j, static_cast<double>(j - 1), 5});
+  const std::vector<JobId> order = GpuOrder(Policy::kCriticalPath, jobs);
+  ASSERT_THAT(order, SizeIs(11));
+  // Jobs 3..6 are ready at 2..5 s (slack -3..0 < 1); job 7 (ready at 6, slack 1)
+  // ties on slack and loses on arrival order.
+  EXPECT_THAT(std::vector<JobId>(order.begin(), order.begin() + 5), ElementsAre(3, 4, 5, 6, 2));
+
+  // Urgency is clamped to a day: nothing can stay ahead for longer.
+  FarmScheduler s(Policy::kCriticalPath, 1);
+  ASSERT_TRUE(s.AddJob(1, "k").ok());
+  EXPECT_TRUE(s.SetJobUrgency(1, 1e12).ok());
+  EXPECT_EQ(s.SetJobUrgency(1, std::nan("")).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.SetJobUrgency(7, 1).code(), absl::StatusCode::kNotFound);
+  EXPECT_GT(FarmScheduler::kMaxUrgencySeconds, 0);
+}
+
 TEST(FarmSchedulerTest, TimeNeverGoesBackwards) {
   FarmScheduler s(Policy::kInterleaved, 1);
   ASSERT_TRUE(s.AddJob(1, "k").ok());
@@ -349,6 +409,7 @@ std::vector<PhaseRecord> RandomRun(Policy policy, uint32_t seed, int steps) {
             if (key == view->device_key && pick(2) == 0) pinned = name;
           }
         }
+        if (pick(2) == 0) EXPECT_TRUE(s.SetJobUrgency(job, pick(400) * 1.0).ok());
         Status st = s.Enqueue(job, {kind, pinned}, now);
         EXPECT_EQ(st.ok(), !view->phase.has_value()) << st;
         break;
@@ -394,7 +455,7 @@ std::vector<PhaseRecord> RandomRun(Policy policy, uint32_t seed, int steps) {
           running[a.phase] = a;
           started.push_back(std::move(a));
         }
-        if (policy == Policy::kInterleaved) {
+        if (policy == Policy::kInterleaved || policy == Policy::kCriticalPath) {
           // Work-conserving: queued server phases only while every slot is busy.
           const QueueLengths q = s.queue_lengths();
           int server_busy = 0;
@@ -430,11 +491,13 @@ std::vector<PhaseRecord> RandomRun(Policy policy, uint32_t seed, int steps) {
 }
 
 TEST(FarmSchedulerTest, RandomStressKeepsInvariants) {
-  for (Policy policy : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
+  for (Policy policy :
+       {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous, Policy::kCriticalPath}) {
     for (uint32_t seed = 1; seed <= 20; ++seed) {
       SCOPED_TRACE(StrCat(PolicyName(policy), " seed ", seed));
       std::vector<PhaseRecord> records = RandomRun(policy, seed, 3000);
-      EXPECT_GT(records.size(), policy == Policy::kInterleaved ? 150u : 20u);
+      const bool interleaving = policy == Policy::kInterleaved || policy == Policy::kCriticalPath;
+      EXPECT_GT(records.size(), interleaving ? 150u : 20u);
       if (::testing::Test::HasFailure()) return;
     }
   }

@@ -42,6 +42,25 @@ struct JobState {
 
 bool BadTime(double t) { return !std::isfinite(t) || t < 0; }
 
+// The job's remaining chain when its phase `next` is queued in iteration
+// `iteration`: that phase and every later one of the job, in series (the
+// urgency of Policy::kCriticalPath; exact here, estimated by the server).
+double RemainingChainSeconds(const SimJob& job, size_t iteration, PhaseKind next) {
+  double remaining = job.measure_s;
+  if (next == PhaseKind::kMeasure) return remaining;
+  for (size_t i = iteration; i < job.iterations.size(); ++i) {
+    const SimIteration& it = job.iterations[i];
+    double phases = it.enumerate_s + it.build_s + it.profile_s + it.update_s;
+    if (i == iteration) {
+      if (next == PhaseKind::kBuild) phases -= it.enumerate_s;
+      if (next == PhaseKind::kProfile) phases -= it.enumerate_s + it.build_s;
+      if (next == PhaseKind::kUpdate) phases = it.update_s;
+    }
+    remaining += phases;
+  }
+  return remaining;
+}
+
 Status Validate(const SimConfig& config) {
   for (size_t i = 0; i < config.jobs.size(); ++i) {
     const SimJob& job = config.jobs[i];
@@ -195,6 +214,8 @@ class Simulation {
       case LifecycleStep::Action::kEnqueue:
         state.kind = step.next.kind;
         state.running = 0;
+        RETURN_IF_ERROR(scheduler_.SetJobUrgency(
+            job, RemainingChainSeconds(spec, state.iteration, step.next.kind)));
         return scheduler_.Enqueue(job, std::move(step.next), t);
       case LifecycleStep::Action::kDone:
         state.done = true;

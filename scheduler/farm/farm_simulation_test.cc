@@ -231,7 +231,8 @@ SimConfig RandomConfig(std::mt19937& rng, Policy policy, bool churn) {
 TEST(FarmSimulationTest, RandomStressHoldsInvariantsUnderEveryPolicy) {
   std::mt19937 rng(2026);
   for (int round = 0; round < 150; ++round) {
-    for (Policy policy : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
+    for (Policy policy :
+         {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous, Policy::kCriticalPath}) {
       const bool churn = round % 3 == 2;
       SimConfig config = RandomConfig(rng, policy, churn);
       config.measure_latency = false;
@@ -266,8 +267,35 @@ TEST(FarmSimulationTest, SynchronousOverlapsOnlyTheSamePhaseKind) {
   }
 }
 
+// bench/farm_policy_bench's mixed staggered set (the thesis's phase times,
+// jobs of x0.5-1.5 size and 2-5 iterations arriving at 0, 0, 60 and 120 s,
+// one GPU, two server slots): FIFO leaves the late long job on the critical
+// path; least slack first finishes at the tight lower bound.
+TEST(FarmSimulationTest, CriticalPathProtectsTheLateLongJob) {
+  const auto job = [](double scale, int iterations, double arrival) {
+    SimJob j;
+    j.device_key = "v100";
+    j.arrival_s = arrival;
+    j.iterations.assign(iterations, {1.0 * scale, 8.3 * scale, 39.5 * scale, 44.0 * scale});
+    j.measure_s = 10 * scale;
+    return j;
+  };
+  SimConfig config;
+  config.server_slots = 2;
+  config.jobs = {job(1.0, 3, 0), job(0.5, 5, 0), job(1.5, 2, 60), job(1.0, 4, 120)};
+  config.workers = {{"w0", "v100"}};
+  config.policy = Policy::kInterleaved;
+  const SimResult fifo = RunSim(config);
+  config.policy = Policy::kCriticalPath;
+  const SimResult critical = RunSim(config);
+  EXPECT_GT(fifo.makespan_s, 1.2 * fifo.lower_bound_s);
+  EXPECT_LE(critical.makespan_s, 1.01 * critical.lower_bound_s);
+  EXPECT_LT(critical.makespan_s, fifo.makespan_s);
+}
+
 TEST(FarmSimulationTest, Deterministic) {
-  for (Policy policy : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
+  for (Policy policy :
+       {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous, Policy::kCriticalPath}) {
     std::mt19937 rng1(99), rng2(99);
     SimConfig c1 = RandomConfig(rng1, policy, true), c2 = RandomConfig(rng2, policy, true);
     SimResult r1 = RunSim(c1), r2 = RunSim(c2);

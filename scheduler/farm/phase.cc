@@ -1,5 +1,6 @@
 #include "scheduler/farm/phase.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -16,10 +17,11 @@ constexpr std::array<std::pair<PhaseKind, std::string_view>, 5> kPhaseKindNames 
     {PhaseKind::kMeasure, "measure"},
 }};
 
-constexpr std::array<std::pair<Policy, std::string_view>, 3> kPolicyNames = {{
+constexpr std::array<std::pair<Policy, std::string_view>, 4> kPolicyNames = {{
     {Policy::kInterleaved, "interleaved"},
     {Policy::kSequential, "sequential"},
     {Policy::kSynchronous, "synchronous"},
+    {Policy::kCriticalPath, "critical-path"},
 }};
 
 constexpr std::array<std::pair<PhaseOutcome, std::string_view>, 4> kOutcomeNames = {{
@@ -98,6 +100,14 @@ std::string WorkerDeviceResource(std::string_view worker, MeasuringDevice device
 }
 std::string WorkerGpuResource(std::string_view worker) {
   return WorkerDeviceResource(worker, MeasuringDevice::kGpu);
+}
+
+double EstimateUrgencySeconds(double busy_s, int blocks_done, int blocks_total, int priority) {
+  double remaining = 0;
+  if (blocks_done > 0 && blocks_total > blocks_done && busy_s > 0) {
+    remaining = busy_s * (blocks_total - blocks_done) / blocks_done;
+  }
+  return std::max(0.0, remaining + priority * kPriorityUrgencySeconds);
 }
 
 }  // namespace iosfarm::scheduler::farm

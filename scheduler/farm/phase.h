@@ -36,9 +36,9 @@ std::string_view ResourceClassName(ResourceClass resource_class);
 
 // How the phases of several jobs share the resources (farm_scheduler.h
 // describes each policy).
-enum class Policy { kInterleaved, kSequential, kSynchronous };
+enum class Policy { kInterleaved, kSequential, kSynchronous, kCriticalPath };
 
-// "interleaved", "sequential", "synchronous".
+// "interleaved", "sequential", "synchronous", "critical-path".
 std::string_view PolicyName(Policy policy);
 std::optional<Policy> PolicyFromName(std::string_view name);
 
@@ -93,6 +93,15 @@ enum class MeasuringDevice { kGpu, kCpu };
 // resource, and not "/gpu": it has none).
 std::string WorkerDeviceResource(std::string_view worker, MeasuringDevice device);
 std::string WorkerGpuResource(std::string_view worker);  // "<worker>/gpu"
+
+// Policy::kCriticalPath's urgency of a real job (the simulation knows its
+// jobs' phase times exactly): its remaining chain estimated by extrapolating
+// the time its own phases took so far (`busy_s`) over the blocks its search
+// has left (`blocks_done` of `blocks_total`); 0 before any block is done
+// (nothing to extrapolate from). `priority` (submit --priority) adds
+// kPriorityUrgencySeconds per step, a negative one takes it away.
+inline constexpr double kPriorityUrgencySeconds = 600;
+double EstimateUrgencySeconds(double busy_s, int blocks_done, int blocks_total, int priority);
 
 }  // namespace iosfarm::scheduler::farm
 

@@ -16,16 +16,27 @@ TEST(PhaseTest, KindNamesRoundTrip) {
 }
 
 TEST(PhaseTest, PolicyAndOutcomeNamesRoundTrip) {
-  for (Policy p : {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous}) {
+  for (Policy p :
+       {Policy::kInterleaved, Policy::kSequential, Policy::kSynchronous, Policy::kCriticalPath}) {
     EXPECT_EQ(PolicyFromName(PolicyName(p)), p);
   }
   EXPECT_EQ(PolicyName(Policy::kInterleaved), "interleaved");
+  EXPECT_EQ(PolicyName(Policy::kCriticalPath), "critical-path");
   EXPECT_EQ(PolicyFromName("round-robin"), std::nullopt);
   for (PhaseOutcome o : {PhaseOutcome::kOk, PhaseOutcome::kFailed, PhaseOutcome::kWorkerLost,
                          PhaseOutcome::kCancelled}) {
     EXPECT_EQ(PhaseOutcomeFromName(PhaseOutcomeName(o)), o);
   }
   EXPECT_EQ(PhaseOutcomeName(PhaseOutcome::kWorkerLost), "worker_lost");
+}
+
+TEST(PhaseTest, UrgencyExtrapolatesTheJobsOwnPaceAndAddsPriority) {
+  // 2 of 10 blocks done in 100 s of its own phases: 400 s left.
+  EXPECT_DOUBLE_EQ(EstimateUrgencySeconds(100, 2, 10, 0), 400);
+  EXPECT_DOUBLE_EQ(EstimateUrgencySeconds(0, 0, 10, 0), 0);     // nothing to go by yet
+  EXPECT_DOUBLE_EQ(EstimateUrgencySeconds(100, 10, 10, 0), 0);  // search done
+  EXPECT_DOUBLE_EQ(EstimateUrgencySeconds(100, 2, 10, 2), 400 + 2 * kPriorityUrgencySeconds);
+  EXPECT_DOUBLE_EQ(EstimateUrgencySeconds(100, 2, 10, -1), 0);  // never negative
 }
 
 TEST(PhaseTest, ResourceClassesAndNames) {
