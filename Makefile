@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 CTEST_ARGS ?=
 
-.PHONY: run test deps configure build clean fuzz
+.PHONY: run test deps configure build clean fuzz images images-test
 
 run: build
 	./scripts/run-main-job.sh $(BUILD_DIR)
@@ -31,6 +31,16 @@ fuzz: deps
 	  -DIOSFARM_FUZZ=ON -DIOSFARM_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_C_FLAGS="$(FUZZ_FLAGS)"
 	cmake --build $(BUILD_DIR)-fuzz -j $(JOBS) --target onnx_import_fuzzer
+
+# Container images (docker/*.Dockerfile) with docker, or buildah where no
+# docker engine runs; see scripts/build-images.sh and docs/operations.md.
+images:
+	./scripts/build-images.sh server worker-cpu
+
+# The built images run as deploy/docker-compose.yml runs them (slow: a job
+# through the containers; not part of `make test`).
+images-test:
+	/usr/bin/python3 tests/images/images_smoke_test.py
 
 clean:
 	rm -rf $(BUILD_DIR) $(BUILD_DIR)-fuzz
