@@ -35,8 +35,10 @@ class BlockStages {
       : block_(block), local_k_(block.size(), -1), group_of_(block.size(), -1) {}
 
   // Splits `ops` into its groups (kept until the next call) and returns the
-  // concurrent signature of the stage they form.
+  // concurrent signature of the stage they form. The same ops twice in a row
+  // (a search bounds a stage, then costs it) are split once.
   Signature HashStage(const OpBits<W>& ops) {
+    if (has_last_ && ops == last_ops_) return last_signature_;
     const int num_groups = FindGroups(ops);
     group_bits_.assign(num_groups, OpBits<W>());
     ops.ForEach([&](int i) { group_bits_[group_of_[i]].Set(i); });
@@ -48,7 +50,10 @@ class BlockStages {
       hasher_.AddGroup(info.hash, reads_.data() + info.reads_begin,
                        static_cast<int>(info.reads_count));
     }
-    return hasher_.Finish(Strategy::kConcurrent);
+    last_ops_ = ops;
+    last_signature_ = hasher_.Finish(Strategy::kConcurrent);
+    has_last_ = true;
+    return last_signature_;
   }
 
   // The groups of the last HashStage's ops.
@@ -183,6 +188,10 @@ class BlockStages {
   std::vector<ExternalRead> reads_;
   std::vector<OpBits<W>> group_bits_;
   std::vector<uint64_t> group_hashes_;
+  // The last HashStage (see there).
+  OpBits<W> last_ops_;
+  Signature last_signature_ = 0;
+  bool has_last_ = false;
   std::vector<int> local_k_, group_of_, stack_;
 };
 

@@ -32,6 +32,7 @@ nlohmann::json StatsJson(const SearchStats& s) {
           {"unique_signatures", s.unique_signatures},
           {"stages_measured", s.stages_measured},
           {"bound_groups", s.bound_groups},
+          {"tightened_bounds", s.tightened_bounds},
           {"exhaustive_blocks", s.exhaustive_blocks},
           {"lower_bound_misses", s.lower_bound_misses},
           {"largest_bound_miss_ms", s.largest_bound_miss_ms},

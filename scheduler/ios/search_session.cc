@@ -230,6 +230,7 @@ void SearchSession::CountSolved(const DpStats& stats) {
   stats_.candidate_stages += stats.distinct_stages;
   stats_.merge_stages += stats.merge_stages;
   stats_.bound_groups += stats.bound_groups;
+  stats_.tightened_bounds += stats.tightened_bounds;
   stats_.lower_bound_misses += stats.lower_bound_misses;
   stats_.largest_bound_miss_ms = std::max(stats_.largest_bound_miss_ms, stats.largest_bound_miss_ms);
 }

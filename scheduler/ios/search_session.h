@@ -83,6 +83,9 @@ struct SearchStats {
   // bounds, and measured stages faster than their lower bound (the
   // exactness assumption broken), with the largest shortfall.
   int64_t bound_groups = 0;
+  // Stage bounds raised by a measured sub-stage before the stage was costed
+  // (how often the sub-stage bound spared or postponed a measurement).
+  int64_t tightened_bounds = 0;
   int64_t lower_bound_misses = 0;
   double largest_bound_miss_ms = 0;
   int64_t dp_passes = 0;          // block DP runs (a block with unknowns takes two)
