@@ -19,6 +19,10 @@
 #include <vector>
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("classify (iosfarm %s)\n", iosfarm::Version().c_str());
+    return 0;
+  }
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
     std::fprintf(stderr, "usage: classify MODEL [SCHEDULE] [--backend cpu|cuda] [--runs N]\n");
     return 2;

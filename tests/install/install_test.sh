@@ -32,6 +32,7 @@ command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$source_dir/examples/classify" -B "$work/classify" "${generator[@]}" \
   -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 cmake --build "$work/classify" > "$work/build.log"
+"$work/classify/classify" --version | grep -q "^classify (iosfarm [0-9]"
 "$work/classify/classify" squeezenet --runs 3 | tee "$work/out"
 grep -q "squeezenet, sequential schedule" "$work/out"
 test "$(grep -c '^class ' "$work/out")" -eq 5
