@@ -182,9 +182,17 @@ TEST(CliTest, RunReadsNpyInputsAndWritesNpyOutputs) {
   EXPECT_EQ(shape.code, kExitFailure);
   EXPECT_THAT(shape.err,
               HasSubstr("input 'input' has shape [1,3,32,32], the model wants [1,3,224,224]"));
-  Result malformed = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--input", "image"});
+  // One input: a bare file is that input's.
+  Result bare = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--threads", "2",
+                            "--iterations", "1", "--warmup", "0", "--input",
+                            (dir / "image.npy").string(), "--output", (dir / "d").string()});
+  ASSERT_EQ(bare.code, kExitOk) << bare.err;
+  auto d = graph::ReadNpy((dir / "d" / files[0]).string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->data, a->data);
+  Result malformed = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--input", "=x.npy"});
   EXPECT_EQ(malformed.code, kExitFailure);
-  EXPECT_THAT(malformed.err, HasSubstr("--input 'image': expected NAME=FILE.npy"));
+  EXPECT_THAT(malformed.err, HasSubstr("--input '=x.npy': expected NAME=FILE.npy"));
   Result missing = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--input",
                                "input=" + (dir / "absent.npy").string()});
   EXPECT_EQ(missing.code, kExitFailure);

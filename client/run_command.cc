@@ -79,11 +79,16 @@ StatusOr<std::vector<graph::Tensor>> ReadInputs(const std::vector<std::string>& 
   }
   for (const std::string& argument : arguments) {
     const size_t equals = argument.find('=');
-    if (equals == std::string::npos || equals == 0 || equals + 1 == argument.size()) {
+    const bool only_input = equals == std::string::npos && by_input.size() == 1;
+    if (!only_input &&
+        (equals == std::string::npos || equals == 0 || equals + 1 == argument.size())) {
       return absl::InvalidArgumentError(
           StrCat("--input '", argument, "': expected NAME=FILE.npy (inputs: ", names, ")"));
     }
-    const std::string name = argument.substr(0, equals);
+    // A model with one input also takes a bare FILE.npy.
+    const std::string name =
+        only_input ? graph.value(graph.inputs()[0]).name : argument.substr(0, equals);
+    const std::string file = only_input ? argument : argument.substr(equals + 1);
     size_t index = 0;
     while (index < by_input.size() && graph.value(graph.inputs()[index]).name != name) ++index;
     if (index == by_input.size()) {
@@ -93,7 +98,7 @@ StatusOr<std::vector<graph::Tensor>> ReadInputs(const std::vector<std::string>& 
     if (by_input[index].has_value()) {
       return absl::InvalidArgumentError(StrCat("--input: input '", name, "' given twice"));
     }
-    ASSIGN_OR_RETURN(by_input[index], graph::ReadNpy(argument.substr(equals + 1)));
+    ASSIGN_OR_RETURN(by_input[index], graph::ReadNpy(file));
   }
   std::vector<graph::Tensor> inputs;
   for (size_t i = 0; i < by_input.size(); ++i) {
@@ -237,8 +242,8 @@ void AddRunCommand(CLI::App& app, CommandContext& context) {
   seq->excludes(greedy);
   cmd->add_option("--s", o->s, "Greedy: most groups per stage")->check(CLI::Range(1, 64));
   cmd->add_option("--input", o->inputs,
-                  "NAME=FILE.npy: a graph input's values (repeat for each input; default: "
-                  "seeded random values)");
+                  "NAME=FILE.npy: a graph input's values (repeat for each input; FILE.npy "
+                  "alone for a model with one input; default: seeded random values)");
   cmd->add_option("--output", o->output_dir, "Write each graph output to DIR/<name>.npy");
   cmd->add_flag("--verify", o->verify,
                 "Compare outputs with the sequential schedule on the same input");

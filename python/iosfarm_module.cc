@@ -107,13 +107,13 @@ schedule: None or "sequential", "greedy", or a schedule file from
   `iosfarm search -o`; with tune_if_missing=True a missing file is tuned on
   this backend and written.
 backend: "cpu", "cuda" or "cuda:N".)doc")
-      .def(py::init([](const py::object& model, const std::optional<std::string>& schedule,
+      .def(py::init([](const py::object& model, const py::object& schedule,
                        const std::string& backend, int64_t batch, int threads, bool cuda_graph,
                        bool tune_if_missing) {
-             const std::string path =
-                 py::str(py::module_::import("os").attr("fspath")(model)).cast<std::string>();
+             const py::object fspath = py::module_::import("os").attr("fspath");
+             const std::string path = py::str(fspath(model)).cast<std::string>();
              iosfarm::SessionOptions options;
-             options.schedule = schedule.value_or("");
+             if (!schedule.is_none()) options.schedule = py::str(fspath(schedule));
              options.backend = backend;
              options.batch = batch;
              options.cpu_threads = threads;

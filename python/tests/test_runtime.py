@@ -84,6 +84,9 @@ def test_schedules_compute_the_same_function(tmp_path):
 
 
 def test_paths_and_batches(tmp_path):
+    import pathlib
+    with pytest.raises(iosfarm.Error, match="absent.json' does not exist"):
+        iosfarm.Session("squeezenet", schedule=pathlib.Path(tmp_path) / "absent.json")
     session = iosfarm.Session("squeezenet", batch=2, threads=2)
     assert session.inputs == {"input": (2, 3, 224, 224)}
     y, = session.run({"input": image((2, 3, 224, 224))}).values()
