@@ -38,7 +38,8 @@ std::string IosScheduleFile(const std::string& onnx, std::string& error) {
   const std::string path = onnx + ".ios.schedule.json";
   if (std::filesystem::exists(path)) return path;
   const std::string log = onnx + ".search.log";
-  const std::string command = std::string(IOSFARM_CLI) + " search '" + onnx +
+  const char* cli = std::getenv("IOSFARM_CLI");  // else the one built beside the test
+  const std::string command = std::string(cli != nullptr ? cli : IOSFARM_CLI) + " search '" + onnx +
                               "' --backend sim:h100 -o '" + path + "' > '" + log + "' 2>&1";
   if (std::system(command.c_str()) != 0 || !std::filesystem::exists(path)) {
     std::ifstream file(log);

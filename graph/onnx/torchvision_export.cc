@@ -65,7 +65,8 @@ StatusOr<std::string> Export(const std::string& dir, const std::string& flags,
     return true;
   };
   if (exported()) return stem;
-  const std::string python = "/usr/bin/python3";
+  const char* chosen = std::getenv("IOSFARM_PYTHON");  // e.g. a torch venv on a GPU machine
+  const std::string python = chosen != nullptr && *chosen != '\0' ? chosen : "/usr/bin/python3";
   if (!std::filesystem::exists(python)) {
     return absl::FailedPreconditionError(StrCat("python3 is not installed (", python, ")"));
   }

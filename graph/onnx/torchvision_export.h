@@ -1,9 +1,9 @@
 // Test helper: real third-party models for tests. Exports torchvision CNNs to
 // ONNX (opset 13, random weights) with tests/onnx/export_torchvision.py and
-// /usr/bin/python3 into <build dir>/onnx_models (IOSFARM_BINARY_DIR; without
-// it, next to the test binary), once: a file already there is reused. Test
-// processes running in parallel share the folder under a file lock (one
-// exports, the others wait and reuse its files).
+// /usr/bin/python3 ($IOSFARM_PYTHON when set) into <build dir>/onnx_models (IOSFARM_BINARY_DIR;
+// without it, next to the test binary), once: a file already there is reused. Test processes
+// running in parallel share the folder under a file lock (one exports, the others wait and reuse
+// its files).
 #ifndef IOSFARM_GRAPH_ONNX_TORCHVISION_EXPORT_H_
 #define IOSFARM_GRAPH_ONNX_TORCHVISION_EXPORT_H_
 
