@@ -183,11 +183,18 @@ TEST(SessionTest, BatchOverrideChangesTheShapes) {
   EXPECT_THAT(session.outputs()[0].shape, ElementsAre(2, 1000));
 }
 
-TEST(SessionTest, TunesOnFirstUseThenReusesTheSchedule) {
-  const std::string path = TempPath("squeezenet.tuned.schedule.json");
+// Options that tune into a fresh schedule file `name` (removed first).
+SessionOptions TuneInto(const std::string& name) {
+  const std::string path = TempPath(name);
   std::filesystem::remove(path);
   SessionOptions options = Cpu(path);
   options.tune_if_missing = true;
+  return options;
+}
+
+TEST(SessionTest, TunesOnFirstUseThenReusesTheSchedule) {
+  const SessionOptions options = TuneInto("squeezenet.tuned.schedule.json");
+  const std::string& path = options.schedule;
   Session tuned("squeezenet", options);
   EXPECT_EQ(tuned.schedule_kind(), "ios");
   ASSERT_TRUE(std::filesystem::exists(path));
@@ -210,12 +217,9 @@ TEST(SessionTest, TunesOnFirstUseThenReusesTheSchedule) {
 }
 
 TEST(SessionTest, ASchedulesJsonTextWorksLikeItsFile) {
-  const std::string path = TempPath("squeezenet.text.schedule.json");
-  std::filesystem::remove(path);
-  SessionOptions tune = Cpu(path);
-  tune.tune_if_missing = true;
+  const SessionOptions tune = TuneInto("squeezenet.text.schedule.json");
   Session from_file("squeezenet", tune);
-  std::ifstream file(path);
+  std::ifstream file(tune.schedule);
   std::stringstream text;
   text << file.rdbuf();
   Session from_text("squeezenet", Cpu(text.str()));

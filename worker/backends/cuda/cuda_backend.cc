@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <functional>
 #include <optional>
 
 #include "common/strings.h"
@@ -43,6 +44,15 @@ class CudaPreparedSchedule final : public PreparedSchedule {
 };
 
 namespace {
+
+// One eager run of `enqueue` first, waited for: libraries finish their lazy
+// initialisation (and kernels load) outside the capture. Then the capture.
+StatusOr<CudaGraphRunner> WarmUpAndCapture(cudaStream_t stream,
+                                           const std::function<Status()>& enqueue) {
+  RETURN_IF_ERROR(enqueue());
+  RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize (warm-up)"));
+  return CudaGraphRunner::Capture(stream, enqueue);
+}
 
 Status Prefixed(const Status& status, std::string_view prefix) {
   return Status(status.code(), StrCat(prefix, ": ", ToStd(status.message())));
@@ -149,10 +159,7 @@ StatusOr<RunResult> CudaBackend::DoRunSchedule(const graph::Graph& graph,
   const auto enqueue = [&] { return program.Enqueue(); };
   RunResult result;
   if (options.cuda_graph) {
-    // One eager run first: libraries finish their lazy initialisation (and
-    // kernels load) outside the capture.
-    RETURN_IF_ERROR(timer.Time(main, enqueue).status());
-    ASSIGN_OR_RETURN(CudaGraphRunner graph_runner, CudaGraphRunner::Capture(main, enqueue));
+    ASSIGN_OR_RETURN(CudaGraphRunner graph_runner, WarmUpAndCapture(main, enqueue));
     ASSIGN_OR_RETURN(result.latency,
                      MeasureLatency(
                          [&]() -> StatusOr<double> {
@@ -179,11 +186,8 @@ StatusOr<std::unique_ptr<PreparedSchedule>> CudaBackend::DoPrepare(
     const cudaStream_t main = context_->lanes().lane(0).stream;
     const DeviceProgram& program = *prepared->program;
     const auto enqueue = [&] { return program.Enqueue(); };
-    // One eager run first (lazy library initialisation stays out of the
-    // capture); the arena holds zeros, whatever it computes is overwritten.
-    RETURN_IF_ERROR(enqueue());
-    RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(main), "cudaStreamSynchronize (warm-up)"));
-    ASSIGN_OR_RETURN(CudaGraphRunner runner, CudaGraphRunner::Capture(main, enqueue));
+    // The arena holds zeros here: whatever the warm-up computes is overwritten.
+    ASSIGN_OR_RETURN(CudaGraphRunner runner, WarmUpAndCapture(main, enqueue));
     prepared->graph_runner.emplace(std::move(runner));
   }
   return std::unique_ptr<PreparedSchedule>(std::move(prepared));
