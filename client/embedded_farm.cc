@@ -1,7 +1,6 @@
 #include "client/embedded_farm.h"
 
 #include <atomic>
-#include <cctype>
 #include <filesystem>
 
 #include "client/farm_client.h"
@@ -13,38 +12,6 @@
 #include "worker/worker_daemon.h"
 
 namespace iosfarm::client {
-
-StatusOr<std::string> DefaultDatabasePath(const EnvLookup& env) {
-  std::filesystem::path dir;
-  if (auto xdg = env("XDG_CACHE_HOME"); xdg && !xdg->empty()) {
-    dir = *xdg;
-  } else if (auto home = env("HOME"); home && !home->empty()) {
-    dir = std::filesystem::path(*home) / ".cache";
-  } else {
-    return absl::FailedPreconditionError(
-        "neither XDG_CACHE_HOME nor HOME is set; give the latency database with --db FILE");
-  }
-  return (dir / "iosfarm" / "latency.db").string();
-}
-
-std::string DefaultDeviceKey(const std::string& backend, const std::string& description) {
-  if (backend != "cuda") {
-    std::string key = StrCat("local-", backend);
-    for (char& c : key) c = c == ':' ? '-' : c;
-    return key;
-  }
-  std::string name = description.substr(0, description.find(" ("));
-  std::string key;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) {
-      key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else if (!key.empty() && key.back() != '-') {
-      key += '-';
-    }
-  }
-  while (!key.empty() && key.back() == '-') key.pop_back();
-  return key.empty() ? "local-cuda" : key;
-}
 
 StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOptions& options) {
   std::unique_ptr<EmbeddedFarm> farm(new EmbeddedFarm());

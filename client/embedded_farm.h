@@ -22,6 +22,7 @@
 #include "client/farm_client.h"
 #include "client/remote_options.h"
 #include "iosfarm/v1/farm.pb.h"
+#include "common/local_farm.h"  // DefaultDatabasePath, DefaultDeviceKey
 #include "common/status.h"
 
 namespace iosfarm::server {
@@ -47,15 +48,6 @@ struct EmbeddedFarmOptions {
                        const std::string& device_key)>
       before_worker;
 };
-
-// $XDG_CACHE_HOME/iosfarm/latency.db, else $HOME/.cache/iosfarm/latency.db;
-// FailedPrecondition when neither variable is set.
-StatusOr<std::string> DefaultDatabasePath(const EnvLookup& env = ProcessEnv);
-
-// "local-cpu", "local-sim" (and "local-sim-<preset>" for "sim:<preset>"); for
-// cuda the GPU's name from the backend's description, sanitized ("NVIDIA H100
-// 80GB HBM3 (sm_90, ...)" -> "nvidia-h100-80gb-hbm3"), or "local-cuda".
-std::string DefaultDeviceKey(const std::string& backend, const std::string& description);
 
 class EmbeddedFarm {
  public:

@@ -1,7 +1,5 @@
 #include "client/remote_options.h"
 
-#include <cstdlib>
-
 namespace iosfarm::client {
 namespace {
 
@@ -17,12 +15,6 @@ std::optional<std::string> Pick(const std::optional<std::string>& flag, const ch
 }
 
 }  // namespace
-
-std::optional<std::string> ProcessEnv(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) return std::nullopt;
-  return std::string(value);
-}
 
 RemoteOptions ResolveRemoteOptions(const RemoteFlags& flags, const EnvLookup& env) {
   RemoteOptions options;

@@ -15,6 +15,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/local_farm.h"
+
 namespace iosfarm::client {
 
 inline constexpr char kDefaultServer[] = "127.0.0.1:7070";
@@ -41,12 +43,7 @@ struct RemoteOptions {
   std::chrono::milliseconds call_timeout{120000};
 };
 
-// Looks up an environment variable; nullopt when unset.
-using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
-
-// The process environment (std::getenv).
-std::optional<std::string> ProcessEnv(const char* name);
-
+// EnvLookup and ProcessEnv: common/local_farm.h.
 // flags > environment > defaults.
 RemoteOptions ResolveRemoteOptions(const RemoteFlags& flags, const EnvLookup& env = ProcessEnv);
 

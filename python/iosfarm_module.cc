@@ -100,16 +100,21 @@ PYBIND11_MODULE(iosfarm, m) {
 A model opened with a schedule on a backend, ready to run.
 
 Session(model, *, schedule=None, backend="cpu", batch=0, threads=0,
-        cuda_graph=True, tune_if_missing=False)
+        cuda_graph=True, tune_if_missing=False, latency_db=None, device_key=None)
 
 model: path to an .onnx file (str or os.PathLike) or a zoo model name.
 schedule: None or "sequential", "greedy", or a schedule file from
   `iosfarm search -o`; with tune_if_missing=True a missing file is tuned on
   this backend and written.
-backend: "cpu", "cuda" or "cuda:N".)doc")
+backend: "cpu", "cuda" or "cuda:N".
+latency_db, device_key: where tuning finds and stores stage latencies (by
+  default the database and device key of `iosfarm tune` on this machine;
+  latency_db="none" measures every stage and stores nothing). The `tuning`
+  property says what the last tuning measured.)doc")
       .def(py::init([](const py::object& model, const py::object& schedule,
                        const std::string& backend, int64_t batch, int threads, bool cuda_graph,
-                       bool tune_if_missing) {
+                       bool tune_if_missing, const py::object& latency_db,
+                       const std::string& device_key) {
              const py::object fspath = py::module_::import("os").attr("fspath");
              const std::string path = py::str(fspath(model)).cast<std::string>();
              iosfarm::SessionOptions options;
@@ -119,12 +124,15 @@ backend: "cpu", "cuda" or "cuda:N".)doc")
              options.cpu_threads = threads;
              options.cuda_graph = cuda_graph;
              options.tune_if_missing = tune_if_missing;
+             if (!latency_db.is_none()) options.latency_db = py::str(fspath(latency_db));
+             options.device_key = device_key;
              py::gil_scoped_release release;
              return iosfarm::Session(path, options);
            }),
            py::arg("model"), py::kw_only(), py::arg("schedule") = py::none(),
            py::arg("backend") = "cpu", py::arg("batch") = 0, py::arg("threads") = 0,
-           py::arg("cuda_graph") = true, py::arg("tune_if_missing") = false)
+           py::arg("cuda_graph") = true, py::arg("tune_if_missing") = false,
+           py::arg("latency_db") = py::none(), py::arg("device_key") = "")
       .def("run", &Run, py::arg("inputs"),
            "Runs the model once: {input name: array} -> {output name: float32 array}.")
       .def_property_readonly(
@@ -137,6 +145,20 @@ backend: "cpu", "cuda" or "cuda:N".)doc")
       .def_property_readonly("schedule_kind", &iosfarm::Session::schedule_kind)
       .def_property_readonly("num_stages", &iosfarm::Session::num_stages)
       .def_property_readonly("device", &iosfarm::Session::device)
+      .def_property_readonly(
+          "tuning",
+          [](const iosfarm::Session& s) {
+            const iosfarm::TuningReport& t = s.tuning();
+            py::dict report;
+            report["tuned"] = t.tuned;
+            report["stages_from_database"] = t.stages_from_database;
+            report["stages_measured"] = t.stages_measured;
+            report["latency_db"] = t.latency_db;
+            report["device_key"] = t.device_key;
+            return report;
+          },
+          "what tuning on first use did: tuned, stages_from_database, stages_measured, "
+          "latency_db, device_key")
       .def("__repr__", [](const iosfarm::Session& s) {
         return "<iosfarm.Session " + s.model_name() + ", " + s.schedule_kind() + " schedule of " +
                std::to_string(s.num_stages()) + " stages on " + s.device() + ">";

@@ -4,16 +4,16 @@
 #include <filesystem>
 #include <optional>
 
+#include "common/local_farm.h"
 #include "common/strings.h"
 #include "graph/model_loader.h"
 #include "graph/npy.h"
 #include "iosfarm/runtime.h"
+#include "runtime/first_use_tuning.h"
 #include "runtime/status_error.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/direct_oracle.h"
 #include "scheduler/ios/schedule_json.h"
 #include "worker/backends/backend_factory.h"
-#include "worker/backends/backend_oracle.h"
 
 #ifndef IOSFARM_VERSION
 #define IOSFARM_VERSION "dev"
@@ -50,6 +50,7 @@ struct Session::Impl {
   std::string kind;
   int stages = 0;
   std::string device;
+  TuningReport tuning;
 };
 
 namespace {
@@ -81,23 +82,37 @@ StatusOr<std::unique_ptr<worker::Backend>> OpenBackend(const SessionOptions& opt
   return worker::CreateBackend(name, config);
 }
 
-// The IOS search measured on `backend`, written to `path`.
-StatusOr<scheduler::ios::Schedule> TuneSchedule(const graph::Graph& graph, worker::Backend& backend,
-                                                const std::string& path) {
-  const scheduler::ios::SearchOptions options;
-  ASSIGN_OR_RETURN(
-      scheduler::ios::SearchResult result,
-      scheduler::ios::RunSearch(
-          graph, options, worker::MakeBackendOracle(graph, backend, worker::ProfileOptions{})));
-  RETURN_IF_ERROR(scheduler::ios::WriteScheduleFile(
-      path, graph, result.schedule,
-      scheduler::ios::MakeScheduleMetadata(graph, backend.name(), "ios", &options)));
-  return std::move(result.schedule);
+// Tune on first use, with the latency database and device key the options
+// name (their defaults: those of `iosfarm tune` on this machine).
+StatusOr<scheduler::ios::Schedule> TuneSchedule(const SessionOptions& options,
+                                                const graph::Graph& graph,
+                                                worker::Backend& backend, TuningReport& report) {
+  runtime::FirstUseTuning tuning;
+  tuning.backend = options.backend.starts_with("cuda") ? "cuda" : "cpu";
+  if (options.latency_db != "none") {
+    if (options.latency_db.empty()) {
+      ASSIGN_OR_RETURN(tuning.latency_db, DefaultDatabasePath());
+    } else {
+      tuning.latency_db = options.latency_db;
+    }
+  }
+  tuning.device_key = options.device_key.empty()
+                          ? DefaultDeviceKey(tuning.backend, backend.device_description())
+                          : options.device_key;
+  ASSIGN_OR_RETURN(runtime::TunedSchedule tuned,
+                   runtime::TuneOnFirstUse(graph, backend, tuning, options.schedule));
+  report.tuned = true;
+  report.stages_from_database = tuned.stages_from_database;
+  report.stages_measured = tuned.stages_measured;
+  report.latency_db = tuning.latency_db;
+  report.device_key = tuning.device_key;
+  return std::move(tuned.schedule);
 }
 
 StatusOr<scheduler::ios::Schedule> ChooseSchedule(const SessionOptions& options,
                                                   const graph::Graph& graph,
-                                                  worker::Backend& backend, std::string& kind) {
+                                                  worker::Backend& backend, std::string& kind,
+                                                  TuningReport& tuning) {
   const std::string& spec = options.schedule;
   if (spec.empty() || spec == "sequential") {
     kind = "sequential";
@@ -120,7 +135,7 @@ StatusOr<scheduler::ios::Schedule> ChooseSchedule(const SessionOptions& options,
                                         "model on this backend and write it there)"));
     }
     kind = "ios";
-    return TuneSchedule(graph, backend, spec);
+    return TuneSchedule(options, graph, backend, tuning);
   }
   ASSIGN_OR_RETURN(scheduler::ios::ParsedSchedule parsed,
                    scheduler::ios::ReadScheduleFile(spec, graph));
@@ -212,7 +227,7 @@ std::unique_ptr<Session::Impl> SessionOpener::Open(StatusOr<graph::Graph> loaded
   impl->graph = ValueOrThrow(std::move(loaded));
   impl->backend = ValueOrThrow(OpenBackend(options));
   ThrowIfError(impl->backend->CheckSupported(impl->graph));
-  impl->schedule = ValueOrThrow(ChooseSchedule(options, impl->graph, *impl->backend, impl->kind));
+  impl->schedule = ValueOrThrow(ChooseSchedule(options, impl->graph, *impl->backend, impl->kind, impl->tuning));
   impl->cuda_graph = options.cuda_graph;
   worker::PrepareOptions prepare;
   prepare.cuda_graph = options.cuda_graph;
@@ -265,6 +280,7 @@ const std::string& Session::model_name() const { return impl_->graph.name(); }
 const std::string& Session::schedule_kind() const { return impl_->kind; }
 int Session::num_stages() const { return impl_->stages; }
 const std::string& Session::device() const { return impl_->device; }
+const TuningReport& Session::tuning() const { return impl_->tuning; }
 
 std::map<std::string, Tensor> Session::Run(const std::map<std::string, TensorView>& inputs) {
   std::map<std::string, Tensor> outputs;

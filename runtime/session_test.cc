@@ -183,12 +183,17 @@ TEST(SessionTest, BatchOverrideChangesTheShapes) {
   EXPECT_THAT(session.outputs()[0].shape, ElementsAre(2, 1000));
 }
 
-// Options that tune into a fresh schedule file `name` (removed first).
+// Options that tune into a fresh schedule file `name`, with a fresh latency
+// database beside it (both removed first).
 SessionOptions TuneInto(const std::string& name) {
   const std::string path = TempPath(name);
   std::filesystem::remove(path);
   SessionOptions options = Cpu(path);
   options.tune_if_missing = true;
+  options.latency_db = path + ".db";
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::filesystem::remove(options.latency_db + suffix);
+  }
   return options;
 }
 
@@ -214,6 +219,82 @@ TEST(SessionTest, TunesOnFirstUseThenReusesTheSchedule) {
   // The schedule of another model is refused in words, whatever the option.
   EXPECT_THAT(ErrorOf(ErrorCode::kFailedPrecondition, [&] { Session("resnet50", options); }),
               HasSubstr("schedule is for squeezenet, batch 1; this model is resnet50, batch 1"));
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Tuning stores what it measures; the next tuning with the same database and
+// device key measures nothing and finds the same schedule; another key or
+// no database ("none") measures again.
+TEST(SessionTest, TuningMeasuresOnlyWhatTheLatencyDatabaseLacks) {
+  const SessionOptions options = TuneInto("squeezenet.db.schedule.json");
+  Session first("squeezenet", options);
+  const TuningReport report = first.tuning();
+  EXPECT_TRUE(report.tuned);
+  EXPECT_GT(report.stages_measured, 40);
+  EXPECT_EQ(report.stages_from_database, 0);
+  EXPECT_EQ(report.latency_db, options.latency_db);
+  EXPECT_EQ(report.device_key, "local-cpu");
+  const std::string schedule = ReadText(options.schedule);
+
+  std::filesystem::remove(options.schedule);
+  Session again("squeezenet", options);
+  EXPECT_EQ(again.tuning().stages_measured, 0);
+  EXPECT_EQ(again.tuning().stages_from_database, report.stages_measured);
+  EXPECT_EQ(ReadText(options.schedule), schedule);  // the same latencies, the same schedule
+
+  Session read("squeezenet", options);  // the file exists: no tuning at all
+  EXPECT_FALSE(read.tuning().tuned);
+
+  SessionOptions other_key = options;
+  other_key.device_key = "another-machine";
+  std::filesystem::remove(options.schedule);
+  Session elsewhere("squeezenet", other_key);
+  // Measured afresh (real timings: the bounded search's path, and so its
+  // count, may differ a little).
+  EXPECT_GT(elsewhere.tuning().stages_measured, 40);
+  EXPECT_EQ(elsewhere.tuning().stages_from_database, 0);
+  EXPECT_EQ(elsewhere.tuning().device_key, "another-machine");
+
+  SessionOptions none = options;
+  none.latency_db = "none";
+  std::filesystem::remove(options.schedule);
+  Session unstored("squeezenet", none);
+  EXPECT_GT(unstored.tuning().stages_measured, 40);
+  EXPECT_EQ(unstored.tuning().stages_from_database, 0);
+  EXPECT_EQ(unstored.tuning().latency_db, "");
+}
+
+// `iosfarm tune` and the runtime share the database: a model tuned by the
+// command is tuned by a session without a single measurement.
+TEST(SessionTest, TuningReusesWhatIosfarmTuneMeasured) {
+  const SessionOptions options = TuneInto("squeezenet.cli.schedule.json");
+  const std::string command = std::string(IOSFARM_CLI) +
+                              " tune squeezenet --backend cpu --threads 2 --db '" +
+                              options.latency_db + "' -o '" + TempPath("cli.schedule.json") +
+                              "' > /dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  Session session("squeezenet", options);
+  EXPECT_TRUE(session.tuning().tuned);
+  EXPECT_EQ(session.tuning().stages_measured, 0);
+  EXPECT_GT(session.tuning().stages_from_database, 40);
+}
+
+TEST(SessionTest, ABadLatencyDatabaseIsNamed) {
+  SessionOptions options = TuneInto("squeezenet.baddb.schedule.json");
+  {
+    std::ofstream junk(options.latency_db);
+    junk << "not a database, just text that is long enough to be looked at by SQLite";
+  }
+  const std::string message =
+      ErrorOf(ErrorCode::kInvalidArgument, [&] { Session("squeezenet", options); });
+  EXPECT_THAT(message, HasSubstr(options.latency_db));
+  EXPECT_FALSE(std::filesystem::exists(options.schedule));
 }
 
 TEST(SessionTest, ASchedulesJsonTextWorksLikeItsFile) {

@@ -19,9 +19,12 @@
 // written by `iosfarm search -o` / `iosfarm tune -o`, the JSON text of one
 // (anything starting with '{'), or, with
 // SessionOptions::tune_if_missing, a file that does not exist yet: the
-// session then runs the IOS search on its own backend (every candidate stage
-// measured there, minutes on a CPU) and writes the schedule to that file, so
-// the next session on the same model and batch starts at once. A schedule
+// session then runs the IOS search on its own backend and writes the
+// schedule to that file, so the next session on the same model and batch
+// starts at once. Tuning takes its stage latencies from the latency database
+// that `iosfarm tune` keeps on this machine (SessionOptions::latency_db) and
+// measures only the stages it lacks there (minutes on a CPU for a model that
+// is new to it), storing them for the next tuning by either. A schedule
 // made for another model, batch or version of the model is refused, saying
 // which ("schedule is for squeezenet, batch 1; this model is resnet50, batch
 // 1").
@@ -113,9 +116,25 @@ struct SessionOptions {
   std::string backend = "cpu";   // "cpu", "cuda" or "cuda:N"
   std::string schedule;          // a name, a file or JSON text: see the top of the file
   bool tune_if_missing = false;  // tune and write `schedule` when it does not exist
+  // Tuning: the latency database shared with `iosfarm tune` ("" = its
+  // default, $XDG_CACHE_HOME/iosfarm/latency.db or ~/.cache/iosfarm/latency.db;
+  // "none" = measure every stage and store nothing), and the device key of
+  // the latencies in it ("" = the one `iosfarm tune` uses for this backend on
+  // this machine, e.g. "local-cpu"; latencies of another key are never used).
+  std::string latency_db;
+  std::string device_key;
   int64_t batch = 0;             // 0: the model's own (zoo models: 1); else override it
   int cpu_threads = 0;           // cpu: 0 means every core
   bool cuda_graph = true;        // cuda: replay the schedule as one CUDA graph
+};
+
+// What tuning on first use did (SessionOptions::tune_if_missing).
+struct TuningReport {
+  bool tuned = false;                // this session ran the IOS search
+  int64_t stages_from_database = 0;  // stage latencies the database held
+  int64_t stages_measured = 0;       // measured on this session's backend (and stored)
+  std::string latency_db;            // the database file ("" with "none")
+  std::string device_key;
 };
 
 class Session {
@@ -140,6 +159,8 @@ class Session {
   int num_stages() const;
   // E.g. "cpu: CPU (oneDNN 3.0, avx2, 8 threads, nChw8c activations)".
   const std::string& device() const;
+  // Whether and how this session tuned its schedule.
+  const TuningReport& tuning() const;
 
   // Runs the model once. `inputs` names every graph input exactly once, with
   // its shape; returns every graph output by name. Throws kInvalidArgument

@@ -74,6 +74,25 @@ def test_bad_options_raise_named_errors(tmp_path):
     assert error.value.code == "not_found"
 
 
+def test_tuning_reuses_the_latency_database(tmp_path):
+    schedule, db = tmp_path / "squeezenet.schedule.json", tmp_path / "latency.db"
+    first = iosfarm.Session("squeezenet", schedule=schedule, tune_if_missing=True,
+                            latency_db=db, threads=2)
+    assert first.schedule_kind == "ios"
+    assert first.tuning["tuned"] and first.tuning["stages_from_database"] == 0
+    assert first.tuning["stages_measured"] > 40
+    assert first.tuning["latency_db"] == str(db)
+    assert first.tuning["device_key"] == "local-cpu"
+    schedule.unlink()
+    second = iosfarm.Session("squeezenet", schedule=schedule, tune_if_missing=True,
+                             latency_db=db, threads=2)
+    assert second.tuning["stages_measured"] == 0
+    assert second.tuning["stages_from_database"] == first.tuning["stages_measured"]
+    assert second.num_stages == first.num_stages
+    reread = iosfarm.Session("squeezenet", schedule=schedule, latency_db=db, threads=2)
+    assert not reread.tuning["tuned"]
+
+
 def test_schedules_compute_the_same_function(tmp_path):
     sequential = iosfarm.Session("squeezenet", threads=2)
     greedy = iosfarm.Session("squeezenet", schedule="greedy", threads=2)

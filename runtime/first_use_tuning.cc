@@ -1,0 +1,127 @@
+#include "runtime/first_use_tuning.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "common/strings.h"
+#include "scheduler/ios/schedule_json.h"
+#include "scheduler/ios/search_session.h"
+#include "server/farm_database.h"
+
+namespace iosfarm::runtime {
+namespace {
+
+namespace ios = scheduler::ios;
+
+// Stages per round: wide enough that a database round trip and a Build call
+// are amortised, small enough that an interrupted session loses little.
+constexpr int kBatch = 64;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+StatusOr<server::FarmDatabase> OpenDatabase(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(parent, error);
+    if (error) {
+      return absl::UnavailableError(StrCat("cannot create the directory '", parent.string(),
+                                           "' of the latency database: ", error.message()));
+    }
+  }
+  return server::OpenFarmDatabase(path);
+}
+
+// Builds and profiles `stages` on `backend`, as a worker's build and profile
+// phases do.
+StatusOr<std::vector<worker::LatencyStats>> Measure(const graph::Graph& graph,
+                                                    worker::Backend& backend,
+                                                    const std::vector<ios::Stage>& stages) {
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<worker::StagePlan>> plans,
+                   backend.Build(graph, stages));
+  std::vector<const worker::StagePlan*> views;
+  views.reserve(plans.size());
+  for (const auto& plan : plans) views.push_back(plan.get());
+  return backend.Profile(views, worker::ProfileOptions{});
+}
+
+}  // namespace
+
+StatusOr<TunedSchedule> TuneOnFirstUse(const graph::Graph& graph, worker::Backend& backend,
+                                       const FirstUseTuning& tuning,
+                                       const std::string& schedule_path) {
+  std::optional<server::FarmDatabase> db;
+  if (!tuning.latency_db.empty()) {
+    ASSIGN_OR_RETURN(db, OpenDatabase(tuning.latency_db));
+    RETURN_IF_ERROR(db->latencies->UpsertDevice(tuning.device_key, backend.device_description(),
+                                                tuning.backend, NowUnixMs()));
+  }
+  const ios::SearchOptions options;
+  ASSIGN_OR_RETURN(std::unique_ptr<ios::SearchSession> session,
+                   ios::SearchSession::Create(graph, options));
+  TunedSchedule tuned;
+  const std::string worker_id = StrCat("runtime-", tuning.backend);
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<ios::StageRequest> requests, session->NextUnknown(kBatch));
+    if (requests.empty()) break;  // every latency is provided at once: done
+    absl::flat_hash_map<uint64_t, server::StoredLatency> known;
+    if (db) {
+      std::vector<uint64_t> signatures;
+      for (const ios::StageRequest& request : requests) signatures.push_back(request.signature);
+      ASSIGN_OR_RETURN(known, db->latencies->LookupLatencies(tuning.device_key, signatures));
+    }
+    std::vector<ios::Signature> missing;
+    std::vector<ios::Stage> stages;
+    for (const ios::StageRequest& request : requests) {
+      if (auto it = known.find(request.signature); it != known.end()) {
+        RETURN_IF_ERROR(session->Provide(request.signature, it->second.median_ms));
+        ++tuned.stages_from_database;
+      } else {
+        missing.push_back(request.signature);
+        stages.push_back(request.stage);
+      }
+    }
+    if (stages.empty()) continue;
+    ASSIGN_OR_RETURN(std::vector<worker::LatencyStats> measured, Measure(graph, backend, stages));
+    std::vector<std::pair<uint64_t, server::StoredLatency>> rows;
+    const int64_t now = NowUnixMs();
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const worker::LatencyStats& stats = measured[i];
+      server::StoredLatency stored;
+      stored.median_ms = stats.median_ms;
+      stored.p10_ms = stats.p10_ms;
+      stored.p90_ms = stats.p90_ms;
+      stored.cv = stats.cv;
+      stored.repeats = stats.repeats;
+      stored.worker = worker_id;
+      stored.backend = tuning.backend;
+      stored.measured_unix_ms = now;
+      rows.emplace_back(missing[i], stored);
+    }
+    if (db) RETURN_IF_ERROR(db->latencies->PutLatencies(tuning.device_key, rows).status());
+    for (const auto& [signature, stored] : rows) {
+      RETURN_IF_ERROR(session->Provide(signature, stored.median_ms));
+    }
+    tuned.stages_measured += static_cast<int64_t>(rows.size());
+  }
+  if (!session->Done()) {
+    return absl::InternalError(StrCat("the search of ", graph.name(),
+                                      " stopped with latencies still outstanding"));
+  }
+  ASSIGN_OR_RETURN(ios::SearchResult result, session->Result());
+  RETURN_IF_ERROR(ios::WriteScheduleFile(
+      schedule_path, graph, result.schedule,
+      ios::MakeScheduleMetadata(graph, tuning.device_key, "ios", &options)));
+  tuned.schedule = std::move(result.schedule);
+  return tuned;
+}
+
+}  // namespace iosfarm::runtime
