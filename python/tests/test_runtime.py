@@ -1,5 +1,11 @@
 """The Python module over the public runtime API: sessions, runs, errors."""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -91,6 +97,39 @@ def test_tuning_reuses_the_latency_database(tmp_path):
     assert second.num_stages == first.num_stages
     reread = iosfarm.Session("squeezenet", schedule=schedule, latency_db=db, threads=2)
     assert not reread.tuning["tuned"]
+
+
+def stored_latencies(db):
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as connection:
+            return connection.execute("SELECT COUNT(*) FROM latencies").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_a_killed_tuning_keeps_what_it_measured(tmp_path):
+    schedule, db = tmp_path / "resnet50.schedule.json", tmp_path / "latency.db"
+    script = ("import iosfarm; iosfarm.Session('resnet50', schedule=%r, tune_if_missing=True, "
+              "latency_db=%r, threads=2)" % (str(schedule), str(db)))
+    child = subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 120
+        while stored_latencies(db) == 0 and child.poll() is None:
+            assert time.monotonic() < deadline, "no latency stored within 120 s"
+            time.sleep(0.05)
+        assert child.poll() is None, "the tuning ended before it could be killed"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    kept = stored_latencies(db)
+    assert kept > 0 and not schedule.exists()
+    resumed = iosfarm.Session("resnet50", schedule=schedule, tune_if_missing=True,
+                              latency_db=db, threads=2)
+    assert resumed.tuning["stages_from_database"] >= kept
+    assert stored_latencies(db) == kept + resumed.tuning["stages_measured"]
 
 
 def test_schedules_compute_the_same_function(tmp_path):
