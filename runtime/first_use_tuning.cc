@@ -113,13 +113,13 @@ StatusOr<TunedSchedule> TuneOnFirstUse(const graph::Graph& graph, worker::Backen
     tuned.stages_measured += static_cast<int64_t>(rows.size());
   }
   if (!session->Done()) {
-    return absl::InternalError(StrCat("the search of ", graph.name(),
-                                      " stopped with latencies still outstanding"));
+    return absl::InternalError(
+        StrCat("the search of ", graph.name(), " stopped with latencies still outstanding"));
   }
   ASSIGN_OR_RETURN(ios::SearchResult result, session->Result());
-  RETURN_IF_ERROR(ios::WriteScheduleFile(
-      schedule_path, graph, result.schedule,
-      ios::MakeScheduleMetadata(graph, tuning.device_key, "ios", &options)));
+  RETURN_IF_ERROR(
+      ios::WriteScheduleFile(schedule_path, graph, result.schedule,
+                             ios::MakeScheduleMetadata(graph, tuning.device_key, "ios", &options)));
   tuned.schedule = std::move(result.schedule);
   return tuned;
 }

@@ -108,7 +108,6 @@ void FarmCoordinator::TouchLocked(JobContext& job, std::string message) {
 }
 
 void FarmCoordinator::EnqueueLocked(JobContext& job, const farm::PhaseRequest& request) {
-  job.queued_kind = request.kind;
   if (options_.policy == farm::Policy::kCriticalPath) {
     const double urgency = farm::EstimateUrgencySeconds(
         job.busy_s, job.row.blocks_done, job.row.blocks_total, job.row.options.priority);
@@ -183,12 +182,14 @@ void FarmCoordinator::StepLocked(JobContext& job, const farm::LifecycleStep& ste
                                  std::string message) {
   switch (step.action) {
     case farm::LifecycleStep::Action::kEnqueue:
-      EnqueueLocked(job, step.next);
+      for (const farm::PhaseRequest& request : step.enqueue) EnqueueLocked(job, request);
       if (step.retry) {
         spdlog::warn("job {}: {} (attempt {} of {})", job.row.id, message,
                      job.lifecycle.attempts(), options_.max_attempts);
         message = StrCat("retrying: ", message);
       }
+      break;
+    case farm::LifecycleStep::Action::kWait:  // not with one batch per job
       break;
     case farm::LifecycleStep::Action::kPark:
       job.parked = true;

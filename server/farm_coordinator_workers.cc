@@ -87,12 +87,12 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
   } else {
     spdlog::warn("worker {} lost: {}", worker, reason);
   }
-  std::vector<farm::JobId> affected = scheduler_.WorkerLost(worker, clock_.NowSeconds());
+  std::vector<farm::LostPhase> affected = scheduler_.WorkerLost(worker, clock_.NowSeconds());
   FlushRecordsLocked();
-  for (farm::JobId id : affected) {
-    auto job = jobs_.find(id);
+  for (const farm::LostPhase& lost : affected) {
+    auto job = jobs_.find(lost.job);
     if (job == jobs_.end()) continue;
-    PhaseStep step = LostWorkerStep(job->second->queued_kind, worker, reason);
+    PhaseStep step = LostWorkerStep(lost.kind, worker, reason);
     StepLocked(*job->second, job->second->lifecycle.Next(step.end), std::move(step.message));
   }
   if (!shutting_down_) DispatchLocked(out);

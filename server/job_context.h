@@ -25,7 +25,6 @@ struct JobContext {
   bool scheduled = false;             // known to the scheduler (from its search's start)
   // The phase chain (the one the simulation runs); counts failed attempts.
   scheduler::farm::JobLifecycle lifecycle{1};
-  scheduler::farm::PhaseKind queued_kind = scheduler::farm::PhaseKind::kEnumerate;
   bool resume_counted = false;  // Resume counted this start (crash-loop guard)
   bool parked = false;          // waiting for another job's measurements
   // A server phase of the job runs on the pool: its runner is not to be read.

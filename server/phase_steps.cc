@@ -79,12 +79,12 @@ PhaseStep WorkerPhaseStep(farm::PhaseKind kind, const std::string& worker,
   return step;
 }
 
-PhaseStep LostWorkerStep(farm::PhaseKind queued_kind, const std::string& worker,
+PhaseStep LostWorkerStep(farm::PhaseKind kind, const std::string& worker,
                          const std::string& reason) {
   // Nothing it measured is lost: measurements reach the store in the update
   // phase, which runs on the server. The batch is measured elsewhere.
   PhaseStep step;
-  step.end.kind = queued_kind;
+  step.end.kind = kind;
   step.end.outcome = farm::PhaseOutcome::kWorkerLost;
   step.end.worker = worker;
   step.message = StrCat("worker ", worker, " lost (", reason, "); re-queued");

@@ -39,8 +39,9 @@ PhaseStep ServerPhaseStep(scheduler::farm::PhaseKind kind, const Status& status,
 PhaseStep WorkerPhaseStep(scheduler::farm::PhaseKind kind, const std::string& worker,
                           const PhaseReport& report, const Status& measure_error);
 
-// A worker lost while it ran the job's `queued_kind` phase: re-queued.
-PhaseStep LostWorkerStep(scheduler::farm::PhaseKind queued_kind, const std::string& worker,
+// A worker lost while it ran the job's `kind` phase, or held it pinned:
+// re-queued.
+PhaseStep LostWorkerStep(scheduler::farm::PhaseKind kind, const std::string& worker,
                          const std::string& reason);
 
 // The order for a worker phase of `assignment`'s job: the runner's batch

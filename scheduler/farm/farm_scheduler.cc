@@ -30,15 +30,21 @@ Status FarmScheduler::SetJobUrgency(JobId job, double urgency_s) {
   return absl::OkStatus();
 }
 
-Status FarmScheduler::AddJob(JobId job, std::string device_key) {
+Status FarmScheduler::AddJob(JobId job, std::string device_key, int max_phases) {
   if (jobs_.count(job) > 0) {
     return absl::AlreadyExistsError(StrCat("job ", job, " is already registered"));
   }
   if (device_key.empty()) {
     return absl::InvalidArgumentError(StrCat("job ", job, ": empty device key"));
   }
+  if (max_phases < 1 || (max_phases > 1 && policy_ == Policy::kSynchronous)) {
+    return absl::InvalidArgumentError(
+        StrCat("job ", job, ": max_phases ", max_phases,
+               max_phases < 1 ? " is below 1" : " (the synchronous policy runs one per job)"));
+  }
   Job& j = jobs_[job];
   j.id = job;
+  j.max_phases = max_phases;
   j.rank = next_rank_++;
   j.key = std::move(device_key);
   jobs_by_rank_[j.rank] = job;
@@ -52,8 +58,9 @@ Status FarmScheduler::RemoveJob(JobId job, double now_s) {
   if (it == jobs_.end()) {
     return absl::NotFoundError(StrCat("job ", job, " is not registered"));
   }
-  if (it->second.phase != 0) {
-    Phase& phase = phases_.at(it->second.phase);
+  const std::set<PhaseId> phases = it->second.phases;
+  for (PhaseId id : phases) {
+    Phase& phase = phases_.at(id);
     if (phase.state == PhaseState::kRunning) {
       EndRunning(phase, PhaseOutcome::kCancelled, t);
     } else {
@@ -89,22 +96,26 @@ Status FarmScheduler::WorkerJoined(const std::string& worker, const std::string&
   return absl::OkStatus();
 }
 
-std::vector<JobId> FarmScheduler::WorkerLost(const std::string& worker, double now_s) {
+std::vector<LostPhase> FarmScheduler::WorkerLost(const std::string& worker, double now_s) {
   const double t = Now(now_s);
   auto wit = workers_.find(worker);
   if (wit == workers_.end()) return {};
   Worker& w = wit->second;
-  std::map<int64_t, JobId> affected;
+  std::map<std::pair<int64_t, PhaseId>, LostPhase> affected;
+  auto note = [&](const Phase& phase, bool running) {
+    affected[{phase.rank, phase.id}] =
+        LostPhase{phase.job, phase.id, phase.kind, phase.batch, running};
+  };
   for (PhaseId id : {w.cpu_phase, w.gpu_phase}) {
     if (id == 0) continue;
     Phase& phase = phases_.at(id);
-    affected[phase.rank] = phase.job;
+    note(phase, true);
     EndRunning(phase, PhaseOutcome::kWorkerLost, t);
   }
   const std::set<PhaseId> pinned = w.pinned_phases;
   for (PhaseId id : pinned) {
     Phase& phase = phases_.at(id);
-    affected[phase.rank] = phase.job;
+    note(phase, false);
     DropQueued(phase);
   }
   KeyPool& pool = Pool(w.key);
@@ -114,9 +125,9 @@ std::vector<JobId> FarmScheduler::WorkerLost(const std::string& worker, double n
   pool.pinned_build_waiting.erase(worker);
   pool.pinned_gpu_waiting.erase(worker);
   workers_.erase(wit);
-  std::vector<JobId> out;
+  std::vector<LostPhase> out;
   out.reserve(affected.size());
-  for (const auto& [rank, job] : affected) out.push_back(job);
+  for (auto& [order, lost] : affected) out.push_back(std::move(lost));
   return out;
 }
 
@@ -127,12 +138,15 @@ Status FarmScheduler::Enqueue(JobId job, PhaseRequest request, double now_s) {
     return absl::NotFoundError(StrCat("job ", job, " is not registered"));
   }
   Job& j = it->second;
-  if (j.phase != 0) {
-    const Phase& current = phases_.at(j.phase);
-    return absl::FailedPreconditionError(
-        StrCat("job ", job, " already has phase ", current.id, " (",
-               PhaseKindName(current.kind), ") ",
-               current.state == PhaseState::kRunning ? "in flight" : "queued"));
+  if (static_cast<int>(j.phases.size()) >= j.max_phases) {
+    if (j.max_phases == 1) {
+      const Phase& current = phases_.at(*j.phases.begin());
+      return absl::FailedPreconditionError(
+          StrCat("job ", job, " already has phase ", current.id, " (", PhaseKindName(current.kind),
+                 ") ", current.state == PhaseState::kRunning ? "in flight" : "queued"));
+    }
+    return absl::FailedPreconditionError(StrCat("job ", job, " already has ", j.max_phases,
+                                                " phases queued or in flight (its limit)"));
   }
   const bool server = ResourceClassOf(request.kind) == ResourceClass::kServerCpu;
   if (!request.pinned_worker.empty()) {
@@ -159,6 +173,7 @@ Status FarmScheduler::Enqueue(JobId job, PhaseRequest request, double now_s) {
   phase.job = job;
   phase.rank = j.rank;
   phase.kind = request.kind;
+  phase.batch = request.batch;
   phase.key = j.key;
   phase.pinned = std::move(request.pinned_worker);
   phase.queued_s = t;
@@ -166,7 +181,7 @@ Status FarmScheduler::Enqueue(JobId job, PhaseRequest request, double now_s) {
     workers_.at(phase.pinned).pinned_phases.insert(id);
     if (phase.kind == PhaseKind::kProfile) HoldBatch(phase, phase.pinned);
   }
-  j.phase = id;
+  j.phases.insert(id);
   switch (policy_) {
     case Policy::kInterleaved:
     case Policy::kCriticalPath:
@@ -176,11 +191,11 @@ Status FarmScheduler::Enqueue(JobId job, PhaseRequest request, double now_s) {
       if (jobs_by_rank_.begin()->first == j.rank) {
         MakeReady(phase, t);
       } else {
-        held_[j.rank] = id;
+        held_.insert({j.rank, id});
       }
       break;
     case Policy::kSynchronous:
-      held_[j.rank] = id;  // released by the next round (MaybeStartRound)
+      held_.insert({j.rank, id});  // released by the next round (MaybeStartRound)
       break;
   }
   return absl::OkStatus();
@@ -198,9 +213,44 @@ Status FarmScheduler::Finished(PhaseId phase, PhaseOutcome outcome, double now_s
 
 void FarmScheduler::MakeReady(Phase& phase, double now_s) {
   phase.state = PhaseState::kReady;
+  const Job& job = jobs_.at(phase.job);
   // kCriticalPath: least slack first (the header's Policies).
-  const double urgency_s = policy_ == Policy::kCriticalPath ? jobs_.at(phase.job).urgency_s : 0.0;
-  phase.queue_key = QueueKey(now_s - urgency_s, phase.rank, phase.id);
+  const double urgency_s = policy_ == Policy::kCriticalPath ? job.urgency_s : 0.0;
+  int share = 0;  // fair share (the header's "Fair share")
+  switch (ResourceClassOf(phase.kind)) {
+    case ResourceClass::kServerCpu:
+      break;
+    case ResourceClass::kWorkerCpu:
+      share = job.running_builds;
+      break;
+    case ResourceClass::kWorkerGpu:
+      share = job.running_devices;
+      break;
+  }
+  phase.queue_key = QueueKey(share, now_s - urgency_s, phase.rank, phase.id);
+  Insert(phase);
+}
+
+void FarmScheduler::ChangeShare(JobId job, PhaseKind kind, int delta) {
+  auto jit = jobs_.find(job);
+  if (jit == jobs_.end()) return;
+  Job& j = jit->second;
+  const ResourceClass resource_class = ResourceClassOf(kind);
+  if (resource_class == ResourceClass::kServerCpu) return;
+  int& running = resource_class == ResourceClass::kWorkerCpu ? j.running_builds : j.running_devices;
+  running += delta;
+  for (PhaseId id : j.phases) {
+    Phase& phase = phases_.at(id);
+    if (phase.state != PhaseState::kReady || ResourceClassOf(phase.kind) != resource_class) {
+      continue;
+    }
+    Unqueue(phase);
+    std::get<0>(phase.queue_key) = running;
+    Insert(phase);
+  }
+}
+
+void FarmScheduler::Insert(Phase& phase) {
   switch (ResourceClassOf(phase.kind)) {
     case ResourceClass::kServerCpu:
       server_queue_.insert(phase.queue_key);
@@ -280,7 +330,7 @@ int FarmScheduler::held_batches(std::string_view worker) const {
 void FarmScheduler::DropQueued(Phase& phase) {
   ReleaseBatch(phase);
   if (phase.state == PhaseState::kHeld) {
-    held_.erase(phase.rank);
+    held_.erase({phase.rank, phase.id});
   } else {
     Unqueue(phase);
   }
@@ -290,7 +340,7 @@ void FarmScheduler::DropQueued(Phase& phase) {
     if (wit != workers_.end()) wit->second.pinned_phases.erase(phase.id);
   }
   auto jit = jobs_.find(phase.job);
-  if (jit != jobs_.end() && jit->second.phase == phase.id) jit->second.phase = 0;
+  if (jit != jobs_.end()) jit->second.phases.erase(phase.id);
   const PhaseId id = phase.id;  // `phase` dies with the erase
   phases_.erase(id);
 }
@@ -307,6 +357,7 @@ void FarmScheduler::EndRunning(Phase& phase, PhaseOutcome outcome, double now_s)
   record.start_s = phase.start_s;
   record.end_s = now_s;
   record.outcome = outcome;
+  record.batch = phase.batch;
   records_.push_back(std::move(record));
 
   switch (ResourceClassOf(phase.kind)) {
@@ -334,24 +385,27 @@ void FarmScheduler::EndRunning(Phase& phase, PhaseOutcome outcome, double now_s)
   EndRoundPart(phase);
   --in_flight_;
   auto jit = jobs_.find(phase.job);
-  if (jit != jobs_.end() && jit->second.phase == phase.id) jit->second.phase = 0;
+  if (jit != jobs_.end()) jit->second.phases.erase(phase.id);
+  ChangeShare(phase.job, phase.kind, -1);
   const PhaseId id = phase.id;  // `phase` dies with the erase
   phases_.erase(id);
 }
 
 void FarmScheduler::ReleaseSequentialHead(double now_s) {
   if (jobs_by_rank_.empty()) return;
-  auto hit = held_.find(jobs_by_rank_.begin()->first);
-  if (hit == held_.end()) return;
-  Phase& phase = phases_.at(hit->second);
-  held_.erase(hit);
-  MakeReady(phase, now_s);
+  const int64_t head = jobs_by_rank_.begin()->first;
+  auto hit = held_.lower_bound({head, 0});
+  while (hit != held_.end() && hit->first == head) {
+    Phase& phase = phases_.at(hit->second);
+    hit = held_.erase(hit);
+    MakeReady(phase, now_s);
+  }
 }
 
 void FarmScheduler::MaybeStartRound(double now_s) {
   if (round_outstanding_ != 0 || jobs_.empty() || held_.size() != jobs_.size()) return;
   // Every job has its next phase enqueued and none is in flight: release all.
-  for (const auto& [rank, id] : held_) {
+  for (const auto& [rank, id] : held_) {  // one per job (max_phases is 1)
     Phase& phase = phases_.at(id);
     phase.in_round = true;
     ++round_outstanding_;
@@ -392,6 +446,7 @@ void FarmScheduler::Start(Phase& phase, const std::string& worker, int slot, dou
       break;
     }
   }
+  ChangeShare(phase.job, phase.kind, +1);
   Assignment a;
   a.phase = phase.id;
   a.job = phase.job;
@@ -399,6 +454,7 @@ void FarmScheduler::Start(Phase& phase, const std::string& worker, int slot, dou
   a.resource = phase.resource;
   a.worker = phase.worker;
   a.start_s = now_s;
+  a.batch = phase.batch;
   out.push_back(std::move(a));
 }
 
@@ -445,10 +501,10 @@ void FarmScheduler::DispatchKey(const std::string& key, bool gpu, double now_s,
     }
     if (chosen != nullptr) {
       const std::string worker = *chosen;
-      Start(phases_.at(std::get<2>(*unpinned.begin())), worker, -1, now_s, out);
+      Start(phases_.at(std::get<3>(*unpinned.begin())), worker, -1, now_s, out);
     } else if (best != nullptr) {
       const std::string worker = *best_worker;
-      Start(phases_.at(std::get<2>(*best)), worker, -1, now_s, out);
+      Start(phases_.at(std::get<3>(*best)), worker, -1, now_s, out);
     } else {
       break;
     }
@@ -461,7 +517,7 @@ std::vector<Assignment> FarmScheduler::Dispatch(double now_s) {
   if (policy_ == Policy::kSynchronous) MaybeStartRound(t);
   while (!free_slots_.empty() && !server_queue_.empty()) {
     const int slot = *free_slots_.begin();
-    Start(phases_.at(std::get<2>(*server_queue_.begin())), std::string(), slot, t, out);
+    Start(phases_.at(std::get<3>(*server_queue_.begin())), std::string(), slot, t, out);
   }
   for (const std::string& key : dirty_keys_) {
     DispatchKey(key, /*gpu=*/false, t, out);
@@ -512,8 +568,12 @@ StatusOr<JobView> FarmScheduler::GetJob(JobId job) const {
   JobView view;
   view.job = job;
   view.device_key = it->second.key;
-  if (it->second.phase != 0) {
-    const Phase& phase = phases_.at(it->second.phase);
+  for (PhaseId id : it->second.phases) {
+    view.phases.push_back(id);
+    view.running += phases_.at(id).state == PhaseState::kRunning;
+  }
+  if (!it->second.phases.empty()) {
+    const Phase& phase = phases_.at(*it->second.phases.begin());
     view.phase = phase.id;
     view.kind = phase.kind;
     view.in_flight = phase.state == PhaseState::kRunning;

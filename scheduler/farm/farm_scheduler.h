@@ -30,8 +30,17 @@
 // there (load-aware placement; without it builds pile up on the first workers
 // by name and their GPUs' queues grow while other GPUs idle).
 //
-// A job has at most one phase queued or in flight (its phases run in order,
-// one at a time).
+// Phases per job. A job has at most `max_phases` (AddJob; 1 by default)
+// phases queued or in flight: with 1 its phases run in order, one at a time
+// (the thesis's jobs); more let one job keep several workers of its key busy
+// with several batches at once (JobLifecycle's parallel batches).
+//
+// Fair share. Ready worker phases are ordered first by their job's share:
+// how many phases of the same resource class (builds, or profile/measure)
+// the job has running now. A free worker thus serves the job that holds the
+// fewest of them (max-min fairness: a job with one batch left never waits
+// behind another job's twenty), and only then the order of the policy below.
+// With one phase per job every share is 0 and the order is the policy's.
 //
 // Built batches. A worker keeps a limited number of built batches
 // (`max_batches` at WorkerJoined; 0: no limit). A batch is held on a worker
@@ -110,6 +119,18 @@ struct JobView {
   bool in_flight = false;        // started and not ended
   std::string resource;          // when in flight
   std::string worker;            // when in flight on a worker
+  // (The fields above describe its oldest phase; every one is listed here.)
+  std::vector<PhaseId> phases;  // queued or in flight, by id
+  int running = 0;              // of them in flight
+};
+
+// A phase a lost worker ended (in flight) or dropped (queued, pinned to it).
+struct LostPhase {
+  JobId job = 0;
+  PhaseId phase = 0;
+  PhaseKind kind = PhaseKind::kEnumerate;
+  int64_t batch = 0;     // its PhaseRequest::batch
+  bool running = false;  // was in flight (its record says kWorkerLost)
 };
 
 class FarmScheduler {
@@ -126,8 +147,11 @@ class FarmScheduler {
   int server_slots() const { return static_cast<int>(slots_.size()); }
 
   // Registers a job; arrival order (round-robin order) is call order.
-  // AlreadyExists if the id is known; InvalidArgument for an empty key.
-  Status AddJob(JobId job, std::string device_key);
+  // `max_phases`: how many phases it may have queued or in flight at once.
+  // AlreadyExists if the id is known; InvalidArgument for an empty key,
+  // max_phases < 1, or max_phases > 1 under kSynchronous (its rounds take
+  // one phase per job).
+  Status AddJob(JobId job, std::string device_key, int max_phases = 1);
 
   // The most urgency a job can have (a day): the bound on how long a ready
   // phase can be overtaken under kCriticalPath.
@@ -152,15 +176,15 @@ class FarmScheduler {
   int held_batches(std::string_view worker) const;
 
   // The worker is gone: phases in flight on it end with kWorkerLost (records
-  // at now_s); queued phases pinned to it are dropped. Returns the affected
-  // jobs in arrival order; each has no phase queued or in flight afterwards,
-  // so the caller can Enqueue a new one (e.g. build again on another worker).
-  // An unknown worker affects nothing.
-  std::vector<JobId> WorkerLost(const std::string& worker, double now_s);
+  // at now_s); queued phases pinned to it are dropped. Returns those phases
+  // by job arrival order, then phase id; they no longer count against their
+  // jobs' max_phases, so the caller can Enqueue others (e.g. build again on
+  // another worker). An unknown worker affects nothing.
+  std::vector<LostPhase> WorkerLost(const std::string& worker, double now_s);
 
   // Queues the job's next phase (queued_s = now_s).
   // NotFound: unknown job, or pinned worker not registered.
-  // FailedPrecondition: the job already has a phase queued or in flight.
+  // FailedPrecondition: the job already has max_phases queued or in flight.
   // InvalidArgument: a server phase with a pinned worker, or a pinned worker of
   // another device key.
   Status Enqueue(JobId job, PhaseRequest request, double now_s);
@@ -190,8 +214,9 @@ class FarmScheduler {
   bool Idle() const { return jobs_.empty() && phases_.empty(); }
 
  private:
-  // Order of ready phases: (ready time, job arrival rank, phase id).
-  using QueueKey = std::tuple<double, int64_t, PhaseId>;
+  // Order of ready phases: (job's share, ready time, job arrival rank,
+  // phase id).
+  using QueueKey = std::tuple<int, double, int64_t, PhaseId>;
   using Queue = std::set<QueueKey>;
 
   enum class PhaseState { kHeld, kReady, kRunning };
@@ -200,8 +225,11 @@ class FarmScheduler {
     JobId id = 0;
     int64_t rank = 0;  // arrival order
     std::string key;
-    PhaseId phase = 0;  // queued or in flight; 0: none
-    double urgency_s = 0;  // kCriticalPath
+    std::set<PhaseId> phases;  // queued or in flight
+    int max_phases = 1;
+    int running_builds = 0;   // builds in flight (the share of its build phases)
+    int running_devices = 0;  // profile/measure in flight (the share of those)
+    double urgency_s = 0;     // kCriticalPath
   };
 
   struct Phase {
@@ -209,6 +237,7 @@ class FarmScheduler {
     JobId job = 0;
     int64_t rank = 0;
     PhaseKind kind = PhaseKind::kEnumerate;
+    int64_t batch = 0;
     std::string key;     // job's device key
     std::string pinned;  // pinned worker or empty
     PhaseState state = PhaseState::kHeld;
@@ -248,6 +277,10 @@ class FarmScheduler {
 
   double Now(double now_s);
   void MakeReady(Phase& phase, double now_s);
+  void Insert(Phase& phase);  // puts a ready phase (its queue_key set) in its queue
+  // The job's running count of `kind`'s class changed by `delta`: its ready
+  // phases of that class take their new share.
+  void ChangeShare(JobId job, PhaseKind kind, int delta);
   void Unqueue(Phase& phase);          // removes a ready phase from its queue
   void DropQueued(Phase& phase);       // drops a held or ready phase
   void EndRunning(Phase& phase, PhaseOutcome outcome, double now_s);
@@ -272,7 +305,7 @@ class FarmScheduler {
   std::unordered_map<JobId, Job> jobs_;
   std::map<int64_t, JobId> jobs_by_rank_;   // live jobs in arrival order
   std::unordered_map<PhaseId, Phase> phases_;  // queued or in flight
-  std::map<int64_t, PhaseId> held_;         // held phases by job rank
+  std::set<std::pair<int64_t, PhaseId>> held_;  // held phases by (job rank, id)
 
   std::vector<PhaseId> slots_;  // running phase per server slot; 0: free
   std::set<int> free_slots_;

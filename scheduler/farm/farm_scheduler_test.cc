@@ -20,7 +20,9 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-PhaseRequest Req(PhaseKind kind, std::string pinned = "") { return {kind, std::move(pinned)}; }
+PhaseRequest Req(PhaseKind kind, std::string pinned = "", int64_t batch = 0) {
+  return {kind, std::move(pinned), batch};
+}
 
 // "job:kind@resource" for compact assertions.
 std::vector<std::string> Show(const std::vector<Assignment>& as) {
@@ -29,6 +31,55 @@ std::vector<std::string> Show(const std::vector<Assignment>& as) {
     out.push_back(StrCat(a.job, ":", PhaseKindName(a.kind), "@", a.resource));
   }
   return out;
+}
+
+TEST(FarmSchedulerTest, AJobMayHaveUpToItsMaxPhasesQueuedOrInFlight) {
+  FarmScheduler s(Policy::kInterleaved, 1);
+  for (const char* w : {"w1", "w2"}) ASSERT_TRUE(s.WorkerJoined(w, "k").ok());
+  ASSERT_TRUE(s.AddJob(1, "k", 3).ok());
+  for (int64_t batch : {1, 2, 3}) {
+    ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kBuild, "", batch), 0).ok());
+  }
+  const Status over = s.Enqueue(1, Req(PhaseKind::kEnumerate), 0);
+  EXPECT_EQ(over.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(ToStd(over.message())),
+              ::testing::HasSubstr("job 1 already has 3 phases queued or in flight"));
+  const std::vector<Assignment> started = s.Dispatch(0);
+  EXPECT_THAT(Show(started), ElementsAre("1:build@w1/cpu", "1:build@w2/cpu"));
+  EXPECT_EQ(started[0].batch, 1);
+  EXPECT_EQ(started[1].batch, 2);
+  auto view = s.GetJob(1);
+  ASSERT_TRUE(view.ok());
+  EXPECT_THAT(view->phases, SizeIs(3));
+  EXPECT_EQ(view->running, 2);
+  ASSERT_TRUE(s.Finished(started[0].phase, PhaseOutcome::kOk, 1).ok());
+  EXPECT_EQ(s.TakeRecords().at(0).batch, 1);
+  // The synchronous policy's rounds take one phase per job.
+  FarmScheduler sync(Policy::kSynchronous, 1);
+  EXPECT_EQ(sync.AddJob(1, "k", 2).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.AddJob(2, "k", 0).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Fair share: a free worker serves the job with the fewest phases of that
+// class running, whatever the order they became ready in.
+TEST(FarmSchedulerTest, AFreeWorkerServesTheJobWithTheFewestRunning) {
+  for (Policy policy : {Policy::kInterleaved, Policy::kCriticalPath}) {
+    FarmScheduler s(policy, 1);
+    for (const char* w : {"w1", "w2"}) ASSERT_TRUE(s.WorkerJoined(w, "k").ok());
+    ASSERT_TRUE(s.AddJob(1, "k", 20).ok());
+    ASSERT_TRUE(s.AddJob(2, "k").ok());
+    for (int64_t batch = 1; batch <= 20; ++batch) {
+      ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kBuild, "", batch), 0).ok());
+    }
+    std::vector<Assignment> first = s.Dispatch(0);
+    ASSERT_THAT(Show(first), ElementsAre("1:build@w1/cpu", "1:build@w2/cpu"));
+    ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kBuild), 1).ok());  // ready after 18 of job 1
+    ASSERT_TRUE(s.Finished(first[0].phase, PhaseOutcome::kOk, 2).ok());
+    EXPECT_THAT(Show(s.Dispatch(2)), ElementsAre("2:build@w1/cpu")) << PolicyName(policy);
+    // Job 2 has one running now, job 1 one: the older ready phase goes next.
+    ASSERT_TRUE(s.Finished(first[1].phase, PhaseOutcome::kOk, 3).ok());
+    EXPECT_THAT(Show(s.Dispatch(3)), ElementsAre("1:build@w2/cpu"));
+  }
 }
 
 TEST(FarmSchedulerTest, RejectsBadIds) {
@@ -186,7 +237,12 @@ TEST(FarmSchedulerTest, WorkerLostEndsAndDropsItsPhases) {
   ASSERT_TRUE(s.Enqueue(4, Req(PhaseKind::kProfile, "w2"), 0).ok());
   auto started = s.Dispatch(0);
   EXPECT_THAT(Show(started), ElementsAre("1:build@w1/cpu", "2:profile@w1/gpu", "4:profile@w2/gpu"));
-  EXPECT_THAT(s.WorkerLost("w1", 4), ElementsAre(1, 2, 3));
+  const std::vector<LostPhase> lost = s.WorkerLost("w1", 4);
+  std::vector<std::string> shown;
+  for (const LostPhase& l : lost) {
+    shown.push_back(StrCat(l.job, ":", PhaseKindName(l.kind), l.running ? " running" : " queued"));
+  }
+  EXPECT_THAT(shown, ElementsAre("1:build running", "2:profile running", "3:profile queued"));
   EXPECT_FALSE(s.HasWorker("w1"));
   auto records = s.TakeRecords();
   ASSERT_THAT(records, SizeIs(2));
@@ -440,8 +496,8 @@ std::vector<PhaseRecord> RandomRun(Policy policy, uint32_t seed, int steps) {
         } else {
           auto it = workers.begin();
           std::advance(it, pick(static_cast<int>(workers.size())));
-          for (JobId job : s.WorkerLost(it->first, now)) {
-            auto view = s.GetJob(job);
+          for (const LostPhase& lost : s.WorkerLost(it->first, now)) {
+            auto view = s.GetJob(lost.job);
             EXPECT_TRUE(view.ok() && !view->phase.has_value());
           }
           workers.erase(it);

@@ -31,13 +31,19 @@ struct Event {
 };
 
 struct JobState {
-  explicit JobState(int max_attempts) : lifecycle(max_attempts) {}
-  JobLifecycle lifecycle;                   // the shipped phase chain
-  size_t iteration = 0;                     // batches updated so far
-  PhaseKind kind = PhaseKind::kEnumerate;   // the phase queued or in flight
-  PhaseId running = 0;                      // its id once started
-  std::string worker;                       // that runs it (worker phases)
+  JobLifecycle lifecycle{1};                         // the shipped phase chain
+  size_t enumerated = 0;                             // iterations handed out so far
+  size_t updated = 0;                                // batches updated so far
+  std::unordered_map<int64_t, size_t> iteration_of;  // lifecycle batch id -> iteration
   bool done = false;
+};
+
+// A phase started and not ended.
+struct Running {
+  JobId job = 0;
+  PhaseKind kind = PhaseKind::kEnumerate;
+  int64_t batch = 0;
+  std::string worker;
 };
 
 bool BadTime(double t) { return !std::isfinite(t) || t < 0; }
@@ -97,10 +103,14 @@ Status Validate(const SimConfig& config) {
   return absl::OkStatus();
 }
 
-double Duration(const SimJob& job, const JobState& state) {
-  if (state.kind == PhaseKind::kMeasure) return job.measure_s;
-  const SimIteration& it = job.iterations[state.iteration];
-  switch (state.kind) {
+// How long the started phase `a` of `job` takes.
+double Duration(const SimJob& job, const JobState& state, const Assignment& a) {
+  if (a.kind == PhaseKind::kMeasure) return job.measure_s;
+  if (a.kind == PhaseKind::kEnumerate) {  // it hands out the next iteration
+    return job.iterations[state.enumerated].enumerate_s;
+  }
+  const SimIteration& it = job.iterations[state.iteration_of.at(a.batch)];
+  switch (a.kind) {
     case PhaseKind::kEnumerate:
       return it.enumerate_s;
     case PhaseKind::kBuild:
@@ -120,7 +130,7 @@ class Simulation {
   explicit Simulation(const SimConfig& config)
       : config_(config),
         scheduler_(config.policy, config.server_slots),
-        states_(config.jobs.size(), JobState(/*max_attempts=*/1)) {}
+        states_(config.jobs.size()) {}
 
   StatusOr<SimResult> Run() {
     for (const SimWorker& w : config_.workers) {
@@ -143,11 +153,8 @@ class Simulation {
       std::vector<Assignment> started;
       Timed([&] { started = scheduler_.Dispatch(t); });
       for (Assignment& a : started) {
-        JobState& state = states_[a.job];
-        state.running = a.phase;
-        state.worker = a.worker;
-        running_[a.phase] = a.job;
-        Push(t + Duration(config_.jobs[a.job], state), EventType::kPhaseEnd, a.phase);
+        running_[a.phase] = Running{a.job, a.kind, a.batch, a.worker};
+        Push(t + Duration(config_.jobs[a.job], states_[a.job], a), EventType::kPhaseEnd, a.phase);
         result_.assignments.push_back(std::move(a));
       }
       Collect();
@@ -196,74 +203,115 @@ class Simulation {
     for (PhaseRecord& r : scheduler_.TakeRecords()) result_.records.push_back(std::move(r));
   }
 
-  // Acts on the lifecycle's step: queues the next phase or ends the job.
-  // The job spec has no time for the last enumerate (the one that finds the
-  // search done), so it ends at once, as the spec folds it into the last
-  // update. Simulated phases never fail and never wait for other jobs.
+  // kCriticalPath's urgency of `job` when it queues a phase of `kind`.
+  double Urgency(JobId job, PhaseKind kind) const {
+    const SimJob& spec = config_.jobs[job];
+    const JobState& state = states_[job];
+    const int parallel = state.lifecycle.max_batches();
+    if (parallel == 1) return RemainingChainSeconds(spec, state.updated, kind);
+    // Parallel batches: its server phases and measure in series, its
+    // batches' worker phases shared among `parallel` workers.
+    double server = spec.measure_s, workers = 0;
+    for (size_t i = state.updated; i < spec.iterations.size(); ++i) {
+      server += spec.iterations[i].enumerate_s + spec.iterations[i].update_s;
+      workers += spec.iterations[i].build_s + spec.iterations[i].profile_s;
+    }
+    return server + workers / parallel;
+  }
+
+  // Acts on the lifecycle's step: queues the next phases or ends the job.
+  // An enumerate with nothing left to hand out (every iteration handed out)
+  // ends at once: the job spec has no time for it (it folds it into the
+  // last update). Simulated phases never fail and never wait for other jobs.
   Status Apply(JobId job, LifecycleStep step, double t) {
     JobState& state = states_[job];
     const SimJob& spec = config_.jobs[job];
-    while (step.action == LifecycleStep::Action::kEnqueue &&
-           step.next.kind == PhaseKind::kEnumerate && state.iteration >= spec.iterations.size()) {
-      PhaseEnd end;
-      end.kind = PhaseKind::kEnumerate;
-      end.enumerated = Enumerated::kSearchDone;
-      step = state.lifecycle.Next(end);
+    while (true) {
+      switch (step.action) {
+        case LifecycleStep::Action::kEnqueue: {
+          bool instant_enumerate = false;
+          for (PhaseRequest& request : step.enqueue) {
+            if (request.kind == PhaseKind::kEnumerate &&
+                state.enumerated >= spec.iterations.size()) {
+              instant_enumerate = true;
+              continue;
+            }
+            RETURN_IF_ERROR(scheduler_.SetJobUrgency(job, Urgency(job, request.kind)));
+            RETURN_IF_ERROR(scheduler_.Enqueue(job, std::move(request), t));
+          }
+          if (!instant_enumerate) return absl::OkStatus();
+          PhaseEnd end;
+          end.kind = PhaseKind::kEnumerate;
+          end.enumerated =
+              state.lifecycle.batches_out() > 0 ? Enumerated::kWait : Enumerated::kSearchDone;
+          step = state.lifecycle.Next(end);
+          continue;
+        }
+        case LifecycleStep::Action::kWait:
+          return absl::OkStatus();
+        case LifecycleStep::Action::kDone:
+          state.done = true;
+          result_.job_end_s[job] = t;
+          return scheduler_.RemoveJob(job, t);
+        case LifecycleStep::Action::kPark:
+        case LifecycleStep::Action::kFail:
+          break;
+      }
+      return absl::InternalError(
+          StrCat("simulation job ", job, ": unexpected step ", DescribeStep(step)));
     }
-    switch (step.action) {
-      case LifecycleStep::Action::kEnqueue:
-        state.kind = step.next.kind;
-        state.running = 0;
-        RETURN_IF_ERROR(scheduler_.SetJobUrgency(
-            job, RemainingChainSeconds(spec, state.iteration, step.next.kind)));
-        return scheduler_.Enqueue(job, std::move(step.next), t);
-      case LifecycleStep::Action::kDone:
-        state.done = true;
-        state.running = 0;
-        result_.job_end_s[job] = t;
-        return scheduler_.RemoveJob(job, t);
-      case LifecycleStep::Action::kPark:
-      case LifecycleStep::Action::kFail:
-        break;
-    }
-    return absl::InternalError(
-        StrCat("simulation job ", job, ": unexpected step ", DescribeStep(step)));
   }
 
   Status Handle(const Event& e) {
     switch (e.type) {
       case EventType::kArrival: {
         const JobId job = e.id;
-        RETURN_IF_ERROR(scheduler_.AddJob(job, config_.jobs[job].device_key));
+        const SimJob& spec = config_.jobs[job];
+        int parallel = spec.max_parallel_batches;
+        if (parallel <= 0) parallel = std::max(1, scheduler_.num_workers(spec.device_key));
+        if (config_.policy == Policy::kSynchronous) parallel = 1;  // one phase per job
+        states_[job].lifecycle = JobLifecycle(/*max_attempts=*/1, parallel);
+        if (parallel > 1) result_.parallel_batches[job] = parallel;
+        // A batch's worker phase each, and one server phase.
+        RETURN_IF_ERROR(scheduler_.AddJob(job, spec.device_key, parallel == 1 ? 1 : parallel + 1));
         return Apply(job, states_[job].lifecycle.Start(), e.time_s);
       }
       case EventType::kPhaseEnd: {
         auto it = running_.find(e.id);
         if (it == running_.end()) return absl::OkStatus();  // lost with its worker
-        const JobId job = it->second;
+        const Running phase = it->second;
         running_.erase(it);
         Status status;
         Timed([&] { status = scheduler_.Finished(e.id, PhaseOutcome::kOk, e.time_s); });
         RETURN_IF_ERROR(status);
-        JobState& state = states_[job];
+        JobState& state = states_[phase.job];
         PhaseEnd end;
-        end.kind = state.kind;
-        end.worker = state.worker;
+        end.kind = phase.kind;
+        end.worker = phase.worker;
+        end.batch = phase.batch;
         end.enumerated = Enumerated::kBatch;
-        if (state.kind == PhaseKind::kUpdate) ++state.iteration;
-        return Apply(job, state.lifecycle.Next(end), e.time_s);
+        if (phase.kind == PhaseKind::kUpdate) ++state.updated;
+        if (phase.kind != PhaseKind::kEnumerate) {
+          return Apply(phase.job, state.lifecycle.Next(end), e.time_s);
+        }
+        const size_t iteration = state.enumerated++;
+        LifecycleStep step = state.lifecycle.Next(end);
+        for (const PhaseRequest& request : step.enqueue) {
+          if (request.kind == PhaseKind::kBuild) state.iteration_of[request.batch] = iteration;
+        }
+        return Apply(phase.job, std::move(step), e.time_s);
       }
       case EventType::kWorker: {
         const SimWorkerEvent& w = config_.worker_events[e.id];
         if (w.joins) return scheduler_.WorkerJoined(w.worker, w.device_key);
-        for (JobId job : scheduler_.WorkerLost(w.worker, e.time_s)) {
-          JobState& state = states_[job];
-          if (state.running != 0) running_.erase(state.running);
+        for (const LostPhase& lost : scheduler_.WorkerLost(w.worker, e.time_s)) {
+          if (lost.running) running_.erase(lost.phase);
           PhaseEnd end;
-          end.kind = state.kind;
+          end.kind = lost.kind;
           end.outcome = PhaseOutcome::kWorkerLost;
           end.worker = w.worker;
-          RETURN_IF_ERROR(Apply(job, state.lifecycle.Next(end), e.time_s));
+          end.batch = lost.batch;
+          RETURN_IF_ERROR(Apply(lost.job, states_[lost.job].lifecycle.Next(end), e.time_s));
         }
         return absl::OkStatus();
       }
@@ -274,7 +322,7 @@ class Simulation {
   const SimConfig& config_;
   FarmScheduler scheduler_;
   std::vector<JobState> states_;
-  std::unordered_map<PhaseId, JobId> running_;
+  std::unordered_map<PhaseId, Running> running_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   int64_t seq_ = 0;
   SimResult result_;
@@ -288,6 +336,21 @@ StatusOr<SimResult> RunFarmSimulation(const SimConfig& config) {
   return simulation.Run();
 }
 
+// The job's own chain: every phase in series, or with parallel batches the
+// longer of its server phases plus the measure and one batch's chain plus
+// the measure (SimpleLowerBound).
+double ChainSeconds(const SimJob& job) {
+  double serial = job.measure_s, server = job.measure_s, longest_batch = 0;
+  for (const SimIteration& it : job.iterations) {
+    const double batch = it.enumerate_s + it.build_s + it.profile_s + it.update_s;
+    serial += batch;
+    server += it.enumerate_s + it.update_s;
+    longest_batch = std::max(longest_batch, batch);
+  }
+  if (job.max_parallel_batches == 1) return serial;
+  return std::max(server, longest_batch + job.measure_s);
+}
+
 double SimpleLowerBound(const SimConfig& config) {
   std::map<std::string, int> workers_by_key;
   for (const SimWorker& w : config.workers) ++workers_by_key[w.device_key];
@@ -295,15 +358,13 @@ double SimpleLowerBound(const SimConfig& config) {
   std::map<std::string, double> build, gpu;
   double bound = 0;
   for (const SimJob& job : config.jobs) {
-    double chain = job.measure_s;
     gpu[job.device_key] += job.measure_s;
     for (const SimIteration& it : job.iterations) {
       server += it.enumerate_s + it.update_s;
       build[job.device_key] += it.build_s;
       gpu[job.device_key] += it.profile_s;
-      chain += it.enumerate_s + it.build_s + it.profile_s + it.update_s;
     }
-    bound = std::max(bound, job.arrival_s + chain);
+    bound = std::max(bound, job.arrival_s + ChainSeconds(job));
   }
   bound = std::max(bound, server / std::max(config.server_slots, 1));
   for (const auto& [key, count] : workers_by_key) {
@@ -353,7 +414,9 @@ double LowerBound(const SimConfig& config) {
     }
     k.gpu_start = std::min(k.gpu_start, job.arrival_s + head);
     k.first_gpu = std::min(k.first_gpu, first_gpu);
-    k.rest.push_back(chain - head);
+    // After its first GPU phase a serial job still needs the rest of its
+    // chain; a job with parallel batches may have run ahead (no bound).
+    k.rest.push_back(job.max_parallel_batches == 1 ? chain - head : 0.0);
   }
   if (any_server) {
     bound = std::max(bound, min_arrival + server_work / std::max(config.server_slots, 1) +

@@ -2,20 +2,24 @@
 // clock over jobs whose phase durations are known in advance.
 //
 // Each job moves through the shipped phase chain (JobLifecycle, the one the
-// server's FarmCoordinator runs): on arrival, its iterations in order —
+// server's FarmCoordinator runs): on arrival, its iterations (batches) —
 // enumerate (server CPU), build (a worker CPU of its key, any worker),
 // profile (the GPU of the worker that ran the build: pinned), update (server
-// CPU) — then a final measure (any GPU of its key), and is removed. The last
-// enumerate, which finds the search done, takes no time here (the job spec
+// CPU) — then a final measure (any GPU of its key), and is removed. With
+// max_parallel_batches P > 1 up to P batches are out at once (their
+// enumerates and updates still one at a time per job); each enumerate hands
+// out the next iteration. An enumerate that finds nothing left to hand out
+// (every batch out, or the search done) takes no time here (the job spec
 // folds it into the last update). A worker loss (SimWorkerEvent with
 // joins = false) ends its phases with kWorkerLost; the lifecycle re-runs the
-// build of the current iteration (build or profile lost) or the measure.
+// build of each batch it held (build or profile lost) or the measure.
 // Simulated phases never fail and never park.
 // All events at one instant are applied before one Dispatch, as in the
 // thesis's loop. Deterministic: the same config gives the same records.
 #ifndef IOSFARM_SCHEDULER_FARM_FARM_SIMULATION_H_
 #define IOSFARM_SCHEDULER_FARM_FARM_SIMULATION_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,8 +39,12 @@ struct SimIteration {
 struct SimJob {
   std::string device_key;
   double arrival_s = 0;
-  std::vector<SimIteration> iterations;
+  std::vector<SimIteration> iterations;  // its batches, in enumeration order
   double measure_s = 0;
+  // Batches on workers at once (JobLifecycle's max_batches): 1 is the
+  // thesis's serial chain; 0 is as many as its key has workers when it
+  // arrives. The synchronous policy runs 1 whatever this says.
+  int max_parallel_batches = 1;
 };
 
 struct SimWorker {
@@ -70,6 +78,8 @@ struct SimResult {
   double simple_lower_bound_s = 0;       // SimpleLowerBound(config)
   double gpu_idle_fraction = 0;          // 1 - GPU busy time / (initial GPUs x makespan)
   int phases_lost = 0;                   // phases ended by a worker loss
+  // Jobs that ran with parallel batches: their P (> 1), for CheckTimeline.
+  std::map<JobId, int> parallel_batches;
   // Wall time (seconds, steady_clock) of each Dispatch and Finished call.
   std::vector<double> decision_latency_s;
 };
@@ -85,7 +95,9 @@ StatusOr<SimResult> RunFarmSimulation(const SimConfig& config);
 // SimpleLowerBound: the maximum of (a) per resource class, its total work
 // divided by the number of its resources — server work / server slots; per
 // device key, build work / workers and GPU work / workers — and (b) per job,
-// its arrival plus its chain (the sum of all its phase durations).
+// its arrival plus its chain: the sum of all its phase durations, or with
+// parallel batches the longer of its server phases plus its measure (those
+// run one at a time) and one batch's whole chain plus the measure.
 double SimpleLowerBound(const SimConfig& config);
 
 // LowerBound: SimpleLowerBound tightened with the time a resource class must
@@ -95,7 +107,8 @@ double SimpleLowerBound(const SimConfig& config);
 //    min over jobs of (min iteration profile + update, plus measure);
 //  - per key, GPU: min(arrival + head) + GPU work / workers, where a job's
 //    head is what runs before its first GPU phase;
-//  - per key with n jobs > g workers, GPU entry: no GPU phase starts before
+//  - per key with n jobs > g workers, GPU entry (jobs of one batch at a
+//    time only; a job with parallel batches counts as having no rest): no GPU phase starts before
 //    h = min(arrival + head), and one that starts before h + d (d the
 //    shortest first GPU phase) keeps its GPU busy past that time, so at most g
 //    jobs enter a GPU before h + d; every other job then needs its rest R

@@ -1,7 +1,9 @@
 #include "scheduler/farm/farm_simulation.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@ namespace iosfarm::scheduler::farm {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::SizeIs;
 
 // Two identical jobs: enumerate 1, build 2, profile 4, update 3, measure 2;
 // one worker "w" of key "k".
@@ -48,9 +51,95 @@ SimResult RunSim(const SimConfig& config) {
   StatusOr<SimResult> result = RunFarmSimulation(config);
   EXPECT_TRUE(result.ok()) << result.status();
   if (!result.ok()) return {};
-  Status check = CheckTimeline(result->records, result->assignments);
+  Status check = CheckTimeline(result->records, result->assignments, result->parallel_batches);
   EXPECT_TRUE(check.ok()) << check;
   return *std::move(result);
+}
+
+// One job of `batches` batches (enumerate 0.02 s, build 0.1 s, profile 1 s,
+// update 0.02 s; measure 1 s) on `workers` workers of key "k".
+SimConfig OneLongJob(int batches, int workers, int parallel) {
+  SimConfig config;
+  SimJob job;
+  job.device_key = "k";
+  job.iterations.assign(batches, SimIteration{0.02, 0.1, 1.0, 0.02});
+  job.measure_s = 1;
+  job.max_parallel_batches = parallel;
+  config.jobs = {job};
+  for (int w = 0; w < workers; ++w) config.workers.push_back({StrCat("w", w), "k"});
+  return config;
+}
+
+// Issue 17's goal: one job of 32 batches is at least 6x faster on 8 workers
+// than on one, with as many batches out as the key has workers (P = 0);
+// with one batch out (P = 1) the 8 workers do not help at all.
+TEST(FarmSimulationTest, ParallelBatchesSpreadOneJobOverTheWorkersOfItsKey) {
+  const SimResult one = RunSim(OneLongJob(32, 1, 0));
+  const SimResult eight = RunSim(OneLongJob(32, 8, 0));
+  const SimResult serial = RunSim(OneLongJob(32, 8, 1));
+  EXPECT_TRUE(one.parallel_batches.empty());  // one worker: P = 1
+  EXPECT_EQ(eight.parallel_batches.at(0), 8);
+  EXPECT_GE(one.makespan_s / eight.makespan_s, 6.0)
+      << one.makespan_s << " s on one worker, " << eight.makespan_s << " s on eight";
+  EXPECT_NEAR(serial.makespan_s, one.makespan_s, 1e-9);
+  // The bound (4.25 s) ignores that the measure cannot start before the
+  // last update (about 0.12 + 4 + 0.02 + 1 = 5.14 s at best); each round
+  // of 8 profiles also waits for the job's serial enumerates (5.64 s).
+  EXPECT_LE(eight.makespan_s, 1.35 * eight.lower_bound_s);
+  // Every GPU profiled: 32 profiles over 8 GPUs, 4 each.
+  std::map<std::string, int> profiles;
+  for (const PhaseRecord& r : eight.records) {
+    if (r.kind == PhaseKind::kProfile) ++profiles[r.worker];
+  }
+  EXPECT_THAT(profiles, SizeIs(8));
+  for (const auto& [worker, count] : profiles) EXPECT_EQ(count, 4) << worker;
+}
+
+// Fair share: a job with one batch does not wait behind another job's
+// twenty. Job 0 has 20 batches out at once on 4 workers; job 1 (one batch)
+// arrives at 1.5 s and its profile starts as soon as a GPU frees up.
+TEST(FarmSimulationTest, AJobWithOneBatchDoesNotWaitBehindAnothersTwenty) {
+  for (Policy policy : {Policy::kInterleaved, Policy::kCriticalPath}) {
+    SimConfig config = OneLongJob(40, 4, 20);
+    config.policy = policy;
+    SimJob small;
+    small.device_key = "k";
+    small.arrival_s = 1.5;
+    small.iterations = {SimIteration{0.02, 0.1, 1.0, 0.02}};
+    small.measure_s = 1;
+    config.jobs.push_back(small);
+    const SimResult r = RunSim(config);
+    double small_end = r.job_end_s[1];
+    // Its chain is 2.14 s; each of its two GPU phases waits at most for one
+    // profile of the big job (1 s) to end.
+    EXPECT_LE(small_end - small.arrival_s, 2.14 + 2.0 + 1e-9) << PolicyName(policy);
+    EXPECT_GT(r.job_end_s[0], small_end);
+  }
+}
+
+// A lost worker with parallel batches: only its batches are built again,
+// elsewhere; every batch is updated once; the job ends.
+TEST(FarmSimulationTest, ALostWorkerRebuildsOnlyTheBatchesItHeld) {
+  SimConfig config = OneLongJob(16, 4, 4);
+  config.worker_events = {{2.5, "w1", "", false}};
+  const SimResult r = RunSim(config);
+  EXPECT_GT(r.phases_lost, 0);
+  int updates = 0, lost_builds_or_profiles = 0;
+  std::set<int64_t> updated;
+  for (const PhaseRecord& rec : r.records) {
+    if (rec.kind == PhaseKind::kUpdate) {
+      ++updates;
+      updated.insert(rec.batch);
+    }
+    if (rec.outcome == PhaseOutcome::kWorkerLost) {
+      ++lost_builds_or_profiles;
+      EXPECT_EQ(rec.worker, "w1");
+    }
+  }
+  EXPECT_EQ(updates, 16);
+  EXPECT_THAT(updated, SizeIs(16));
+  EXPECT_EQ(lost_builds_or_profiles, r.phases_lost);
+  EXPECT_GT(r.job_end_s[0], 0);
 }
 
 TEST(FarmSimulationTest, InterleavedTwoJobsOneSlot) {
@@ -236,9 +325,15 @@ TEST(FarmSimulationTest, RandomStressHoldsInvariantsUnderEveryPolicy) {
       const bool churn = round % 3 == 2;
       SimConfig config = RandomConfig(rng, policy, churn);
       config.measure_latency = false;
+      if (round % 2 == 1) {  // parallel batches (the synchronous policy runs one)
+        for (SimJob& job : config.jobs) {
+          job.max_parallel_batches = std::vector<int>{0, 1, 2, 3, 5}[rng() % 5];
+        }
+      }
       StatusOr<SimResult> r = RunFarmSimulation(config);
       ASSERT_TRUE(r.ok()) << PolicyName(policy) << " round " << round << ": " << r.status();
-      Status check = CheckTimeline(r->records, r->assignments);
+      if (policy == Policy::kSynchronous) EXPECT_TRUE(r->parallel_batches.empty());
+      Status check = CheckTimeline(r->records, r->assignments, r->parallel_batches);
       ASSERT_TRUE(check.ok()) << PolicyName(policy) << " round " << round << ": " << check;
       if (!churn) {
         EXPECT_GE(r->makespan_s, r->lower_bound_s - 1e-9);

@@ -9,10 +9,18 @@ namespace iosfarm::scheduler::farm {
 
 std::string DescribeStep(const LifecycleStep& step) {
   switch (step.action) {
-    case LifecycleStep::Action::kEnqueue:
-      return StrCat("enqueue ", PhaseKindName(step.next.kind),
-                    step.next.pinned_worker.empty() ? "" : "@", step.next.pinned_worker,
-                    step.retry ? " (retry)" : "");
+    case LifecycleStep::Action::kEnqueue: {
+      std::string out = "enqueue ";
+      for (size_t i = 0; i < step.enqueue.size(); ++i) {
+        const PhaseRequest& next = step.enqueue[i];
+        out += StrCat(i ? " + " : "", PhaseKindName(next.kind),
+                      next.pinned_worker.empty() ? "" : "@", next.pinned_worker);
+      }
+      if (step.retry) out += " (retry)";
+      return out;
+    }
+    case LifecycleStep::Action::kWait:
+      return "wait";
     case LifecycleStep::Action::kPark:
       return "park";
     case LifecycleStep::Action::kDone:
@@ -23,84 +31,164 @@ std::string DescribeStep(const LifecycleStep& step) {
   return "unknown";
 }
 
-namespace {
+JobLifecycle::JobLifecycle(int max_attempts, int max_batches)
+    : max_attempts_(std::max(1, max_attempts)), max_batches_(std::max(1, max_batches)) {}
 
-LifecycleStep Stop(LifecycleStep::Action action, std::string error = "") {
+PhaseRequest JobLifecycle::Request(PhaseKind kind, int64_t batch, std::string pinned) {
+  PhaseRequest request;
+  request.kind = kind;
+  request.batch = batch;
+  request.pinned_worker = std::move(pinned);
+  return request;
+}
+
+LifecycleStep JobLifecycle::Stop(LifecycleStep::Action action, std::string error) {
   LifecycleStep step;
   step.action = action;
   step.error = std::move(error);
   return step;
 }
 
-}  // namespace
+int JobLifecycle::batches_on_workers() const {
+  int count = 0;
+  for (const auto& [id, kind] : batches_) {
+    count += kind == PhaseKind::kBuild || kind == PhaseKind::kProfile;
+  }
+  return count;
+}
 
-JobLifecycle::JobLifecycle(int max_attempts) : max_attempts_(std::max(1, max_attempts)) {}
+void JobLifecycle::NextServerPhase(LifecycleStep& step) {
+  if (server_phase_ || measuring_) return;
+  // Keep the workers fed first: hand out a batch while fewer than P are on
+  // workers (and fewer than 2P are out in all, so that updates keep up; P = 1
+  // is the serial chain: one batch out).
+  const int most_out = max_batches_ == 1 ? 1 : 2 * max_batches_;
+  const bool hand_out =
+      may_hand_out_ && batches_on_workers() < max_batches_ && batches_out() < most_out;
+  if (!hand_out && !updates_due_.empty()) {
+    const int64_t batch = updates_due_.front();
+    updates_due_.pop_front();
+    batches_[batch] = PhaseKind::kUpdate;
+    step.enqueue.push_back(Request(PhaseKind::kUpdate, batch));
+    server_phase_ = true;
+  } else if (hand_out) {
+    step.enqueue.push_back(Request(PhaseKind::kEnumerate));
+    server_phase_ = true;
+  }
+}
 
-LifecycleStep JobLifecycle::Enqueue(PhaseKind kind, std::string pinned_worker) {
-  LifecycleStep step;
-  step.action = LifecycleStep::Action::kEnqueue;
-  step.next.kind = kind;
-  step.next.pinned_worker = std::move(pinned_worker);
+LifecycleStep JobLifecycle::Settle(LifecycleStep step) const {
+  if (!step.enqueue.empty()) {
+    step.action = LifecycleStep::Action::kEnqueue;
+    return step;
+  }
+  step.action = batches_.empty() && !server_phase_ ? LifecycleStep::Action::kPark
+                                                   : LifecycleStep::Action::kWait;
   return step;
 }
 
-LifecycleStep JobLifecycle::Start() { return Enqueue(PhaseKind::kEnumerate); }
-
-LifecycleStep JobLifecycle::Woken() { return Enqueue(PhaseKind::kEnumerate); }
-
-LifecycleStep JobLifecycle::Requeue() {
-  // A batch still waiting for its latencies is built again (on any worker of
-  // the key); with no batch left only the measure is owed.
-  return Enqueue(measuring_ && !batch_pending_ ? PhaseKind::kMeasure : PhaseKind::kBuild);
+LifecycleStep JobLifecycle::Start() {
+  LifecycleStep step;
+  may_hand_out_ = true;
+  NextServerPhase(step);
+  return Settle(std::move(step));
 }
 
-LifecycleStep JobLifecycle::Retry(const std::string& error) {
+LifecycleStep JobLifecycle::Woken() { return Start(); }
+
+LifecycleStep JobLifecycle::Requeue(PhaseKind kind, int64_t batch) {
+  LifecycleStep step;
+  if (kind == PhaseKind::kMeasure) {
+    step.enqueue.push_back(Request(PhaseKind::kMeasure));
+  } else {
+    // A batch still waiting for its latencies is built again (on any
+    // worker of the key).
+    batches_[batch] = PhaseKind::kBuild;
+    step.enqueue.push_back(Request(PhaseKind::kBuild, batch));
+  }
+  return Settle(std::move(step));
+}
+
+LifecycleStep JobLifecycle::Retry(PhaseKind kind, int64_t batch, const std::string& error) {
   ++attempts_;
   if (attempts_ >= max_attempts_) {
     return Stop(LifecycleStep::Action::kFail,
                 StrCat("gave up after ", attempts_, " failed worker phases; last: ", error));
   }
-  LifecycleStep step = Requeue();
+  LifecycleStep step = Requeue(kind, batch);
   step.retry = true;
   return step;
 }
 
 LifecycleStep JobLifecycle::Next(const PhaseEnd& end) {
-  const bool worker_phase = ResourceClassOf(end.kind) != ResourceClass::kServerCpu;
-  if (end.outcome == PhaseOutcome::kWorkerLost && worker_phase) return Requeue();
-  if (end.outcome != PhaseOutcome::kOk) {
-    if (worker_phase || (end.kind == PhaseKind::kUpdate && end.rejected_answer)) {
-      return Retry(end.error);
-    }
+  const bool server = ResourceClassOf(end.kind) == ResourceClass::kServerCpu;
+  if (server) server_phase_ = false;
+  if (end.outcome != PhaseOutcome::kOk && server &&
+      !(end.kind == PhaseKind::kUpdate && end.rejected_answer)) {
     return Stop(LifecycleStep::Action::kFail,
                 end.error.empty() ? StrCat(PhaseKindName(end.kind), " failed") : end.error);
   }
+  int64_t batch = end.batch;
+  const bool of_batch = end.kind == PhaseKind::kBuild || end.kind == PhaseKind::kProfile ||
+                        end.kind == PhaseKind::kUpdate;
+  if (of_batch) {
+    if (batch == 0 && batches_.size() == 1) batch = batches_.begin()->first;
+    if (batches_.count(batch) == 0) {
+      return Stop(LifecycleStep::Action::kFail,
+                  StrCat(PhaseKindName(end.kind), " of batch ", end.batch, ", which is not out (",
+                         batches_.size(), " batches are)"));
+    }
+  }
+  if (end.outcome == PhaseOutcome::kWorkerLost && !server) return Requeue(end.kind, batch);
+  if (end.outcome != PhaseOutcome::kOk) {  // a worker's fault: retried
+    LifecycleStep step = Retry(end.kind, batch, end.error);
+    if (step.action == LifecycleStep::Action::kFail) return step;
+    NextServerPhase(step);  // the server is free again after a rejected update
+    return Settle(std::move(step));
+  }
+  LifecycleStep step;
   switch (end.kind) {
     case PhaseKind::kEnumerate:
       switch (end.enumerated) {
-        case Enumerated::kBatch:
-          batch_pending_ = true;
-          return Enqueue(PhaseKind::kBuild);
+        case Enumerated::kBatch: {
+          const int64_t id = next_batch_++;
+          batches_[id] = PhaseKind::kBuild;
+          step.enqueue.push_back(Request(PhaseKind::kBuild, id));
+          may_hand_out_ = true;
+          break;
+        }
         case Enumerated::kWait:
-          return Stop(LifecycleStep::Action::kPark);
+          may_hand_out_ = false;  // until an update lands (or Woken)
+          break;
         case Enumerated::kSearchDone:
+          if (!batches_.empty()) {
+            return Stop(LifecycleStep::Action::kFail,
+                        StrCat("the search ended with ", batches_.size(), " batches still out"));
+          }
           measuring_ = true;
-          return Enqueue(PhaseKind::kMeasure);
+          step.enqueue.push_back(Request(PhaseKind::kMeasure));
+          return Settle(std::move(step));
         case Enumerated::kSliceOver:
-          return Enqueue(PhaseKind::kEnumerate);
+          break;  // NextServerPhase enumerates again
       }
       break;
     case PhaseKind::kBuild:
-      return Enqueue(PhaseKind::kProfile, end.worker);
+      batches_[batch] = PhaseKind::kProfile;
+      step.enqueue.push_back(Request(PhaseKind::kProfile, batch, end.worker));
+      return Settle(std::move(step));
     case PhaseKind::kProfile:
-      return Enqueue(PhaseKind::kUpdate);
+      batches_[batch] = PhaseKind::kUpdate;
+      updates_due_.push_back(batch);
+      break;
     case PhaseKind::kUpdate:
-      batch_pending_ = false;
-      return Enqueue(PhaseKind::kEnumerate);
+      batches_.erase(batch);
+      may_hand_out_ = true;
+      break;
     case PhaseKind::kMeasure:
       return Stop(LifecycleStep::Action::kDone);
   }
-  return Stop(LifecycleStep::Action::kFail, "unknown phase");
+  NextServerPhase(step);
+  return Settle(std::move(step));
 }
 
 }  // namespace iosfarm::scheduler::farm

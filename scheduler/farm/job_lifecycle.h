@@ -11,8 +11,25 @@
 //            |  +-----wait (park until another job stores what it needs)
 //            +--search done--> measure --ok--> done
 //
+// Parallel batches. With max_batches P > 1 a job keeps up to P batches on
+// workers at once, each on its own chain (build, then profile pinned to the
+// build's worker): an enumerate that handed out a batch is followed at once
+// by another enumerate while fewer than P batches are on workers (and fewer
+// than 2P are out, updates included; P = 1: one), so the batches reach several workers
+// of the key and a worker that finishes gets a new batch before the
+// finished ones are updated. The server side of a job stays serial: at most
+// one of its enumerate or update phases is queued or in flight (the search
+// state is one per job); a profile that ends meanwhile has its update queued
+// once the server is free and no batch is to be handed out first (at 2P
+// out, updates come first). An enumerate that finds every unknown
+// handed out (kWait) parks the job only when none of its batches is out;
+// otherwise the next update wakes it. Batch ids are the lifecycle's (1, 2,
+// ...), carried in PhaseRequest::batch; the caller reports them back in
+// PhaseEnd::batch (with P = 1 it may leave them 0). With P = 1 the chain is
+// exactly the one above.
+//
 // Failures. A worker phase (build, profile, measure) that fails, or an update
-// that rejects the worker's answer, costs an attempt: the batch is built
+// that rejects the worker's answer, costs an attempt: that batch is built
 // again on any worker of the key (or the measure runs again); at
 // max_attempts the job fails, naming the last error. A lost worker re-queues
 // the same way without costing an attempt (it was not the job's fault). Any
@@ -22,7 +39,11 @@
 #ifndef IOSFARM_SCHEDULER_FARM_JOB_LIFECYCLE_H_
 #define IOSFARM_SCHEDULER_FARM_JOB_LIFECYCLE_H_
 
+#include <cstdint>
+#include <deque>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "scheduler/farm/phase.h"
 
@@ -46,54 +67,76 @@ struct PhaseEnd {
   // worker's fault, retried) rather than for a server reason (fatal).
   bool rejected_answer = false;
   std::string error;  // when not kOk
+  // The batch of a build, profile or update (its PhaseRequest::batch); 0
+  // names the only batch out (P = 1).
+  int64_t batch = 0;
 };
 
 // What the caller does next.
 struct LifecycleStep {
   enum class Action {
-    kEnqueue,  // queue `next`
+    kEnqueue,  // queue every request of `enqueue`, in order
+    kWait,     // nothing to queue: a phase of the job is queued or in flight
     kPark,     // wait; call Woken() when another job stored measurements
     kDone,     // the job succeeded (its measure ended ok)
     kFail,     // the job failed with `error`
   };
   Action action = Action::kEnqueue;
-  PhaseRequest next;   // kEnqueue
-  std::string error;   // kFail
+  std::vector<PhaseRequest> enqueue;  // kEnqueue: one or more
+  std::string error;                  // kFail
   bool retry = false;  // kEnqueue after a failure that cost an attempt
 };
 
-// "enqueue enumerate", "enqueue profile@w1", "park", "done", "fail: ...".
+// "enqueue enumerate", "enqueue profile@w1", "enqueue build + enumerate",
+// "wait", "park", "done", "fail: ...".
 std::string DescribeStep(const LifecycleStep& step);
 
 class JobLifecycle {
  public:
-  // max_attempts < 1 is taken as 1.
-  explicit JobLifecycle(int max_attempts);
+  // max_attempts < 1 is taken as 1, max_batches < 1 as 1.
+  explicit JobLifecycle(int max_attempts, int max_batches = 1);
 
   // The first phase: enumerate.
   LifecycleStep Start();
   // A parked job was woken: enumerate again.
   LifecycleStep Woken();
-  // The job's phase ended (phases end in the order they were queued; a
-  // phase that was cancelled with its job is not reported).
+  // A phase of the job ended (a phase that was cancelled with its job is
+  // not reported). A batch id that is not out fails the job (a caller bug).
   LifecycleStep Next(const PhaseEnd& end);
 
   int attempts() const { return attempts_; }
-  // An enumerated batch is waiting for its latencies (built, profiled or
-  // updated next); a lost or failed worker phase rebuilds it.
-  bool batch_pending() const { return batch_pending_; }
+  int max_batches() const { return max_batches_; }
+  // Batches between their enumerate and the end of their update; a lost or
+  // failed worker phase rebuilds its batch.
+  int batches_out() const { return static_cast<int>(batches_.size()); }
+  // Of them, those being built or profiled (at most max_batches).
+  int batches_on_workers() const;
+  bool batch_pending() const { return !batches_.empty(); }
   // The search is done and the measure is owed.
   bool measuring() const { return measuring_; }
 
  private:
-  LifecycleStep Enqueue(PhaseKind kind, std::string pinned_worker = "");
-  // A worker phase must run again: rebuild the batch, or measure again.
-  LifecycleStep Requeue();
-  LifecycleStep Retry(const std::string& error);
+  static PhaseRequest Request(PhaseKind kind, int64_t batch = 0, std::string pinned = "");
+  // Adds the job's next server phase to `step` when none is queued or in
+  // flight: a due update first, else an enumerate while batches may still
+  // be handed out.
+  void NextServerPhase(LifecycleStep& step);
+  // `step` as it stands: kEnqueue with requests, else kWait, or kPark when
+  // nothing of the job is out.
+  LifecycleStep Settle(LifecycleStep step) const;
+  // A worker phase must run again: rebuild `batch`, or measure again.
+  LifecycleStep Requeue(PhaseKind kind, int64_t batch);
+  LifecycleStep Retry(PhaseKind kind, int64_t batch, const std::string& error);
+  static LifecycleStep Stop(LifecycleStep::Action action, std::string error = "");
 
   int max_attempts_;
+  int max_batches_;
   int attempts_ = 0;
-  bool batch_pending_ = false;
+  int64_t next_batch_ = 1;
+  std::map<int64_t, PhaseKind> batches_;  // out, by id: the phase it is in or waits for
+  std::deque<int64_t> updates_due_;       // profiled, waiting for the server
+  bool server_phase_ = false;             // an enumerate or update queued or in flight
+  bool may_hand_out_ = true;              // the last enumerate did not say kWait
   bool measuring_ = false;
 };
 

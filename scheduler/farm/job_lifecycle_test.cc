@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -11,6 +12,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::SizeIs;
 
 PhaseEnd Ok(PhaseKind kind, std::string worker = "") {
   PhaseEnd end;
@@ -119,6 +121,97 @@ TEST(JobLifecycleTest, AtLeastOneAttempt) {
   job.Next(Enumerate(Enumerated::kBatch));
   EXPECT_EQ(job.Next(Ended(PhaseKind::kBuild, PhaseOutcome::kFailed)).action,
             LifecycleStep::Action::kFail);
+}
+
+PhaseEnd OfBatch(PhaseKind kind, int64_t batch, std::string worker = "") {
+  PhaseEnd end = Ok(kind, std::move(worker));
+  end.batch = batch;
+  return end;
+}
+
+// "build#2", "profile#1@w1", "enumerate": the requests of a step.
+std::vector<std::string> Requests(const LifecycleStep& step) {
+  std::vector<std::string> out;
+  for (const PhaseRequest& r : step.enqueue) {
+    out.push_back(StrCat(PhaseKindName(r.kind), r.batch ? StrCat("#", r.batch) : "",
+                         r.pinned_worker.empty() ? "" : "@", r.pinned_worker));
+  }
+  return out;
+}
+
+TEST(JobLifecycleTest, ParallelBatchesFillThePipelineWithOneServerPhaseAtATime) {
+  JobLifecycle job(3, /*max_batches=*/3);
+  const auto kWait = LifecycleStep::Action::kWait;
+  EXPECT_THAT(Requests(job.Start()), ElementsAre("enumerate"));
+  // Each batch handed out is built while the next enumerate runs.
+  EXPECT_THAT(Requests(job.Next(Enumerate(Enumerated::kBatch))),
+              ElementsAre("build#1", "enumerate"));
+  EXPECT_THAT(Requests(job.Next(Enumerate(Enumerated::kBatch))),
+              ElementsAre("build#2", "enumerate"));
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kBuild, 1, "w1"))), ElementsAre("profile#1@w1"));
+  // A profile that ends while the enumerate runs waits for the server.
+  EXPECT_EQ(job.Next(OfBatch(PhaseKind::kProfile, 1, "w1")).action, kWait);
+  // Fewer than 3 on workers: handing out comes before the due update...
+  EXPECT_THAT(Requests(job.Next(Enumerate(Enumerated::kBatch))),
+              ElementsAre("build#3", "enumerate"));
+  // ...until 3 are on workers.
+  EXPECT_THAT(Requests(job.Next(Enumerate(Enumerated::kBatch))),
+              ElementsAre("build#4", "update#1"));
+  EXPECT_EQ(job.batches_out(), 4);
+  EXPECT_EQ(job.batches_on_workers(), 3);
+  EXPECT_EQ(job.Next(OfBatch(PhaseKind::kUpdate, 1)).action, kWait);
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kBuild, 2, "w2"))), ElementsAre("profile#2@w2"));
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kProfile, 2, "w2"))), ElementsAre("enumerate"));
+  // Everything handed out: the due update, then wait for the batches out
+  // (not park).
+  EXPECT_THAT(Requests(job.Next(Enumerate(Enumerated::kWait))), ElementsAre("update#2"));
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kUpdate, 2))), ElementsAre("enumerate"));
+  EXPECT_EQ(job.Next(Enumerate(Enumerated::kWait)).action, kWait);
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kBuild, 3, "w3"))), ElementsAre("profile#3@w3"));
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kBuild, 4, "w1"))), ElementsAre("profile#4@w1"));
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kProfile, 3, "w3"))), ElementsAre("update#3"));
+  EXPECT_EQ(job.Next(OfBatch(PhaseKind::kProfile, 4, "w1")).action, kWait);
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kUpdate, 3))), ElementsAre("enumerate"));
+  EXPECT_THAT(Requests(job.Next(Enumerate(Enumerated::kWait))), ElementsAre("update#4"));
+  EXPECT_THAT(Requests(job.Next(OfBatch(PhaseKind::kUpdate, 4))), ElementsAre("enumerate"));
+  EXPECT_EQ(job.batches_out(), 0);
+  EXPECT_THAT(Requests(job.Next(Enumerate(Enumerated::kSearchDone))), ElementsAre("measure"));
+  EXPECT_EQ(job.Next(Ok(PhaseKind::kMeasure, "w1")).action, LifecycleStep::Action::kDone);
+}
+
+TEST(JobLifecycleTest, ALostOrFailedBatchIsRebuiltAloneAndWaitParksOnlyWithNothingOut) {
+  JobLifecycle job(2, /*max_batches=*/2);
+  job.Start();
+  job.Next(Enumerate(Enumerated::kBatch));  // build#1 + enumerate
+  job.Next(Enumerate(Enumerated::kBatch));  // build#2 (two out)
+  job.Next(OfBatch(PhaseKind::kBuild, 1, "w1"));
+  PhaseEnd lost = OfBatch(PhaseKind::kProfile, 1, "w1");
+  lost.outcome = PhaseOutcome::kWorkerLost;
+  EXPECT_THAT(Requests(job.Next(lost)), ElementsAre("build#1"));
+  PhaseEnd failed = OfBatch(PhaseKind::kBuild, 2, "w2");
+  failed.outcome = PhaseOutcome::kFailed;
+  failed.error = "oom";
+  const LifecycleStep retry = job.Next(failed);
+  EXPECT_THAT(Requests(retry), ElementsAre("build#2"));
+  EXPECT_TRUE(retry.retry);
+  EXPECT_EQ(job.attempts(), 1);
+  // A batch that is not out is a caller bug, named.
+  EXPECT_THAT(job.Next(OfBatch(PhaseKind::kProfile, 7, "w1")).error,
+              HasSubstr("profile of batch 7, which is not out (2 batches are)"));
+
+  JobLifecycle other(1, 2);
+  other.Start();
+  EXPECT_EQ(other.Next(Enumerate(Enumerated::kWait)).action, LifecycleStep::Action::kPark);
+  EXPECT_THAT(Requests(other.Woken()), ElementsAre("enumerate"));
+}
+
+TEST(JobLifecycleTest, WithOneBatchEveryStepQueuesOnePhase) {
+  // P = 1 is the thesis's chain: never two phases of the job at once.
+  JobLifecycle job(3, 1);
+  std::vector<LifecycleStep> steps = {
+      job.Start(), job.Next(Enumerate(Enumerated::kBatch)), job.Next(Ok(PhaseKind::kBuild, "w1")),
+      job.Next(Ok(PhaseKind::kProfile, "w1")), job.Next(Ok(PhaseKind::kUpdate))};
+  for (const LifecycleStep& step : steps) EXPECT_THAT(step.enqueue, SizeIs(1));
 }
 
 }  // namespace

@@ -58,6 +58,9 @@ struct PhaseRequest {
   // run it (e.g. the profile of a batch runs where its build ran). Must be
   // empty for server phases (enumerate, update).
   std::string pinned_worker;
+  // The caller's batch id (JobLifecycle's), carried into the phase's
+  // Assignment, PhaseRecord and LostPhase; 0 for phases of no batch.
+  int64_t batch = 0;
 };
 
 // A dispatch decision: start `phase` of `job` on `resource` now.
@@ -68,6 +71,7 @@ struct Assignment {
   std::string resource;  // "server-cpu/0", "<worker>/cpu", "<worker>/gpu"|"<worker>/device"
   std::string worker;    // empty for server phases
   double start_s = 0;
+  int64_t batch = 0;  // PhaseRequest::batch
 };
 
 // One phase that started and ended (in any outcome).
@@ -81,6 +85,7 @@ struct PhaseRecord {
   double start_s = 0;   // when Dispatch started it
   double end_s = 0;     // Finished / WorkerLost / RemoveJob
   PhaseOutcome outcome = PhaseOutcome::kOk;
+  int64_t batch = 0;  // PhaseRequest::batch
 };
 
 // Resource names.

@@ -84,7 +84,73 @@ std::vector<const PhaseRecord*> SortedByStart(std::vector<const PhaseRecord*> re
 
 }  // namespace
 
-Status CheckTimeline(const std::vector<PhaseRecord>& records) {
+// `list`'s phases run one at a time, each queued no earlier than the end of
+// the previous one; `what` names the chain in messages.
+Status CheckSerial(const std::string& what, const std::vector<const PhaseRecord*>& list) {
+  const PhaseRecord* previous = nullptr;
+  for (const PhaseRecord* r : SortedByStart(list)) {
+    if (previous != nullptr && r->start_s < previous->end_s) {
+      return absl::FailedPreconditionError(StrCat(
+          what, " has two phases in flight at once: ", Describe(*previous), " and ", Describe(*r)));
+    }
+    if (previous != nullptr && r->queued_s < previous->end_s) {
+      return absl::FailedPreconditionError(
+          StrCat(what, ": ", Describe(*r), " was queued at ", r->queued_s,
+                 " before its previous phase ended: ", Describe(*previous)));
+    }
+    previous = r;
+  }
+  return absl::OkStatus();
+}
+
+// The rules for a job with parallel batches (the header's last rule).
+Status CheckParallelJob(JobId job, int max_batches, const std::vector<const PhaseRecord*>& list) {
+  std::vector<const PhaseRecord*> server;
+  std::map<int64_t, std::vector<const PhaseRecord*>> batches;
+  std::vector<const PhaseRecord*> measures;
+  double last_other_end = 0;
+  // (time, +1 start / -1 end) of the job's worker phases.
+  std::vector<std::pair<double, int>> changes;
+  for (const PhaseRecord* r : list) {
+    if (r->kind == PhaseKind::kMeasure) {
+      measures.push_back(r);
+      continue;
+    }
+    last_other_end = std::max(last_other_end, r->end_s);
+    if (ResourceClassOf(r->kind) == ResourceClass::kServerCpu) server.push_back(r);
+    if (r->kind != PhaseKind::kEnumerate) batches[r->batch].push_back(r);
+    if (ResourceClassOf(r->kind) != ResourceClass::kServerCpu && r->start_s < r->end_s) {
+      changes.emplace_back(r->start_s, +1);
+      changes.emplace_back(r->end_s, -1);
+    }
+  }
+  RETURN_IF_ERROR(CheckSerial(StrCat("job ", job, " (its server phases)"), server));
+  for (const auto& [batch, phases] : batches) {
+    RETURN_IF_ERROR(CheckSerial(StrCat("job ", job, " batch ", batch), phases));
+  }
+  RETURN_IF_ERROR(CheckSerial(StrCat("job ", job, " (its measures)"), measures));
+  for (const PhaseRecord* m : measures) {
+    if (m->queued_s < last_other_end) {
+      return absl::FailedPreconditionError(
+          StrCat("job ", job, ": ", Describe(*m), " was queued at ", m->queued_s,
+                 " before its last batch ended at ", last_other_end));
+    }
+  }
+  std::sort(changes.begin(), changes.end());  // ends (-1) before starts at one instant
+  int in_flight = 0;
+  for (const auto& [time, change] : changes) {
+    in_flight += change;
+    if (in_flight > max_batches) {
+      return absl::FailedPreconditionError(StrCat("job ", job, " has ", in_flight,
+                                                  " worker phases in flight at ", time,
+                                                  ", more than its ", max_batches, " batches"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status CheckTimeline(const std::vector<PhaseRecord>& records,
+                     const std::map<JobId, int>& parallel_batches) {
   std::unordered_set<PhaseId> ids;
   std::map<std::string, std::vector<const PhaseRecord*>> by_resource;
   std::map<JobId, std::vector<const PhaseRecord*>> by_job;
@@ -109,27 +175,20 @@ Status CheckTimeline(const std::vector<PhaseRecord>& records) {
     }
   }
   for (auto& [job, list] : by_job) {
-    const PhaseRecord* previous = nullptr;
-    for (const PhaseRecord* r : SortedByStart(list)) {
-      if (previous != nullptr && r->start_s < previous->end_s) {
-        return absl::FailedPreconditionError(
-            StrCat("job ", job, " has two phases in flight at once: ", Describe(*previous),
-                   " and ", Describe(*r)));
-      }
-      if (previous != nullptr && r->queued_s < previous->end_s) {
-        return absl::FailedPreconditionError(
-            StrCat("job ", job, ": ", Describe(*r), " was queued at ", r->queued_s,
-                   " before its previous phase ended: ", Describe(*previous)));
-      }
-      previous = r;
+    auto parallel = parallel_batches.find(job);
+    if (parallel != parallel_batches.end() && parallel->second > 1) {
+      RETURN_IF_ERROR(CheckParallelJob(job, parallel->second, list));
+    } else {
+      RETURN_IF_ERROR(CheckSerial(StrCat("job ", job), list));
     }
   }
   return absl::OkStatus();
 }
 
 Status CheckTimeline(const std::vector<PhaseRecord>& records,
-                     const std::vector<Assignment>& started) {
-  RETURN_IF_ERROR(CheckTimeline(records));
+                     const std::vector<Assignment>& started,
+                     const std::map<JobId, int>& parallel_batches) {
+  RETURN_IF_ERROR(CheckTimeline(records, parallel_batches));
   std::unordered_map<PhaseId, const PhaseRecord*> by_phase;
   for (const PhaseRecord& r : records) by_phase[r.phase] = &r;
   std::unordered_set<PhaseId> seen;

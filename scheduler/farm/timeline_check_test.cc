@@ -1,5 +1,6 @@
 #include "scheduler/farm/timeline_check.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,57 @@ TEST(TimelineCheckTest, HasInterleaving) {
                                Rec(2, 2, PhaseKind::kEnumerate, "server-cpu/0", 0, 1, 12),
                                Rec(3, 2, PhaseKind::kProfile, "w", 12, 12, 13),
                                Rec(4, 1, PhaseKind::kProfile, "v", 10, 11, 13)}));
+}
+
+std::map<JobId, int> P(JobId job, int max_batches) { return {{job, max_batches}}; }
+
+PhaseRecord InBatch(PhaseRecord r, int64_t batch) {
+  r.batch = batch;
+  return r;
+}
+
+// Job 1 with two batches out at once (P = 2).
+std::vector<PhaseRecord> ParallelLog() {
+  return {
+      Rec(1, 1, PhaseKind::kEnumerate, "server-cpu/0", 0, 0, 1),
+      InBatch(Rec(2, 1, PhaseKind::kBuild, "w1", 1, 1, 2), 1),
+      Rec(3, 1, PhaseKind::kEnumerate, "server-cpu/0", 1, 1, 2),
+      InBatch(Rec(4, 1, PhaseKind::kBuild, "w2", 2, 2, 3), 2),
+      InBatch(Rec(5, 1, PhaseKind::kProfile, "w1", 2, 2, 5), 1),
+      InBatch(Rec(6, 1, PhaseKind::kProfile, "w2", 3, 3, 6), 2),
+      InBatch(Rec(7, 1, PhaseKind::kUpdate, "server-cpu/0", 5, 5, 6), 1),
+      InBatch(Rec(8, 1, PhaseKind::kUpdate, "server-cpu/0", 6, 6, 7), 2),
+      Rec(9, 1, PhaseKind::kMeasure, "w1", 7, 7, 8),
+  };
+}
+
+TEST(TimelineCheckTest, ParallelBatchesFollowTheirOwnChains) {
+  const std::vector<PhaseRecord> log = ParallelLog();
+  EXPECT_TRUE(CheckTimeline(log, P(1, 2)).ok()) << CheckTimeline(log, P(1, 2));
+  // Without its P the job must run one phase at a time.
+  EXPECT_THAT(Message(CheckTimeline(log)), HasSubstr("job 1 has two phases in flight at once"));
+  // More batches on workers at once than P.
+  EXPECT_THAT(Message(CheckTimeline(log, P(1, 1))), HasSubstr("has two phases in flight"));
+  std::vector<PhaseRecord> three = log;
+  three.push_back(InBatch(Rec(10, 1, PhaseKind::kBuild, "w3", 2, 2, 4), 3));
+  EXPECT_THAT(Message(CheckTimeline(three, P(1, 2))),
+              HasSubstr("job 1 has 3 worker phases in flight at 2, more than its 2 batches"));
+  // A batch's profile queued before its build ended.
+  std::vector<PhaseRecord> early = log;
+  early[4].queued_s = 1.5;
+  EXPECT_THAT(Message(CheckTimeline(early, P(1, 2))), HasSubstr("job 1 batch 1: phase 5"));
+  // Two server phases of the job at once.
+  std::vector<PhaseRecord> servers = log;
+  servers[7].resource = "server-cpu/1";
+  servers[7].start_s = 5.5;
+  servers[7].queued_s = 5.5;
+  EXPECT_THAT(Message(CheckTimeline(servers, P(1, 2))),
+              HasSubstr("job 1 (its server phases) has two phases in flight at once"));
+  // The measure before the last batch ended.
+  std::vector<PhaseRecord> measure = log;
+  measure[8].queued_s = 6.5;
+  EXPECT_THAT(Message(CheckTimeline(measure, P(1, 2))),
+              HasSubstr("before its last batch ended at 7"));
 }
 
 }  // namespace
