@@ -465,7 +465,9 @@ std::vector<PhaseRecord> RandomRun(Policy policy, uint32_t seed, int steps) {
             if (key == view->device_key && pick(2) == 0) pinned = name;
           }
         }
-        if (pick(2) == 0) EXPECT_TRUE(s.SetJobUrgency(job, pick(400) * 1.0).ok());
+        if (pick(2) == 0) {
+          EXPECT_TRUE(s.SetJobUrgency(job, pick(400) * 1.0).ok());
+        }
         Status st = s.Enqueue(job, {kind, pinned}, now);
         EXPECT_EQ(st.ok(), !view->phase.has_value()) << st;
         break;

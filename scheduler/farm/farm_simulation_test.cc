@@ -332,7 +332,9 @@ TEST(FarmSimulationTest, RandomStressHoldsInvariantsUnderEveryPolicy) {
       }
       StatusOr<SimResult> r = RunFarmSimulation(config);
       ASSERT_TRUE(r.ok()) << PolicyName(policy) << " round " << round << ": " << r.status();
-      if (policy == Policy::kSynchronous) EXPECT_TRUE(r->parallel_batches.empty());
+      if (policy == Policy::kSynchronous) {
+        EXPECT_TRUE(r->parallel_batches.empty());
+      }
       Status check = CheckTimeline(r->records, r->assignments, r->parallel_batches);
       ASSERT_TRUE(check.ok()) << PolicyName(policy) << " round " << round << ": " << check;
       if (!churn) {
