@@ -21,6 +21,11 @@ Python 3 standard library only. Results: docs/benchmarks.md.
            for at most --time-cap seconds each; says whether the job finished
            in that time. --together N submits all of them N times at once to
            one server instead.
+  parallel one job of many small batches (--parallel-model, --batch-size
+           stages each) on 1, 2, 4 and 8 sim workers: one batch at a time
+           (--max-parallel-batches 1) against as many as there are workers,
+           with profile-bound padding (enumerate 0.5 s, build 8.3 s, profile
+           39.5 s, update 2.0 s, measure 10.0 s, times --scale).
   cache    latency-database reuse with the sim backend at time scale 0
            (counts matter, not times): the same model twice, zoo inception_v3
            then the torchvision inception_v3 ONNX export, and candidates vs
@@ -229,6 +234,47 @@ def policy_bench(args):
               f"{sim_cells} |", flush=True)
 
 
+def parallel_bench(args):
+    s = args.scale
+    times = {"enumerate": 0.5, "build": 8.3, "profile": 39.5, "update": 2.0, "measure": 10.0}
+    padding = ",".join(f"{k}={v * s:.6g}" for k, v in times.items())
+    print(f"padding: --synthetic-phase-seconds {padding}; server slots {args.slots}; "
+          f"{args.parallel_model}, --batch-size {args.parallel_batch_size}\n")
+    print("| workers | batches | one at a time (s) | parallel (s) | parallel / one at a time "
+          "| speed-up over 1 worker | most profiles at once |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    one_worker = None
+    for workers in (1, 2, 4, 8):
+        row = {}
+        for cap in ("1", "0"):
+            farm = Farm(args, workers=workers, padding=padding)
+            try:
+                ids = farm.submit_all([(0.0, [args.parallel_model, "--batch-size",
+                                              str(args.parallel_batch_size),
+                                              "--max-parallel-batches", cap])])
+                jobs = farm.wait(ids)
+                if jobs[0]["state"] != "succeeded":
+                    raise RuntimeError(f"job failed: {jobs[0]['error']}")
+                phases = [p for p in farm.cli("timeline")["phases"] if p["outcome"] == "ok"]
+                t0 = jobs[0]["submitted_unix_ms"] / 1000.0
+                profiles = [p for p in phases if p["phase"] == "profile"]
+                events = sorted([(p["start_s"], 1) for p in profiles] +
+                                [(p["end_s"] - 1e-9, -1) for p in profiles])
+                running = most = 0
+                for _, change in events:
+                    running += change
+                    most = max(most, running)
+                row[cap] = {"makespan": max(p["end_s"] for p in phases) - t0,
+                            "batches": len(profiles), "most": most}
+            finally:
+                farm.close()
+        if one_worker is None:
+            one_worker = row["0"]["makespan"]
+        print(f"| {workers} | {row['0']['batches']} | {row['1']['makespan']:.2f} | "
+              f"{row['0']['makespan']:.2f} | {row['0']['makespan'] / row['1']['makespan']:.3f} | "
+              f"{one_worker / row['0']['makespan']:.2f}x | {row['0']['most']} |", flush=True)
+
+
 def job_stats(farm, job):
     result = farm.cli("result", str(job["id"]))
     p = job["progress"]
@@ -418,7 +464,7 @@ def memory_bench(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["policy", "cache", "memory"])
+    parser.add_argument("part", choices=["policy", "cache", "memory", "parallel"])
     parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     parser.add_argument("--server-bin", help="default: BUILD/server/iosfarm-server")
     parser.add_argument("--worker-bin", help="default: BUILD/worker/iosfarm-worker")
@@ -428,6 +474,9 @@ def main():
     parser.add_argument("--iterations", type=int, default=2,
                         help="profile batches per identical job (resnet50 r=3,s=8 has 2), for --sim-bench")
     parser.add_argument("--sim-bench", help="farm_policy_bench binary, for the simulated columns")
+    parser.add_argument("--parallel-model", default="resnet50", help="parallel: the job's model")
+    parser.add_argument("--parallel-batch-size", type=int, default=3,
+                        help="parallel: stages per batch (small: many batches)")
     parser.add_argument("--onnx-dir", help="directory with inception_v3.onnx (tests/onnx/export_torchvision.py)")
     parser.add_argument("--models", help="memory: comma-separated zoo models (default: all)")
     parser.add_argument("--onnx", action="append", help="memory: an ONNX file to submit too")
@@ -446,6 +495,8 @@ def main():
         policy_bench(args)
     elif args.part == "memory":
         memory_bench(args)
+    elif args.part == "parallel":
+        parallel_bench(args)
     else:
         cache_bench(args)
     return 0

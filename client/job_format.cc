@@ -50,8 +50,11 @@ std::string BlocksDone(const v1::JobProgress& p) {
 }
 
 nlohmann::json OptionsJson(const v1::SearchOptions& o) {
-  return {{"r", o.r()}, {"s", o.s()}, {"block_size", o.block_size()},
-          {"batch_size", o.batch_size()}};
+  return {{"r", o.r()},
+          {"s", o.s()},
+          {"block_size", o.block_size()},
+          {"batch_size", o.batch_size()},
+          {"max_parallel_batches", o.max_parallel_batches()}};
 }
 
 nlohmann::json ProgressJson(const v1::JobProgress& p) {
@@ -64,7 +67,10 @@ nlohmann::json ProgressJson(const v1::JobProgress& p) {
           {"unique_signatures", p.unique_signatures()},
           {"stages_measured", p.stages_measured()},
           {"elapsed_s", p.elapsed_s()},
-          {"eta_s", p.eta_s() < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.eta_s())}};
+          {"eta_s", p.eta_s() < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.eta_s())},
+          {"batches_out", p.batches_out()},
+          {"max_parallel_batches", p.max_parallel_batches()},
+          {"workers", std::vector<std::string>(p.workers().begin(), p.workers().end())}};
 }
 
 nlohmann::json LatencyJson(const v1::ScheduleLatency& l) {
@@ -196,14 +202,15 @@ nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
           {"job_id", w.job_id()},
           {"connected_unix_ms", w.connected_unix_ms()},
           {"last_heartbeat_unix_ms", w.last_heartbeat_unix_ms()},
-          {"phases_done", w.phases_done()}};
+          {"phases_done", w.phases_done()},
+          {"build_job_id", w.build_job_id()}};
 }
 
 nlohmann::json PhaseJson(const v1::PhaseEntry& p) {
-  return {{"job_id", p.job_id()},   {"phase", p.phase()},       {"resource", p.resource()},
-          {"worker", p.worker()},   {"queued_s", p.queued_s()}, {"start_s", p.start_s()},
-          {"end_s", p.end_s()},     {"outcome", p.outcome()},   {"stages", p.stages()},
-          {"detail", p.detail()}};
+  return {{"job_id", p.job_id()}, {"phase", p.phase()},       {"resource", p.resource()},
+          {"worker", p.worker()}, {"queued_s", p.queued_s()}, {"start_s", p.start_s()},
+          {"end_s", p.end_s()},   {"outcome", p.outcome()},   {"stages", p.stages()},
+          {"detail", p.detail()}, {"batch", p.batch()}};
 }
 
 std::string FormatTable(const std::vector<std::vector<std::string>>& raw_rows) {
@@ -320,12 +327,13 @@ std::string JobResultText(const v1::JobResult& result) {
 }
 
 std::string WorkersTable(const std::vector<v1::WorkerInfo>& workers) {
-  std::vector<std::vector<std::string>> rows = {
-      {"ID", "DEVICE", "BACKEND", "STATE", "JOB", "PHASES", "CONNECTED", "HEARTBEAT",
-       "DESCRIPTION"}};
+  std::vector<std::vector<std::string>> rows = {{"ID", "DEVICE", "BACKEND", "STATE", "JOB",
+                                                 "BUILDS FOR", "PHASES", "CONNECTED", "HEARTBEAT",
+                                                 "DESCRIPTION"}};
   for (const v1::WorkerInfo& w : workers) {
     rows.push_back({w.id(), w.device_key(), w.backend(), OrDash(w.state()),
                     w.job_id() > 0 ? std::to_string(w.job_id()) : "-",
+                    w.build_job_id() > 0 ? StrCat("job ", w.build_job_id()) : "-",
                     std::to_string(w.phases_done()), FormatUnixMs(w.connected_unix_ms()),
                     FormatUnixMs(w.last_heartbeat_unix_ms()), w.description()});
   }
@@ -343,18 +351,18 @@ std::string TimelineTable(const std::vector<v1::PhaseEntry>& input) {
     if (p.start_s() > 0 && (origin == 0 || p.start_s() < origin)) origin = p.start_s();
   }
   auto at = [origin](double t) { return t > 0 ? Fixed(t - origin, 3) : std::string("-"); };
-  std::vector<std::vector<std::string>> rows = {
-      {"JOB", "PHASE", "RESOURCE", "QUEUED", "START", "END", "WAIT", "RUN", "OUTCOME", "STAGES",
-       "DETAIL"}};
+  std::vector<std::vector<std::string>> rows = {{"JOB", "PHASE", "BATCH", "RESOURCE", "QUEUED",
+                                                 "START", "END", "WAIT", "RUN", "OUTCOME", "STAGES",
+                                                 "DETAIL"}};
   for (const v1::PhaseEntry& p : phases) {
     const bool started = p.start_s() > 0;
     const bool ended = p.end_s() > 0;
-    rows.push_back({std::to_string(p.job_id()), p.phase(), p.resource(), at(p.queued_s()),
-                    at(p.start_s()), at(p.end_s()),
-                    started && p.queued_s() > 0 ? FormatSeconds(p.start_s() - p.queued_s()) : "-",
-                    started && ended ? FormatSeconds(p.end_s() - p.start_s()) : "-",
-                    OrDash(p.outcome()), p.stages() > 0 ? std::to_string(p.stages()) : "-",
-                    p.detail()});
+    rows.push_back(
+        {std::to_string(p.job_id()), p.phase(), p.batch() > 0 ? std::to_string(p.batch()) : "-",
+         p.resource(), at(p.queued_s()), at(p.start_s()), at(p.end_s()),
+         started && p.queued_s() > 0 ? FormatSeconds(p.start_s() - p.queued_s()) : "-",
+         started && ended ? FormatSeconds(p.end_s() - p.start_s()) : "-", OrDash(p.outcome()),
+         p.stages() > 0 ? std::to_string(p.stages()) : "-", p.detail()});
   }
   std::string out = FormatTable(rows);
   if (!phases.empty()) {
@@ -381,6 +389,13 @@ std::string JobProgressText(const v1::Job& job, double ticked_s) {
                                            : FormatSeconds(std::max(0.0, p.eta_s() - ticked_s)));
   }
   if (!p.phase().empty() && job.state() == v1::RUNNING) line += StrCat(", ", p.phase());
+  if (job.state() == v1::RUNNING && p.max_parallel_batches() > 1) {
+    line += StrCat(", ", p.batches_out(), " batches out (at most ", p.max_parallel_batches(),
+                   " on workers)");
+  }
+  if (job.state() == v1::RUNNING && p.workers_size() > 0) {
+    line += StrCat(" on ", p.workers_size(), p.workers_size() == 1 ? " worker" : " workers");
+  }
   line += StrCat(", ", p.stages_profiled(), " stages profiled, ", p.cache_hits(), " cache hits");
   return line;
 }

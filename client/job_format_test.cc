@@ -136,6 +136,21 @@ TEST(JobFormatTest, ProgressTextHasBarTimesPhaseAndCounts) {
   EXPECT_THAT(JobProgressText(job), Not(HasSubstr("ETA")));
 }
 
+TEST(JobFormatTest, ProgressTextShowsBatchesOutAndWorkersOfAParallelJob) {
+  v1::Job job = MakeJob();
+  job.mutable_progress()->set_batches_out(3);
+  job.mutable_progress()->set_max_parallel_batches(4);
+  job.mutable_progress()->add_workers("w1");
+  job.mutable_progress()->add_workers("w2");
+  EXPECT_THAT(JobProgressText(job),
+              HasSubstr(", profile, 3 batches out (at most 4 on workers) on 2 workers, "));
+  const nlohmann::json j = JobJson(job);
+  EXPECT_EQ(j["progress"]["batches_out"], 3);
+  EXPECT_EQ(j["progress"]["workers"], nlohmann::json::array({"w1", "w2"}));
+  job.mutable_progress()->set_max_parallel_batches(1);  // one at a time: nothing to say
+  EXPECT_THAT(JobProgressText(job), Not(HasSubstr("batches out")));
+}
+
 TEST(JobFormatTest, ProgressTextTicksElapsedAndEta) {
   v1::Job job = MakeJob();
   job.mutable_progress()->set_eta_s(30);

@@ -22,6 +22,15 @@ void AddSearchFlags(CLI::App& command, SearchFlags& flags, const std::string& ba
       ->check(CLI::Range(1, 64));
   command.add_option("--block-size", flags.block_size, "Largest block in ops (server default 50)")
       ->check(CLI::Range(1, 1024));
+  command
+      .add_option("--batch-size", flags.batch_size,
+                  "Most stages per build/profile batch (server default 64)")
+      ->check(CLI::Range(1, 4096));
+  command
+      .add_option("--max-parallel-batches", flags.max_parallel_batches,
+                  "Batches of one job measured at once on workers of its key (default 0: as "
+                  "many as the key has workers)")
+      ->check(CLI::Range(0, 1024));
 }
 
 v1::SearchOptions ToSearchOptions(const SearchFlags& flags) {
@@ -29,6 +38,8 @@ v1::SearchOptions ToSearchOptions(const SearchFlags& flags) {
   options.set_r(flags.r.value_or(0));
   options.set_s(flags.s.value_or(0));
   options.set_block_size(flags.block_size.value_or(0));
+  options.set_max_parallel_batches(flags.max_parallel_batches.value_or(0));
+  options.set_batch_size(flags.batch_size.value_or(0));
   return options;
 }
 

@@ -26,9 +26,12 @@ struct SearchFlags {
   std::optional<int> r;
   std::optional<int> s;
   std::optional<int> block_size;
+  std::optional<int> max_parallel_batches;
+  std::optional<int> batch_size;
 };
 
-// Adds --batch, --r, --s and --block-size.
+// Adds --batch, --r, --s, --block-size, --batch-size and
+// --max-parallel-batches.
 void AddSearchFlags(CLI::App& command, SearchFlags& flags,
                     const std::string& batch_help =
                         "Batch size (default: the model's own; zoo: 1)");

@@ -80,7 +80,15 @@ void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
     // Registered with the scheduler only now: a policy that waits for every
     // job it knows (synchronous rounds) must not wait for jobs that cannot
     // start their search yet.
-    if (Status added = scheduler_.AddJob(job.row.id, job.row.device_key); !added.ok()) {
+    // Batches on workers at once: the job's option, else as many as its key
+    // has workers now (the synchronous policy's rounds take one per job).
+    int parallel = job.row.options.max_parallel_batches;
+    if (parallel <= 0) parallel = std::max(1, scheduler_.num_workers(job.row.device_key));
+    if (options_.policy == farm::Policy::kSynchronous) parallel = 1;
+    job.lifecycle = farm::JobLifecycle(options_.max_attempts, parallel);
+    if (Status added =
+            scheduler_.AddJob(job.row.id, job.row.device_key, parallel == 1 ? 1 : parallel + 1);
+        !added.ok()) {
       FinishJobLocked(job, JobState::kFailed, StrCat("cannot schedule: ", added.message()));
       return;
     }
@@ -204,6 +212,21 @@ void FarmCoordinator::StepLocked(JobContext& job, const farm::LifecycleStep& ste
   if (!message.empty()) TouchLocked(job, std::move(message));
 }
 
+void FarmCoordinator::HandOutBatchesLocked(JobContext& job, farm::LifecycleStep& step) {
+  if (step.action != farm::LifecycleStep::Action::kEnqueue || !job.runner) return;
+  for (const farm::PhaseRequest& request : step.enqueue) {
+    if (request.kind != farm::PhaseKind::kBuild || job.batches.contains(request.batch)) continue;
+    StatusOr<BuildRequest> build = job.runner->TakeBatch(request.batch);
+    if (!build.ok()) {
+      step = farm::LifecycleStep{};
+      step.action = farm::LifecycleStep::Action::kFail;
+      step.error = std::string(build.status().message());
+      return;
+    }
+    job.batches[request.batch] = *std::move(build);
+  }
+}
+
 void FarmCoordinator::DispatchLocked(Outbox& out) {
   if (shutting_down_) return;
   for (const farm::Assignment& assignment : scheduler_.Dispatch(clock_.NowSeconds())) {
@@ -218,6 +241,7 @@ void FarmCoordinator::DispatchLocked(Outbox& out) {
     flight.job = assignment.job;
     flight.kind = assignment.kind;
     flight.worker = assignment.worker;
+    flight.batch = assignment.batch;
     if (job->row.state == JobState::kQueued) {
       job->row.state = JobState::kRunning;
       job->row.started_unix_ms = clock_.NowUnixMs();
@@ -230,13 +254,22 @@ void FarmCoordinator::DispatchLocked(Outbox& out) {
     }
     in_flight_[assignment.phase] = flight;
     TouchLocked(*job, StrCat(job->row.phase, " started"));
+    auto task = std::make_shared<ServerPhaseTask>();
+    task->kind = assignment.kind;
+    task->batch = assignment.batch;
+    if (auto profiled = job->profiled.find(assignment.batch);
+        assignment.kind == farm::PhaseKind::kUpdate && profiled != job->profiled.end()) {
+      task->profiled = std::move(profiled->second);  // the pool thread's now
+      job->profiled.erase(profiled);
+    }
     job->server_phase_running = true;  // the runner belongs to the pool thread now
-    pool_->Post([this, assignment] { RunServerPhase(assignment); });
+    pool_->Post([this, assignment, task] { RunServerPhase(assignment, task); });
   }
   ReportGaugesLocked();
 }
 
-void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
+void FarmCoordinator::RunServerPhase(farm::Assignment assignment,
+                                     std::shared_ptr<const ServerPhaseTask> task) {
   std::shared_ptr<JobContext> job;
   {
     absl::MutexLock lock(&mu_);
@@ -245,9 +278,9 @@ void FarmCoordinator::RunServerPhase(farm::Assignment assignment) {
     job = it->second;
   }
   // The job has this one phase in flight: its runner is ours until we report.
-  const ServerPhaseOutcome outcome =
-      options_.server_phase_work ? options_.server_phase_work(assignment.kind, *job, phase_env_)
-                                 : RunServerPhaseWork(assignment.kind, *job, phase_env_);
+  const ServerPhaseOutcome outcome = options_.server_phase_work
+                                         ? options_.server_phase_work(*task, *job, phase_env_)
+                                         : RunServerPhaseWork(*task, *job, phase_env_);
   ServerPhaseDone(assignment, job, outcome.status, outcome.next, outcome.stored_stages);
 }
 
@@ -285,9 +318,13 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
       if (job->runner) job->runner->FillProgress(progress);
       PhaseStep step = ServerPhaseStep(assignment.kind, status, next, progress,
                                        job->runner ? job->runner->batch_size() : 0, stored_stages);
+      step.end.batch = assignment.batch;
       if (next == JobRunner::Next::kMeasure) EndSearchLocked(*job);  // the runner freed its search
+      if (status.ok() && update) job->batches.erase(assignment.batch);  // stored
       const std::string key = job->row.device_key;
-      StepLocked(*job, job->lifecycle.Next(step.end), std::move(step.message));
+      farm::LifecycleStep lifecycle_step = job->lifecycle.Next(step.end);
+      HandOutBatchesLocked(*job, lifecycle_step);
+      StepLocked(*job, lifecycle_step, std::move(step.message));
       if (status.ok() && update) WakeParkedLocked(key);
     }
     DispatchLocked(out);

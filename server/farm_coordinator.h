@@ -102,6 +102,11 @@ struct JobSnapshot {
   int64_t version = 0;  // increases with every change
   std::string message;  // the last change, one line
   bool final = false;   // succeeded, failed or cancelled
+  // While it runs: its batches out, its cap on them (JobLifecycle), and the
+  // workers running its phases now (sorted).
+  int batches_out = 0;
+  int max_parallel_batches = 0;
+  std::vector<std::string> workers;
 };
 
 class FarmCoordinator final : public WorkerEvents {
@@ -177,6 +182,7 @@ class FarmCoordinator final : public WorkerEvents {
     scheduler::farm::PhaseKind kind = scheduler::farm::PhaseKind::kEnumerate;
     std::string worker;
     int64_t stages = 0;
+    int64_t batch = 0;  // the lifecycle's batch id (build, profile, update)
   };
   // What a call does after it releases mu_ (Deliver): the recorder's writes,
   // then the stream sends; a failed send closes the link (the stream handler
@@ -208,10 +214,16 @@ class FarmCoordinator final : public WorkerEvents {
   void StepLocked(JobContext& job, const scheduler::farm::LifecycleStep& step,
                   std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeParkedLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The builds `step` queues for batches the enumerate just filled: the
+  // runner hands each out (JobRunner::TakeBatch) and the job keeps what its
+  // build sends. A failure turns `step` into kFail.
+  void HandOutBatchesLocked(JobContext& job, scheduler::farm::LifecycleStep& step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerLostLocked(const std::string& worker, const std::string& reason, Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Server phases, run on the CPU pool.
-  void RunServerPhase(scheduler::farm::Assignment assignment) ABSL_LOCKS_EXCLUDED(mu_);
+  void RunServerPhase(scheduler::farm::Assignment assignment,
+                      std::shared_ptr<const ServerPhaseTask> task) ABSL_LOCKS_EXCLUDED(mu_);
   void ServerPhaseDone(const scheduler::farm::Assignment& assignment,
                        const std::shared_ptr<JobContext>& job, const Status& status,
                        std::optional<JobRunner::Next> next, int64_t stored_stages)

@@ -1,6 +1,7 @@
 // FarmCoordinator, part two: the jobs' side — submit, retune, resume,
 // cancel and watch. The engine that moves jobs is in farm_coordinator.cc,
 // the workers' side in farm_coordinator_workers.cc.
+#include <set>
 #include <utility>
 
 #include "common/strings.h"
@@ -161,7 +162,7 @@ StatusOr<JobRow> FarmCoordinator::Cancel(int64_t job_id) {
         const WorkerEntry* w = workers_.Find(flight.worker);
         if (w == nullptr) continue;
         // The scheduler frees the resource now; the worker drops the result.
-        workers_.Released(flight.worker);
+        workers_.Released(flight.worker, flight.kind);
         out.sends.emplace_back(w->link, WorkerCommand::Cancel(phase));
       }
       FinishJobLocked(*job, JobState::kCancelled, "cancelled by the client");
@@ -187,6 +188,15 @@ StatusOr<JobSnapshot> FarmCoordinator::Snapshot(int64_t job_id) {
       snapshot.job = it->second->row;
       snapshot.version = it->second->version;
       snapshot.message = it->second->message;
+      if (it->second->scheduled) {
+        snapshot.batches_out = it->second->lifecycle.batches_out();
+        snapshot.max_parallel_batches = it->second->lifecycle.max_batches();
+      }
+      std::set<std::string> workers;
+      for (const auto& [phase, flight] : in_flight_) {
+        if (flight.job == job_id && !flight.worker.empty()) workers.insert(flight.worker);
+      }
+      snapshot.workers.assign(workers.begin(), workers.end());
       return snapshot;
     }
   }

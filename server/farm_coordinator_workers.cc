@@ -93,6 +93,7 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
     auto job = jobs_.find(lost.job);
     if (job == jobs_.end()) continue;
     PhaseStep step = LostWorkerStep(lost.kind, worker, reason);
+    step.end.batch = lost.batch;
     StepLocked(*job->second, job->second->lifecycle.Next(step.end), std::move(step.message));
   }
   if (!shutting_down_) DispatchLocked(out);
@@ -101,15 +102,14 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
 void FarmCoordinator::DispatchToWorkerLocked(const farm::Assignment& assignment, JobContext& job,
                                              InFlight flight, Outbox& out) {
   const WorkerEntry* w = workers_.Find(assignment.worker);
+  auto batch = job.batches.find(assignment.batch);
+  const BuildRequest* build = batch == job.batches.end() ? nullptr : &batch->second;
   StatusOr<PhaseOrder> order =
-      job.runner ? MakePhaseOrder(assignment, *job.runner,
-                                  StrCat(assignment.job, "/", job.row.stages_profiled),
-                                  options_.profile, options_.measure)
+      job.runner ? MakePhaseOrder(assignment, build, *job.runner,
+                                  StrCat(assignment.job, "/", assignment.batch), options_.profile,
+                                  options_.measure)
                  : absl::InternalError(StrCat("job ", assignment.job, " has no search state"));
-  if (job.runner && (assignment.kind == farm::PhaseKind::kBuild ||
-                     assignment.kind == farm::PhaseKind::kProfile)) {
-    flight.stages = job.runner->batch_size();
-  }
+  if (build != nullptr) flight.stages = static_cast<int64_t>(build->stages.size());
   in_flight_[assignment.phase] = flight;
   if (!order.ok() || w == nullptr) {
     (void)scheduler_.Finished(assignment.phase, farm::PhaseOutcome::kFailed, clock_.NowSeconds());
@@ -168,7 +168,7 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const PhaseReport& 
                    report.phase_id, worker);
       return;
     }
-    if (workers_.Find(worker) != nullptr) workers_.Finished(worker);
+    if (workers_.Find(worker) != nullptr) workers_.Finished(worker, flight.kind);
     Status finished = scheduler_.Finished(
         report.phase_id, report.ok ? farm::PhaseOutcome::kOk : farm::PhaseOutcome::kFailed,
         clock_.NowSeconds());
@@ -176,10 +176,9 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const PhaseReport& 
     FlushRecordsLocked();
     if (job && jobs_.contains(flight.job)) {
       PhaseStep step = WorkerPhaseStep(flight.kind, worker, report, rejected);
+      step.end.batch = flight.batch;
       if (flight.kind == farm::PhaseKind::kProfile && report.ok) {
-        job->pending_profile = report;
-        job->pending_worker = worker;
-        job->pending_backend = backend;
+        job->profiled[flight.batch] = ProfiledBatch{report, worker, backend};
       }
       farm::LifecycleStep next = job->lifecycle.Next(step.end);
       if (!store_failure.ok()) {  // a server reason, not the worker's: no retry

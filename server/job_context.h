@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,12 @@
 
 namespace iosfarm::server {
 
+// A batch's profile answer, kept for its update.
+struct ProfiledBatch {
+  PhaseReport report;
+  std::string worker, backend;
+};
+
 struct JobContext {
   JobRow row;
   std::unique_ptr<JobRunner> runner;  // created by the first enumerate
@@ -29,9 +36,12 @@ struct JobContext {
   bool parked = false;          // waiting for another job's measurements
   // A server phase of the job runs on the pool: its runner is not to be read.
   bool server_phase_running = false;
-  // The last profile's answer, for the next update.
-  PhaseReport pending_profile;
-  std::string pending_worker, pending_backend;
+  // Batches handed out (the lifecycle's ids) and what their builds send,
+  // until their update is stored: a build, and a rebuild after a failure,
+  // reads it here, not from the runner (a server phase may own that).
+  std::map<int64_t, BuildRequest> batches;
+  // Profiles that ended ok and wait for their update, by batch.
+  std::map<int64_t, ProfiledBatch> profiled;
   double busy_s = 0;    // time its ended phases took (the critical-path estimate)
   int64_t version = 0;  // increases with every change (WaitForChange)
   std::string message;  // the last change, one line

@@ -36,6 +36,7 @@ void JobRecorder::QueuePhase(const farm::PhaseRecord& record, int64_t stages) {
   row.start_s = record.start_s;
   row.end_s = record.end_s;
   row.stages = stages;
+  row.batch = record.batch;
   Queue({record.job, "phase log", [row = std::move(row)](JobStore& store) {
            return store.AppendPhase(row).status();
          }});

@@ -40,6 +40,9 @@ bool MoveAllowed(JobState from, JobState to);
 struct JobOptions {
   int r = 3, s = 8, block_size = 50, batch_size_limit = 64 /* stages per profile batch */;
   int priority = 0;
+  // Batches of the job on workers at once (JobLifecycle's parallel batches);
+  // 0: as many as its device key has workers when its search starts.
+  int max_parallel_batches = 0;
 };
 
 struct JobRow {
@@ -98,6 +101,7 @@ struct PhaseLogRow {
   double queued_s = 0, start_s = 0, end_s = 0; /* seconds since the unix epoch */
   int64_t stages = 0;
   std::string detail;
+  int64_t batch = 0;  // the job's batch (build, profile, update); 0: none
 };
 // enumerate, build, profile, update or measure.
 bool IsPhaseName(std::string_view phase);

@@ -34,6 +34,17 @@ void SignatureClaims::Release(int64_t job) {
   }
 }
 
+void SignatureClaims::Release(const std::string& device_key, int64_t job,
+                              const std::vector<uint64_t>& signatures) {
+  absl::MutexLock lock(&mu_);
+  auto key = holder_.find(device_key);
+  if (key == holder_.end()) return;
+  for (uint64_t signature : signatures) {
+    auto it = key->second.find(signature);
+    if (it != key->second.end() && it->second == job) key->second.erase(it);
+  }
+}
+
 Status CheckFigures(const std::string& worker, const std::string& what, double median_ms,
                     double p10_ms, double p90_ms, double cv, int64_t repeats) {
   auto bad = [&](const std::string& why) {
@@ -149,7 +160,7 @@ Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, LatencyDb& st
   for (auto& request : requests) {
     if (known.contains(request.signature)) continue;
     if (mine.contains(request.signature)) {
-      batch_.push_back(std::move(request));
+      filling_.push_back(std::move(request));
     } else {
       awaiting_.push_back(std::move(request));
     }
@@ -167,24 +178,25 @@ StatusOr<JobRunner::Next> JobRunner::Enumerate(LatencyDb& store, SignatureClaims
                   : std::nullopt);
   const int limit = job_.options.batch_size_limit;
   session_->SetCallerBytes(HeldRequestBytes());
-  if (batch_.empty()) {
+  if (filling_.empty()) {
     // Signatures another job was measuring: known by now, or ours to measure.
     std::vector<ios::StageRequest> retry;
     retry.swap(awaiting_);
     RETURN_IF_ERROR(Resolve(std::move(retry), store, claims));
   }
-  while (static_cast<int>(batch_.size()) < limit) {
+  while (static_cast<int>(filling_.size()) < limit) {
     ASSIGN_OR_RETURN(std::vector<ios::StageRequest> requests,
-                     session_->NextUnknown(limit - static_cast<int>(batch_.size())));
+                     session_->NextUnknown(limit - static_cast<int>(filling_.size())));
     if (requests.empty()) break;
     RETURN_IF_ERROR(Resolve(std::move(requests), store, claims));
     session_->SetCallerBytes(HeldRequestBytes());
     if (session_->paused()) break;
   }
   // Out of time with a batch not full yet: the next slice goes on filling it.
-  if (session_->paused() && static_cast<int>(batch_.size()) < limit) return Next::kContinue;
-  if (!batch_.empty()) return Next::kBuild;
-  if (!awaiting_.empty()) return Next::kWait;
+  if (session_->paused() && static_cast<int>(filling_.size()) < limit) return Next::kContinue;
+  if (!filling_.empty()) return Next::kBuild;
+  // Everything unknown is being measured: by another job, or in our batches.
+  if (!awaiting_.empty() || !out_.empty()) return Next::kWait;
   if (!session_->Done()) {
     return absl::InternalError(StrCat("job ", job_.id, ": search stalled with ",
                                       session_->outstanding(), " outstanding signatures"));
@@ -221,34 +233,51 @@ Status JobRunner::FinishSearch(LatencyDb& store) {
 
 int64_t JobRunner::HeldRequestBytes() const {
   int64_t bytes = 0;
-  for (const auto& request : batch_) bytes += ios::StageRequestBytes(request);
+  for (const auto& request : filling_) bytes += ios::StageRequestBytes(request);
+  for (const auto& [id, batch] : out_) {
+    for (const auto& request : batch) bytes += ios::StageRequestBytes(request);
+  }
   for (const auto& request : awaiting_) bytes += ios::StageRequestBytes(request);
   return bytes;
 }
 
-BuildRequest JobRunner::MakeBuild() const {
+StatusOr<BuildRequest> JobRunner::TakeBatch(int64_t id) {
+  if (filling_.empty()) {
+    return absl::FailedPreconditionError(StrCat("job ", job_.id, ": no batch to hand out"));
+  }
+  if (id <= 0 || out_.contains(id)) {
+    return absl::FailedPreconditionError(
+        StrCat("job ", job_.id, ": batch id ", id, " is invalid or already out"));
+  }
+  std::vector<ios::StageRequest>& batch = out_[id];
+  batch.swap(filling_);
   BuildRequest build;
   build.graph = graph_bytes_;
-  build.stages = batch_;
+  build.stages = batch;
   return build;
 }
 
-Status JobRunner::ApplyProfile(const PhaseReport& result, const std::string& worker,
+Status JobRunner::ApplyProfile(int64_t id, const PhaseReport& result, const std::string& worker,
                                const std::string& backend, LatencyDb& store,
                                SignatureClaims& claims, int64_t now_unix_ms) {
-  if (result.latencies.size() != batch_.size()) {
+  auto out = out_.find(id);
+  if (out == out_.end()) {
+    return absl::NotFoundError(StrCat("job ", job_.id, ": batch ", id, " is not out"));
+  }
+  const std::vector<ios::StageRequest>& batch = out->second;
+  if (result.latencies.size() != batch.size()) {
     return absl::InvalidArgumentError(StrCat("worker ", worker, " returned ",
                                              result.latencies.size(), " latencies for ",
-                                             batch_.size(), " stages"));
+                                             batch.size(), " stages"));
   }
   std::vector<std::pair<uint64_t, StoredLatency>> rows;
-  rows.reserve(batch_.size());
-  for (size_t i = 0; i < batch_.size(); ++i) {
+  rows.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
     const StageLatencyReport& l = result.latencies[i];
-    if (l.signature != batch_[i].signature) {
-      return absl::InvalidArgumentError(
-          StrCat("worker ", worker, " answered stage ", i, " with signature ", l.signature,
-                 ", expected ", batch_[i].signature));
+    if (l.signature != batch[i].signature) {
+      return absl::InvalidArgumentError(StrCat("worker ", worker, " answered stage ", i,
+                                               " with signature ", l.signature, ", expected ",
+                                               batch[i].signature));
     }
     const ReportedFigures& f = l.figures;
     RETURN_IF_ERROR(CheckFigures(worker, StrCat("stage ", i, " (signature ", l.signature, ")"),
@@ -270,8 +299,11 @@ Status JobRunner::ApplyProfile(const PhaseReport& result, const std::string& wor
     RETURN_IF_ERROR(session_->Provide(signature, stored.median_ms));
   }
   stages_profiled_ += static_cast<int64_t>(rows.size());
-  batch_.clear();
-  claims.Release(job_.id);
+  std::vector<uint64_t> signatures;
+  signatures.reserve(rows.size());
+  for (const auto& [signature, stored] : rows) signatures.push_back(signature);
+  out_.erase(out);
+  claims.Release(job_.device_key, job_.id, signatures);
   return absl::OkStatus();
 }
 

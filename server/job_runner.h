@@ -4,9 +4,12 @@
 //   enumerate (server CPU): advance the IOS search (SearchSession) with every
 //     latency the database knows; collect a bounded batch of signatures that
 //     nobody knows and nobody is measuring (claimed in SignatureClaims);
-//   build + profile (a worker): MakeBuild() describes the batch;
-//   update (server CPU): ApplyProfile() checks the worker's answer, writes
-//     the latencies to the database and hands them to the search;
+//     TakeBatch() then hands it out under the job's batch id;
+//   build + profile (a worker): the BuildRequest TakeBatch() returned;
+//   update (server CPU): ApplyProfile(batch) checks the worker's answer,
+//     writes the latencies to the database and hands them to the search;
+//     several batches may be out at once (JobLifecycle's parallel batches),
+//     and their updates come in any order;
 //   measure (a worker's GPU): once the search is done, MakeMeasure() asks for
 //     the IOS, sequential and greedy schedules end to end; ApplyMeasure()
 //     stores the result. The result's schedule is the IOS schedule unless a
@@ -18,14 +21,16 @@
 // A signature another job is measuring is not measured twice: the job waits
 // for it (Enumerate answers kWait) and enumerates again when woken.
 //
-// Thread safety: a JobRunner is used by one phase at a time (the scheduler
-// runs at most one phase of a job), so it has no lock of its own;
-// SignatureClaims is thread-safe.
+// Thread safety: a JobRunner is used by one server phase at a time (a job
+// has at most one enumerate or update queued or in flight; its worker phases
+// use the BuildRequests TakeBatch returned, not the runner), so it has no
+// lock of its own; SignatureClaims is thread-safe.
 #ifndef IOSFARM_SERVER_JOB_RUNNER_H_
 #define IOSFARM_SERVER_JOB_RUNNER_H_
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,9 +43,9 @@
 #include "scheduler/ios/search_options.h"
 #include "scheduler/ios/search_session.h"
 #include "server/import_gate.h"
-#include "server/worker_protocol.h"
 #include "server/job_store.h"
 #include "server/latency_db.h"
+#include "server/worker_protocol.h"
 
 namespace iosfarm::server {
 
@@ -53,6 +58,8 @@ class SignatureClaims {
                               const std::vector<uint64_t>& signatures);
   // Releases everything `job` holds.
   void Release(int64_t job);
+  // Releases those of `signatures` that `job` holds.
+  void Release(const std::string& device_key, int64_t job, const std::vector<uint64_t>& signatures);
 
  private:
   absl::Mutex mu_;
@@ -116,24 +123,32 @@ class JobRunner {
                                                    const std::atomic<bool>* stop,
                                                    ImportGate* gate = nullptr);
 
-  // The enumerate phase. kBuild: batch() holds signatures to measure;
-  // kMeasure: the search is done (final schedules ready); kWait: every
-  // remaining unknown is being measured by another job; kContinue: the time
+  // The enumerate phase. kBuild: a batch of signatures to measure is full
+  // (TakeBatch hands it out); kMeasure: the search is done (final schedules
+  // ready); kWait: nothing to hand out now, every remaining unknown is being
+  // measured by another job or is in one of this job's batches out; kContinue: the time
   // slice (> 0 s) ran out before the batch was full or the search done (the
   // batch so far is kept and filled by the next call): enumerate again (the caller
   // queues it behind other jobs' server phases, so a long search shares the
   // server's slots). A slice ends between DP passes (search_session.h).
   StatusOr<Next> Enumerate(LatencyDb& store, SignatureClaims& claims, double slice_s = 0);
 
-  // The build phase of the current batch.
-  BuildRequest MakeBuild() const;
-  int64_t batch_size() const { return static_cast<int64_t>(batch_.size()); }
+  // Stages of the batch being filled (what kBuild found).
+  int64_t batch_size() const { return static_cast<int64_t>(filling_.size()); }
+  // Hands the filled batch out as batch `id` (> 0, not out already) and
+  // returns what its build sends. FailedPrecondition when nothing is filled
+  // or the id is taken.
+  StatusOr<BuildRequest> TakeBatch(int64_t id);
+  // Batches handed out whose profile is not applied yet.
+  int batches_out() const { return static_cast<int>(out_.size()); }
 
-  // The update phase: checks `result` (one latency per stage of the batch,
-  // signatures as asked, every figure passing CheckFigures; InvalidArgument
-  // naming the first problem otherwise, nothing written), stores the
-  // latencies and provides them to the search. Releases the job's claims.
-  Status ApplyProfile(const PhaseReport& result, const std::string& worker,
+  // The update phase of batch `id`: checks `result` (one latency per stage
+  // of the batch, signatures as asked, every figure passing CheckFigures;
+  // InvalidArgument naming the first problem otherwise, nothing written, the
+  // batch stays out to be measured again), stores the latencies and provides
+  // them to the search; the batch is no longer out and its claims are
+  // released. NotFound for a batch that is not out.
+  Status ApplyProfile(int64_t id, const PhaseReport& result, const std::string& worker,
                       const std::string& backend, LatencyDb& store, SignatureClaims& claims,
                       int64_t now_unix_ms);
 
@@ -162,12 +177,13 @@ class JobRunner {
   static size_t ChooseMeasured(const PhaseReport& result);
   explicit JobRunner(const JobRow& job) : job_(job) {}
   // Looks `requests` up in the store: provides the known ones, claims the
-  // rest; claimed ones go to batch_, others to awaiting_.
+  // rest; claimed ones go to filling_, others to awaiting_.
   Status Resolve(std::vector<scheduler::ios::StageRequest> requests, LatencyDb& store,
                  SignatureClaims& claims);
   Status FinishSearch(LatencyDb& store);
 
-  // Bytes the runner holds for the session's requests (batch_, awaiting_).
+  // Bytes the runner holds for the session's requests (filling_, out_,
+  // awaiting_).
   int64_t HeldRequestBytes() const;
 
   JobRow job_;
@@ -180,7 +196,8 @@ class JobRunner {
   std::unique_ptr<scheduler::ios::SearchSession> session_;
   int blocks_total_ = 0;  // of the finished search
   int blocks_done_ = 0;
-  std::vector<scheduler::ios::StageRequest> batch_;     // to build and profile
+  std::vector<scheduler::ios::StageRequest> filling_;                 // the batch being filled
+  std::map<int64_t, std::vector<scheduler::ios::StageRequest>> out_;  // handed out, by id
   std::vector<scheduler::ios::StageRequest> awaiting_;  // measured by another job
   int64_t stages_profiled_ = 0;
   int64_t cache_hits_ = 0;

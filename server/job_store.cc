@@ -14,7 +14,7 @@ constexpr const char kJobColumns[] =
     "id, model_digest, model_name, device_key, owner, retune_batch, batch, opt_r, opt_s, "
     "opt_block_size, opt_batch_size_limit, priority, state, error, submitted_unix_ms, "
     "started_unix_ms, finished_unix_ms, blocks_total, blocks_done, stages_profiled, cache_hits, "
-    "candidates, unique_signatures, stages_measured, phase, resumes";
+    "candidates, unique_signatures, stages_measured, phase, resumes, opt_max_parallel_batches";
 
 JobOptions OptionsFromRow(const Statement& row, int first_column) {
   JobOptions options;
@@ -23,6 +23,7 @@ JobOptions OptionsFromRow(const Statement& row, int first_column) {
   options.block_size = static_cast<int>(row.ColumnInt64(first_column + 2));
   options.batch_size_limit = static_cast<int>(row.ColumnInt64(first_column + 3));
   options.priority = static_cast<int>(row.ColumnInt64(first_column + 4));
+  options.max_parallel_batches = static_cast<int>(row.ColumnInt64(first_column + 5));
   return options;
 }
 
@@ -30,11 +31,11 @@ StatusOr<JobRow> JobFromRow(const CachedStatement& row) {
   JobRow j;
   JobOptions& o = j.options;
   std::string state;
-  row.Read(j.id, j.model_digest, j.model_name, j.device_key, j.owner, j.retune_batch, j.batch,
-           o.r, o.s, o.block_size, o.batch_size_limit, o.priority, state, j.error,
-           j.submitted_unix_ms, j.started_unix_ms, j.finished_unix_ms, j.blocks_total,
-           j.blocks_done, j.stages_profiled, j.cache_hits, j.candidates, j.unique_signatures,
-           j.stages_measured, j.phase, j.resumes);
+  row.Read(j.id, j.model_digest, j.model_name, j.device_key, j.owner, j.retune_batch, j.batch, o.r,
+           o.s, o.block_size, o.batch_size_limit, o.priority, state, j.error, j.submitted_unix_ms,
+           j.started_unix_ms, j.finished_unix_ms, j.blocks_total, j.blocks_done, j.stages_profiled,
+           j.cache_hits, j.candidates, j.unique_signatures, j.stages_measured, j.phase, j.resumes,
+           o.max_parallel_batches);
   ASSIGN_OR_RETURN(j.state, JobStateFromName(state));
   return j;
 }
@@ -134,13 +135,15 @@ StatusOr<int64_t> JobStore::CreateJob(const JobRow& job) {
         CachedStatement stmt,
         session.Prepare("INSERT INTO jobs (model_digest, model_name, device_key, owner, "
                         "retune_batch, batch, opt_r, opt_s, opt_block_size, "
-                        "opt_batch_size_limit, priority, state, error, submitted_unix_ms) "
+                        "opt_batch_size_limit, priority, state, error, submitted_unix_ms, "
+                        "opt_max_parallel_batches) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'queued', ?12, "
-                        "?13)"));
+                        "?13, ?14)"));
     const JobOptions& o = job.options;
     RETURN_IF_ERROR(stmt.Bind(job.model_digest, model_name, job.device_key, job.owner,
                               job.retune_batch, job.batch, o.r, o.s, o.block_size,
-                              o.batch_size_limit, o.priority, job.error, job.submitted_unix_ms));
+                              o.batch_size_limit, o.priority, job.error, job.submitted_unix_ms,
+                              o.max_parallel_batches));
     RETURN_IF_ERROR(stmt->Step().status());
   }
   const int64_t id = session.db().LastInsertRowId();
@@ -275,10 +278,11 @@ StatusOr<int64_t> JobStore::AppendPhase(const PhaseLogRow& row) {
   {
     ASSIGN_OR_RETURN(CachedStatement stmt,
                      session.Prepare("INSERT INTO phase_log (job_id, phase, resource, worker, "
-                                     "outcome, queued_s, start_s, end_s, stages, detail) "
-                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+                                     "outcome, queued_s, start_s, end_s, stages, detail, batch) "
+                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
     RETURN_IF_ERROR(stmt.Bind(row.job_id, row.phase, row.resource, row.worker, row.outcome,
-                              row.queued_s, row.start_s, row.end_s, row.stages, row.detail));
+                              row.queued_s, row.start_s, row.end_s, row.stages, row.detail,
+                              row.batch));
     RETURN_IF_ERROR(stmt->Step().status());
   }
   const int64_t id = session.db().LastInsertRowId();
@@ -289,7 +293,7 @@ StatusOr<int64_t> JobStore::AppendPhase(const PhaseLogRow& row) {
 StatusOr<std::vector<PhaseLogRow>> JobStore::ListPhases(std::optional<int64_t> job_id) {
   constexpr const char kColumns[] =
       "SELECT id, job_id, phase, resource, worker, outcome, queued_s, start_s, end_s, stages, "
-      "detail FROM phase_log";
+      "detail, batch FROM phase_log";
   Session session(*connection_);
   ASSIGN_OR_RETURN(CachedStatement stmt,
                    session.Prepare(job_id.has_value()
@@ -298,9 +302,9 @@ StatusOr<std::vector<PhaseLogRow>> JobStore::ListPhases(std::optional<int64_t> j
   if (job_id.has_value()) RETURN_IF_ERROR(stmt.Bind(*job_id));
   std::vector<PhaseLogRow> phases;
   for (PhaseLogRow p;;) {
-    ASSIGN_OR_RETURN(bool row, stmt.StepAndRead(p.id, p.job_id, p.phase, p.resource, p.worker,
-                                                p.outcome, p.queued_s, p.start_s, p.end_s,
-                                                p.stages, p.detail));
+    ASSIGN_OR_RETURN(bool row,
+                     stmt.StepAndRead(p.id, p.job_id, p.phase, p.resource, p.worker, p.outcome,
+                                      p.queued_s, p.start_s, p.end_s, p.stages, p.detail, p.batch));
     if (!row) break;
     phases.push_back(std::move(p));
   }
@@ -323,7 +327,8 @@ StatusOr<std::vector<RetuneTarget>> JobStore::RetuneTargets(const RetuneFilter& 
     ASSIGN_OR_RETURN(
         CachedStatement stmt,
         session.Prepare("SELECT j.model_digest, m.name, j.batch, j.state, j.opt_r, j.opt_s, "
-                        "j.opt_block_size, j.opt_batch_size_limit, j.priority "
+                        "j.opt_block_size, j.opt_batch_size_limit, j.priority, "
+                        "j.opt_max_parallel_batches "
                         "FROM jobs j JOIN models m ON m.digest = j.model_digest "
                         "WHERE (?1 = '' OR j.device_key = ?1) AND (?2 = 0 OR j.batch = ?3) "
                         "ORDER BY j.id"));

@@ -32,10 +32,10 @@ class RecordingLink final : public WorkerLink {
 }  // namespace
 
 ServerPhaseWork PaddedServerPhaseWork(const PhasePadding* padding, const Clock* clock) {
-  return [padding, clock](farm::PhaseKind kind, JobContext& job, const ServerPhaseEnv& env) {
+  return [padding, clock](const ServerPhaseTask& task, JobContext& job, const ServerPhaseEnv& env) {
     const double started_s = clock->NowSeconds();
-    ServerPhaseOutcome outcome = RunServerPhaseWork(kind, job, env);
-    if (const double left = padding->Left(kind, started_s); left > 0) {
+    ServerPhaseOutcome outcome = RunServerPhaseWork(task, job, env);
+    if (const double left = padding->Left(task.kind, started_s); left > 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(left));
     }
     return outcome;

@@ -91,8 +91,9 @@ PhaseStep LostWorkerStep(farm::PhaseKind kind, const std::string& worker,
   return step;
 }
 
-StatusOr<PhaseOrder> MakePhaseOrder(const farm::Assignment& assignment, const JobRunner& runner,
-                                    const std::string& batch_id, const ProfileSettings& profile,
+StatusOr<PhaseOrder> MakePhaseOrder(const farm::Assignment& assignment, const BuildRequest* build,
+                                    const JobRunner& runner, const std::string& batch_id,
+                                    const ProfileSettings& profile,
                                     const ProfileSettings& measure) {
   PhaseOrder order;
   order.phase_id = assignment.phase;
@@ -101,7 +102,11 @@ StatusOr<PhaseOrder> MakePhaseOrder(const farm::Assignment& assignment, const Jo
   order.kind = assignment.kind;
   switch (assignment.kind) {
     case farm::PhaseKind::kBuild:
-      order.build = runner.MakeBuild();
+      if (build == nullptr) {
+        return absl::FailedPreconditionError(
+            StrCat("job ", assignment.job, ": batch ", assignment.batch, " is not out"));
+      }
+      order.build = *build;
       break;
     case farm::PhaseKind::kProfile:
       order.profile = profile;

@@ -44,13 +44,14 @@ PhaseStep WorkerPhaseStep(scheduler::farm::PhaseKind kind, const std::string& wo
 PhaseStep LostWorkerStep(scheduler::farm::PhaseKind kind, const std::string& worker,
                          const std::string& reason);
 
-// The order for a worker phase of `assignment`'s job: the runner's batch
-// (build), the profiling settings (profile) or the schedules (measure).
-// batch_id names the job's batch; InvalidArgument for a server phase,
-// FailedPrecondition for a measure before the search is done.
+// The order for a worker phase of `assignment`'s job: its batch's `build`
+// (build), the profiling settings (profile) or the runner's schedules
+// (measure). batch_id names the job's batch on the worker; InvalidArgument
+// for a server phase, FailedPrecondition for a build without its batch or a
+// measure before the search is done.
 StatusOr<PhaseOrder> MakePhaseOrder(const scheduler::farm::Assignment& assignment,
-                                    const JobRunner& runner, const std::string& batch_id,
-                                    const ProfileSettings& profile,
+                                    const BuildRequest* build, const JobRunner& runner,
+                                    const std::string& batch_id, const ProfileSettings& profile,
                                     const ProfileSettings& measure);
 
 // The crash-loop guard (FarmCoordinator::Resume): the error a job fails with

@@ -117,23 +117,30 @@ TEST(PhaseStepsTest, OrdersCarryTheSettingsAndRefuseServerPhasesAndEarlyMeasures
   assignment.phase = 11;
   assignment.job = 7;
   assignment.kind = farm::PhaseKind::kProfile;
-  auto order = MakePhaseOrder(assignment, **runner, "7/0", profile, measure);
+  auto order = MakePhaseOrder(assignment, nullptr, **runner, "7/0", profile, measure);
   ASSERT_TRUE(order.ok()) << order.status();
   EXPECT_EQ(order->phase_id, 11);
   EXPECT_EQ(order->batch_id, "7/0");
   EXPECT_EQ(order->profile.min_repeats, 5);
 
   assignment.kind = farm::PhaseKind::kBuild;
-  order = MakePhaseOrder(assignment, **runner, "7/0", profile, measure);
+  assignment.batch = 3;
+  BuildRequest build;
+  build.graph = std::make_shared<const std::string>("graph bytes");
+  build.stages.resize(2);
+  order = MakePhaseOrder(assignment, &build, **runner, "7/3", profile, measure);
   ASSERT_TRUE(order.ok()) << order.status();
-  ASSERT_NE(order->build.graph, nullptr);  // the weightless graph, shared
-  EXPECT_FALSE(order->build.graph->empty());
+  EXPECT_EQ(order->build.graph, build.graph);  // shared, not copied
+  EXPECT_EQ(order->build.stages.size(), 2u);
+  const auto no_batch = MakePhaseOrder(assignment, nullptr, **runner, "7/3", profile, measure);
+  EXPECT_TRUE(absl::IsFailedPrecondition(no_batch.status()));
+  EXPECT_NE(std::string(no_batch.status().message()).find("batch 3 is not out"), std::string::npos);
 
   assignment.kind = farm::PhaseKind::kMeasure;  // the search has not run
   EXPECT_TRUE(absl::IsFailedPrecondition(
-      MakePhaseOrder(assignment, **runner, "7/0", profile, measure).status()));
+      MakePhaseOrder(assignment, nullptr, **runner, "7/0", profile, measure).status()));
   assignment.kind = farm::PhaseKind::kEnumerate;
-  auto server_phase = MakePhaseOrder(assignment, **runner, "7/0", profile, measure);
+  auto server_phase = MakePhaseOrder(assignment, nullptr, **runner, "7/0", profile, measure);
   EXPECT_TRUE(absl::IsInvalidArgument(server_phase.status()));
   EXPECT_NE(std::string(server_phase.status().message()).find("enumerate"), std::string::npos);
 }

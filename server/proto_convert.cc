@@ -33,6 +33,7 @@ v1::Job JobToProto(const JobRow& job, double now_s) {
   out.mutable_options()->set_s(job.options.s);
   out.mutable_options()->set_block_size(job.options.block_size);
   out.mutable_options()->set_batch_size(job.options.batch_size_limit);
+  out.mutable_options()->set_max_parallel_batches(job.options.max_parallel_batches);
   out.set_priority(job.options.priority);
   out.set_owner(job.owner);
   out.set_state(JobStateToProto(job.state));
@@ -77,6 +78,7 @@ v1::PhaseEntry PhaseToProto(const PhaseLogRow& row) {
   out.set_outcome(row.outcome);
   out.set_stages(row.stages);
   out.set_detail(row.detail);
+  out.set_batch(row.batch);
   return out;
 }
 
@@ -91,6 +93,7 @@ v1::WorkerInfo WorkerToProto(const WorkerSnapshot& worker) {
   out.set_connected_unix_ms(worker.connected_unix_ms);
   out.set_last_heartbeat_unix_ms(worker.last_heartbeat_unix_ms);
   out.set_phases_done(worker.phases_done);
+  out.set_build_job_id(worker.build_job_id);
   return out;
 }
 
@@ -129,6 +132,7 @@ StatusOr<JobOptions> OptionsFromProto(const v1::SearchOptions& options, int prio
   if (options.s() != 0) out.s = options.s();
   if (options.block_size() != 0) out.block_size = options.block_size();
   if (options.batch_size() != 0) out.batch_size_limit = options.batch_size();
+  out.max_parallel_batches = options.max_parallel_batches();
   out.priority = priority;
   auto check = [](const char* field, int value, int low, int high) -> Status {
     if (value < low || value > high) {
@@ -141,6 +145,7 @@ StatusOr<JobOptions> OptionsFromProto(const v1::SearchOptions& options, int prio
   RETURN_IF_ERROR(check("s", out.s, 1, 64));
   RETURN_IF_ERROR(check("block_size", out.block_size, 1, 1024));
   RETURN_IF_ERROR(check("batch_size", out.batch_size_limit, 1, 4096));
+  RETURN_IF_ERROR(check("max_parallel_batches", out.max_parallel_batches, 0, 1024));
   return out;
 }
 

@@ -34,31 +34,32 @@ ServerPhaseOutcome Enumerate(JobContext& job, const ServerPhaseEnv& env) {
   return outcome;
 }
 
-ServerPhaseOutcome Update(JobContext& job, const ServerPhaseEnv& env) {
+ServerPhaseOutcome Update(const ServerPhaseTask& task, JobContext& job, const ServerPhaseEnv& env) {
   ServerPhaseOutcome outcome;
-  outcome.stored_stages = static_cast<int64_t>(job.pending_profile.latencies.size());
-  outcome.status = job.runner->ApplyProfile(job.pending_profile, job.pending_worker,
-                                            job.pending_backend, *env.latencies, *env.claims,
-                                            env.clock->NowUnixMs());
+  const ProfiledBatch& profiled = task.profiled;
+  outcome.stored_stages = static_cast<int64_t>(profiled.report.latencies.size());
+  outcome.status =
+      job.runner->ApplyProfile(task.batch, profiled.report, profiled.worker, profiled.backend,
+                               *env.latencies, *env.claims, env.clock->NowUnixMs());
   if (outcome.status.ok() && env.metrics != nullptr) {
     env.metrics->StagesProfiled(outcome.stored_stages);
   }
   if (!outcome.status.ok()) outcome.stored_stages = 0;
-  job.pending_profile = PhaseReport{};
   return outcome;
 }
 
 }  // namespace
 
-ServerPhaseOutcome RunServerPhaseWork(farm::PhaseKind kind, JobContext& job,
+ServerPhaseOutcome RunServerPhaseWork(const ServerPhaseTask& task, JobContext& job,
                                       const ServerPhaseEnv& env) {
+  const farm::PhaseKind kind = task.kind;
   if (kind == farm::PhaseKind::kEnumerate) {
     ServerPhaseOutcome outcome = Enumerate(job, env);
     // A pass frees what it built in this thread's arena; give it back now.
     ReturnFreeMemory();
     return outcome;
   }
-  if (kind == farm::PhaseKind::kUpdate && job.runner) return Update(job, env);
+  if (kind == farm::PhaseKind::kUpdate && job.runner) return Update(task, job, env);
   ServerPhaseOutcome outcome;
   outcome.status = absl::InternalError(StrCat("job ", job.row.id, ": ", farm::PhaseKindName(kind),
                                               " cannot run on the server now"));

@@ -33,6 +33,14 @@ struct ServerPhaseEnv {
   double enumerate_slice_s = 0;
 };
 
+// One server phase to run: its kind and, for an update, its batch and the
+// profile to store (moved out of the job under the coordinator's lock).
+struct ServerPhaseTask {
+  scheduler::farm::PhaseKind kind = scheduler::farm::PhaseKind::kEnumerate;
+  int64_t batch = 0;
+  ProfiledBatch profiled;
+};
+
 struct ServerPhaseOutcome {
   Status status;
   std::optional<JobRunner::Next> next;  // an ok enumerate's answer
@@ -42,14 +50,14 @@ struct ServerPhaseOutcome {
 // Enumerate: the first one loads the job's model (JobRunner::Load) and
 // creates its runner; then one time slice of the search (JobRunner::
 // Enumerate); freed heap is returned to the system afterwards.
-// Update: stores the job's pending profile (JobRunner::ApplyProfile) and
-// clears it. Any other kind, or an update without a runner, is Internal.
-ServerPhaseOutcome RunServerPhaseWork(scheduler::farm::PhaseKind kind, JobContext& job,
+// Update: stores the task's profile of its batch (JobRunner::ApplyProfile).
+// Any other kind, or an update without a runner, is Internal.
+ServerPhaseOutcome RunServerPhaseWork(const ServerPhaseTask& task, JobContext& job,
                                       const ServerPhaseEnv& env);
 
 // RunServerPhaseWork or a wrapper around it (CoordinatorOptions).
-using ServerPhaseWork = std::function<ServerPhaseOutcome(scheduler::farm::PhaseKind, JobContext&,
-                                                         const ServerPhaseEnv&)>;
+using ServerPhaseWork =
+    std::function<ServerPhaseOutcome(const ServerPhaseTask&, JobContext&, const ServerPhaseEnv&)>;
 
 }  // namespace iosfarm::server
 

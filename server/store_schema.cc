@@ -209,11 +209,22 @@ ALTER TABLE results ADD COLUMN stages_measured INTEGER NOT NULL DEFAULT 0
   CHECK (stages_measured >= 0);
 )sql";
 
-constexpr std::array<Migration, 4> kMigrations = {{
+// Version 5: a job's cap on batches on workers at once (submit
+// --max-parallel-batches; 0: as many as its key has workers) and the batch
+// of each logged phase. Jobs of earlier versions ran one batch at a time and
+// read 1; their phases read batch 0.
+constexpr const char kSchemaV5[] = R"sql(
+ALTER TABLE jobs ADD COLUMN opt_max_parallel_batches INTEGER NOT NULL DEFAULT 1
+  CHECK (opt_max_parallel_batches >= 0);
+ALTER TABLE phase_log ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr std::array<Migration, 5> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
     {4, "jobs.stages_measured, results.stages_measured", kSchemaV4},
+    {5, "jobs.opt_max_parallel_batches, phase_log.batch", kSchemaV5},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

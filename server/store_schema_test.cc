@@ -150,13 +150,8 @@ TEST_F(StoreSchemaTest, AVersion1FileGainsJobResumesKeepingItsJobs) {
     model.source = "zoo";
     model.batch = 1;
     ASSERT_TRUE(store->jobs->PutModel(model).ok());
-    JobRow job;
-    job.model_digest = "d1";
-    job.device_key = "k";
-    auto created = store->jobs->CreateJob(job);
-    ASSERT_TRUE(created.ok()) << created.status();
-    id = *created;
   }
+  id = InsertOldJob(path, "d1", "k");
   auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
   auto job = store->jobs->GetJob(id);
@@ -191,11 +186,9 @@ TEST_F(StoreSchemaTest, AVersion2FileGainsTypedResultsKeepingEveryFigure) {
   {
     auto v2 = OpenFarmDatabase(path, Migrations().first(2));
     ASSERT_TRUE(v2.ok()) << v2.status();
-    auto created = v2->jobs->CreateJob(Job("d1", "k"));
-    ASSERT_TRUE(created.ok()) << created.status();
-    queued = *created;
     ASSERT_TRUE(v2->latencies->PutLatencies("h100", {{5, Latency(0.5)}}).ok());
   }
+  queued = InsertOldJob(path, "d1", "k");
   auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*store->jobs->CountUnreadableResults(), 0);
@@ -236,9 +229,9 @@ TEST_F(StoreSchemaTest, AVersion3FileGainsStagesMeasuredKeepingJobsAndResults) {
     auto v3 = OpenFarmDatabase(path, Migrations().first(3));
     ASSERT_TRUE(v3.ok()) << v3.status();
     ASSERT_TRUE(v3->jobs->PutModel(Model("d1", "squeezenet")).ok());
-    done = *v3->jobs->CreateJob(Job("d1", "sim-test"));
-    running = *v3->jobs->CreateJob(Job("d1", "sim-test"));
   }
+  done = InsertOldJob(path, "d1", "sim-test");
+  running = InsertOldJob(path, "d1", "sim-test");
   {
     // In SQL: this binary's JobStore writes columns a version-3 file lacks.
     auto db = SqliteDb::Open(path);
@@ -289,6 +282,30 @@ TEST_F(StoreSchemaTest, AVersion3FileGainsStagesMeasuredKeepingJobsAndResults) {
   auto db = SqliteDb::Open(path);
   ASSERT_TRUE(db.ok());
   EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+}
+
+// A version-4 file's jobs ran one batch at a time: version 5 reads their cap
+// as 1; new jobs keep theirs (0: as many as the key has workers).
+TEST_F(StoreSchemaTest, AVersion4FileGainsMaxParallelBatchesOfOne) {
+  const std::string path = PathOf("v4.db");
+  {
+    auto v4 = OpenFarmDatabase(path, Migrations().first(4));
+    ASSERT_TRUE(v4.ok()) << v4.status();
+    ASSERT_TRUE(v4->jobs->PutModel(Model("d1", "squeezenet")).ok());
+  }
+  const int64_t old_job = InsertOldJob(path, "d1", "k");
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store->jobs->GetJob(old_job))->options.max_parallel_batches, 1);
+  JobRow fresh = Job("d1", "k");
+  fresh.options.max_parallel_batches = 0;
+  const int64_t auto_id = *store->jobs->CreateJob(fresh);
+  fresh.options.max_parallel_batches = 6;
+  const int64_t six_id = *store->jobs->CreateJob(fresh);
+  EXPECT_EQ((*store->jobs->GetJob(auto_id))->options.max_parallel_batches, 0);
+  EXPECT_EQ((*store->jobs->GetJob(six_id))->options.max_parallel_batches, 6);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
 }
 
 TEST_F(StoreSchemaTest, MigratesFromEmptyThroughEveryStep) {

@@ -4,13 +4,14 @@
 #ifndef IOSFARM_SERVER_STORE_TEST_ROWS_H_
 #define IOSFARM_SERVER_STORE_TEST_ROWS_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "common/strings.h"
 #include "server/farm_database.h"
 #include "server/job_rows.h"
 #include "server/latency_db.h"
@@ -129,6 +130,25 @@ inline void ExpectSameResult(const ResultRow& got, const ResultRow& want) {
   EXPECT_EQ(got.device_key, want.device_key);
 }
 
+// A queued job as a server of schema version 1-4 wrote it (this binary's
+// JobStore writes columns those files lack); its id.
+inline int64_t InsertOldJob(const std::string& path, const std::string& digest,
+                            const std::string& device,
+                            const std::string& model_name = "squeezenet") {
+  auto db = SqliteDb::Open(path);
+  EXPECT_TRUE(db.ok()) << db.status();
+  if (!db.ok()) return 0;
+  const Status inserted = (*db)->Exec(StrCat(
+      "INSERT INTO jobs (model_digest, model_name, device_key, owner, retune_batch, batch, opt_r, "
+      "opt_s, opt_block_size, opt_batch_size_limit, priority, state, error, submitted_unix_ms) "
+      "VALUES ('",
+      digest, "', '", model_name, "', '", device,
+      "', 'alice', '', 1, 3, 8, 50, 64, "
+      "0, 'queued', '', 100);"));
+  EXPECT_TRUE(inserted.ok()) << inserted;
+  return (*db)->LastInsertRowId();
+}
+
 // A schema-version-2 file at `path` (as a version-2 server left it) with one
 // succeeded job per text of `result_jsons`, each stored as the job's
 // results.result_json with schedule_json "{"job": <index>}". Returns the
@@ -140,11 +160,11 @@ inline std::vector<int64_t> WriteVersion2Results(const std::string& path,
   EXPECT_TRUE(v2.ok()) << v2.status();
   if (!v2.ok()) return {};
   EXPECT_TRUE(v2->jobs->PutModel(Model("d1", "squeezenet")).ok());
+  *v2 = FarmDatabase();
   for (size_t i = 0; i < result_jsons.size(); ++i) {
-    auto id = v2->jobs->CreateJob(Job("d1", "sim-test"));
-    EXPECT_TRUE(id.ok()) << id.status();
-    if (!id.ok()) return {};
-    ids.push_back(*id);
+    const int64_t id = InsertOldJob(path, "d1", "sim-test");
+    if (id == 0) return {};
+    ids.push_back(id);
   }
   // In SQL: this binary's JobStore reads columns a version-2 file lacks.
   auto db = SqliteDb::Open(path);

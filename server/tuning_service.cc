@@ -14,6 +14,17 @@ namespace iosfarm::server {
 
 namespace {
 
+// The job as its row says, plus what only a running job has: its batches
+// out, their cap and the workers running its phases.
+v1::Job JobSnapshotToProto(const JobSnapshot& snapshot, double now_s) {
+  v1::Job job = JobToProto(snapshot.job, now_s);
+  v1::JobProgress* progress = job.mutable_progress();
+  progress->set_batches_out(snapshot.batches_out);
+  progress->set_max_parallel_batches(snapshot.max_parallel_batches);
+  for (const std::string& worker : snapshot.workers) progress->add_workers(worker);
+  return job;
+}
+
 // Runs `body` after authentication and maps its Status to gRPC once.
 template <typename Body>
 grpc::Status Serve(const StatusOr<std::string>& owner, Body body) {
@@ -105,7 +116,7 @@ grpc::Status TuningServiceImpl::GetJob(grpc::ServerContext* context, const v1::J
                                        v1::Job* response) {
   return Serve(Authenticate(*context), [&](const std::string&) -> Status {
     ASSIGN_OR_RETURN(JobSnapshot snapshot, coordinator_->Snapshot(request->job_id()));
-    *response = JobToProto(snapshot.job, NowSeconds());
+    *response = JobSnapshotToProto(snapshot, NowSeconds());
     return absl::OkStatus();
   });
 }
@@ -119,7 +130,7 @@ grpc::Status TuningServiceImpl::WatchJob(grpc::ServerContext* context,
     while (true) {
       if (snapshot.version > seen) {
         v1::JobEvent event;
-        *event.mutable_job() = JobToProto(snapshot.job, NowSeconds());
+        *event.mutable_job() = JobSnapshotToProto(snapshot, NowSeconds());
         event.set_message(snapshot.message);
         if (!writer->Write(event)) return absl::CancelledError("the client went away");
         seen = snapshot.version;
@@ -243,7 +254,7 @@ grpc::Status TuningServiceImpl::Retune(grpc::ServerContext* context,
     if (request->batch() > 0) filter.batch = request->batch();
     std::optional<JobOptions> options;
     const auto& o = request->options();
-    if (o.r() || o.s() || o.block_size() || o.batch_size()) {
+    if (o.r() || o.s() || o.block_size() || o.batch_size() || o.max_parallel_batches()) {
       ASSIGN_OR_RETURN(JobOptions parsed, OptionsFromProto(o, 0));
       options = parsed;
     }

@@ -80,22 +80,30 @@ void WorkerRegistry::Started(const std::string& id, scheduler::farm::PhaseKind k
                              int64_t job) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return;
-  it->second.running = kind;
-  it->second.job_id = job;
+  if (kind == scheduler::farm::PhaseKind::kBuild) {
+    it->second.build_job = job;
+  } else {
+    it->second.device_phase = kind;
+    it->second.device_job = job;
+  }
 }
 
-void WorkerRegistry::Finished(const std::string& id) {
+void WorkerRegistry::Finished(const std::string& id, scheduler::farm::PhaseKind kind) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return;
-  Released(id);
+  Released(id, kind);
   ++it->second.phases_done;
 }
 
-void WorkerRegistry::Released(const std::string& id) {
+void WorkerRegistry::Released(const std::string& id, scheduler::farm::PhaseKind kind) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return;
-  it->second.running.reset();
-  it->second.job_id = 0;
+  if (kind == scheduler::farm::PhaseKind::kBuild) {
+    it->second.build_job = 0;
+  } else {
+    it->second.device_phase.reset();
+    it->second.device_job = 0;
+  }
 }
 
 std::vector<std::shared_ptr<WorkerLink>> WorkerRegistry::Links() const {
@@ -112,8 +120,14 @@ std::vector<WorkerSnapshot> WorkerRegistry::Snapshot() const {
     s.device_key = w.registration.device_key;
     s.backend = w.registration.backend;
     s.description = w.registration.device_description;
-    s.state = w.running ? std::string(scheduler::farm::PhaseKindName(*w.running)) : "idle";
-    s.job_id = w.job_id;
+    if (w.device_phase) {
+      s.state = std::string(scheduler::farm::PhaseKindName(*w.device_phase));
+      s.job_id = w.device_job;
+    } else {
+      s.state = w.build_job != 0 ? "build" : "idle";
+      s.job_id = w.build_job;
+    }
+    s.build_job_id = w.build_job;
     s.connected_unix_ms = w.connected_unix_ms;
     s.last_heartbeat_unix_ms = w.last_heartbeat_unix_ms;
     s.phases_done = w.phases_done;

@@ -31,8 +31,11 @@ class WorkerLink {
 
 struct WorkerSnapshot {
   std::string id, device_key, backend, description;
-  std::string state;  // "idle" or the phase it runs: "build", "profile", "measure"
+  // What its measuring device runs ("profile", "measure"), else "build"
+  // when its CPU builds, else "idle"; job_id is that phase's job.
+  std::string state;
   int64_t job_id = 0;
+  int64_t build_job_id = 0;  // the job whose batch its CPU builds now; 0: none
   int64_t connected_unix_ms = 0, last_heartbeat_unix_ms = 0, phases_done = 0;
 };
 
@@ -42,8 +45,10 @@ struct WorkerEntry {
   int64_t connected_unix_ms = 0;
   int64_t last_heartbeat_unix_ms = 0;
   int64_t phases_done = 0;
-  std::optional<scheduler::farm::PhaseKind> running;  // empty: idle
-  int64_t job_id = 0;                                 // of `running`
+  // Its measuring device's phase (profile, measure) and job; empty: idle.
+  std::optional<scheduler::farm::PhaseKind> device_phase;
+  int64_t device_job = 0;
+  int64_t build_job = 0;  // the job its CPU builds for; 0: none
 };
 
 class WorkerRegistry {
@@ -75,11 +80,13 @@ class WorkerRegistry {
   // Workers whose last heartbeat is more than timeout_s before now.
   std::vector<std::string> Silent(int64_t now_unix_ms, double timeout_s) const;
 
-  // The worker runs `kind` of `job` / is idle again. Finished counts the
-  // phase done; Released (a cancelled phase) does not.
+  // The worker runs `kind` of `job` (a build on its CPU, a profile or
+  // measure on its device: one of each at a time) / that resource is free
+  // again. Finished counts the phase done; Released (a cancelled phase) does
+  // not.
   void Started(const std::string& id, scheduler::farm::PhaseKind kind, int64_t job);
-  void Finished(const std::string& id);
-  void Released(const std::string& id);
+  void Finished(const std::string& id, scheduler::farm::PhaseKind kind);
+  void Released(const std::string& id, scheduler::farm::PhaseKind kind);
 
   std::vector<std::shared_ptr<WorkerLink>> Links() const;
   std::vector<WorkerSnapshot> Snapshot() const;  // by id

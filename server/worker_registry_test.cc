@@ -56,12 +56,23 @@ TEST(WorkerRegistryTest, TracksWhatEachWorkerDoesAndWhoWentSilent) {
   EXPECT_EQ(snapshot[0].state, "profile");
   EXPECT_EQ(snapshot[0].job_id, 7);
   EXPECT_EQ(snapshot[1].state, "idle");
-  registry.Finished("w1");
+  // Its CPU builds for another job meanwhile: the GPU's phase shows first.
+  registry.Started("w1", scheduler::farm::PhaseKind::kBuild, 9);
+  snapshot = registry.Snapshot();
+  EXPECT_EQ(snapshot[0].state, "profile");
+  EXPECT_EQ(snapshot[0].job_id, 7);
+  EXPECT_EQ(snapshot[0].build_job_id, 9);
+  registry.Finished("w1", scheduler::farm::PhaseKind::kProfile);
+  snapshot = registry.Snapshot();
+  EXPECT_EQ(snapshot[0].state, "build");
+  EXPECT_EQ(snapshot[0].job_id, 9);
+  registry.Finished("w1", scheduler::farm::PhaseKind::kBuild);
   registry.Started("w2", scheduler::farm::PhaseKind::kBuild, 8);
-  registry.Released("w2");
+  registry.Released("w2", scheduler::farm::PhaseKind::kBuild);
   snapshot = registry.Snapshot();
   EXPECT_EQ(snapshot[0].state, "idle");
-  EXPECT_EQ(snapshot[0].phases_done, 1);
+  EXPECT_EQ(snapshot[0].build_job_id, 0);
+  EXPECT_EQ(snapshot[0].phases_done, 2);
   EXPECT_EQ(snapshot[1].state, "idle");
   EXPECT_EQ(snapshot[1].phases_done, 0);  // a released phase is not done
 

@@ -67,9 +67,12 @@ Status PhaseExecutor::BuildBatch(const PhaseOrder& order, const BuildOrder& buil
 
 void PhaseExecutor::Store(const std::string& batch_id, std::shared_ptr<Batch> batch) {
   absl::MutexLock lock(&mutex_);
-  // A job has one phase in flight, so its older batches are done with.
+  // A rebuilt batch replaces its old plans; the job's profiled batches are
+  // done with. (Its other unprofiled batches stay: a job may have several
+  // batches out at once, each profiled where it was built.)
   for (auto it = batches_.begin(); it != batches_.end();) {
-    if (it->second->job_id == batch->job_id || it->first == batch_id) {
+    if (it->first == batch_id ||
+        (it->second->job_id == batch->job_id && it->second->profiled.load())) {
       it = batches_.erase(it);
     } else {
       ++it;

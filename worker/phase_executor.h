@@ -4,8 +4,9 @@
 // server's signature, proto/stage_codec.h) before they get here.
 //
 //  * build (worker CPU): calls Backend::Build on the order's checked stages
-//    and keeps the graph and plans under the order's batch_id. A newer batch
-//    of the same job replaces the job's older ones; at most kMaxBatches are
+//    and keeps the graph and plans under the order's batch_id. A rebuild of
+//    a batch replaces it, and a new batch of a job drops the job's batches
+//    already profiled (its batches out at once stay); at most kMaxBatches are
 //    kept (profiled ones dropped first, then the least recently built). The
 //    worker tells the server kMaxBatches when it registers, and the server
 //    never has more of its builds waiting for their profile

@@ -155,18 +155,25 @@ TEST_F(PhaseExecutorTest, MeasureOfABadScheduleNamesIt) {
   EXPECT_THAT(result.error, HasSubstr("schedule 'ios': "));
 }
 
-TEST_F(PhaseExecutorTest, ANewBatchReplacesTheJobsOlderOnes) {
+TEST_F(PhaseExecutorTest, ANewBatchDropsTheJobsProfiledOnesAndKeepsItsBatchesOut) {
   graph::Graph graph = graph::testing::SmallBranchyGraph(false);
   const auto stages = GreedyStages(graph);
   ASSERT_TRUE(executor_->Execute(BuildPhase(1, 1, "job1-a", graph, stages)).ok);
   ASSERT_TRUE(executor_->Execute(BuildPhase(2, 2, "job2-a", graph, stages)).ok);
-  ASSERT_TRUE(executor_->Execute(BuildPhase(3, 1, "job1-b", graph, stages)).ok);
-  EXPECT_FALSE(executor_->HasBatch("job1-a"));
+  ASSERT_TRUE(executor_->Execute(ProfilePhase(3, 1, "job1-a")).ok);
+  ASSERT_TRUE(executor_->Execute(BuildPhase(4, 1, "job1-b", graph, stages)).ok);
+  EXPECT_FALSE(executor_->HasBatch("job1-a"));  // profiled: done with
   EXPECT_TRUE(executor_->HasBatch("job1-b"));
   EXPECT_TRUE(executor_->HasBatch("job2-a"));
-  EXPECT_EQ(executor_->num_batches(), 2);
-  EXPECT_FALSE(executor_->Execute(ProfilePhase(4, 1, "job1-a")).ok);
-  EXPECT_TRUE(executor_->Execute(ProfilePhase(5, 1, "job1-b")).ok);
+  // Two batches of one job out at once on this worker: both are profiled.
+  ASSERT_TRUE(executor_->Execute(BuildPhase(5, 1, "job1-c", graph, stages)).ok);
+  EXPECT_EQ(executor_->num_batches(), 3);
+  EXPECT_TRUE(executor_->Execute(ProfilePhase(6, 1, "job1-b")).ok);
+  EXPECT_TRUE(executor_->Execute(ProfilePhase(7, 1, "job1-c")).ok);
+  EXPECT_FALSE(executor_->Execute(ProfilePhase(8, 1, "job1-a")).ok);
+  // A rebuild replaces the batch of the same id.
+  ASSERT_TRUE(executor_->Execute(BuildPhase(9, 2, "job2-a", graph, stages)).ok);
+  EXPECT_TRUE(executor_->Execute(ProfilePhase(10, 2, "job2-a")).ok);
 }
 
 TEST_F(PhaseExecutorTest, KeepsAtMostMaxBatches) {

@@ -279,10 +279,10 @@ Status WorkerDaemon::RunSession(bool* registered) {
         StatusOr<PhaseOrder> order = PhaseOrderFromProto(message.assign());
         if (order.ok()) {
           Dispatch(session, std::make_shared<const PhaseOrder>(*std::move(order)));
-        } else if (AddPending(message.assign().phase_id())) {
+        } else if (AddPending(session.get(), message.assign().phase_id())) {
           // Answered at once: the server has at most one phase per lane
           // here, so nothing queued is overtaken.
-          FinishPending(message.assign().phase_id());
+          FinishPending(session.get(), message.assign().phase_id());
           ++phases_done_;
           Report(session, KindName(message.assign()),
                  RefusedAssignment(message.assign(), order.status()), 0);
@@ -290,7 +290,7 @@ Status WorkerDaemon::RunSession(bool* registered) {
         break;
       }
       case v1::ServerMessage::kCancel:
-        Cancel(message.cancel().phase_id());
+        Cancel(session.get(), message.cancel().phase_id());
         break;
       case v1::ServerMessage::kRegistered:
         spdlog::warn("worker {}: ignoring a second Registered", options_.worker_id);
@@ -334,9 +334,9 @@ void WorkerDaemon::HeartbeatLoop(const std::shared_ptr<Session>& session) {
   }
 }
 
-bool WorkerDaemon::AddPending(int64_t phase_id) {
+bool WorkerDaemon::AddPending(const Session* session, int64_t phase_id) {
   absl::MutexLock lock(&mutex_);
-  if (pending_.insert(phase_id).second) return true;
+  if (pending_.insert({session, phase_id}).second) return true;
   spdlog::warn("worker {}: phase {} is already here; duplicate assignment ignored",
                options_.worker_id, phase_id);
   return false;
@@ -345,26 +345,26 @@ bool WorkerDaemon::AddPending(int64_t phase_id) {
 void WorkerDaemon::Dispatch(const std::shared_ptr<Session>& session,
                             std::shared_ptr<const PhaseOrder> order) {
   const int64_t phase_id = order->phase_id;
-  if (!AddPending(phase_id)) return;
+  if (!AddPending(session.get(), phase_id)) return;
   SerialLane& lane = NeedsDevice(*order) ? device_lane_ : cpu_lane_;
   spdlog::info("worker {}: phase {} ({}, job {}, batch '{}') queued on the {} lane",
                options_.worker_id, phase_id, PhaseName(*order), order->job_id, order->batch_id,
                lane.name());
   if (!lane.Post([this, session, order] { RunPhase(session, *order); })) {
-    FinishPending(phase_id);  // shutting down
+    FinishPending(session.get(), phase_id);  // shutting down
   }
 }
 
 void WorkerDaemon::RunPhase(const std::shared_ptr<Session>& session, const PhaseOrder& order) {
   const int64_t phase_id = order.phase_id;
   if (session->IsClosed()) {
-    FinishPending(phase_id);
+    FinishPending(session.get(), phase_id);
     spdlog::info("worker {}: phase {} skipped: its connection is gone", options_.worker_id,
                  phase_id);
     return;
   }
-  if (IsCancelled(phase_id)) {
-    FinishPending(phase_id);
+  if (IsCancelled(session.get(), phase_id)) {
+    FinishPending(session.get(), phase_id);
     spdlog::info("worker {}: phase {} cancelled before it started", options_.worker_id,
                  phase_id);
     return;
@@ -374,7 +374,7 @@ void WorkerDaemon::RunPhase(const std::shared_ptr<Session>& session, const Phase
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++phases_done_;
-  if (FinishPending(phase_id)) {
+  if (FinishPending(session.get(), phase_id)) {
     spdlog::info("worker {}: phase {} cancelled while running; result dropped",
                  options_.worker_id, phase_id);
     return;
@@ -398,26 +398,26 @@ void WorkerDaemon::Report(const std::shared_ptr<Session>& session, std::string_v
   }
 }
 
-void WorkerDaemon::Cancel(int64_t phase_id) {
+void WorkerDaemon::Cancel(const Session* session, int64_t phase_id) {
   absl::MutexLock lock(&mutex_);
-  if (pending_.count(phase_id) == 0) {
+  if (pending_.count({session, phase_id}) == 0) {
     spdlog::info("worker {}: cancel of phase {}: not here (already done)", options_.worker_id,
                  phase_id);
     return;
   }
-  cancelled_.insert(phase_id);
+  cancelled_.insert({session, phase_id});
   spdlog::info("worker {}: phase {} cancelled by the server", options_.worker_id, phase_id);
 }
 
-bool WorkerDaemon::FinishPending(int64_t phase_id) {
+bool WorkerDaemon::FinishPending(const Session* session, int64_t phase_id) {
   absl::MutexLock lock(&mutex_);
-  pending_.erase(phase_id);
-  return cancelled_.erase(phase_id) != 0;
+  pending_.erase({session, phase_id});
+  return cancelled_.erase({session, phase_id}) != 0;
 }
 
-bool WorkerDaemon::IsCancelled(int64_t phase_id) const {
+bool WorkerDaemon::IsCancelled(const Session* session, int64_t phase_id) const {
   absl::MutexLock lock(&mutex_);
-  return cancelled_.count(phase_id) != 0;
+  return cancelled_.count({session, phase_id}) != 0;
 }
 
 }  // namespace iosfarm::worker

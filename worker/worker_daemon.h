@@ -104,8 +104,12 @@ class WorkerDaemon {
   Status RunSession(bool* registered);
   void ServeStream(const std::shared_ptr<Session>& session);
   void HeartbeatLoop(const std::shared_ptr<Session>& session);
-  // Adds phase_id to the pending set; false (logged) when it is already there.
-  bool AddPending(int64_t phase_id);
+  // A phase as the worker knows it: its connection and the server's id (a
+  // restarted server numbers its phases anew; what an earlier connection
+  // still runs is dropped when it ends).
+  using PhaseKey = std::pair<const Session*, int64_t>;
+  // Adds the phase to the pending set; false (logged) when it is already there.
+  bool AddPending(const Session* session, int64_t phase_id);
   // Queues `order` on its lane (unless its phase id is already here).
   void Dispatch(const std::shared_ptr<Session>& session,
                 std::shared_ptr<const PhaseOrder> order);
@@ -113,10 +117,10 @@ class WorkerDaemon {
   // Counts, logs and sends the report of a phase that took `seconds`.
   void Report(const std::shared_ptr<Session>& session, std::string_view phase,
               const PhaseReport& report, double seconds);
-  void Cancel(int64_t phase_id);
-  // Removes phase_id from the pending set; true if it had been cancelled.
-  bool FinishPending(int64_t phase_id);
-  bool IsCancelled(int64_t phase_id) const;
+  void Cancel(const Session* session, int64_t phase_id);
+  // Removes the phase from the pending set; true if it had been cancelled.
+  bool FinishPending(const Session* session, int64_t phase_id);
+  bool IsCancelled(const Session* session, int64_t phase_id) const;
   // Waits `seconds` or until Shutdown; true when shut down.
   bool SleepUnlessShutdown(double seconds);
   bool IsShutdown() const;
@@ -129,8 +133,8 @@ class WorkerDaemon {
   bool shutdown_ ABSL_GUARDED_BY(mutex_) = false;
   bool running_ ABSL_GUARDED_BY(mutex_) = false;
   std::shared_ptr<Session> session_ ABSL_GUARDED_BY(mutex_);  // the live connection
-  std::set<int64_t> pending_ ABSL_GUARDED_BY(mutex_);    // posted, not finished
-  std::set<int64_t> cancelled_ ABSL_GUARDED_BY(mutex_);  // subset of pending_
+  std::set<PhaseKey> pending_ ABSL_GUARDED_BY(mutex_);        // posted, not finished
+  std::set<PhaseKey> cancelled_ ABSL_GUARDED_BY(mutex_);      // subset of pending_
 
   std::atomic<int64_t> phases_done_{0};
   std::atomic<int64_t> registrations_{0};

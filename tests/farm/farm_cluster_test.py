@@ -9,7 +9,9 @@ on GPUs. Workers and the server are killed with SIGKILL and restarted.
 
 Invariants are checked from the server's timeline (GetTimeline):
   - no resource (in particular no GPU) ever runs two phases at once;
-  - each job's phases never overlap (one at a time, in order);
+  - a job submitted with --max-parallel-batches 1 runs one phase at a time,
+    in order; the others run each batch's phases in order and their server
+    phases one at a time (check_timeline);
   - with several jobs, phases of different jobs overlap (interleaving).
 
 Usage: farm_cluster_test.py BUILD_DIR [unittest args]
@@ -152,7 +154,27 @@ def overlaps(a, b):
     return a["start_s"] < b["end_s"] - EPS and b["start_s"] < a["end_s"] - EPS
 
 
-def check_timeline(test, phases, restarted=False):
+def no_overlaps(test, ps, what):
+    ps = sorted(ps, key=lambda p: p["start_s"])
+    for a, b in zip(ps, ps[1:]):
+        test.assertFalse(overlaps(a, b), f"{what} ran two phases at once: {a} {b}")
+
+
+def check_ok_order(test, what, ok, allowed, restarted):
+    for prev, nxt in zip(ok, ok[1:]):
+        after = set(allowed[prev])
+        if restarted:  # a restarted server resumes from enumerate, batches anew
+            after |= {"enumerate", "build"}
+        test.assertIn(nxt, after, f"{what}: {prev} then {nxt} in {ok}")
+
+
+def check_timeline(test, phases, restarted=False, serial=(), caps=None):
+    """The timeline's invariants. Jobs in `serial` (submitted with
+    --max-parallel-batches 1) run one phase at a time, in order; the others
+    may have several batches out: their server phases (enumerate, update) run
+    one at a time, each batch's build, profile and update in order, the
+    measure after everything else, and (with `caps`: job -> P) never more
+    than P of their builds and profiles at once."""
     by_resource, by_job = {}, {}
     for p in phases:
         test.assertLessEqual(p["queued_s"], p["start_s"] + EPS, p)
@@ -161,23 +183,46 @@ def check_timeline(test, phases, restarted=False):
         by_resource.setdefault(p["resource"], []).append(p)
         by_job.setdefault(p["job_id"], []).append(p)
     for resource, ps in by_resource.items():
-        ps.sort(key=lambda p: p["start_s"])
-        for a, b in zip(ps, ps[1:]):
-            test.assertFalse(overlaps(a, b), f"{resource} ran two phases at once: {a} {b}")
+        no_overlaps(test, ps, resource)
     for job, ps in by_job.items():
         ps.sort(key=lambda p: p["start_s"])
-        for a, b in zip(ps, ps[1:]):
-            test.assertFalse(overlaps(a, b), f"job {job} ran two phases at once: {a} {b}")
         ok = [p["phase"] for p in ps if p["outcome"] == "ok"]
         test.assertEqual(ok[0], "enumerate", f"job {job} did not start with enumerate: {ok}")
         test.assertEqual(ok[-1], "measure", f"job {job} did not end with measure: {ok}")
-        for prev, nxt in zip(ok, ok[1:]):
-            allowed = {"enumerate": {"build", "measure", "enumerate"}, "build": {"profile", "build"},
-                       "profile": {"update"}, "update": {"enumerate"}, "measure": set()}
-            if restarted:  # a restarted server resumes from enumerate
-                for after in allowed.values():
-                    after.add("enumerate")
-            test.assertIn(nxt, allowed[prev], f"job {job}: {prev} then {nxt} in {ok}")
+        if job in serial:
+            no_overlaps(test, ps, f"job {job}")
+            allowed = {"enumerate": {"build", "measure", "enumerate"},
+                       "build": {"profile", "build"}, "profile": {"update"},
+                       "update": {"enumerate"}, "measure": set()}
+            check_ok_order(test, f"job {job}", ok, allowed, restarted)
+            continue
+        no_overlaps(test, [p for p in ps if p["phase"] in ("enumerate", "update")],
+                    f"job {job} (its server phases)")
+        batches = {}
+        for p in ps:
+            if p["phase"] in ("build", "profile", "update"):
+                test.assertGreater(p["batch"], 0, p)
+                batches.setdefault(p["batch"], []).append(p)
+        for batch, bps in batches.items():
+            no_overlaps(test, bps, f"job {job} batch {batch}")
+            allowed = {"build": {"profile", "build"}, "profile": {"update", "build"},
+                       "update": set()}
+            check_ok_order(test, f"job {job} batch {batch}",
+                           [p["phase"] for p in bps if p["outcome"] == "ok"], allowed, restarted)
+        measure = [p for p in ps if p["phase"] == "measure" and p["outcome"] == "ok"][-1]
+        for p in ps:
+            if p["phase"] != "measure":
+                test.assertLessEqual(p["end_s"], measure["start_s"] + EPS,
+                                     f"job {job}: {p} ended after its measure started")
+        if caps and job in caps:
+            events = sorted([(p["start_s"], 1) for p in ps if p["phase"] in ("build", "profile")] +
+                            [(p["end_s"] - EPS, -1) for p in ps
+                             if p["phase"] in ("build", "profile")])
+            running = 0
+            for _, change in events:
+                running += change
+                test.assertLessEqual(running, caps[job], f"job {job}: more than "
+                                     f"{caps[job]} builds and profiles at once")
 
 
 def interleaved(phases):
@@ -244,12 +289,15 @@ class FarmClusterTest(FarmTestBase):
                  ("squeezenet", "sim-b", "1"), ("resnet50", "sim-b", "1"),
                  ("squeezenet", "sim-a", "2"), ("resnet50", "sim-a", "2"),
                  ("squeezenet", "sim-b", "4"), ("squeezenet", "sim-a", "8")]
-        ids = [farm.submit(m, d, "--batch", b) for m, d, b in specs]
+        # The first two run one batch at a time, the others as many as their
+        # key has workers (the default).
+        ids = [farm.submit(m, d, "--batch", b, *(("--max-parallel-batches", "1") if n < 2 else ()))
+               for n, (m, d, b) in enumerate(specs)]
         jobs = farm.wait_jobs(ids)
         for i in ids:
             self.assertEqual(jobs[i]["state"], "succeeded", jobs[i])
         phases = farm.timeline()
-        check_timeline(self, phases)
+        check_timeline(self, phases, serial=ids[:2])
         self.assertTrue(interleaved(phases), "no two jobs ever had phases in flight together")
         # Profiles went only to workers of the job's key.
         key_of = {i: d for i, (_, d, _) in zip(ids, specs)}
@@ -296,6 +344,104 @@ class FarmClusterTest(FarmTestBase):
         lost = [p for p in phases if p["outcome"] == "worker_lost"]
         self.assertTrue(lost, "the killed worker's phase was not recorded as lost")
         self.assertEqual(schedule_stages(farm, job), expected)
+
+    def test_one_job_spreads_its_batches_over_the_workers_of_its_key(self):
+        # Issue 17: one job, four workers, up to four batches out at once; a
+        # worker killed while it profiles one of them costs that batch only.
+        calm = self.farm("calm-parallel")
+        calm.start_server()
+        calm.start_worker("c1", "sim-p", 10.0)
+        calm.wait_workers(1)
+        calm_job = calm.submit("inception_v3", "sim-p", "--max-parallel-batches", "1")
+        self.assertEqual(calm.wait_jobs([calm_job])[calm_job]["state"], "succeeded")
+        expected = schedule_stages(calm, calm_job)
+
+        farm = self.farm("parallel")
+        farm.start_server()
+        for w in ("p1", "p2", "p3", "p4"):
+            farm.start_worker(w, "sim-p", 10.0)
+        farm.wait_workers(4)
+        job = farm.submit("inception_v3", "sim-p", "--max-parallel-batches", "4")
+        # Kill a worker once two of the job's profiles run at once; the job's
+        # status says how many batches it has out and on which workers.
+        victim = None
+        deadline = time.time() + 90
+        while victim is None and time.time() < deadline:
+            profiling = [w["id"] for w in farm.cli_json("workers")["workers"]
+                         if w["state"] == "profile"]
+            if len(profiling) >= 2:
+                victim = profiling[0]
+                progress = farm.cli_json("status", str(job))["job"]["progress"]
+            time.sleep(0.02)
+        self.assertIsNotNone(victim, "two profiles of the job never ran at once")
+        self.assertEqual(progress["max_parallel_batches"], 4, progress)
+        self.assertGreaterEqual(progress["batches_out"], 1, progress)
+        self.assertTrue(set(progress["workers"]) <= {"p1", "p2", "p3", "p4"}, progress)
+        farm.kill_worker(victim)
+        jobs = farm.wait_jobs([job])
+        self.assertEqual(jobs[job]["state"], "succeeded", jobs[job])
+        phases = farm.timeline(job)
+        check_timeline(self, phases, caps={job: 4})
+        lost = [p for p in phases if p["outcome"] == "worker_lost"]
+        self.assertTrue(lost and all(p["worker"] == victim for p in lost), lost)
+        # Only the lost batches were built again: every other batch was built once.
+        builds = {}
+        for p in phases:
+            if p["phase"] == "build":
+                builds.setdefault(p["batch"], []).append(p)
+        lost_batches = {p["batch"] for p in lost}
+        for batch, bs in builds.items():
+            if batch not in lost_batches:
+                self.assertEqual(len(bs), 1, f"batch {batch} built {len(bs)} times")
+        profiles = [p for p in phases if p["phase"] == "profile"]
+        self.assertGreaterEqual(len({p["resource"] for p in profiles}), 3, profiles)
+        self.assertTrue(any(overlaps(a, b) for i, a in enumerate(profiles)
+                            for b in profiles[i + 1:]), "the job's profiles never overlapped")
+        db = sqlite3.connect(farm.db)
+        rows = db.execute("SELECT COUNT(*) FROM latencies WHERE device_key='sim-p'").fetchone()[0]
+        ignored = db.execute(
+            "SELECT ignored_measurements FROM devices WHERE key='sim-p'").fetchone()[0]
+        profiled = sum(p["stages"] for p in profiles if p["outcome"] == "ok")
+        self.assertEqual(ignored, 0)  # nothing measured twice
+        self.assertEqual(profiled, rows)
+        self.assertEqual(schedule_stages(farm, job), expected)
+
+    def test_server_killed_with_eight_batches_out_resumes_measuring_nothing_twice(self):
+        farm = self.farm("kill-eight")
+        farm.start_server()
+        workers = [f"e{i}" for i in range(8)]
+        for w in workers:
+            farm.start_worker(w, "sim-e", 100.0)
+        farm.wait_workers(8)
+        # Batches of 16 stages: the search's first wave (every group of every
+        # block) fills more than eight of them.
+        job = farm.submit("inception_v3", "sim-e", "--max-parallel-batches", "8",
+                          "--batch-size", "16")
+        # Kill the server while (about) eight batches of the job are out.
+        deadline = time.time() + 120
+        seen = 0
+        while time.time() < deadline:
+            states = [w["state"] for w in farm.cli_json("workers")["workers"]]
+            out = sum(1 for st in states if st in ("build", "profile"))
+            seen = max(seen, out)
+            if out >= 6:
+                break
+            time.sleep(0.02)
+        self.assertGreaterEqual(seen, 6, "the job never had six batches on workers")
+        farm.kill_server()
+        farm.start_server()
+        jobs = farm.wait_jobs([job])
+        self.assertEqual(jobs[job]["state"], "succeeded", jobs[job])
+        phases = farm.timeline(job)
+        check_timeline(self, phases, restarted=True)
+        db = sqlite3.connect(farm.db)
+        rows = db.execute("SELECT COUNT(*) FROM latencies WHERE device_key='sim-e'").fetchone()[0]
+        ignored = db.execute(
+            "SELECT ignored_measurements FROM devices WHERE key='sim-e'").fetchone()[0]
+        profiled = sum(p["stages"] for p in phases if p["phase"] == "profile" and
+                       p["outcome"] == "ok")
+        self.assertEqual(ignored, 0)
+        self.assertEqual(profiled, rows)
 
     def test_server_killed_mid_job_resumes_without_reprofiling(self):
         # The jobs' searches are the bounded one (the default): killed and
