@@ -1,7 +1,6 @@
 #include "client/embedded_farm.h"
 
 #include <atomic>
-#include <filesystem>
 
 #include "client/farm_client.h"
 #include "client/unfinished_jobs.h"
@@ -31,15 +30,7 @@ StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOp
   } else {
     farm->db_path_ = options.db_path;
   }
-  const std::filesystem::path parent = std::filesystem::path(farm->db_path_).parent_path();
-  if (!parent.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(parent, error);
-    if (error) {
-      return absl::UnavailableError(StrCat("cannot create the directory '", parent.string(),
-                                           "' of the latency database: ", error.message()));
-    }
-  }
+  RETURN_IF_ERROR(CreateDatabaseDirectory(farm->db_path_));
 
   server::ServerOptions server_options;
   server_options.listen = "127.0.0.1:0";

@@ -29,7 +29,7 @@ void AddSearchFlags(CLI::App& command, SearchFlags& flags, const std::string& ba
   command
       .add_option("--max-parallel-batches", flags.max_parallel_batches,
                   "Batches of one job measured at once on workers of its key (default 0: as "
-                  "many as the key has workers)")
+                  "many as the key has idle GPUs when the job starts)")
       ->check(CLI::Range(0, 1024));
 }
 

@@ -46,4 +46,16 @@ std::string DefaultDeviceKey(const std::string& backend, const std::string& desc
   return key.empty() ? "local-cuda" : key;
 }
 
+Status CreateDatabaseDirectory(const std::string& db_path) {
+  const std::filesystem::path parent = std::filesystem::path(db_path).parent_path();
+  if (parent.empty()) return absl::OkStatus();
+  std::error_code error;
+  std::filesystem::create_directories(parent, error);
+  if (error) {
+    return absl::UnavailableError(StrCat("cannot create the directory '", parent.string(),
+                                         "' of the latency database: ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace iosfarm

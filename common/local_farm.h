@@ -30,6 +30,10 @@ StatusOr<std::string> DefaultDatabasePath(const EnvLookup& env = ProcessEnv);
 // 80GB HBM3 (sm_90, ...)" -> "nvidia-h100-80gb-hbm3"), or "local-cuda".
 std::string DefaultDeviceKey(const std::string& backend, const std::string& description);
 
+// Creates the directory of the database file `db_path` (and its parents);
+// Unavailable naming it when that fails.
+Status CreateDatabaseDirectory(const std::string& db_path);
+
 }  // namespace iosfarm
 
 #endif  // IOSFARM_COMMON_LOCAL_FARM_H_

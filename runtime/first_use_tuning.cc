@@ -1,12 +1,12 @@
 #include "runtime/first_use_tuning.h"
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "common/local_farm.h"
 #include "common/strings.h"
 #include "scheduler/ios/schedule_json.h"
 #include "scheduler/ios/search_session.h"
@@ -28,15 +28,7 @@ int64_t NowUnixMs() {
 }
 
 StatusOr<server::FarmDatabase> OpenDatabase(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(parent, error);
-    if (error) {
-      return absl::UnavailableError(StrCat("cannot create the directory '", parent.string(),
-                                           "' of the latency database: ", error.message()));
-    }
-  }
+  RETURN_IF_ERROR(CreateDatabaseDirectory(path));
   return server::OpenFarmDatabase(path);
 }
 

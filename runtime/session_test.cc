@@ -251,23 +251,21 @@ TEST(SessionTest, TuningMeasuresOnlyWhatTheLatencyDatabaseLacks) {
   Session read("squeezenet", options);  // the file exists: no tuning at all
   EXPECT_FALSE(read.tuning().tuned);
 
-  SessionOptions other_key = options;
-  other_key.device_key = "another-machine";
-  std::filesystem::remove(options.schedule);
-  Session elsewhere("squeezenet", other_key);
   // Measured afresh (real timings: the bounded search's path, and so its
   // count, may differ a little).
-  EXPECT_GT(elsewhere.tuning().stages_measured, 40);
-  EXPECT_EQ(elsewhere.tuning().stages_from_database, 0);
-  EXPECT_EQ(elsewhere.tuning().device_key, "another-machine");
-
+  auto afresh = [&](const SessionOptions& changed) {
+    std::filesystem::remove(options.schedule);
+    Session session("squeezenet", changed);
+    EXPECT_GT(session.tuning().stages_measured, 40);
+    EXPECT_EQ(session.tuning().stages_from_database, 0);
+    return session.tuning();
+  };
+  SessionOptions other_key = options;
+  other_key.device_key = "another-machine";
+  EXPECT_EQ(afresh(other_key).device_key, "another-machine");
   SessionOptions none = options;
   none.latency_db = "none";
-  std::filesystem::remove(options.schedule);
-  Session unstored("squeezenet", none);
-  EXPECT_GT(unstored.tuning().stages_measured, 40);
-  EXPECT_EQ(unstored.tuning().stages_from_database, 0);
-  EXPECT_EQ(unstored.tuning().latency_db, "");
+  EXPECT_EQ(afresh(none).latency_db, "");
 }
 
 // `iosfarm tune` and the runtime share the database: a model tuned by the

@@ -156,8 +156,9 @@ TEST(PaddedServerPhaseWorkTest, AServerPhaseLastsItsMinimum) {
   ServerPhaseWork work = PaddedServerPhaseWork(&padding, &SystemClock());
   JobContext job;  // no runner: the update fails at once, then sleeps out its minimum
   const auto start = std::chrono::steady_clock::now();
-  ServerPhaseOutcome outcome =
-      work(ServerPhaseTask{farm::PhaseKind::kUpdate}, job, ServerPhaseEnv{});
+  ServerPhaseTask update;
+  update.kind = farm::PhaseKind::kUpdate;
+  ServerPhaseOutcome outcome = work(update, job, ServerPhaseEnv{});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_TRUE(absl::IsInternal(outcome.status)) << outcome.status;
   EXPECT_GE(took, 0.25);

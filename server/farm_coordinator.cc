@@ -81,9 +81,10 @@ void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
     // job it knows (synchronous rounds) must not wait for jobs that cannot
     // start their search yet.
     // Batches on workers at once: the job's option, else as many as its key
-    // has workers now (the synchronous policy's rounds take one per job).
+    // has idle GPUs now, at least 1 (the synchronous policy's rounds take
+    // one per job).
     int parallel = job.row.options.max_parallel_batches;
-    if (parallel <= 0) parallel = std::max(1, scheduler_.num_workers(job.row.device_key));
+    if (parallel <= 0) parallel = std::max(1, scheduler_.num_idle_devices(job.row.device_key));
     if (options_.policy == farm::Policy::kSynchronous) parallel = 1;
     job.lifecycle = farm::JobLifecycle(options_.max_attempts, parallel);
     if (Status added =

@@ -41,7 +41,7 @@ struct JobOptions {
   int r = 3, s = 8, block_size = 50, batch_size_limit = 64 /* stages per profile batch */;
   int priority = 0;
   // Batches of the job on workers at once (JobLifecycle's parallel batches);
-  // 0: as many as its device key has workers when its search starts.
+  // 0: as many as its device key has idle GPUs when its search starts (>= 1).
   int max_parallel_batches = 0;
 };
 

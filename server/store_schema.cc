@@ -210,7 +210,7 @@ ALTER TABLE results ADD COLUMN stages_measured INTEGER NOT NULL DEFAULT 0
 )sql";
 
 // Version 5: a job's cap on batches on workers at once (submit
-// --max-parallel-batches; 0: as many as its key has workers) and the batch
+// --max-parallel-batches; 0: as many as its key has idle GPUs) and the batch
 // of each logged phase. Jobs of earlier versions ran one batch at a time and
 // read 1; their phases read batch 0.
 constexpr const char kSchemaV5[] = R"sql(

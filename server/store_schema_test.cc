@@ -285,7 +285,7 @@ TEST_F(StoreSchemaTest, AVersion3FileGainsStagesMeasuredKeepingJobsAndResults) {
 }
 
 // A version-4 file's jobs ran one batch at a time: version 5 reads their cap
-// as 1; new jobs keep theirs (0: as many as the key has workers).
+// as 1; new jobs keep theirs (0: as many as the key has idle GPUs).
 TEST_F(StoreSchemaTest, AVersion4FileGainsMaxParallelBatchesOfOne) {
   const std::string path = PathOf("v4.db");
   {

@@ -556,6 +556,11 @@ int FarmScheduler::num_workers(std::string_view device_key) const {
   return it == pools_.end() ? 0 : static_cast<int>(it->second.workers.size());
 }
 
+int FarmScheduler::num_idle_devices(std::string_view device_key) const {
+  auto it = pools_.find(std::string(device_key));
+  return it == pools_.end() ? 0 : static_cast<int>(it->second.free_gpu.size());
+}
+
 bool FarmScheduler::HasWorker(std::string_view worker) const {
   return workers_.count(std::string(worker)) > 0;
 }

@@ -204,6 +204,8 @@ class FarmScheduler {
   int num_jobs() const { return static_cast<int>(jobs_.size()); }
   int num_workers() const { return static_cast<int>(workers_.size()); }
   int num_workers(std::string_view device_key) const;
+  // Workers of the key whose measuring device runs nothing now.
+  int num_idle_devices(std::string_view device_key) const;
   bool HasJob(JobId job) const { return jobs_.count(job) > 0; }
   bool HasWorker(std::string_view worker) const;
   // NotFound for an unknown job.

@@ -268,7 +268,7 @@ class Simulation {
         const JobId job = e.id;
         const SimJob& spec = config_.jobs[job];
         int parallel = spec.max_parallel_batches;
-        if (parallel <= 0) parallel = std::max(1, scheduler_.num_workers(spec.device_key));
+        if (parallel <= 0) parallel = std::max(1, scheduler_.num_idle_devices(spec.device_key));
         if (config_.policy == Policy::kSynchronous) parallel = 1;  // one phase per job
         states_[job].lifecycle = JobLifecycle(/*max_attempts=*/1, parallel);
         if (parallel > 1) result_.parallel_batches[job] = parallel;

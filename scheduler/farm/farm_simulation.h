@@ -42,8 +42,8 @@ struct SimJob {
   std::vector<SimIteration> iterations;  // its batches, in enumeration order
   double measure_s = 0;
   // Batches on workers at once (JobLifecycle's max_batches): 1 is the
-  // thesis's serial chain; 0 is as many as its key has workers when it
-  // arrives. The synchronous policy runs 1 whatever this says.
+  // thesis's serial chain; 0 is as many as its key has idle GPUs when it
+  // arrives (at least 1). The synchronous policy runs 1 whatever this says.
   int max_parallel_batches = 1;
 };
 

@@ -71,7 +71,7 @@ SimConfig OneLongJob(int batches, int workers, int parallel) {
 }
 
 // Issue 17's goal: one job of 32 batches is at least 6x faster on 8 workers
-// than on one, with as many batches out as the key has workers (P = 0);
+// than on one, with as many batches out as the key has idle GPUs (P = 0);
 // with one batch out (P = 1) the 8 workers do not help at all.
 TEST(FarmSimulationTest, ParallelBatchesSpreadOneJobOverTheWorkersOfItsKey) {
   const SimResult one = RunSim(OneLongJob(32, 1, 0));

@@ -290,7 +290,7 @@ class FarmClusterTest(FarmTestBase):
                  ("squeezenet", "sim-a", "2"), ("resnet50", "sim-a", "2"),
                  ("squeezenet", "sim-b", "4"), ("squeezenet", "sim-a", "8")]
         # The first two run one batch at a time, the others as many as their
-        # key has workers (the default).
+        # key has idle GPUs (the default).
         ids = [farm.submit(m, d, "--batch", b, *(("--max-parallel-batches", "1") if n < 2 else ()))
                for n, (m, d, b) in enumerate(specs)]
         jobs = farm.wait_jobs(ids)
@@ -312,15 +312,18 @@ class FarmClusterTest(FarmTestBase):
             names = [m["name"] for m in result["measured"]]
             self.assertEqual(names, ["ios", "sequential", "greedy"])
 
-    def test_worker_killed_during_profile_gives_same_schedule(self):
-        # Undisturbed run.
-        calm = self.farm("calm")
+    def calm_schedule(self, name, device, time_scale, model, *extra):
+        """The schedule of an undisturbed run of the job on one worker."""
+        calm = self.farm(name)
         calm.start_server()
-        calm.start_worker("c1", "sim-k", 5.0)
+        calm.start_worker("c1", device, time_scale)
         calm.wait_workers(1)
-        calm_job = calm.submit("resnet50", "sim-k", "--batch", "2")
-        self.assertEqual(calm.wait_jobs([calm_job])[calm_job]["state"], "succeeded")
-        expected = schedule_stages(calm, calm_job)
+        job = calm.submit(model, device, *extra)
+        self.assertEqual(calm.wait_jobs([job])[job]["state"], "succeeded")
+        return schedule_stages(calm, job)
+
+    def test_worker_killed_during_profile_gives_same_schedule(self):
+        expected = self.calm_schedule("calm", "sim-k", 5.0, "resnet50", "--batch", "2")
 
         farm = self.farm("kill-worker")
         farm.start_server()
@@ -348,13 +351,8 @@ class FarmClusterTest(FarmTestBase):
     def test_one_job_spreads_its_batches_over_the_workers_of_its_key(self):
         # Issue 17: one job, four workers, up to four batches out at once; a
         # worker killed while it profiles one of them costs that batch only.
-        calm = self.farm("calm-parallel")
-        calm.start_server()
-        calm.start_worker("c1", "sim-p", 10.0)
-        calm.wait_workers(1)
-        calm_job = calm.submit("inception_v3", "sim-p", "--max-parallel-batches", "1")
-        self.assertEqual(calm.wait_jobs([calm_job])[calm_job]["state"], "succeeded")
-        expected = schedule_stages(calm, calm_job)
+        expected = self.calm_schedule("calm-parallel", "sim-p", 10.0, "inception_v3",
+                                      "--max-parallel-batches", "1")
 
         farm = self.farm("parallel")
         farm.start_server()
