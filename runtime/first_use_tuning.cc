@@ -11,6 +11,7 @@
 #include "scheduler/ios/schedule_json.h"
 #include "scheduler/ios/search_session.h"
 #include "server/farm_database.h"
+#include "server/stored_latencies.h"
 
 namespace iosfarm::runtime {
 namespace {
@@ -64,24 +65,19 @@ StatusOr<TunedSchedule> TuneOnFirstUse(const graph::Graph& graph, worker::Backen
   while (true) {
     ASSIGN_OR_RETURN(std::vector<ios::StageRequest> requests, session->NextUnknown(kBatch));
     if (requests.empty()) break;  // every latency is provided at once: done
-    absl::flat_hash_map<uint64_t, server::StoredLatency> known;
+    const int64_t asked = static_cast<int64_t>(requests.size());
     if (db) {
-      std::vector<uint64_t> signatures;
-      for (const ios::StageRequest& request : requests) signatures.push_back(request.signature);
-      ASSIGN_OR_RETURN(known, db->latencies->LookupLatencies(tuning.device_key, signatures));
+      ASSIGN_OR_RETURN(requests, server::ProvideStoredLatencies(*db->latencies, tuning.device_key,
+                                                                std::move(requests), *session));
     }
+    tuned.stages_from_database += asked - static_cast<int64_t>(requests.size());
+    if (requests.empty()) continue;
     std::vector<ios::Signature> missing;
     std::vector<ios::Stage> stages;
-    for (const ios::StageRequest& request : requests) {
-      if (auto it = known.find(request.signature); it != known.end()) {
-        RETURN_IF_ERROR(session->Provide(request.signature, it->second.median_ms));
-        ++tuned.stages_from_database;
-      } else {
-        missing.push_back(request.signature);
-        stages.push_back(request.stage);
-      }
+    for (ios::StageRequest& request : requests) {
+      missing.push_back(request.signature);
+      stages.push_back(std::move(request.stage));
     }
-    if (stages.empty()) continue;
     ASSIGN_OR_RETURN(std::vector<worker::LatencyStats> measured, Measure(graph, backend, stages));
     std::vector<std::pair<uint64_t, server::StoredLatency>> rows;
     const int64_t now = NowUnixMs();

@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
+#include "server/stored_latencies.h"
 
 namespace iosfarm::server {
 
@@ -139,26 +140,18 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph:
 Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, LatencyDb& store,
                           SignatureClaims& claims) {
   if (requests.empty()) return absl::OkStatus();
-  std::vector<uint64_t> signatures;
-  signatures.reserve(requests.size());
-  for (const auto& request : requests) signatures.push_back(request.signature);
-  ASSIGN_OR_RETURN(auto known, store.LookupLatencies(job_.device_key, signatures));
-  lookups_ += static_cast<int64_t>(signatures.size());
-  std::vector<uint64_t> unknown;
-  for (const auto& request : requests) {
-    auto it = known.find(request.signature);
-    if (it != known.end()) {
-      RETURN_IF_ERROR(session_->Provide(request.signature, it->second.median_ms));
-      ++cache_hits_;
-    } else {
-      unknown.push_back(request.signature);
-    }
-  }
+  const int64_t looked_up = static_cast<int64_t>(requests.size());
+  ASSIGN_OR_RETURN(std::vector<ios::StageRequest> unknown,
+                   ProvideStoredLatencies(store, job_.device_key, std::move(requests), *session_));
+  lookups_ += looked_up;
+  cache_hits_ += looked_up - static_cast<int64_t>(unknown.size());
   if (unknown.empty()) return absl::OkStatus();
-  std::vector<uint64_t> claimed = claims.Claim(job_.device_key, job_.id, unknown);
+  std::vector<uint64_t> signatures;
+  signatures.reserve(unknown.size());
+  for (const auto& request : unknown) signatures.push_back(request.signature);
+  std::vector<uint64_t> claimed = claims.Claim(job_.device_key, job_.id, signatures);
   absl::flat_hash_set<uint64_t> mine(claimed.begin(), claimed.end());
-  for (auto& request : requests) {
-    if (known.contains(request.signature)) continue;
+  for (auto& request : unknown) {
     if (mine.contains(request.signature)) {
       filling_.push_back(std::move(request));
     } else {

@@ -105,20 +105,18 @@ Status Validate(const SimConfig& config) {
 
 // How long the started phase `a` of `job` takes.
 double Duration(const SimJob& job, const JobState& state, const Assignment& a) {
-  if (a.kind == PhaseKind::kMeasure) return job.measure_s;
-  if (a.kind == PhaseKind::kEnumerate) {  // it hands out the next iteration
-    return job.iterations[state.enumerated].enumerate_s;
-  }
-  const SimIteration& it = job.iterations[state.iteration_of.at(a.batch)];
+  auto batch = [&]() -> const SimIteration& {
+    return job.iterations[state.iteration_of.at(a.batch)];
+  };
   switch (a.kind) {
-    case PhaseKind::kEnumerate:
-      return it.enumerate_s;
+    case PhaseKind::kEnumerate:  // it hands out the next iteration
+      return job.iterations[state.enumerated].enumerate_s;
     case PhaseKind::kBuild:
-      return it.build_s;
+      return batch().build_s;
     case PhaseKind::kProfile:
-      return it.profile_s;
+      return batch().profile_s;
     case PhaseKind::kUpdate:
-      return it.update_s;
+      return batch().update_s;
     case PhaseKind::kMeasure:
       break;
   }
