@@ -4,12 +4,12 @@
 Three subcommands (how to use them on the device machine: docs/benchmarks.md,
 "GPU benchmark"):
 
-  bundle  (here, where the project builds) Puts schedule_bench, stripped, and
-          the shared libraries it needs that the GPU image lacks into one
-          folder to carry to the device machine: DEST/bin/schedule_bench,
-          DEST/lib.tar.xz (libraries, unpacked by `run`) and
-          DEST/MANIFEST.json. glibc, libstdc++ and the CUDA libraries
-          (cudart, cuBLAS, cuDNN) are left out: `run` finds the image's own.
+  bundle  (here, where the project builds) Packs the binaries (schedule_bench
+          and the others gpu_truth.py runs), stripped, the shared libraries
+          they need that the GPU image lacks, and the zoo checks' assets into
+          DEST (default .gpubench, git-ignored; layout: gpu_bundle.py). glibc,
+          libstdc++ and the CUDA libraries (cudart, cuBLAS, cuDNN) are left
+          out: `run` finds the image's own.
 
   run     (on the device machine) One command, bounded by --deadline-s:
           exports the torchvision ONNX files (tests/onnx/export_torchvision.py)
@@ -49,7 +49,6 @@ squeezenet (the IOS paper's four models) at each batch; the paper's V100
 batch-1 figure is (6.51/4.03 * 8.49/6.02 * 22.95/16.04 * 0.86/0.73)^(1/4).
 """
 import argparse
-import datetime
 import glob
 import json
 import math
@@ -59,6 +58,8 @@ import subprocess
 import sys
 import tarfile
 import time
+
+import gpu_bundle
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -91,11 +92,6 @@ DEFAULT_BUDGET = {
 GEOMEAN_MODELS = ("inception_v3", "randwire", "nasnet_a", "squeezenet")
 PAPER = {"inception_v3": (6.51, 4.03), "randwire": (8.49, 6.02), "nasnet_a": (22.95, 16.04),
          "squeezenet": (0.86, 0.73)}
-# Libraries `bundle` leaves out: the loader, glibc, the C++ runtime and CUDA.
-SYSTEM_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so",
-               "librt.so", "libresolv.so", "libstdc++.so", "libgcc_s.so", "libcudart.so",
-               "libcublas.so", "libcublasLt.so", "libcudnn", "libcuda.so")
-CUDA_LIBS = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9")
 
 
 def log(*parts):
@@ -105,70 +101,11 @@ def log(*parts):
 # ---------------------------------------------------------------- bundle ---
 
 def cmd_bundle(args):
-    binary = os.path.join(args.build, "bench", "schedule_bench")
-    if not os.path.isfile(binary):
-        sys.exit(f"{binary} not found: cmake --build {args.build} --target schedule_bench")
-    # A build without CUDA answers "UNIMPLEMENTED" for --backend cuda; one
-    # with CUDA fails here only because no GPU answers (or runs, on a GPU).
-    probe = subprocess.run([binary, "--backend", "cuda", "--models", "squeezenet", "--rounds",
-                            "1", "--repeats", "1", "--warmup", "0", "--r", "1", "--s", "1"],
-                           capture_output=True, text=True)
-    if "UNIMPLEMENTED" in probe.stderr:
-        sys.exit(f"{binary} was built without the CUDA backend: {probe.stderr.strip()} "
-                 "(configure with -DIOSFARM_CUDA=ON where nvcc and cuDNN are installed)")
-    dest = args.dest
-    shutil.rmtree(dest, ignore_errors=True)
-    os.makedirs(os.path.join(dest, "bin"))
-    out_binary = os.path.join(dest, "bin", "schedule_bench")
-    subprocess.run(["objcopy", "--strip-debug", binary, out_binary], check=True)
-    ldd = subprocess.run(["ldd", binary], check=True, capture_output=True, text=True).stdout
-    libs = []
-    for line in ldd.splitlines():
-        parts = line.split()
-        if not parts or parts[0].startswith(SYSTEM_LIBS) or "=>" not in parts:
-            continue
-        path = parts[parts.index("=>") + 1]
-        if path == "not":
-            sys.exit(f"ldd: {line.strip()}")
-        libs.append((parts[0], os.path.realpath(path)))
-    archive = os.path.join(dest, "lib.tar.xz")
-    with tarfile.open(archive, "w:xz") as tar:
-        for soname, path in libs:
-            tar.add(path, arcname=soname)
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip() != ""
-    manifest = {"built_from": os.path.abspath(args.build), "commit": commit, "dirty": dirty,
-                "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-                "libs": [soname for soname, _ in libs]}
-    with open(os.path.join(dest, "MANIFEST.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
-    size = sum(os.path.getsize(os.path.join(root, name))
-               for root, _, names in os.walk(dest) for name in names)
-    log(f"bundle {dest}: schedule_bench + {len(libs)} libraries, {size / 2**20:.1f} MiB "
-        f"(commit {commit[:10]}{', dirty tree' if dirty else ''})")
+    gpu_bundle.make(args.build, args.dest)
     return 0
 
 
 # ------------------------------------------------------------------- run ---
-
-def find_cuda_lib_dirs():
-    """Directories holding the CUDA libraries schedule_bench needs, image's own."""
-    dirs = []
-    roots = ["/usr/local/cuda/lib64", "/usr/local/cuda/lib",
-             "/usr/local/cuda/targets/x86_64-linux/lib"]
-    for entry in sys.path:
-        nvidia = os.path.join(entry, "nvidia")
-        if os.path.isdir(nvidia):
-            roots.append(nvidia)
-    for root in roots:
-        for dirpath, _, names in os.walk(root):
-            if any(name in names for name in CUDA_LIBS) and dirpath not in dirs:
-                dirs.append(dirpath)
-    return dirs
-
 
 class Runner:
     def __init__(self, args):
@@ -278,36 +215,16 @@ class Runner:
         if args.bin:
             self.binary = os.path.abspath(args.bin)
         else:
-            bundle = os.path.abspath(args.bundle)
-            self.binary = os.path.join(bundle, "bin", "schedule_bench")
-            lib_dir = os.path.join(self.work, "lib")
-            stamp = os.path.join(bundle, "lib.tar.xz")
-            marker = os.path.join(lib_dir, ".unpacked")
-            if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(stamp):
-                shutil.rmtree(lib_dir, ignore_errors=True)
-                os.makedirs(lib_dir)
-                with tarfile.open(stamp) as tar:
-                    if hasattr(tarfile, "data_filter"):
-                        tar.extractall(lib_dir, filter="data")
-                    else:
-                        tar.extractall(lib_dir)
-                open(marker, "w").close()
-            with open(os.path.join(bundle, "MANIFEST.json")) as f:
-                self.say(f"bundle: {json.load(f)}")
-            dirs = [lib_dir] + find_cuda_lib_dirs()
-            old = self.env.get("LD_LIBRARY_PATH")
-            self.env["LD_LIBRARY_PATH"] = ":".join(dirs + ([old] if old else []))
+            bin_dir, _, manifest, self.env = gpu_bundle.unpack(args.bundle, self.work, sys.path)
+            self.binary = os.path.join(bin_dir, "schedule_bench")
+            self.say(f"bundle: commit {manifest['commit'][:10]} of {manifest['date']}")
             self.say(f"LD_LIBRARY_PATH={self.env['LD_LIBRARY_PATH']}")
         if not os.path.isfile(self.binary):
             sys.exit(f"{self.binary} not found")
-        ldd = subprocess.run(["ldd", self.binary], capture_output=True, text=True, env=self.env)
-        missing = [line.strip() for line in ldd.stdout.splitlines() if "not found" in line]
+        missing = gpu_bundle.missing_libraries(self.binary, self.env)
         if missing:
             self.say("schedule_bench cannot load: " + "; ".join(missing))
             sys.exit(1)
-        for line in ldd.stdout.splitlines():
-            if any(name in line for name in ("libcudart", "libcudnn", "libcublas")):
-                self.say("  " + line.strip())
 
     def export_onnx(self, keys):
         wanted = [MODELS[k][1] for k in keys if MODELS[k][1]]
@@ -655,7 +572,7 @@ def main(argv):
                                      epilog=__doc__.split("\n\n", 1)[1])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    bundle = sub.add_parser("bundle", help="pack schedule_bench and its libraries to carry")
+    bundle = sub.add_parser("bundle", help="pack the binaries, their libraries and assets to carry")
     bundle.add_argument("--build", default=os.path.join(REPO, "build"))
     bundle.add_argument("--dest", default=os.path.join(REPO, ".gpubench"))
 

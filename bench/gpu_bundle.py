@@ -1,0 +1,190 @@
+"""The bundle that carries iosfarm's binaries to the GPU machine (issue 12).
+
+The device machine has CUDA, cuDNN (torch's wheels) and PyTorch but no gRPC,
+protobuf, absl, ONNX, oneDNN or spdlog, and it cannot build the project. So
+the binaries are built here and carried with the shared libraries they need:
+
+  DEST/payload.tar.xz   bin/<binary> (debug info stripped) and lib/<soname>
+                        (every library `ldd` names except the loader, glibc,
+                        libstdc++ and CUDA's, which the image has)
+  DEST/assets/zoo/      per zoo model: MODEL.ios.json (an IOS schedule searched
+                        here with sim:h100) and MODEL.cpu/*.npy (what the cpu
+                        backend computes on the seeded input with it: the
+                        reference the GPU's outputs are compared with)
+  DEST/MANIFEST.json    commit, date, binaries, libraries, assets
+
+Used by gpu_bench.py and gpu_truth.py (`bundle` here, `run` there). About
+20 MiB; the device tool carries at most 64 MiB with the working tree.
+"""
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Build-relative paths of what runs on the GPU machine.
+BINARIES = (
+    "bench/schedule_bench",
+    "bench/cuda_floor_bench",
+    "client/iosfarm",
+    "server/iosfarm-server",
+    "worker/iosfarm-worker",
+    "worker/backends/cuda/cuda_backend_test",
+    "worker/backends/backend_factory_test",
+    "tests/conformance/backend_conformance_test",
+    "runtime/runtime_test",
+    "runtime/runtime_torchvision_test",
+)
+ZOO = ("squeezenet", "resnet50", "inception_v3", "randwire", "nasnet_a_mobile", "nasnet_a")
+# Bounds of the IOS schedules the zoo checks run: IOS's own r=3, s=8; NASNet
+# and RandWire with the block size that keeps their search to seconds here
+# (docs/benchmarks.md, "Best bounds found within 60 s").
+ZOO_SEARCH = {"randwire": ["--block-size", "30"], "nasnet_a": ["--block-size", "30"],
+              "nasnet_a_mobile": ["--block-size", "30"]}
+# Libraries left out: the loader, glibc, the C++ runtime and CUDA's own.
+SYSTEM_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so",
+               "librt.so", "libresolv.so", "libstdc++.so", "libgcc_s.so", "libcudart.so",
+               "libcublas.so", "libcublasLt.so", "libcudnn", "libcuda.so")
+CUDA_LIBS = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9")
+
+
+def log(*parts):
+    print(*parts, flush=True)
+
+
+def shared_libraries(binary):
+    """(soname, real path) of the libraries `binary` needs beyond SYSTEM_LIBS."""
+    ldd = subprocess.run(["ldd", binary], check=True, capture_output=True, text=True).stdout
+    libs = []
+    for line in ldd.splitlines():
+        parts = line.split()
+        if not parts or parts[0].startswith(SYSTEM_LIBS) or "=>" not in parts:
+            continue
+        path = parts[parts.index("=>") + 1]
+        if path == "not":
+            raise SystemExit(f"ldd {binary}: {line.strip()}")
+        libs.append((parts[0], os.path.realpath(path)))
+    return libs
+
+
+def make_assets(iosfarm, dest, models=ZOO):
+    """DEST/zoo: each model's IOS schedule (sim:h100) and its cpu outputs."""
+    zoo = os.path.join(dest, "zoo")
+    os.makedirs(zoo, exist_ok=True)
+    for model in models:
+        schedule = os.path.join(zoo, f"{model}.ios.json")
+        subprocess.run([iosfarm, "search", model, "--backend", "sim:h100", "-o", schedule,
+                        *ZOO_SEARCH.get(model, [])], check=True, capture_output=True)
+        subprocess.run([iosfarm, "run", model, "--backend", "cpu", "--schedule", schedule,
+                        "--output", os.path.join(zoo, f"{model}.cpu"), "--iterations", "1",
+                        "--warmup", "0"], check=True, capture_output=True)
+        log(f"  assets: {model} schedule and cpu outputs")
+    return zoo
+
+
+def make(build, dest, require_cuda=True, models=ZOO):
+    """Builds DEST from the binaries of `build` (see the module doc); a build
+    without the CUDA backend only with require_cuda=False (smoke test)."""
+    build = os.path.abspath(build)
+    binaries = list(BINARIES)
+    missing = [b for b in binaries if not os.path.isfile(os.path.join(build, b))]
+    if "bench/cuda_floor_bench" in missing:
+        if require_cuda:
+            raise SystemExit(f"{build} has no CUDA backend (no bench/cuda_floor_bench): "
+                             "configure with -DIOSFARM_CUDA=ON where nvcc and cuDNN are installed")
+        binaries.remove("bench/cuda_floor_bench")  # the smoke test's bundle, on a CPU build
+        missing.remove("bench/cuda_floor_bench")
+    if missing:
+        raise SystemExit(f"not built in {build}: {', '.join(missing)} (cmake --build {build})")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    staging = os.path.join(dest, ".staging")
+    os.makedirs(os.path.join(staging, "bin"))
+    os.makedirs(os.path.join(staging, "lib"))
+    libs = {}
+    for rel in binaries:
+        binary = os.path.join(build, rel)
+        subprocess.run(["objcopy", "--strip-debug", binary,
+                        os.path.join(staging, "bin", os.path.basename(rel))], check=True)
+        libs.update(shared_libraries(binary))
+    for soname, path in sorted(libs.items()):
+        subprocess.run(["objcopy", "--strip-debug", path, os.path.join(staging, "lib", soname)],
+                       check=True)
+    with tarfile.open(os.path.join(dest, "payload.tar.xz"), "w:xz") as tar:
+        tar.add(os.path.join(staging, "bin"), arcname="bin")
+        tar.add(os.path.join(staging, "lib"), arcname="lib")
+    shutil.rmtree(staging)
+    make_assets(os.path.join(build, "client", "iosfarm"), os.path.join(dest, "assets"), models)
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip() != ""
+    manifest = {"built_from": build, "commit": commit, "dirty": dirty,
+                "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+                "binaries": [os.path.basename(b) for b in binaries], "libs": sorted(libs),
+                "zoo_assets": list(models)}
+    with open(os.path.join(dest, "MANIFEST.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    size = sum(os.path.getsize(os.path.join(root, name))
+               for root, _, names in os.walk(dest) for name in names)
+    log(f"bundle {dest}: {len(binaries)} binaries + {len(libs)} libraries + assets, "
+        f"{size / 2**20:.1f} MiB (commit {commit[:10]}{', dirty tree' if dirty else ''})")
+    return manifest
+
+
+def find_cuda_lib_dirs(search_path=()):
+    """Directories holding the image's own CUDA libraries (cudart, cuBLAS, cuDNN)."""
+    dirs = []
+    roots = ["/usr/local/cuda/lib64", "/usr/local/cuda/lib",
+             "/usr/local/cuda/targets/x86_64-linux/lib"]
+    for entry in search_path:
+        nvidia = os.path.join(entry, "nvidia")
+        if os.path.isdir(nvidia):
+            roots.append(nvidia)
+    for root in roots:
+        for dirpath, _, names in os.walk(root):
+            if any(name in names for name in CUDA_LIBS) and dirpath not in dirs:
+                dirs.append(dirpath)
+    return dirs
+
+
+def _extract(archive, into):
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(into, filter="data")
+        else:
+            tar.extractall(into)
+
+
+def unpack(bundle, work, search_path=()):
+    """Unpacks BUNDLE's payload into WORK (once per payload) and returns
+    (bin dir, assets dir, manifest, environment with LD_LIBRARY_PATH set)."""
+    bundle = os.path.abspath(bundle)
+    payload = os.path.join(bundle, "payload.tar.xz")
+    if not os.path.exists(payload):
+        raise SystemExit(f"{payload} not found: make the bundle here first "
+                         "(python3 bench/gpu_bench.py bundle)")
+    target = os.path.join(work, "bundle")
+    marker = os.path.join(target, ".unpacked")
+    if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(payload):
+        shutil.rmtree(target, ignore_errors=True)
+        os.makedirs(target)
+        _extract(payload, target)
+        open(marker, "w").close()
+    with open(os.path.join(bundle, "MANIFEST.json")) as f:
+        manifest = json.load(f)
+    env = dict(os.environ)
+    dirs = [os.path.join(target, "lib")] + find_cuda_lib_dirs(search_path)
+    old = env.get("LD_LIBRARY_PATH")
+    env["LD_LIBRARY_PATH"] = ":".join(dirs + ([old] if old else []))
+    return os.path.join(target, "bin"), os.path.join(bundle, "assets"), manifest, env
+
+
+def missing_libraries(binary, env):
+    """The `ldd` lines of libraries `binary` cannot find under `env`."""
+    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True, env=env)
+    return [line.strip() for line in ldd.stdout.splitlines() if "not found" in line]

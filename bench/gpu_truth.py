@@ -1,0 +1,639 @@
+#!/usr/bin/env python3
+"""GPU truth in one device call (issue 12): correctness, the physical floor,
+the farm and the speed benchmark, in that order, under one deadline.
+
+A session that is lent a GPU has 15 minutes of device time in all, machine
+start included, so everything is built and bundled here first and the GPU
+machine runs one prepared command:
+
+  here:    cmake --build build -j2 && python3 bench/gpu_bench.py bundle
+  device:  command = "PYTHONUNBUFFERED=1 python3 bench/gpu_truth.py run --out $OUT"
+           carry = [".gpubench"], timeout_s = 560
+
+Steps (--steps, in this order; each is cut off when --deadline-s runs out and
+records why):
+  env          nvidia-smi's device line, driver, CUDA and cuDNN versions
+  floor        bench/cuda_floor_bench: launch, event, cross-stream wait and
+               CUDA-graph node costs of this GPU
+  tests        the CUDA gtest suites: cuda_backend_test (all),
+               backend_conformance_test (every cuda instance: ops, stages,
+               fused residuals, merged convs, CUDA graphs, zoo models),
+               backend_factory_test, runtime_test; counts and failure messages
+  zoo          per zoo model: `iosfarm run MODEL --backend cuda --schedule
+               IOS --verify` eagerly and as one CUDA graph (--cuda-graph), each
+               output compared with the cpu backend's (bundle assets)
+  torchvision  runtime_torchvision_test's cuda half: eight torchvision CNNs
+               exported with random weights, run through the public runtime
+               with the sequential and the IOS schedule, against PyTorch's
+               own outputs (rtol 1e-4, atol 1e-5). Started in the background
+               after `floor` (the exports are CPU work), collected in turn
+  farm         iosfarm-server + one iosfarm-worker on this GPU: submit
+               squeezenet, again (must profile nothing), inception_v3; the
+               timeline must show no two GPU phases at once; then `iosfarm
+               tune squeezenet` (embedded server and worker)
+  speed        bench/gpu_bench.py run with the time left (batch 1)
+
+Writes to --out, after every step (so a run cut off still returns what it
+did): truth.json (everything), truth.md (summary), truth.log, logs.tar.gz
+(every step's output); `speed` adds gpu_bench's results.json, table.md,
+gpu_bench.log and state.tar.gz. Exit 0 when every step that ran passed, 1
+when a check failed, 3 when no GPU answers (with --backend cuda).
+
+--backend cpu runs the same steps on the CPU (floor and torchvision skipped;
+the gtest suites' CUDA tests then skip): the smoke test
+(gpu_truth_smoke_test.py) runs it so that the script itself is tested here.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+
+import gpu_bundle
+
+REPO = gpu_bundle.REPO
+STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "speed")
+# (binary, gtest filter, cap in seconds) of the `tests` step.
+SUITES = (
+    ("cuda_backend_test", "*", 150),
+    ("backend_conformance_test", "*cuda*", 240),
+    ("backend_factory_test", "*", 30),
+    ("runtime_test", "*", 60),
+)
+TORCHVISION = ("resnet50", "inception_v3", "googlenet", "squeezenet1_1", "densenet121",
+               "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x1_0")
+# The zoo checks' tolerance against the cpu backend (both fp32; cuDNN and
+# oneDNN pick different algorithms, so the last bits differ).
+ZOO_RTOL, ZOO_ATOL = 1e-3, 1e-4
+FARM_KEY = "gpu-truth"
+
+
+class Truth:
+    def __init__(self, args):
+        self.args = args
+        self.start = time.monotonic()
+        self.work = os.path.abspath(args.work)
+        self.logs = os.path.join(self.work, "logs")
+        os.makedirs(self.logs, exist_ok=True)
+        self.out = os.path.abspath(args.out) if args.out else None
+        if self.out:
+            os.makedirs(self.out, exist_ok=True)
+        self.log_path = os.path.join(self.out or self.work, "truth.log")
+        self.log_file = open(self.log_path, "a")
+        self.doc = {"tool": "gpu_truth", "backend": args.backend, "steps": {},
+                    "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        self.failed = False
+        self.background = None
+
+    # -- bookkeeping --
+    def elapsed(self):
+        return time.monotonic() - self.start
+
+    def remaining(self):
+        return self.args.deadline_s - self.elapsed()
+
+    def say(self, text):
+        line = f"[{self.elapsed():5.0f} s] {text}"
+        print(line, flush=True)
+        self.log_file.write(line + "\n")
+        self.log_file.flush()
+
+    def record(self, step, result):
+        self.doc["steps"][step] = result
+        if result.get("status") == "failed":
+            self.failed = True
+        self.save()
+
+    def save(self):
+        self.doc["elapsed_s"] = round(self.elapsed(), 1)
+        if not self.out:
+            return
+        with open(os.path.join(self.out, "truth.json"), "w") as f:
+            json.dump(self.doc, f, indent=2)
+            f.write("\n")
+        with open(os.path.join(self.out, "truth.md"), "w") as f:
+            f.write(summary(self.doc))
+        with tarfile.open(os.path.join(self.out, "logs.tar.gz"), "w:gz") as tar:
+            tar.add(self.logs, arcname="logs")
+
+    def run(self, argv, log_name, timeout, env=None, cwd=None):
+        """Runs argv with its output in logs/LOG_NAME; (exit code or
+        'timeout', last lines)."""
+        timeout = max(1.0, min(timeout, self.remaining()))
+        self.say("$ " + " ".join(argv) + f"   (at most {timeout:.0f} s)")
+        path = os.path.join(self.logs, log_name)
+        with open(path, "w") as out:
+            try:
+                code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
+                                      env=env or self.env, cwd=cwd or self.work,
+                                      timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                code = "timeout"
+            except OSError as e:
+                out.write(f"{e}\n")
+                code = f"cannot start: {e}"
+        with open(path, errors="replace") as f:
+            tail = f.read().splitlines()[-12:]
+        return code, tail
+
+    # -- setup --
+    def setup(self):
+        args = self.args
+        if args.build:
+            build = os.path.abspath(args.build)
+            self.bin = {os.path.basename(b): os.path.join(build, b) for b in gpu_bundle.BINARIES}
+            self.env = dict(os.environ)
+            self.assets = os.path.join(self.work, "assets")
+            models = [m for m in args.zoo_models if not os.path.exists(
+                os.path.join(self.assets, "zoo", f"{m}.ios.json"))]
+            if "zoo" in args.steps and models:
+                gpu_bundle.make_assets(self.bin["iosfarm"], self.assets, models)
+            self.doc["bundle"] = {"build": build}
+        else:
+            bin_dir, self.assets, manifest, self.env = gpu_bundle.unpack(
+                args.bundle, self.work, sys.path)
+            self.bin = {os.path.basename(b): os.path.join(bin_dir, os.path.basename(b))
+                        for b in gpu_bundle.BINARIES}
+            self.doc["bundle"] = manifest
+            self.say(f"bundle: commit {manifest['commit'][:10]} of {manifest['date']}")
+        self.env["IOSFARM_CLI"] = self.bin["iosfarm"]
+        self.env["IOSFARM_SOURCE_DIR"] = REPO
+        self.env["IOSFARM_BINARY_DIR"] = self.work
+        self.env["IOSFARM_PYTHON"] = sys.executable
+        missing = {name: gpu_bundle.missing_libraries(path, self.env)
+                   for name, path in self.bin.items() if os.path.exists(path)}
+        missing = {name: lines for name, lines in missing.items() if lines}
+        if missing:
+            self.say(f"binaries that cannot load: {missing}")
+            self.record("setup", {"status": "failed", "missing_libraries": missing})
+            return False
+        return True
+
+    # -- steps --
+    def step_env(self):
+        result = {"status": "ok"}
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,"
+                              "clocks.max.sm,pci.bus_id", "--format=csv,noheader"],
+                             capture_output=True, text=True) if shutil.which("nvidia-smi") else None
+        result["nvidia_smi"] = smi.stdout.strip() if smi and smi.returncode == 0 else None
+        if smi is not None:
+            full = subprocess.run(["nvidia-smi"], capture_output=True, text=True)
+            result["nvidia_smi_header"] = "\n".join(full.stdout.splitlines()[:4])
+        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        if os.path.exists(nvcc):
+            version = subprocess.run([nvcc, "--version"], capture_output=True, text=True)
+            result["nvcc"] = version.stdout.strip().splitlines()[-1] if version.stdout else None
+        result["cuda_libraries"] = gpu_bundle.find_cuda_lib_dirs(sys.path)
+        cudnn = sorted({os.path.basename(p) for d in result["cuda_libraries"]
+                        for p in glob.glob(os.path.join(d, "libcudnn.so.*"))})
+        result["cudnn_files"] = cudnn
+        try:
+            import torch
+            result["torch"] = torch.__version__
+            result["torch_cudnn"] = torch.backends.cudnn.version()
+            result["torch_cuda"] = torch.version.cuda
+        except Exception as e:  # the smoke test's python may lack torch
+            result["torch"] = f"not importable: {e}"
+        if self.args.backend == "cuda" and not result["nvidia_smi"]:
+            result["status"] = "failed"
+            result["error"] = "no CUDA device: nvidia-smi gave no GPU"
+        self.say(f"env: {result.get('nvidia_smi')}; {result.get('nvcc')}; cuDNN files {cudnn}; "
+                 f"torch {result.get('torch')}")
+        return result
+
+    def step_floor(self):
+        if self.args.backend != "cuda":
+            return {"status": "skipped", "reason": "--backend cpu"}
+        code, tail = self.run([self.bin["cuda_floor_bench"], "--repeats", "15"], "floor.log", 60)
+        if code != 0:
+            return {"status": "failed", "exit": code, "output": tail}
+        with open(os.path.join(self.logs, "floor.log")) as f:
+            text = f.read()
+        floor = json.loads(text[text.index("{"):])
+        self.say("floor: " + ", ".join(f"{k} {v}" for k, v in floor.items() if k.endswith("_us")))
+        return {"status": "ok", **floor}
+
+    def gtest(self, binary, gtest_filter, cap, log_name):
+        report = os.path.join(self.logs, log_name + ".json")
+        if os.path.exists(report):
+            os.remove(report)
+        code, tail = self.run([self.bin[binary], f"--gtest_filter={gtest_filter}",
+                               f"--gtest_output=json:{report}"], log_name + ".log", cap)
+        counts = (self.gtest_report(report) if os.path.exists(report) else
+                  {"passed": 0, "failed": 0, "skipped": 0, "failures": [], "skip_reasons": {}})
+        ok = code == 0 and counts["failed"] == 0 and counts["passed"] + counts["skipped"] > 0
+        result = {"status": "ok" if ok else "failed", "exit": code, "filter": gtest_filter,
+                  **counts}
+        if code == "timeout" or not os.path.exists(report):
+            result["output"] = tail
+        self.say(f"{binary}: {counts['passed']} passed, {counts['failed']} failed, "
+                 f"{counts['skipped']} skipped (exit {code})")
+        return result
+
+    def step_tests(self):
+        suites = {}
+        for binary, gtest_filter, cap in SUITES:
+            if self.remaining() < 20:
+                suites[binary] = {"status": "not run", "reason": "deadline"}
+                continue
+            suites[binary] = self.gtest(binary, gtest_filter, cap, binary)
+        failed = any(s["status"] == "failed" for s in suites.values())
+        return {"status": "failed" if failed else "ok", "suites": suites}
+
+    def step_zoo(self):
+        import numpy as np
+        models = {}
+        backend = self.args.backend
+        for model in self.args.zoo_models:
+            schedule = os.path.join(self.assets, "zoo", f"{model}.ios.json")
+            reference = os.path.join(self.assets, "zoo", f"{model}.cpu")
+            rows = {}
+            for mode, extra in (("eager", []), ("cuda_graph", ["--cuda-graph"])):
+                if mode == "cuda_graph" and backend != "cuda":
+                    continue
+                if self.remaining() < 15:
+                    rows[mode] = {"status": "not run", "reason": "deadline"}
+                    continue
+                outputs = os.path.join(self.work, "zoo", model, mode)
+                shutil.rmtree(outputs, ignore_errors=True)
+                log_name = f"zoo_{model}_{mode}.log"
+                code, tail = self.run(
+                    [self.bin["iosfarm"], "run", model, "--backend", backend, "--schedule",
+                     schedule, "--verify", "--output", outputs, "--iterations", "20",
+                     "--warmup", "3", "--format", "json", *extra], log_name, 120)
+                row = {"exit": code}
+                try:
+                    with open(os.path.join(self.logs, log_name)) as f:
+                        text = f.read()
+                    run = json.loads(text[text.index("{"):text.rindex("}") + 1])
+                    row.update(verified=run.get("verified"), stages=run.get("stages"),
+                               median_ms=run["latency_ms"]["median"], device=run.get("device"))
+                except (ValueError, KeyError):
+                    row["output"] = tail
+                worst = 0.0
+                mismatches = []
+                for ref in sorted(glob.glob(os.path.join(reference, "*.npy"))):
+                    mine = os.path.join(outputs, os.path.basename(ref))
+                    if not os.path.exists(mine):
+                        mismatches.append(f"{os.path.basename(ref)} not written")
+                        continue
+                    a, b = np.load(mine), np.load(ref)
+                    if a.shape != b.shape:
+                        mismatches.append(f"{os.path.basename(ref)}: shape {a.shape} vs {b.shape}")
+                        continue
+                    excess = np.abs(a - b) - (ZOO_ATOL + ZOO_RTOL * np.abs(b))
+                    worst = max(worst, float(np.max(np.abs(a - b))))
+                    if not np.all(excess <= 0):
+                        mismatches.append(f"{os.path.basename(ref)}: {int(np.sum(excess > 0))} of "
+                                          f"{b.size} elements off")
+                row["max_abs_error_vs_cpu"] = worst
+                row["mismatches"] = mismatches
+                row["status"] = ("ok" if code == 0 and row.get("verified") is True
+                                 and not mismatches else "failed")
+                rows[mode] = row
+                self.say(f"zoo {model} {mode}: {row['status']}, verified {row.get('verified')}, "
+                         f"max |dev - cpu| {worst:.2e}, {row.get('median_ms')} ms")
+            models[model] = rows
+        failed = any(r.get("status") == "failed" for rows in models.values()
+                     for r in rows.values())
+        return {"status": "failed" if failed else "ok", "rtol": ZOO_RTOL, "atol": ZOO_ATOL,
+                "models": models}
+
+    def start_torchvision(self):
+        """Starts the cuda half of runtime_torchvision_test in the background
+        (its exports take a minute or two of CPU first)."""
+        report = os.path.join(self.logs, "torchvision.json")
+        log = open(os.path.join(self.logs, "torchvision.log"), "w")
+        argv = [self.bin["runtime_torchvision_test"], "--gtest_filter=*CudaMatchesPyTorch*",
+                f"--gtest_output=json:{report}"]
+        self.say("$ " + " ".join(argv) + "   (background)")
+        self.background = (subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                            env=self.env, cwd=self.work), log, report)
+
+    def step_torchvision(self):
+        if self.background is None:
+            return {"status": "skipped", "reason": "--backend cpu"}
+        process, log, report = self.background
+        try:
+            code = process.wait(timeout=max(1, self.remaining() - 60))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = "timeout"
+        log.close()
+        result = {"status": "failed", "exit": code}
+        if os.path.exists(report):
+            result.update(self.gtest_report(report))
+            result["status"] = "ok" if code == 0 and result["failed"] == 0 else "failed"
+        else:
+            with open(os.path.join(self.logs, "torchvision.log"), errors="replace") as f:
+                result["output"] = f.read().splitlines()[-15:]
+        self.say(f"torchvision: {result.get('passed')} passed, {result.get('failed')} failed, "
+                 f"{result.get('skipped')} skipped (exit {code})")
+        return result
+
+    @staticmethod
+    def gtest_report(report):
+        """Counts and failure messages of a --gtest_output=json report."""
+        counts = {"passed": 0, "failed": 0, "skipped": 0, "failures": [], "skip_reasons": {}}
+        with open(report) as f:
+            doc = json.load(f)
+        for suite in doc.get("testsuites", []):
+            for test in suite.get("testsuite", []):
+                name = f"{suite['name']}.{test['name']}"
+                if test.get("failures"):
+                    counts["failed"] += 1
+                    counts["failures"].append({"test": name, "message": "\n".join(
+                        x.get("failure", "") for x in test["failures"])[:1500]})
+                elif test.get("result") == "SKIPPED":
+                    counts["skipped"] += 1
+                    reason = (test.get("skipped") or [{}])[0].get("message", "")[:200]
+                    counts["skip_reasons"][reason] = counts["skip_reasons"].get(reason, 0) + 1
+                elif test.get("result") == "COMPLETED":
+                    counts["passed"] += 1
+        return counts
+
+    def step_farm(self):
+        return Farm(self).run()
+
+    def step_speed(self):
+        left = self.remaining() - 10
+        if left < 60:
+            return {"status": "not run", "reason": f"{left:.0f} s left"}
+        argv = [sys.executable, os.path.join(REPO, "bench", "gpu_bench.py"), "run", "--bin",
+                self.bin["schedule_bench"], "--backend", self.args.backend, "--models",
+                self.args.speed_models, "--batches", "1", "--work",
+                os.path.join(self.work, "speed"), "--deadline-s", f"{left - 15:.0f}"]
+        if self.out:
+            argv += ["--out", self.out]
+        argv += self.args.speed_args
+        code, tail = self.run(argv, "speed.log", left)
+        result = {"status": "ok" if code == 0 else "failed", "exit": code}
+        table = os.path.join(self.work, "speed", "table.md")
+        if os.path.exists(table):
+            with open(table) as f:
+                result["table"] = f.read()
+        else:
+            result["output"] = tail
+        return result
+
+
+class Farm:
+    """The `farm` step: a real server and one worker on this machine's GPU."""
+
+    def __init__(self, truth):
+        self.t = truth
+        self.dir = os.path.join(truth.work, "farm")
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.address = f"127.0.0.1:{self.port}"
+        self.env = dict(truth.env, IOSFARM_SERVER=self.address)
+        self.procs = []
+
+    def start(self, argv, name):
+        log = open(os.path.join(self.t.logs, f"farm_{name}.log"), "w")
+        self.t.say("$ " + " ".join(argv) + "   (daemon)")
+        self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                           env=self.env, cwd=self.dir))
+
+    def cli(self, *args, timeout=60):
+        r = subprocess.run([self.t.bin["iosfarm"], *args, "--format", "json"], env=self.env,
+                           capture_output=True, text=True, timeout=max(1, timeout),
+                           cwd=self.dir)
+        with open(os.path.join(self.t.logs, "farm_cli.log"), "a") as f:
+            f.write(f"$ iosfarm {' '.join(args)}\n{r.stdout[-4000:]}{r.stderr[-4000:]}\n")
+        if r.returncode != 0:
+            raise RuntimeError(f"iosfarm {' '.join(args)} exited {r.returncode}: "
+                               f"{r.stderr.strip()[-500:]}")
+        return json.loads(r.stdout)
+
+    def submit_and_wait(self, model):
+        left = self.t.remaining() - 20
+        if left < 20:
+            raise TimeoutError(f"{left:.0f} s left")
+        job = self.cli("submit", model, "--device", FARM_KEY)["job"]["id"]
+        deadline = time.monotonic() + left
+        while time.monotonic() < deadline:
+            status = self.cli("status", str(job))["job"]
+            if status["state"] in ("succeeded", "failed", "cancelled"):
+                break
+            time.sleep(0.5)
+        else:
+            self.cli("cancel", str(job))
+            raise TimeoutError(f"{model} did not finish in {left:.0f} s (cancelled)")
+        phases = self.cli("timeline", str(job))["phases"]
+        profiled = sum(p.get("stages", 0) for p in phases
+                       if p["phase"] == "profile" and p.get("outcome") == "ok")
+        row = {"job": job, "state": status["state"], "profiled_stages": profiled,
+               "phases": len(phases)}
+        if status["state"] == "succeeded":
+            result = self.cli("result", str(job))["result"]
+            # Measured end to end on the worker; the prediction is the sum of
+            # the chosen schedule's stage latencies (issue 12: within 10 %).
+            row["measured_ms"] = {m.get("name"): m.get("median_ms")
+                                  for m in result.get("measured", [])}
+            row["predicted_ms"] = result.get("predicted_ms")
+        else:
+            row["error"] = status.get("error")
+        self.t.say(f"farm {model}: {row}")
+        return row
+
+    def run(self):
+        t = self.t
+        backend = t.args.backend
+        result = {"status": "ok", "jobs": {}}
+        try:
+            self.start([t.bin["iosfarm-server"], "--db", os.path.join(self.dir, "farm.db"),
+                        "--listen", self.address], "server")
+            self.start([t.bin["iosfarm-worker"], "--server", self.address, "--device-key",
+                        FARM_KEY, "--backend", backend, "--worker-id", "truth-gpu0"], "worker")
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if self.cli("workers", timeout=5)["workers"]:
+                        break
+                except (RuntimeError, ValueError, subprocess.TimeoutExpired):
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the worker did not register in 30 s")
+                time.sleep(0.3)
+            models = t.args.farm_models
+            runs = [(models[0], "first")] + [(models[0], "again")] + [(m, "first")
+                                                                       for m in models[1:]]
+            for model, which in runs:
+                row = self.submit_and_wait(model)
+                result["jobs"][f"{model} ({which})"] = row
+                if row["state"] != "succeeded":
+                    result["status"] = "failed"
+                if which == "again" and row["profiled_stages"] != 0:
+                    result["status"] = "failed"
+                    row["error"] = "the second submission profiled stages again"
+            # No GPU ever runs two phases at once: the worker's device phases
+            # (profile, and the end-to-end measurements of the update) never
+            # overlap in the server's timeline.
+            phases = self.cli("timeline")["phases"]
+            device = sorted((p for p in phases if p.get("resource", "").endswith("/device")),
+                            key=lambda p: p["start_s"])
+            overlaps = [(a["id"], b["id"]) for a, b in zip(device, device[1:])
+                        if b["start_s"] < a["end_s"] - 1e-6]
+            result["gpu_phases"] = len(device)
+            result["gpu_overlaps"] = overlaps
+            if overlaps or not device:
+                result["status"] = "failed"
+        except Exception as e:  # record and go on to the next step
+            result["status"] = "failed"
+            result["error"] = f"{type(e).__name__}: {e}"
+        finally:
+            for p in self.procs:
+                if p.poll() is None:
+                    p.terminate()
+            for p in self.procs:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        if t.remaining() > 40:
+            code, tail = t.run([t.bin["iosfarm"], "tune", t.args.farm_models[0], "--backend",
+                                backend, "--db", os.path.join(self.dir, "tune.db")],
+                               "farm_tune.log", t.remaining() - 20)
+            result["tune"] = {"exit": code, "output": tail}
+            if code != 0:
+                result["status"] = "failed"
+        return result
+
+
+def summary(doc):
+    """truth.md: one line per check."""
+    lines = [f"# gpu_truth ({doc['backend']}, started {doc['started']}, "
+             f"{doc.get('elapsed_s', 0):.0f} s)", ""]
+    bundle = doc.get("bundle", {})
+    if "commit" in bundle:
+        lines.append(f"bundle: commit {bundle['commit'][:10]} of {bundle['date']}"
+                     f"{' (dirty)' if bundle.get('dirty') else ''}")
+    for name, step in doc["steps"].items():
+        status = step.get("status")
+        if "error" in step and name != "farm":
+            lines.append(f"- {name}: {status}: {step['error']}")
+            continue
+        if name == "env":
+            lines.append(f"- env: {step.get('nvidia_smi')}; {step.get('nvcc')}; "
+                         f"cuDNN {step.get('cudnn_files')}; torch {step.get('torch')}")
+        elif name == "floor" and status == "ok":
+            lines.append("- floor (us): " + ", ".join(
+                f"{k[:-3]} {v:.2f}" for k, v in step.items() if k.endswith("_us")))
+        elif name == "tests":
+            for binary, s in step.get("suites", {}).items():
+                lines.append(f"- {binary}: {s.get('status')}, {s.get('passed')} passed, "
+                             f"{s.get('failed')} failed, {s.get('skipped')} skipped")
+                for failure in s.get("failures", [])[:10]:
+                    lines.append(f"  - FAILED {failure['test']}: "
+                                 f"{failure['message'].splitlines()[0] if failure['message'] else ''}")
+        elif name == "zoo":
+            for model, rows in step.get("models", {}).items():
+                for mode, r in rows.items():
+                    lines.append(f"- zoo {model} {mode}: {r.get('status')}, verified "
+                                 f"{r.get('verified')}, max |dev - cpu| "
+                                 f"{r.get('max_abs_error_vs_cpu', float('nan')):.2e}, "
+                                 f"{r.get('median_ms')} ms, {r.get('stages')} stages"
+                                 + (f", {r['mismatches']}" if r.get("mismatches") else ""))
+        elif name == "farm":
+            lines.append(f"- farm: {status}, GPU phases {step.get('gpu_phases')}, overlaps "
+                         f"{step.get('gpu_overlaps')}" + (f", {step['error']}"
+                                                         if step.get("error") else ""))
+            for job, row in step.get("jobs", {}).items():
+                lines.append(f"  - {job}: {row.get('state')}, profiled {row.get('profiled_stages')}"
+                             f" stages, measured {row.get('measured_ms')}, predicted "
+                             f"{row.get('predicted_ms')}" + (f", {row['error']}"
+                                                             if row.get("error") else ""))
+            if "tune" in step:
+                lines.append(f"  - tune: exit {step['tune']['exit']}: "
+                             + " | ".join(step["tune"]["output"][-4:]))
+        else:
+            lines.append(f"- {name}: {status}" + "".join(
+                f", {k} {step[k]}" for k in ("passed", "failed", "skipped", "reason", "exit")
+                if k in step))
+    return "\n".join(lines) + "\n"
+
+
+def cmd_run(args):
+    truth = Truth(args)
+    truth.say(f"gpu_truth run: backend {args.backend}, steps {','.join(args.steps)}, "
+              f"deadline {args.deadline_s:.0f} s")
+    if not truth.setup():
+        return 1
+    if args.backend == "cuda" and not shutil.which("nvidia-smi"):
+        truth.say("no CUDA device: nvidia-smi not found (--backend cpu runs the script on the CPU)")
+        truth.record("env", {"status": "failed", "error": "no nvidia-smi"})
+        return 3
+    for step in args.steps:
+        # The torchvision check starts in the background once the floor is
+        # measured (its exports load the CPU, which the floor's launch
+        # figures must not see) and is collected at its own turn.
+        if (step not in ("env", "floor") and "torchvision" in args.steps
+                and args.backend == "cuda" and truth.background is None):
+            truth.start_torchvision()
+        if truth.remaining() < 5:
+            truth.record(step, {"status": "not run", "reason": "deadline"})
+            continue
+        started = time.monotonic()
+        try:
+            result = getattr(truth, f"step_{step}")()
+        except Exception as e:  # one step's bug must not cost the others
+            result = {"status": "failed", "error": f"{type(e).__name__}: {e}"}
+        result["seconds"] = round(time.monotonic() - started, 1)
+        truth.record(step, result)
+        if step == "env" and result["status"] == "failed" and args.backend == "cuda":
+            truth.say(result.get("error", "env failed"))
+            return 3
+    if truth.background and truth.background[0].poll() is None:
+        truth.background[0].kill()
+    truth.say(f"done: {'some checks FAILED' if truth.failed else 'every check that ran passed'}")
+    truth.save()
+    print(summary(truth.doc))
+    return 1 if truth.failed else 0
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the checks (on the GPU machine)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--bundle", default=os.path.join(REPO, ".gpubench"),
+                       help="folder made by `gpu_bench.py bundle` (default .gpubench)")
+    where.add_argument("--build", help="use a build folder's binaries as they are (no bundle)")
+    run.add_argument("--backend", default="cuda", choices=("cuda", "cpu"),
+                     help="cpu only for the smoke test")
+    run.add_argument("--steps", default=",".join(STEPS), help="comma-separated, of: "
+                     + ", ".join(STEPS))
+    run.add_argument("--zoo-models", default=",".join(gpu_bundle.ZOO))
+    run.add_argument("--farm-models", default="squeezenet,inception_v3",
+                     help="the first is submitted twice")
+    run.add_argument("--speed-models", default="squeezenet,inception_v3,tv_googlenet,randwire,"
+                     "nasnet_a,tv_inception_v3,resnet50")
+    run.add_argument("--speed-args", default="", help="more gpu_bench.py run flags, one string")
+    run.add_argument("--deadline-s", type=float, default=500)
+    run.add_argument("--work", default=os.path.join(REPO, ".gpubench-work"))
+    run.add_argument("--out", help="where truth.json and the rest go (e.g. $OUT)")
+    args = parser.parse_args(argv)
+    args.steps = [s for s in args.steps.split(",") if s]
+    for step in args.steps:
+        if step not in STEPS:
+            parser.error(f"unknown step {step!r} (want {', '.join(STEPS)})")
+    args.zoo_models = [m for m in args.zoo_models.split(",") if m]
+    args.farm_models = [m for m in args.farm_models.split(",") if m]
+    args.speed_args = args.speed_args.split()
+    return cmd_run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Smoke test of the one-call GPU run, on the CPU (CTest gpu_truth_smoke).
+
+Usage: gpu_truth_smoke_test.py BUILD_DIR
+
+The GPU machine is lent rarely and for 15 minutes, so the script it runs
+(bench/gpu_truth.py) and the bundle it runs from (bench/gpu_bundle.py) are
+tested here, on the cpu backend:
+  - `gpu_bundle.make` packs the binaries, their libraries and one zoo model's
+    assets; unpacked, every library the binaries need beyond the system's
+    resolves inside the bundle (what the GPU image lacks must travel);
+  - `gpu_truth.py run --bundle ... --backend cpu` runs env, tests, zoo, farm
+    and speed on squeezenet: every step passes, the test suites ran tests,
+    the zoo outputs match the cpu reference, the second farm submission
+    profiled nothing, the speed step wrote gpu_bench's results;
+  - with --backend cuda where no GPU answers it exits 3 saying why.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gpu_bundle  # noqa: E402
+
+
+def check(condition, message):
+    if not condition:
+        print(f"FAIL: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
+        manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))
+        check("iosfarm" in manifest["binaries"], f"manifest: {manifest}")
+        bin_dir, assets, _, env = gpu_bundle.unpack(bundle, work)
+        lib_dir = os.path.join(work, "bundle", "lib")
+        for name in manifest["binaries"]:
+            ldd = subprocess.run(["ldd", os.path.join(bin_dir, name)], capture_output=True,
+                                 text=True, env=env).stdout
+            for line in ldd.splitlines():
+                parts = line.split()
+                if not parts or parts[0].startswith(gpu_bundle.SYSTEM_LIBS) or "=>" not in parts:
+                    continue
+                check(line.split("=>")[1].strip().startswith(lib_dir),
+                      f"{name}: {line.strip()} does not resolve inside the bundle")
+        check(os.path.exists(os.path.join(assets, "zoo", "squeezenet.ios.json")),
+              "no squeezenet schedule in the assets")
+
+        run = subprocess.run(
+            [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
+             "--backend", "cpu", "--steps", "env,tests,zoo,farm,speed", "--zoo-models",
+             "squeezenet", "--farm-models", "squeezenet", "--speed-models", "squeezenet",
+             "--speed-args", "--rounds 1 --repeats 2 --no-torch", "--work", work, "--out", out,
+             "--deadline-s", "400"], capture_output=True, text=True, timeout=450)
+        print(run.stdout[-4000:])
+        check(run.returncode == 0, f"gpu_truth.py run exited {run.returncode}: "
+              f"{run.stderr[-2000:]}")
+        for name in ("truth.json", "truth.md", "truth.log", "logs.tar.gz", "results.json",
+                     "table.md"):
+            check(os.path.exists(os.path.join(out, name)), f"{name} missing from --out")
+        with open(os.path.join(out, "truth.json")) as f:
+            steps = json.load(f)["steps"]
+        for step in ("env", "tests", "zoo", "farm", "speed"):
+            check(steps[step]["status"] == "ok", f"step {step}: {steps[step]}")
+        suites = steps["tests"]["suites"]
+        check(suites["runtime_test"]["passed"] > 0, f"runtime_test ran nothing: {suites}")
+        eager = steps["zoo"]["models"]["squeezenet"]["eager"]
+        check(eager["verified"] is True and eager["max_abs_error_vs_cpu"] <= 1e-3,
+              f"zoo squeezenet: {eager}")
+        jobs = steps["farm"]["jobs"]
+        check(jobs["squeezenet (first)"]["profiled_stages"] > 0, f"farm: {jobs}")
+        check(jobs["squeezenet (again)"]["profiled_stages"] == 0, f"farm: {jobs}")
+        check(steps["farm"]["gpu_phases"] > 0 and not steps["farm"]["gpu_overlaps"],
+              f"farm timeline: {steps['farm']}")
+
+        cuda = subprocess.run(
+            [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
+             "--steps", "env", "--work", work, "--out", os.path.join(tmp, "out-cuda")],
+            capture_output=True, text=True, timeout=120)
+        if cuda.returncode != 0:  # a GPU answers: the env step passes and exits 0
+            check(cuda.returncode == 3 and "no CUDA device" in cuda.stdout,
+                  f"--backend cuda without a GPU: exit {cuda.returncode}: {cuda.stdout[-1000:]}")
+    print("gpu_truth smoke: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
