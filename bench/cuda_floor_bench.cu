@@ -43,14 +43,14 @@ namespace {
 
 __global__ void EmptyKernel() {}
 
-#define CHECK_CUDA(expr)                                                         \
-  do {                                                                           \
-    cudaError_t error_ = (expr);                                                 \
-    if (error_ != cudaSuccess) {                                                 \
-      std::fprintf(stderr, "cuda_floor_bench: %s failed: %s\n", #expr,           \
-                   cudaGetErrorString(error_));                                  \
-      std::exit(1);                                                              \
-    }                                                                            \
+#define CHECK_CUDA(expr)                                               \
+  do {                                                                 \
+    cudaError_t error_ = (expr);                                       \
+    if (error_ != cudaSuccess) {                                       \
+      std::fprintf(stderr, "cuda_floor_bench: %s failed: %s\n", #expr, \
+                   cudaGetErrorString(error_));                        \
+      std::exit(1);                                                    \
+    }                                                                  \
   } while (0)
 
 using Clock = std::chrono::steady_clock;

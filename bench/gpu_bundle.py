@@ -37,7 +37,10 @@ BINARIES = (
     "tests/conformance/backend_conformance_test",
     "runtime/runtime_test",
     "runtime/runtime_torchvision_test",
+    "runtime/runtime_device_buffers_test",
 )
+# Built only with the CUDA backend.
+CUDA_ONLY = ("bench/cuda_floor_bench", "runtime/runtime_device_buffers_test")
 ZOO = ("squeezenet", "resnet50", "inception_v3", "randwire", "nasnet_a_mobile", "nasnet_a")
 # Bounds of the IOS schedules the zoo checks run: IOS's own r=3, s=8; NASNet
 # and RandWire with the block size that keeps their search to seconds here
@@ -91,12 +94,14 @@ def make(build, dest, require_cuda=True, models=ZOO):
     build = os.path.abspath(build)
     binaries = list(BINARIES)
     missing = [b for b in binaries if not os.path.isfile(os.path.join(build, b))]
-    if "bench/cuda_floor_bench" in missing:
+    cuda_missing = [b for b in missing if b in CUDA_ONLY]
+    if cuda_missing:
         if require_cuda:
-            raise SystemExit(f"{build} has no CUDA backend (no bench/cuda_floor_bench): "
+            raise SystemExit(f"{build} has no CUDA backend (no {', '.join(cuda_missing)}): "
                              "configure with -DIOSFARM_CUDA=ON where nvcc and cuDNN are installed")
-        binaries.remove("bench/cuda_floor_bench")  # the smoke test's bundle, on a CPU build
-        missing.remove("bench/cuda_floor_bench")
+        for rel in cuda_missing:  # the smoke test's bundle, on a CPU build
+            binaries.remove(rel)
+            missing.remove(rel)
     if missing:
         raise SystemExit(f"not built in {build}: {', '.join(missing)} (cmake --build {build})")
     shutil.rmtree(dest, ignore_errors=True)

@@ -18,7 +18,8 @@ records why):
   tests        the CUDA gtest suites: cuda_backend_test (all),
                backend_conformance_test (every cuda instance: ops, stages,
                fused residuals, merged convs, CUDA graphs, zoo models),
-               backend_factory_test, runtime_test; counts and failure messages
+               backend_factory_test, runtime_test, runtime_device_buffers_test
+               (inputs and outputs in GPU memory); counts and failure messages
   zoo          per zoo model: `iosfarm run MODEL --backend cuda --schedule
                IOS --verify` eagerly and as one CUDA graph (--cuda-graph), each
                output compared with the cpu backend's (bundle assets)
@@ -64,6 +65,7 @@ SUITES = (
     ("backend_conformance_test", "*cuda*", 240),
     ("backend_factory_test", "*", 30),
     ("runtime_test", "*", 60),
+    ("runtime_device_buffers_test", "*", 60),
 )
 TORCHVISION = ("resnet50", "inception_v3", "googlenet", "squeezenet1_1", "densenet121",
                "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x1_0")
@@ -240,6 +242,9 @@ class Truth:
         for binary, gtest_filter, cap in SUITES:
             if self.remaining() < 20:
                 suites[binary] = {"status": "not run", "reason": "deadline"}
+                continue
+            if not os.path.exists(self.bin[binary]):
+                suites[binary] = {"status": "not run", "reason": "not in this build (no CUDA)"}
                 continue
             suites[binary] = self.gtest(binary, gtest_filter, cap, binary)
         failed = any(s["status"] == "failed" for s in suites.values())

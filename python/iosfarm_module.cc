@@ -6,13 +6,19 @@
 //   y = s.run({"input": np.zeros((1, 3, 224, 224), np.float32)})["output"]
 //
 // Inputs may be any array numpy can turn into float32 (copied only when it
-// is not already C-contiguous float32); outputs are new float32 arrays.
+// is not already C-contiguous float32) or, on a cuda session, a CUDA array
+// (__cuda_array_interface__: torch.cuda tensors, CuPy), read on the GPU;
+// outputs are new float32 arrays, or written into the caller's buffers
+// (numpy or CUDA arrays) with run(inputs, outputs={...}).
 // Errors raise iosfarm.Error (a RuntimeError) with the library's message and
 // a `code` attribute ("invalid_argument", "not_found", ...). The GIL is
 // released while a session opens or runs, so threads run sessions in parallel.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
 
 #include "iosfarm/runtime.h"
 
@@ -48,34 +54,115 @@ py::dict Shapes(const std::vector<iosfarm::TensorInfo>& infos) {
   return shapes;
 }
 
-py::dict Run(iosfarm::Session& session, const py::dict& feed) {
+// What an object's __cuda_array_interface__ (a torch.cuda tensor, a CuPy
+// array, Numba's) describes, checked for what the runtime reads and writes:
+// contiguous float32, no mask.
+struct CudaArray {
+  float* data = nullptr;
+  size_t size = 0;
+  std::vector<int64_t> shape;
+  std::uintptr_t stream = 0;  // the producer's stream (0: none given)
+  bool readonly = false;
+};
+
+std::optional<CudaArray> AsCudaArray(const py::handle& object, const std::string& what) {
+  if (!py::hasattr(object, "__cuda_array_interface__")) return std::nullopt;
+  const py::dict cai = object.attr("__cuda_array_interface__");
+  const std::string typestr = py::str(cai["typestr"]);
+  if (typestr != "<f4") {
+    throw py::type_error(what + " is a CUDA array of type '" + typestr +
+                         "'; the runtime reads and writes float32 ('<f4') only");
+  }
+  if (cai.contains("mask") && !cai["mask"].is_none()) {
+    throw py::type_error(what + " is a masked CUDA array; the runtime takes no masks");
+  }
+  CudaArray array;
+  size_t size = 1;
+  for (const py::handle& extent : py::tuple(cai["shape"])) {
+    array.shape.push_back(extent.cast<int64_t>());
+    size *= static_cast<size_t>(array.shape.back());
+  }
+  if (cai.contains("strides") && !cai["strides"].is_none()) {
+    const py::tuple strides(cai["strides"]);
+    int64_t expected = sizeof(float);
+    for (size_t i = array.shape.size(); i-- > 0;) {
+      if (array.shape[i] > 1 && strides[i].cast<int64_t>() != expected) {
+        throw py::type_error(what +
+                             " is a CUDA array that is not C-contiguous (call "
+                             ".contiguous() first)");
+      }
+      expected *= array.shape[i];
+    }
+  }
+  const py::tuple data(cai["data"]);
+  array.data = reinterpret_cast<float*>(data[0].cast<std::uintptr_t>());
+  array.readonly = data[1].cast<bool>();
+  array.size = size;
+  if (cai.contains("stream") && !cai["stream"].is_none()) {
+    array.stream = cai["stream"].cast<std::uintptr_t>();
+  }
+  return array;
+}
+
+py::object Run(iosfarm::Session& session, const py::dict& feed, const py::object& into) {
   std::vector<FloatArray> arrays;  // keeps converted inputs alive
   arrays.reserve(feed.size());
   std::map<std::string, iosfarm::TensorView> inputs;
   for (const auto& [key, value] : feed) {
+    const std::string name = py::str(key).cast<std::string>();
+    if (std::optional<CudaArray> cuda = AsCudaArray(value, "input '" + name + "'")) {
+      inputs.emplace(name, iosfarm::TensorView({cuda->data, cuda->size}, std::move(cuda->shape),
+                                               iosfarm::Memory::kCuda, cuda->stream));
+      continue;
+    }
     arrays.push_back(FloatArray::ensure(value));
     if (!arrays.back()) {
-      throw py::type_error("input '" + py::str(key).cast<std::string>() +
-                           "' cannot be converted to a float32 array");
+      throw py::type_error("input '" + name + "' cannot be converted to a float32 array");
     }
     const FloatArray& array = arrays.back();
     std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
-    inputs.emplace(
-        py::str(key).cast<std::string>(),
-        iosfarm::TensorView({array.data(), static_cast<size_t>(array.size())}, std::move(shape)));
+    inputs.emplace(name, iosfarm::TensorView({array.data(), static_cast<size_t>(array.size())},
+                                             std::move(shape)));
   }
+  std::map<std::string, iosfarm::OutputBuffer> outputs;
   py::dict result;
-  std::map<std::string, std::span<float>> outputs;
-  for (const iosfarm::TensorInfo& info : session.outputs()) {
-    FloatArray array(std::vector<py::ssize_t>(info.shape.begin(), info.shape.end()));
-    outputs.emplace(info.name,
-                    std::span<float>(array.mutable_data(), static_cast<size_t>(array.size())));
-    result[py::str(info.name)] = std::move(array);
+  if (into.is_none()) {
+    for (const iosfarm::TensorInfo& info : session.outputs()) {
+      FloatArray array(std::vector<py::ssize_t>(info.shape.begin(), info.shape.end()));
+      outputs.emplace(info.name, iosfarm::OutputBuffer(std::span<float>(
+                                     array.mutable_data(), static_cast<size_t>(array.size()))));
+      result[py::str(info.name)] = std::move(array);
+    }
+  } else {
+    // Caller buffers: written in place, never converted (a copy would
+    // receive the outputs instead of the caller's array).
+    for (const auto& [key, value] : py::dict(into)) {
+      const std::string name = py::str(key).cast<std::string>();
+      const std::string what = "output '" + name + "'";
+      if (std::optional<CudaArray> cuda = AsCudaArray(value, what)) {
+        if (cuda->readonly) throw py::type_error(what + " is a read-only CUDA array");
+        outputs.emplace(name,
+                        iosfarm::OutputBuffer({cuda->data, cuda->size}, iosfarm::Memory::kCuda));
+        continue;
+      }
+      if (!py::isinstance<py::array>(value)) {
+        throw py::type_error(what + " must be a float32 numpy array or a CUDA array");
+      }
+      py::array array = py::reinterpret_borrow<py::array>(value);
+      if (!array.dtype().is(py::dtype::of<float>()) || !(array.flags() & py::array::c_style) ||
+          !array.writeable()) {
+        throw py::type_error(what + " must be a writable, C-contiguous float32 array");
+      }
+      outputs.emplace(
+          name, iosfarm::OutputBuffer(std::span<float>(static_cast<float*>(array.mutable_data()),
+                                                       static_cast<size_t>(array.size()))));
+    }
   }
   {
     py::gil_scoped_release release;
     session.Run(inputs, outputs);
   }
+  if (!into.is_none()) return into;
   return result;
 }
 
@@ -133,8 +220,15 @@ latency_db, device_key: where tuning finds and stores stage latencies (by
            py::arg("backend") = "cpu", py::arg("batch") = 0, py::arg("threads") = 0,
            py::arg("cuda_graph") = true, py::arg("tune_if_missing") = false,
            py::arg("latency_db") = py::none(), py::arg("device_key") = "")
-      .def("run", &Run, py::arg("inputs"),
-           "Runs the model once: {input name: array} -> {output name: float32 array}.")
+      .def("run", &Run, py::arg("inputs"), py::arg("outputs") = py::none(),
+           R"doc(Runs the model once: {input name: array} -> {output name: float32 array}.
+
+Inputs are numpy arrays (or anything numpy turns into float32) or, on a cuda
+session, CUDA arrays (objects with __cuda_array_interface__: torch.cuda
+tensors, CuPy), read in place on the GPU after their stream's queued work.
+outputs: None (new numpy arrays are returned) or {output name: buffer}, each
+a writable C-contiguous float32 numpy array or, on cuda, a CUDA array, written
+in place; the dict is returned.)doc")
       .def_property_readonly(
           "inputs", [](const iosfarm::Session& s) { return Shapes(s.inputs()); },
           "{input name: shape}")

@@ -204,11 +204,11 @@ Status CheckInput(const TensorInfo& info, const TensorView& view) {
   return absl::OkStatus();
 }
 
-Status CheckOutput(const TensorInfo& info, const std::span<float>& buffer) {
-  if (static_cast<int64_t>(buffer.size()) != graph::NumElements(info.shape)) {
+Status CheckOutput(const TensorInfo& info, const OutputBuffer& buffer) {
+  if (static_cast<int64_t>(buffer.data.size()) != graph::NumElements(info.shape)) {
     return absl::InvalidArgumentError(
         StrCat("output '", info.name, "' of shape ", graph::ShapeToString(info.shape), " needs ",
-               graph::NumElements(info.shape), " values, its buffer has ", buffer.size()));
+               graph::NumElements(info.shape), " values, its buffer has ", buffer.data.size()));
   }
   return absl::OkStatus();
 }
@@ -297,15 +297,31 @@ std::map<std::string, Tensor> Session::Run(const std::map<std::string, TensorVie
 
 void Session::Run(const std::map<std::string, TensorView>& inputs,
                   const std::map<std::string, std::span<float>>& outputs) {
+  std::map<std::string, OutputBuffer> host;
+  for (const auto& [name, span] : outputs) host.emplace(name, OutputBuffer(span));
+  Run(inputs, host);
+}
+
+void Session::Run(const std::map<std::string, TensorView>& inputs,
+                  const std::map<std::string, OutputBuffer>& outputs) {
   const std::vector<const TensorView*> in =
       ValueOrThrow(InGraphOrder(inputs, impl_->inputs, "input", CheckInput));
-  const std::vector<const std::span<float>*> out =
+  const std::vector<const OutputBuffer*> out =
       ValueOrThrow(InGraphOrder(outputs, impl_->outputs, "output", CheckOutput));
   worker::InputBuffers input_buffers;
-  for (const TensorView* view : in) input_buffers.push_back(view->data);
+  worker::BufferPlacement placement;
+  for (const TensorView* view : in) {
+    input_buffers.push_back(view->data);
+    placement.device_inputs.push_back(view->memory == Memory::kCuda);
+    placement.input_streams.push_back(view->memory == Memory::kCuda ? view->cuda_stream : 0);
+  }
   worker::OutputBuffers output_buffers;
-  for (const std::span<float>* buffer : out) output_buffers.push_back(*buffer);
-  ThrowIfError(impl_->backend->RunPrepared(*impl_->prepared, input_buffers, output_buffers));
+  for (const OutputBuffer* buffer : out) {
+    output_buffers.push_back(buffer->data);
+    placement.device_outputs.push_back(buffer->memory == Memory::kCuda);
+  }
+  ThrowIfError(
+      impl_->backend->RunPrepared(*impl_->prepared, input_buffers, output_buffers, placement));
 }
 
 ScheduleTiming Session::TimeSchedule(int runs, int warmup) {

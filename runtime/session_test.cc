@@ -124,8 +124,46 @@ TEST(SessionTest, RunIntoCallerBuffers) {
                         session.Run(Feed(session, image), {{out, std::span<float>(small)}});
                       }),
               HasSubstr("needs 1000 values, its buffer has 10"));
-  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument, [&] { session.Run(Feed(session, image), {}); }),
-              HasSubstr("output '" + out + "' [1,1000] is missing"));
+  EXPECT_THAT(
+      ErrorOf(
+          ErrorCode::kInvalidArgument,
+          [&] { session.Run(Feed(session, image), std::map<std::string, std::span<float>>{}); }),
+      HasSubstr("output '" + out + "' [1,1000] is missing"));
+}
+
+TEST(SessionTest, OutputBuffersInHostMemory) {
+  Session session("squeezenet", Cpu());
+  const std::vector<float> image = Ramp(Count(session.inputs()[0].shape));
+  const std::string out = session.outputs()[0].name;
+  std::vector<float> buffer(1000, -1);
+  session.Run(Feed(session, image),
+              std::map<std::string, OutputBuffer>{{out, OutputBuffer(buffer, Memory::kHost)}});
+  EXPECT_EQ(buffer, session.Run(Feed(session, image)).at(out).data);
+}
+
+// Device memory needs a cuda session; a cpu session names the buffer instead
+// of reading a device pointer (runtime/device_buffers_test.cc: on a GPU).
+TEST(SessionTest, CpuSessionRefusesDeviceMemory) {
+  Session session("squeezenet", Cpu());
+  const TensorInfo& in = session.inputs()[0];
+  const std::string out = session.outputs()[0].name;
+  const std::vector<float> image = Ramp(Count(in.shape));
+  std::vector<float> buffer(1000, -1);
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument,
+                      [&] {
+                        session.Run({{in.name, TensorView(image, in.shape, Memory::kCuda)}});
+                      }),
+              HasSubstr("input '" + in.name +
+                        "' is device memory, but the cpu backend reads and writes host memory "
+                        "only"));
+  EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument,
+                      [&] {
+                        session.Run(Feed(session, image),
+                                    std::map<std::string, OutputBuffer>{
+                                        {out, OutputBuffer(buffer, Memory::kCuda)}});
+                      }),
+              HasSubstr("output '" + out + "' is device memory"));
+  EXPECT_EQ(buffer, std::vector<float>(1000, -1)) << "nothing was written";
 }
 
 TEST(SessionTest, BadInputsAreNamed) {

@@ -12,7 +12,8 @@
 // Models: an ONNX file (its real weights are used), ONNX bytes, or a name of
 // the built-in zoo (`iosfarm models`; deterministic pseudo-random weights,
 // the same on every backend). Tensors are fp32, row-major (NCHW for images),
-// in host memory.
+// in host memory or, on the cuda backend, in the GPU's memory (Memory::kCuda:
+// inputs and outputs then never cross to the host).
 //
 // Schedules (SessionOptions::schedule): empty or "sequential" (one operator
 // per stage), "greedy" (every ready operator in one stage), a schedule file
@@ -83,12 +84,36 @@ struct TensorInfo {
   std::vector<int64_t> shape;
 };
 
+// Where a caller's buffer lives. kCuda: memory of the session's CUDA device
+// (cudaMalloc, a torch.cuda tensor's data_ptr(), CuPy), copied device to
+// device; only sessions on a "cuda" backend take it (others throw
+// kInvalidArgument naming the buffer), and they check that the pointer is
+// memory of their device.
+enum class Memory { kHost, kCuda };
+
 // fp32 data the caller owns, row-major, viewed for one Run call.
 struct TensorView {
-  TensorView(std::span<const float> data, std::vector<int64_t> shape)
-      : data(data), shape(std::move(shape)) {}
+  TensorView(std::span<const float> data, std::vector<int64_t> shape, Memory memory = Memory::kHost,
+             std::uintptr_t cuda_stream = 0)
+      : data(data), shape(std::move(shape)), memory(memory), cuda_stream(cuda_stream) {}
   std::span<const float> data;
   std::vector<int64_t> shape;
+  Memory memory = Memory::kHost;
+  // With kCuda: the cudaStream_t (as an integer; 0: none, the data is
+  // ready; 1 and 2: the legacy and per-thread default streams, as in
+  // __cuda_array_interface__) whose queued work writes the data. Run waits
+  // for that work before it reads.
+  std::uintptr_t cuda_stream = 0;
+};
+
+// Caller memory one graph output is written into: a span of exactly the
+// output's element count, in host or (kCuda) device memory. Device outputs
+// are complete when Run returns.
+struct OutputBuffer {
+  explicit OutputBuffer(std::span<float> data, Memory memory = Memory::kHost)
+      : data(data), memory(memory) {}
+  std::span<float> data;
+  Memory memory = Memory::kHost;
 };
 
 // fp32 data owned by the tensor, row-major.
@@ -167,10 +192,15 @@ class Session {
   // naming a missing, unknown or misshapen input.
   std::map<std::string, Tensor> Run(const std::map<std::string, TensorView>& inputs);
 
-  // The same, writing each output into caller memory: `outputs` names every
-  // graph output with a span of exactly its element count (no allocation).
+  // The same, writing each output into caller host memory: `outputs` names
+  // every graph output with a span of exactly its element count (no
+  // allocation).
   void Run(const std::map<std::string, TensorView>& inputs,
            const std::map<std::string, std::span<float>>& outputs);
+  // The same into host or device memory (OutputBuffer). With device inputs
+  // and outputs on cuda, nothing crosses to the host.
+  void Run(const std::map<std::string, TensorView>& inputs,
+           const std::map<std::string, OutputBuffer>& outputs);
 
   // Times the schedule alone, as `iosfarm run --iterations` does: `warmup`
   // untimed then `runs` timed executions with the inputs already in place

@@ -69,6 +69,75 @@ def test_bad_inputs_raise_named_errors(squeezenet):
     squeezenet.run({"input": image((1, 3, 224, 224))})  # still usable
 
 
+def test_outputs_are_written_into_caller_arrays(squeezenet):
+    x = image((1, 3, 224, 224))
+    (name, expected), = squeezenet.run({"input": x}).items()
+    out = np.full((1, 1000), -1, np.float32)
+    buffers = {name: out}
+    assert squeezenet.run({"input": x}, outputs=buffers) is buffers
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(TypeError, match=f"output '{name}' must be a writable, C-contiguous "
+                                        "float32 array"):
+        squeezenet.run({"input": x}, outputs={name: np.zeros((1, 1000), np.float64)})
+    read_only = np.zeros((1, 1000), np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(TypeError, match="writable"):
+        squeezenet.run({"input": x}, outputs={name: read_only})
+    with pytest.raises(iosfarm.Error, match="needs 1000 values, its buffer has 10"):
+        squeezenet.run({"input": x}, outputs={name: np.zeros(10, np.float32)})
+
+
+class FakeCudaArray:
+    """Says it is device memory (__cuda_array_interface__, version 3) without
+    being any: a cpu session must refuse it before it reads the pointer."""
+
+    def __init__(self, shape, typestr="<f4", strides=None):
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": typestr, "data": (0xDEAD0000, False),
+            "strides": strides, "version": 3, "stream": None}
+
+
+def test_cpu_sessions_refuse_cuda_arrays_by_name(squeezenet):
+    x = image((1, 3, 224, 224))
+    (name, _), = squeezenet.outputs.items()
+    with pytest.raises(iosfarm.Error, match="input 'input' is device memory, but the cpu "
+                                            "backend reads and writes host memory only") as error:
+        squeezenet.run({"input": FakeCudaArray((1, 3, 224, 224))})
+    assert error.value.code == "invalid_argument"
+    with pytest.raises(iosfarm.Error, match=f"output '{name}' is device memory"):
+        squeezenet.run({"input": x}, outputs={name: FakeCudaArray((1, 1000))})
+    with pytest.raises(TypeError, match="input 'input' is a CUDA array of type '<f8'"):
+        squeezenet.run({"input": FakeCudaArray((1, 3, 224, 224), typestr="<f8")})
+    with pytest.raises(TypeError, match="not C-contiguous"):
+        squeezenet.run({"input": FakeCudaArray((1, 3, 224, 224), strides=(4, 4, 4, 4))})
+
+
+def cuda_torch():
+    """torch with a CUDA device, or None (then the GPU tests skip)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+@pytest.mark.skipif(cuda_torch() is None, reason="no CUDA device answers to torch here")
+def test_torch_cuda_tensors_in_and_out():
+    torch = cuda_torch()
+    try:
+        s = iosfarm.Session("squeezenet", backend="cuda", schedule="greedy")
+    except iosfarm.Error as e:  # a build without the CUDA backend
+        pytest.skip(str(e))
+    x = image((1, 3, 224, 224))
+    (name, expected), = s.run({"input": x}).items()
+    x_gpu = torch.from_numpy(x).cuda()
+    out = torch.full((1, 1000), -1.0, device="cuda")
+    s.run({"input": x_gpu}, outputs={name: out})
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-5, atol=1e-6)
+    host = s.run({"input": x_gpu})[name]
+    np.testing.assert_allclose(host, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_bad_options_raise_named_errors(tmp_path):
     with pytest.raises(iosfarm.Error, match="neither a zoo model") as error:
         iosfarm.Session("no_such_model")

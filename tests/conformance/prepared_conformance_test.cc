@@ -107,6 +107,42 @@ TEST_P(PreparedConformanceTest, BadBuffersAreRefusedByName) {
               HasSubstr("input 'input' has shape [1,3,32,32], the model wants [1,3,224,224]"));
 }
 
+// Buffer placement: vectors of the wrong length are refused; a backend
+// that reads host memory only names the buffer marked as device memory
+// (device buffers themselves: runtime/device_buffers_test.cc, on a GPU).
+TEST_P(PreparedConformanceTest, BufferPlacementIsChecked) {
+  IOSFARM_BACKEND_OR_SKIP(backend, GetParam(), /*needs_values=*/true);
+  auto prepared = backend->Prepare(graph_, schedule_, worker::PrepareOptions{});
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  const std::vector<graph::Tensor> inputs = worker::MakeGraphInputs(graph_, 1);
+  const graph::Shape& shape = graph_.value(graph_.outputs()[0]).shape;
+  std::vector<float> output(graph::NumElements(shape), -7.f);
+  const worker::InputBuffers in = {inputs[0].data};
+  const worker::OutputBuffers out = {output};
+
+  worker::BufferPlacement too_many;
+  too_many.device_inputs = {false, false};
+  Status bad = backend->RunPrepared(**prepared, in, out, too_many);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr("2 input placements for 1 graph values"));
+
+  worker::BufferPlacement host;
+  host.device_inputs = {false};
+  host.device_outputs = {false};
+  host.input_streams = {0};
+  EXPECT_TRUE(backend->RunPrepared(**prepared, in, out, host).ok());
+  EXPECT_NE(output[0], -7.f) << "the host placement ran";
+
+  if (backend->accepts_device_buffers()) return;
+  worker::BufferPlacement device_output;
+  device_output.device_outputs = {true};
+  Status refused = backend->RunPrepared(**prepared, in, out, device_output);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("output '" + graph_.value(graph_.outputs()[0]).name +
+                                           "' is device memory, but the " + backend->name() +
+                                           " backend reads and writes host memory only"));
+}
+
 TEST_P(PreparedConformanceTest, SimComputesNoValues) {
   IOSFARM_BACKEND_OR_SKIP(backend, GetParam(), /*needs_values=*/false);
   if (ComputesValues(GetParam())) GTEST_SKIP() << GetParam() << " computes values";

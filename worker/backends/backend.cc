@@ -106,8 +106,45 @@ StatusOr<std::unique_ptr<PreparedSchedule>> Backend::Prepare(
   return prepared;
 }
 
+namespace {
+
+// The placement's vectors are empty or one entry per buffer; device memory
+// only on a backend that takes it.
+Status CheckPlacement(const Backend& backend, const graph::Graph& graph,
+                      const BufferPlacement& placement) {
+  const auto check_size = [](size_t size, size_t want, std::string_view what) -> Status {
+    if (size != 0 && size != want) {
+      return absl::InvalidArgumentError(
+          StrCat("buffer placement: ", size, " ", what, " for ", want, " graph values"));
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(
+      check_size(placement.device_inputs.size(), graph.inputs().size(), "input placements"));
+  RETURN_IF_ERROR(
+      check_size(placement.input_streams.size(), graph.inputs().size(), "input streams"));
+  RETURN_IF_ERROR(
+      check_size(placement.device_outputs.size(), graph.outputs().size(), "output placements"));
+  if (backend.accepts_device_buffers()) return absl::OkStatus();
+  const auto host_only = [&](std::string_view kind, graph::ValueId value) {
+    return absl::InvalidArgumentError(
+        StrCat(kind, " '", graph.value(value).name, "' is device memory, but the ", backend.name(),
+               " backend reads and writes host memory only (device buffers need the cuda "
+               "backend)"));
+  };
+  for (size_t i = 0; i < placement.device_inputs.size(); ++i) {
+    if (placement.device_inputs[i]) return host_only("input", graph.inputs()[i]);
+  }
+  for (size_t i = 0; i < placement.device_outputs.size(); ++i) {
+    if (placement.device_outputs[i]) return host_only("output", graph.outputs()[i]);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 Status Backend::RunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
-                            const OutputBuffers& outputs) {
+                            const OutputBuffers& outputs, const BufferPlacement& placement) {
   if (prepared.owner() != this) {
     const std::string backend = name();
     return absl::InvalidArgumentError(StrCat(
@@ -117,8 +154,9 @@ Status Backend::RunPrepared(PreparedSchedule& prepared, const InputBuffers& inpu
   const graph::Graph& graph = prepared.graph();
   RETURN_IF_ERROR(CheckBuffers(graph, "input", graph.inputs(), inputs));
   RETURN_IF_ERROR(CheckBuffers(graph, "output", graph.outputs(), outputs));
+  RETURN_IF_ERROR(CheckPlacement(*this, graph, placement));
   absl::MutexLock lock(&device_mu_);
-  return DoRunPrepared(prepared, inputs, outputs);
+  return DoRunPrepared(prepared, inputs, outputs, placement);
 }
 
 StatusOr<std::unique_ptr<PreparedSchedule>> Backend::DoPrepare(const graph::Graph&,
@@ -129,7 +167,8 @@ StatusOr<std::unique_ptr<PreparedSchedule>> Backend::DoPrepare(const graph::Grap
                                          "on real inputs needs the cpu or cuda backend"));
 }
 
-Status Backend::DoRunPrepared(PreparedSchedule&, const InputBuffers&, const OutputBuffers&) {
+Status Backend::DoRunPrepared(PreparedSchedule&, const InputBuffers&, const OutputBuffers&,
+                              const BufferPlacement&) {
   return absl::UnimplementedError(
       StrCat("the ", name(), " backend cannot run a prepared schedule"));
 }

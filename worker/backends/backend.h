@@ -133,10 +133,24 @@ struct PrepareOptions {
   bool cuda_graph = false;  // cuda only: capture the schedule as one CUDA graph
 };
 
-// Graph inputs (read) or outputs (written) as plain row-major fp32 host
-// memory, in graph order; each span holds exactly its value's element count.
+// Graph inputs (read) or outputs (written) as plain row-major fp32 memory,
+// in graph order; each span holds exactly its value's element count. Host
+// memory unless a BufferPlacement says otherwise.
 using InputBuffers = std::vector<std::span<const float>>;
 using OutputBuffers = std::vector<std::span<float>>;
+
+// Where RunPrepared's buffers live. Device memory is memory of the backend's
+// own device (cudaMalloc, a framework's CUDA tensor), copied device to
+// device; only a backend whose accepts_device_buffers() is true takes it.
+struct BufferPlacement {
+  // In graph order; an empty vector: every input (output) is host memory.
+  std::vector<bool> device_inputs;
+  std::vector<bool> device_outputs;
+  // Per input, empty or in graph order: the cudaStream_t (as an integer;
+  // 0: none) whose queued work writes the input. The backend waits for it
+  // before reading. Device outputs are complete when RunPrepared returns.
+  std::vector<std::uintptr_t> input_streams;
+};
 
 // OK when `inputs` are as many as the graph's inputs and each has its
 // value's shape; otherwise InvalidArgument naming the input ("input 'x' has
@@ -187,12 +201,17 @@ class Backend {
                                                       const PrepareOptions& options);
 
   // Runs a prepared schedule once: reads `inputs`, writes every graph output
-  // into `outputs`. InvalidArgument for a schedule another instance prepared
-  // or buffers that do not match the graph (naming the input or output);
-  // otherwise DoRunPrepared's errors. Serialised with Profile and
-  // RunSchedule: one prepared run at a time per backend.
+  // into `outputs`, each in host or device memory as `placement` says.
+  // InvalidArgument for a schedule another instance prepared, buffers that
+  // do not match the graph (naming the input or output), a placement of the
+  // wrong length, or device memory on a backend that takes none; otherwise
+  // DoRunPrepared's errors. Serialised with Profile and RunSchedule: one
+  // prepared run at a time per backend.
   Status RunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
-                     const OutputBuffers& outputs);
+                     const OutputBuffers& outputs, const BufferPlacement& placement = {});
+
+  // Whether RunPrepared takes buffers in the device's own memory (cuda).
+  virtual bool accepts_device_buffers() const { return false; }
 
  protected:
   // Build without the checks: stages are valid. Must return plans of its own
@@ -220,9 +239,10 @@ class Backend {
       const PrepareOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
 
   // RunPrepared without the checks: `prepared` came from this instance's
-  // DoPrepare and the buffers match its graph.
+  // DoPrepare, the buffers match its graph, and `placement` names device
+  // memory only where accepts_device_buffers().
   virtual Status DoRunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
-                               const OutputBuffers& outputs)
+                               const OutputBuffers& outputs, const BufferPlacement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
 
   // A plan handed to DoProfile as the type the implementation's DoBuild made

@@ -303,7 +303,8 @@ StatusOr<std::unique_ptr<PreparedSchedule>> CpuBackend::DoPrepare(
 }
 
 Status CpuBackend::DoRunPrepared(PreparedSchedule& base, const InputBuffers& inputs,
-                                 const OutputBuffers& outputs) {
+                                 const OutputBuffers& outputs,
+                                 const BufferPlacement& /*placement: host only*/) {
   auto& prepared = static_cast<CpuPreparedSchedule&>(base);
   return CatchDnnl([&]() -> Status {
     for (size_t i = 0; i < inputs.size(); ++i) {

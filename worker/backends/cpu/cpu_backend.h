@@ -87,7 +87,7 @@ class CpuBackend final : public Backend {
       const graph::Graph& graph, const scheduler::ios::Schedule& schedule,
       const PrepareOptions& options) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
   Status DoRunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
-                       const OutputBuffers& outputs) override
+                       const OutputBuffers& outputs, const BufferPlacement& placement) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
 
   // The whole schedule compiled against one value store (memory planned);

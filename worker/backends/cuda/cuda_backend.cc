@@ -194,17 +194,30 @@ StatusOr<std::unique_ptr<PreparedSchedule>> CudaBackend::DoPrepare(
 }
 
 Status CudaBackend::DoRunPrepared(PreparedSchedule& base, const InputBuffers& inputs,
-                                  const OutputBuffers& outputs) {
+                                  const OutputBuffers& outputs, const BufferPlacement& placement) {
   auto& prepared = static_cast<CudaPreparedSchedule&>(base);
   ASSIGN_OR_RETURN(CudaDeviceContext * context, Activate());
   const cudaStream_t main = context->lanes().lane(0).stream;
-  RETURN_IF_ERROR(prepared.program->WriteRuntimeInputs(inputs));
+  const graph::Graph& graph = prepared.graph();
+  for (size_t i = 0; i < placement.device_inputs.size(); ++i) {
+    if (!placement.device_inputs[i]) continue;
+    RETURN_IF_ERROR(CheckDeviceMemory(inputs[i].data(), context->device(),
+                                      StrCat("input '", graph.value(graph.inputs()[i]).name, "'")));
+  }
+  for (size_t i = 0; i < placement.device_outputs.size(); ++i) {
+    if (!placement.device_outputs[i]) continue;
+    RETURN_IF_ERROR(
+        CheckDeviceMemory(outputs[i].data(), context->device(),
+                          StrCat("output '", graph.value(graph.outputs()[i]).name, "'")));
+  }
+  RETURN_IF_ERROR(prepared.program->WriteRuntimeInputs(inputs, placement.device_inputs,
+                                                       placement.input_streams));
   if (prepared.graph_runner.has_value()) {
     RETURN_IF_ERROR(prepared.graph_runner->Launch(main));
   } else {
     RETURN_IF_ERROR(prepared.program->Enqueue());
   }
-  return prepared.program->ReadOutputsInto(outputs);
+  return prepared.program->ReadOutputsInto(outputs, placement.device_outputs);
 }
 
 }  // namespace iosfarm::worker::cuda

@@ -49,6 +49,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
   std::string device_description() const override { return description_; }
+  bool accepts_device_buffers() const override { return true; }
 
   Status CheckSupported(const graph::Graph& graph) const override;
 
@@ -77,7 +78,7 @@ class CudaBackend final : public Backend {
       const graph::Graph& graph, const scheduler::ios::Schedule& schedule,
       const PrepareOptions& options) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
   Status DoRunPrepared(PreparedSchedule& prepared, const InputBuffers& inputs,
-                       const OutputBuffers& outputs) override
+                       const OutputBuffers& outputs, const BufferPlacement& placement) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu_);
 
   // The whole schedule planned and instantiated on the device (graph inputs

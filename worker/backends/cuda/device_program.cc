@@ -14,7 +14,36 @@ float* RefPtr(const DeviceBuffer& arena, const ExecutionPlan& plan, const Tensor
          ref.offset;
 }
 
+// The stream a __cuda_array_interface__-style integer names.
+cudaStream_t StreamFromHandle(std::uintptr_t handle) {
+  if (handle == 1) return cudaStreamLegacy;
+  if (handle == 2) return cudaStreamPerThread;
+  return reinterpret_cast<cudaStream_t>(handle);
+}
+
 }  // namespace
+
+Status CheckDeviceMemory(const void* data, int device, const std::string& what) {
+  cudaPointerAttributes attributes{};
+  const cudaError_t error = cudaPointerGetAttributes(&attributes, data);
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // a non-sticky error: clear it so the next call starts clean
+    return absl::InvalidArgumentError(StrCat(what,
+                                             " was passed as device memory, but CUDA does "
+                                             "not know the pointer (",
+                                             cudaGetErrorString(error), ")"));
+  }
+  if (attributes.type == cudaMemoryTypeManaged) return absl::OkStatus();
+  if (attributes.type != cudaMemoryTypeDevice) {
+    return absl::InvalidArgumentError(StrCat(what, " was passed as device memory, but it is ",
+                                             "host memory (pass it as host memory instead)"));
+  }
+  if (attributes.device != device) {
+    return absl::InvalidArgumentError(StrCat(what, " is memory of CUDA device ", attributes.device,
+                                             ", but the session runs on device ", device));
+  }
+  return absl::OkStatus();
+}
 
 StatusOr<std::unique_ptr<DeviceProgram>> DeviceProgram::Create(CudaDeviceContext& device,
                                                                const ExecutionPlan& plan) {
@@ -66,9 +95,15 @@ Status DeviceProgram::WriteRuntimeInputs(const std::vector<graph::Tensor>& graph
   return WriteRuntimeInputs(spans);
 }
 
-Status DeviceProgram::WriteRuntimeInputs(
-    const std::vector<std::span<const float>>& graph_inputs) {
+Status DeviceProgram::WriteRuntimeInputs(const std::vector<std::span<const float>>& graph_inputs,
+                                         const std::vector<bool>& on_device,
+                                         const std::vector<std::uintptr_t>& ready_streams) {
   const cudaStream_t stream = device_.lanes().lane(0).stream;
+  for (size_t i = 0; i < ready_streams.size(); ++i) {
+    if (ready_streams[i] == 0) continue;
+    RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(StreamFromHandle(ready_streams[i])),
+                             StrCat("cudaStreamSynchronize (the stream of graph input ", i, ")")));
+  }
   for (const RuntimeInput& input : plan_.runtime_inputs) {
     if (input.input_index < 0 || input.input_index >= static_cast<int>(graph_inputs.size())) {
       return absl::InvalidArgumentError(StrCat("graph input ", input.input_index, " missing"));
@@ -79,10 +114,12 @@ Status DeviceProgram::WriteRuntimeInputs(
                                                data.size(), " values, expected ",
                                                input.ref.num_elements()));
     }
-    RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(RefPtr(arena_, plan_, input.ref), data.data(),
-                                             data.size() * sizeof(float),
-                                             cudaMemcpyHostToDevice, stream),
-                             "cudaMemcpyAsync (graph input)"));
+    const bool device =
+        static_cast<size_t>(input.input_index) < on_device.size() && on_device[input.input_index];
+    RETURN_IF_ERROR(CudaCall(
+        cudaMemcpyAsync(RefPtr(arena_, plan_, input.ref), data.data(), data.size() * sizeof(float),
+                        device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync (graph input)"));
   }
   return CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize (graph inputs)");
 }
@@ -102,7 +139,8 @@ StatusOr<std::vector<graph::Tensor>> DeviceProgram::ReadOutputs() const {
   return outputs;
 }
 
-Status DeviceProgram::ReadOutputsInto(const std::vector<std::span<float>>& outputs) const {
+Status DeviceProgram::ReadOutputsInto(const std::vector<std::span<float>>& outputs,
+                                      const std::vector<bool>& on_device) const {
   if (outputs.size() != plan_.outputs.size()) {
     return absl::InvalidArgumentError(
         StrCat(outputs.size(), " output buffers for ", plan_.outputs.size(), " outputs"));
@@ -114,10 +152,12 @@ Status DeviceProgram::ReadOutputsInto(const std::vector<std::span<float>>& outpu
       return absl::InvalidArgumentError(StrCat("output ", i, " buffer has ", outputs[i].size(),
                                                " values, expected ", ref.num_elements()));
     }
-    RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(outputs[i].data(), RefPtr(arena_, plan_, ref),
-                                             outputs[i].size() * sizeof(float),
-                                             cudaMemcpyDeviceToHost, stream),
-                             "cudaMemcpyAsync (output)"));
+    const bool device = i < on_device.size() && on_device[i];
+    RETURN_IF_ERROR(CudaCall(
+        cudaMemcpyAsync(outputs[i].data(), RefPtr(arena_, plan_, ref),
+                        outputs[i].size() * sizeof(float),
+                        device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync (output)"));
   }
   return CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize (outputs)");
 }

@@ -9,8 +9,10 @@
 #ifndef IOSFARM_WORKER_BACKENDS_CUDA_DEVICE_PROGRAM_H_
 #define IOSFARM_WORKER_BACKENDS_CUDA_DEVICE_PROGRAM_H_
 
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -22,6 +24,10 @@
 
 namespace iosfarm::worker::cuda {
 
+// OK when `data` is memory of CUDA device `device` (or managed memory);
+// otherwise InvalidArgument naming `what` and saying what the memory is.
+Status CheckDeviceMemory(const void* data, int device, const std::string& what);
+
 class DeviceProgram {
  public:
   static StatusOr<std::unique_ptr<DeviceProgram>> Create(CudaDeviceContext& device,
@@ -31,16 +37,26 @@ class DeviceProgram {
   // order) and waits for the copies. InvalidArgument on a missing input or a
   // size mismatch.
   Status WriteRuntimeInputs(const std::vector<graph::Tensor>& graph_inputs);
-  // The same from plain host memory, one span per graph input.
-  Status WriteRuntimeInputs(const std::vector<std::span<const float>>& graph_inputs);
+  // The same from plain memory, one span per graph input: host memory, or
+  // where `on_device[i]` (empty: none) memory of this device (the caller
+  // checks it with CheckDeviceMemory), after the work queued on
+  // `ready_streams[i]` (empty or 0: none; a
+  // cudaStream_t as an integer, 1 and 2 the legacy and per-thread default
+  // streams as in __cuda_array_interface__) has completed.
+  Status WriteRuntimeInputs(const std::vector<std::span<const float>>& graph_inputs,
+                            const std::vector<bool>& on_device = {},
+                            const std::vector<std::uintptr_t>& ready_streams = {});
 
   // Enqueues one run of every stage on the context's lanes (capturable).
   Status Enqueue() const;
 
   // Copies the plan's outputs to the host after lane 0's work completes.
   StatusOr<std::vector<graph::Tensor>> ReadOutputs() const;
-  // The same into host memory, one span of the right size per output.
-  Status ReadOutputsInto(const std::vector<std::span<float>>& outputs) const;
+  // The same into caller memory, one span of the right size per output:
+  // host memory, or where `on_device[i]` (empty: none) memory of this device
+  // (the caller checks it). Complete when it returns.
+  Status ReadOutputsInto(const std::vector<std::span<float>>& outputs,
+                         const std::vector<bool>& on_device = {}) const;
 
  private:
   DeviceProgram(CudaDeviceContext& device, const ExecutionPlan& plan)
