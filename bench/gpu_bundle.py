@@ -142,7 +142,8 @@ def make(build, dest, require_cuda=True, models=ZOO):
 
 
 def find_cuda_lib_dirs(search_path=()):
-    """Directories holding the image's own CUDA libraries (cudart, cuBLAS, cuDNN)."""
+    """Directories holding the image's own CUDA libraries (cudart, cuBLAS, cuDNN)
+    and, where mounted apart, the driver's libcuda."""
     dirs = []
     roots = ["/usr/local/cuda/lib64", "/usr/local/cuda/lib",
              "/usr/local/cuda/targets/x86_64-linux/lib"]
@@ -154,6 +155,11 @@ def find_cuda_lib_dirs(search_path=()):
         for dirpath, _, names in os.walk(root):
             if any(name in names for name in CUDA_LIBS) and dirpath not in dirs:
                 dirs.append(dirpath)
+    # The driver (libcuda.so.1, which cudart loads) where a container mounts
+    # it outside the loader's default path.
+    for driver in ("/usr/local/nvidia/lib64", "/usr/local/nvidia/lib"):
+        if os.path.exists(os.path.join(driver, "libcuda.so.1")) and driver not in dirs:
+            dirs.append(driver)
     return dirs
 
 
