@@ -29,6 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARIES = (
     "bench/schedule_bench",
     "bench/cuda_floor_bench",
+    "bench/runtime_bench",
     "client/iosfarm",
     "server/iosfarm-server",
     "worker/iosfarm-worker",

@@ -32,6 +32,9 @@ records why):
                squeezenet, again (must profile nothing), inception_v3; the
                timeline must show no two GPU phases at once; then `iosfarm
                tune squeezenet` (embedded server and worker)
+  runtime      bench/runtime_bench: Session::Run's cost per call beyond the
+               schedule's own time on squeezenet, with host buffers and with
+               the input and output in GPU memory (CUDA graph on)
   speed        bench/gpu_bench.py run with the time left (batch 1)
 
 Writes to --out, after every step (so a run cut off still returns what it
@@ -58,7 +61,7 @@ import time
 import gpu_bundle
 
 REPO = gpu_bundle.REPO
-STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "speed")
+STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "runtime", "speed")
 # (binary, gtest filter, cap in seconds) of the `tests` step.
 SUITES = (
     ("cuda_backend_test", "*", 150),
@@ -366,6 +369,17 @@ class Truth:
     def step_farm(self):
         return Farm(self).run()
 
+    def step_runtime(self):
+        cuda = self.args.backend == "cuda"
+        argv = [self.bin["runtime_bench"], "--backend", self.args.backend, "--model",
+                "squeezenet", "--rounds", "3" if cuda else "1", "--runs", "200" if cuda else "5"]
+        code, tail = self.run(argv, "runtime_bench.log", 90)
+        summary = next((line for line in tail if line.startswith("median over")), None)
+        result = {"status": "ok" if code == 0 and summary else "failed", "exit": code,
+                  "summary": summary, "output": tail}
+        self.say(f"runtime_bench: {summary or tail[-1:]}")
+        return result
+
     def step_speed(self):
         left = self.remaining() - 10
         if left < 60:
@@ -549,6 +563,8 @@ def summary(doc):
                                  f"{r.get('max_abs_error_vs_cpu', float('nan')):.2e}, "
                                  f"{r.get('median_ms')} ms, {r.get('stages')} stages"
                                  + (f", {r['mismatches']}" if r.get("mismatches") else ""))
+        elif name == "runtime":
+            lines.append(f"- runtime: {status}, {step.get('summary')}")
         elif name == "farm":
             lines.append(f"- farm: {status}, GPU phases {step.get('gpu_phases')}, overlaps "
                          f"{step.get('gpu_overlaps')}" + (f", {step['error']}"

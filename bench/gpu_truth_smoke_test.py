@@ -9,8 +9,8 @@ tested here, on the cpu backend:
   - `gpu_bundle.make` packs the binaries, their libraries and one zoo model's
     assets; unpacked, every library the binaries need beyond the system's
     resolves inside the bundle (what the GPU image lacks must travel);
-  - `gpu_truth.py run --bundle ... --backend cpu` runs env, tests, zoo, farm
-    and speed on squeezenet: every step passes, the test suites ran tests,
+  - `gpu_truth.py run --bundle ... --backend cpu` runs env, tests, zoo, farm,
+    runtime and speed on squeezenet: every step passes, the test suites ran tests,
     the zoo outputs match the cpu reference, the second farm submission
     profiled nothing, the speed step wrote gpu_bench's results;
   - with --backend cuda where no GPU answers it exits 3 saying why.
@@ -57,7 +57,7 @@ def main():
 
         run = subprocess.run(
             [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
-             "--backend", "cpu", "--steps", "env,tests,zoo,farm,speed", "--zoo-models",
+             "--backend", "cpu", "--steps", "env,tests,zoo,farm,runtime,speed", "--zoo-models",
              "squeezenet", "--farm-models", "squeezenet", "--speed-models", "squeezenet",
              "--speed-args", "--rounds 1 --repeats 2 --no-torch", "--work", work, "--out", out,
              "--deadline-s", "400"], capture_output=True, text=True, timeout=450)
@@ -69,7 +69,7 @@ def main():
             check(os.path.exists(os.path.join(out, name)), f"{name} missing from --out")
         with open(os.path.join(out, "truth.json")) as f:
             steps = json.load(f)["steps"]
-        for step in ("env", "tests", "zoo", "farm", "speed"):
+        for step in ("env", "tests", "zoo", "farm", "runtime", "speed"):
             check(steps[step]["status"] == "ok", f"step {step}: {steps[step]}")
         suites = steps["tests"]["suites"]
         check(suites["runtime_test"]["passed"] > 0, f"runtime_test ran nothing: {suites}")
