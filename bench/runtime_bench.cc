@@ -17,8 +17,8 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <numeric>
 
 #include "common/flags/flags.h"
@@ -123,12 +123,12 @@ int main(int argc, char** argv) {
     std::map<std::string, iosfarm::OutputBuffer> device_outputs;
     if (backend_name.rfind("cuda", 0) == 0) {
       device_memory.push_back(std::make_unique<DeviceFloats>(image.size(), image));
-      device_feed.emplace(input.name, iosfarm::TensorView(device_memory.back()->span(),
-                                                          input.shape, iosfarm::Memory::kCuda));
+      device_feed.emplace(input.name, iosfarm::TensorView(device_memory.back()->span(), input.shape,
+                                                          iosfarm::Memory::kCuda));
       for (const auto& [name, host] : storage) {
         device_memory.push_back(std::make_unique<DeviceFloats>(host.size(), std::vector<float>()));
-        device_outputs.emplace(name, iosfarm::OutputBuffer(device_memory.back()->span(),
-                                                           iosfarm::Memory::kCuda));
+        device_outputs.emplace(
+            name, iosfarm::OutputBuffer(device_memory.back()->span(), iosfarm::Memory::kCuda));
       }
       device_run = [&] { session.Run(device_feed, device_outputs); };
       for (int i = 0; i < 10; ++i) device_run();
