@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""GPU truth in one device call (issue 12): correctness, the physical floor,
-the farm and the speed benchmark, in that order, under one deadline.
+"""GPU truth from one prepared script (issue 12): correctness, the physical
+floor, the farm and the speed benchmark, in that order, under one deadline.
 
 A session that is lent a GPU has 15 minutes of device time in all, machine
 start included, so everything is built and bundled here first and the GPU
-machine runs one prepared command:
+machine runs this prepared script, in two calls back to back (correctness,
+then speed with what is left; docs/benchmarks.md, "How to run it"):
 
   here:    cmake --build build -j2 && python3 bench/gpu_bench.py bundle
-  device:  command = "PYTHONUNBUFFERED=1 python3 bench/gpu_truth.py run --out $OUT"
-           carry = [".gpubench"], timeout_s = 560
+  device:  command = "PYTHONUNBUFFERED=1 python3 bench/gpu_truth.py run --out $OUT
+                      --steps env,floor,tests,zoo,torchvision,farm,runtime --deadline-s 300"
+           carry = [".gpubench"], timeout_s = 330
+  device:  the same with --steps env,speed and the deadline that is left
 
 Steps (--steps, in this order; each is cut off when --deadline-s runs out and
 records why):
