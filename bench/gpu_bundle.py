@@ -41,7 +41,8 @@ BINARIES = (
     "runtime/runtime_device_buffers_test",
 )
 # Built only with the CUDA backend.
-CUDA_ONLY = ("bench/cuda_floor_bench", "runtime/runtime_device_buffers_test")
+CUDA_ONLY = ("bench/cuda_floor_bench", "worker/backends/cuda/cuda_backend_test",
+             "runtime/runtime_device_buffers_test")
 ZOO = ("squeezenet", "resnet50", "inception_v3", "randwire", "nasnet_a_mobile", "nasnet_a")
 # Bounds of the IOS schedules the zoo checks run: IOS's own r=3, s=8; NASNet
 # and RandWire with the block size that keeps their search to seconds here

@@ -560,6 +560,9 @@ def summary(doc):
                 f"{k[:-3]} {v:.2f}" for k, v in step.items() if k.endswith("_us")))
         elif name == "tests":
             for binary, s in step.get("suites", {}).items():
+                if "reason" in s:
+                    lines.append(f"- {binary}: {s.get('status')}: {s['reason']}")
+                    continue
                 lines.append(f"- {binary}: {s.get('status')}, {s.get('passed')} passed, "
                              f"{s.get('failed')} failed, {s.get('skipped')} skipped")
                 for failure in s.get("failures", [])[:10]:
