@@ -149,7 +149,8 @@ py::object Run(iosfarm::Session& session, const py::dict& feed, const py::object
         throw py::type_error(what + " must be a float32 numpy array or a CUDA array");
       }
       py::array array = py::reinterpret_borrow<py::array>(value);
-      if (!array.dtype().is(py::dtype::of<float>()) || !(array.flags() & py::array::c_style) ||
+      // array_t's check compares dtypes by equivalence (any native float32).
+      if (!py::isinstance<py::array_t<float>>(value) || !(array.flags() & py::array::c_style) ||
           !array.writeable()) {
         throw py::type_error(what + " must be a writable, C-contiguous float32 array");
       }
