@@ -127,7 +127,7 @@ class Truth:
         with tarfile.open(os.path.join(self.out, "logs.tar.gz"), "w:gz") as tar:
             tar.add(self.logs, arcname="logs")
 
-    def run(self, argv, log_name, timeout, env=None, cwd=None):
+    def run(self, argv, log_name, timeout):
         """Runs argv with its output in logs/LOG_NAME; (exit code or
         'timeout', last lines)."""
         timeout = max(1.0, min(timeout, self.remaining()))
@@ -136,7 +136,7 @@ class Truth:
         with open(path, "w") as out:
             try:
                 code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
-                                      env=env or self.env, cwd=cwd or self.work,
+                                      env=self.env, cwd=self.work,
                                       timeout=timeout).returncode
             except subprocess.TimeoutExpired:
                 code = "timeout"
@@ -511,8 +511,9 @@ class Farm:
             phases = self.cli("timeline")["phases"]
             device = sorted((p for p in phases if p.get("resource", "").endswith("/device")),
                             key=lambda p: p["start_s"])
-            overlaps = [(a["id"], b["id"]) for a, b in zip(device, device[1:])
-                        if b["start_s"] < a["end_s"] - 1e-6]
+            # Timeline phases have no id: name each by job, phase and batch.
+            overlaps = [[f"job {p['job_id']} {p['phase']} batch {p['batch']}" for p in (a, b)]
+                        for a, b in zip(device, device[1:]) if b["start_s"] < a["end_s"] - 1e-6]
             result["gpu_phases"] = len(device)
             result["gpu_overlaps"] = overlaps
             if overlaps or not device:
