@@ -412,6 +412,13 @@ class Truth:
         return result
 
 
+def is_device_resource(resource):
+    """True for a worker's measuring device in the farm's timeline:
+    "<worker>/gpu" on a GPU worker, "<worker>/device" on a CPU one (not
+    "<worker>/cpu", where it builds, nor "server-cpu/<i>")."""
+    return resource.endswith(("/gpu", "/device"))
+
+
 class Farm:
     """The `farm` step: a real server and one worker on this machine's GPU."""
 
@@ -507,9 +514,11 @@ class Farm:
                     row["error"] = "the second submission profiled stages again"
             # No GPU ever runs two phases at once: the worker's device phases
             # (profile, and the end-to-end measurements of the update) never
-            # overlap in the server's timeline.
+            # overlap in the server's timeline. Their resource is
+            # "<worker>/gpu" on a GPU worker, "<worker>/device" on a CPU one
+            # (scheduler/farm/phase.h).
             phases = self.cli("timeline")["phases"]
-            device = sorted((p for p in phases if p.get("resource", "").endswith("/device")),
+            device = sorted((p for p in phases if is_device_resource(p.get("resource", ""))),
                             key=lambda p: p["start_s"])
             # Timeline phases have no id: name each by job, phase and batch.
             overlaps = [[f"job {p['job_id']} {p['phase']} batch {p['batch']}" for p in (a, b)]

@@ -24,6 +24,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gpu_bundle  # noqa: E402
+import gpu_truth  # noqa: E402
 
 
 def check(condition, message):
@@ -37,6 +38,11 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
+    # The farm check names a GPU worker's phases by "/gpu" (the first H200 run
+    # looked for "/device" only, a CPU worker's, and found none).
+    check([r for r in ("w/gpu", "w/device", "w/cpu", "server-cpu/0")
+           if gpu_truth.is_device_resource(r)] == ["w/gpu", "w/device"],
+          "is_device_resource tells measuring devices from CPUs")
     with tempfile.TemporaryDirectory() as tmp:
         bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
         manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))

@@ -2,8 +2,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/onnx/torchvision_export.h"
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,7 +9,9 @@
 #include <sstream>
 #include <thread>
 
+#include "graph/onnx/torchvision_export.h"
 #include "iosfarm/runtime.h"
+#include "runtime/cli_path_testing.h"
 
 namespace iosfarm {
 namespace {
@@ -310,10 +310,9 @@ TEST(SessionTest, TuningMeasuresOnlyWhatTheLatencyDatabaseLacks) {
 // command is tuned by a session without a single measurement.
 TEST(SessionTest, TuningReusesWhatIosfarmTuneMeasured) {
   const SessionOptions options = TuneInto("squeezenet.cli.schedule.json");
-  const std::string command = std::string(IOSFARM_CLI) +
-                              " tune squeezenet --backend cpu --threads 2 --db '" +
-                              options.latency_db + "' -o '" + TempPath("cli.schedule.json") +
-                              "' > /dev/null 2>&1";
+  const std::string command =
+      IosfarmCliForTests() + " tune squeezenet --backend cpu --threads 2 --db '" +
+      options.latency_db + "' -o '" + TempPath("cli.schedule.json") + "' > /dev/null 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   Session session("squeezenet", options);
   EXPECT_TRUE(session.tuning().tuned);

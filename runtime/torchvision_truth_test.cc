@@ -2,7 +2,11 @@
 // run through the public runtime on the cpu backend, with the sequential and
 // the IOS schedule, and must compute what PyTorch's own forward pass computed
 // on the same input (rtol 1e-4, atol 1e-5, numpy.allclose's rule). The cuda
-// backend runs the same comparison where a GPU answers.
+// backend runs the same comparison where a GPU answers, at rtol 1e-3, atol
+// 1e-4 (`iosfarm run --verify`'s tolerance): cuDNN's fp32 algorithms (FFT,
+// Winograd, split reductions) sum in other orders than PyTorch's CPU forward.
+// On an H200 seven models met even 1e-4/1e-5; resnet50 missed it in 2 of
+// 1000 outputs, worst |difference| 3.0e-5 at 0.188 (docs/benchmarks.md).
 //
 // Like a user's program it uses the public API only (the internals live in
 // the runtime's shared library); the IOS schedule comes from the `iosfarm
@@ -20,12 +24,18 @@
 
 #include "graph/onnx/torchvision_export.h"
 #include "iosfarm/runtime.h"
+#include "runtime/cli_path_testing.h"
 
 namespace iosfarm {
 namespace {
 
-constexpr double kRtol = 1e-4;
-constexpr double kAtol = 1e-5;
+struct Tolerance {
+  double rtol;
+  double atol;
+};
+Tolerance ToleranceFor(const std::string& backend) {
+  return backend == "cuda" ? Tolerance{1e-3, 1e-4} : Tolerance{1e-4, 1e-5};
+}
 
 const std::vector<std::string> kModels = {"resnet50",        "inception_v3",      "googlenet",
                                           "squeezenet1_1",   "densenet121",       "mobilenet_v2",
@@ -38,8 +48,7 @@ std::string IosScheduleFile(const std::string& onnx, std::string& error) {
   const std::string path = onnx + ".ios.schedule.json";
   if (std::filesystem::exists(path)) return path;
   const std::string log = onnx + ".search.log";
-  const char* cli = std::getenv("IOSFARM_CLI");  // else the one built beside the test
-  const std::string command = std::string(cli != nullptr ? cli : IOSFARM_CLI) + " search '" + onnx +
+  const std::string command = IosfarmCliForTests() + " search '" + onnx +
                               "' --backend sim:h100 -o '" + path + "' > '" + log + "' 2>&1";
   if (std::system(command.c_str()) != 0 || !std::filesystem::exists(path)) {
     std::ifstream file(log);
@@ -52,21 +61,25 @@ std::string IosScheduleFile(const std::string& onnx, std::string& error) {
 }
 
 // numpy.allclose(actual, expected, rtol, atol), naming the worst element.
-void ExpectAllClose(const std::vector<float>& actual, const std::vector<float>& expected) {
+void ExpectAllClose(const std::vector<float>& actual, const std::vector<float>& expected,
+                    Tolerance tolerance) {
   ASSERT_EQ(actual.size(), expected.size());
   size_t worst = 0;
   double worst_excess = -1;
   int bad = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
     const double error = std::abs(static_cast<double>(actual[i]) - expected[i]);
-    const double allowed = kAtol + kRtol * std::abs(static_cast<double>(expected[i]));
+    const double allowed =
+        tolerance.atol + tolerance.rtol * std::abs(static_cast<double>(expected[i]));
     if (!(error <= allowed)) ++bad;
     if (error - allowed > worst_excess) {
       worst_excess = error - allowed;
       worst = i;
     }
   }
-  EXPECT_EQ(bad, 0) << bad << " of " << actual.size() << " outputs differ from PyTorch's; worst: "
+  EXPECT_EQ(bad, 0) << bad << " of " << actual.size()
+                    << " outputs differ from PyTorch's beyond rtol " << tolerance.rtol << ", atol "
+                    << tolerance.atol << "; worst: "
                     << "element " << worst << " is " << actual[worst] << ", PyTorch "
                     << expected[worst];
 }
@@ -108,7 +121,7 @@ class TorchvisionTruthTest : public ::testing::TestWithParam<std::string> {
           session->Run({{session->inputs()[0].name, TensorView(input.data, input.shape)}});
       const Tensor& output = outputs.at(session->outputs()[0].name);
       EXPECT_EQ(output.shape, expected.shape);
-      ExpectAllClose(output.data, expected.data);
+      ExpectAllClose(output.data, expected.data, ToleranceFor(backend));
     }
   }
 };

@@ -65,16 +65,19 @@ TEST(BackendFactoryTest, CreatesTheOneDnnCpuBackend) {
   EXPECT_FALSE((*backend)->device_description().empty());
 }
 
-TEST(BackendFactoryTest, CudaSaysWhyItCannotRun) {
+// Without a GPU (or without CUDA compiled in) "cuda" fails saying why; with
+// one it gives the cuda backend on device 0, and a device that does not exist
+// is named. (The GPU branch ran first on an H200: docs/benchmarks.md.)
+TEST(BackendFactoryTest, CudaRunsWhereAGpuAnswersElseSaysWhy) {
   StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cuda");
-  ASSERT_FALSE(backend.ok());
 #ifdef IOSFARM_HAVE_CUDA
   if (!cuda::ListCudaDevices().ok()) {
+    ASSERT_FALSE(backend.ok());
     EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnavailable);
     EXPECT_THAT(Message(backend.status()), StartsWith("no CUDA device"));
   } else {
-    EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented);
-    EXPECT_THAT(Message(backend.status()), HasSubstr("stage executor is not part of this build"));
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    EXPECT_EQ((*backend)->name(), "cuda");
     BackendConfig config;
     config.cuda_device = 1000;
     StatusOr<std::unique_ptr<Backend>> missing = CreateBackend("cuda", config);
