@@ -19,6 +19,7 @@
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/merge.h"
 #include "worker/backends/cuda/op_support.h"
+#include "worker/backends/cuda/stream_timer.h"
 #include "worker/backends/reference/compare.h"
 #include "worker/backends/reference/executor.h"
 #include "worker/backends/weights.h"
@@ -391,6 +392,44 @@ TEST(CudaStageTest, ProfileTimesConcurrentAndMergedStages) {
     EXPECT_LE(s.p10_ms, s.median_ms);
     EXPECT_LE(s.median_ms, s.p90_ms);
   }
+}
+
+// A sample holds enough back-to-back launches to last about 0.2 ms, 1 to 16.
+TEST(StreamTimerTest, LaunchesPerSampleAmortiseShortWork) {
+  EXPECT_EQ(StreamTimer::LaunchesPerSample(1.0), 1);
+  EXPECT_EQ(StreamTimer::LaunchesPerSample(StreamTimer::kSampleTargetMs), 1);
+  EXPECT_EQ(StreamTimer::LaunchesPerSample(0.08), 3);
+  EXPECT_EQ(StreamTimer::LaunchesPerSample(0.03), 7);
+  EXPECT_EQ(StreamTimer::LaunchesPerSample(0.001), StreamTimer::kMaxLaunchesPerSample);
+  EXPECT_EQ(StreamTimer::LaunchesPerSample(0.0), StreamTimer::kMaxLaunchesPerSample);
+  EXPECT_EQ(StreamTimer::LaunchesPerSample(std::numeric_limits<double>::quiet_NaN()),
+            StreamTimer::kMaxLaunchesPerSample);
+}
+
+TEST(StreamTimerTest, OneSampleEnqueuesEveryLaunch) {
+  CUDA_BACKEND_OR_SKIP(backend);
+  (void)backend;  // makes the device current
+  auto stream = CreateStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  auto timer = StreamTimer::Create();
+  ASSERT_TRUE(timer.ok()) << timer.status();
+  int calls = 0;
+  const auto count = [&] {
+    ++calls;
+    return absl::OkStatus();
+  };
+  auto per_launch = timer->Time(stream->get(), count, 5);
+  ASSERT_TRUE(per_launch.ok()) << per_launch.status();
+  EXPECT_EQ(calls, 5);
+  EXPECT_GE(*per_launch, StreamTimer::kResolutionMs);
+  EXPECT_EQ(timer->Time(stream->get(), count, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  int failing = 0;
+  auto failed = timer->Time(
+      stream->get(),
+      [&] { return ++failing == 2 ? absl::InternalError("second") : absl::OkStatus(); }, 4);
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(failing, 2);
 }
 
 TEST(CudaStageTest, ProfileRejectsForeignPlans) {

@@ -1,7 +1,9 @@
 #include "worker/backends/cuda/stream_timer.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "common/strings.h"
 #include "worker/backends/cuda/cuda_status.h"
 
 namespace iosfarm::worker::cuda {
@@ -12,20 +14,31 @@ StatusOr<StreamTimer> StreamTimer::Create() {
   return StreamTimer(std::move(start), std::move(stop));
 }
 
-StatusOr<double> StreamTimer::Time(cudaStream_t stream,
-                                   const std::function<Status()>& enqueue) const {
+StatusOr<double> StreamTimer::Time(cudaStream_t stream, const std::function<Status()>& enqueue,
+                                   int launches) const {
+  if (launches < 1) {
+    return absl::InvalidArgumentError(StrCat("launches per sample must be >= 1, got ", launches));
+  }
   RETURN_IF_ERROR(CudaCall(cudaEventRecord(start_.get(), stream), "cudaEventRecord (start)"));
-  Status status = enqueue();
-  if (!status.ok()) {
-    (void)cudaStreamSynchronize(stream);
-    return status;
+  for (int i = 0; i < launches; ++i) {
+    Status status = enqueue();
+    if (!status.ok()) {
+      (void)cudaStreamSynchronize(stream);
+      return status;
+    }
   }
   RETURN_IF_ERROR(CudaCall(cudaEventRecord(stop_.get(), stream), "cudaEventRecord (stop)"));
   RETURN_IF_ERROR(CudaCall(cudaEventSynchronize(stop_.get()), "cudaEventSynchronize"));
   float ms = 0.0f;
   RETURN_IF_ERROR(
       CudaCall(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime"));
-  return std::max(static_cast<double>(ms), kResolutionMs);
+  return std::max(static_cast<double>(ms) / launches, kResolutionMs);
+}
+
+int StreamTimer::LaunchesPerSample(double single_run_ms) {
+  if (!(single_run_ms > 0)) return kMaxLaunchesPerSample;
+  const double wanted = std::ceil(kSampleTargetMs / single_run_ms);
+  return static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(kMaxLaunchesPerSample)));
 }
 
 }  // namespace iosfarm::worker::cuda

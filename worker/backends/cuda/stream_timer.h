@@ -18,13 +18,26 @@ class StreamTimer {
   // Resolution of CUDA event timing (about half a microsecond).
   static constexpr double kResolutionMs = 0.0005;
 
-  // Records a start event on `stream`, calls `enqueue`, records a stop event
-  // and waits for it; returns the elapsed GPU time in milliseconds (which
-  // includes any time the GPU waited for the host to enqueue), at least
-  // kResolutionMs (work that takes less, e.g. a stage of views only, cannot
-  // be told from nothing). On an enqueue error the stream is drained and the
-  // error returned.
-  StatusOr<double> Time(cudaStream_t stream, const std::function<Status()>& enqueue) const;
+  // Records a start event on `stream`, calls `enqueue` `launches` times back
+  // to back, records a stop event and waits for it; returns the elapsed GPU
+  // time per launch in milliseconds (which includes any time the GPU waited
+  // for the host to enqueue), at least kResolutionMs (work that takes less,
+  // e.g. a stage of views only, cannot be told from nothing). On an enqueue
+  // error the stream is drained and the error returned.
+  //
+  // With one launch the sample also holds the host's latency to its first
+  // kernel (the GPU idles from the start event until that kernel arrives,
+  // about 5-12 µs on an H200); launches back to back pay it once, as the
+  // stages of a whole schedule do.
+  StatusOr<double> Time(cudaStream_t stream, const std::function<Status()>& enqueue,
+                        int launches = 1) const;
+
+  // How many launches one timed sample of work that took `single_run_ms` in
+  // a one-launch sample holds: enough for the sample to last about
+  // kSampleTargetMs, at least 1, at most kMaxLaunchesPerSample.
+  static constexpr double kSampleTargetMs = 0.2;
+  static constexpr int kMaxLaunchesPerSample = 16;
+  static int LaunchesPerSample(double single_run_ms);
 
  private:
   StreamTimer(UniqueEvent start, UniqueEvent stop)
