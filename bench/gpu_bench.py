@@ -90,6 +90,14 @@ DEFAULT_BUDGET = {
     "tv_googlenet": 120, "randwire": 120, "nasnet_a": 200,
 }
 GEOMEAN_MODELS = ("inception_v3", "randwire", "nasnet_a", "squeezenet")
+# Rows of `run --graph-stages` (searched with stages timed as CUDA graphs) are
+# named MODEL + this, apart from the eager-timed rows of the same model.
+GRAPH_TIMED = " (graph-timed stages)"
+
+
+def base_model(name):
+    """The display name without GRAPH_TIMED."""
+    return name[:-len(GRAPH_TIMED)] if name.endswith(GRAPH_TIMED) else name
 PAPER = {"inception_v3": (6.51, 4.03), "randwire": (8.49, 6.02), "nasnet_a": (22.95, 16.04),
          "squeezenet": (0.86, 0.73)}
 
@@ -238,10 +246,15 @@ class Runner:
             self.say(f"ONNX export failed ({code}): {' | '.join(tail[-3:])}")
 
     # -- one schedule_bench item --
+    def row_name(self, key):
+        return MODELS[key][0] + (GRAPH_TIMED if self.args.graph_stages else "")
+
     def bench_item(self, key, batch):
-        name, tv = MODELS[key]
-        result = os.path.join(self.results, f"ios_{key}_b{batch}.json")
-        error_file = os.path.join(self.results, f"ios_{key}_b{batch}.error.json")
+        _, tv = MODELS[key]
+        name = self.row_name(key)
+        tag = f"{key}_b{batch}" + ("_graphstages" if self.args.graph_stages else "")
+        result = os.path.join(self.results, f"ios_{tag}.json")
+        error_file = os.path.join(self.results, f"ios_{tag}.error.json")
         if self.skip("ios", name, batch):
             return
         model_arg = name
@@ -270,18 +283,21 @@ class Runner:
                     "--repeats", str(repeats), "--search-budget-s", f"{search_budget:.0f}"]
             if self.args.verify:
                 argv.append("--verify")
-            code, tail = self.run_logged(argv, f"ios_{key}_b{batch}_{attempt}.log",
+            if self.args.graph_stages:
+                argv.append("--cuda-graph-stages")
+            code, tail = self.run_logged(argv, f"ios_{tag}_{attempt}.log",
                                          timeout=left - 5)
             text = "\n".join(tail)
             if code != 0 and self.args.verify and " verify: " in text:
                 self.say(f"{key} b{batch}: verification failed; measuring without it")
                 verify_error = next((l for l in tail if " verify: " in l), "")
                 argv.remove("--verify")
-                code, tail = self.run_logged(argv, f"ios_{key}_b{batch}_{attempt}_noverify.log",
+                code, tail = self.run_logged(argv, f"ios_{tag}_{attempt}_noverify.log",
                                              timeout=self.remaining() - 5)
                 if code == 0:
                     self.patch_verified(result + ".part", "FAILED: " + verify_error)
             if code == 0 and os.path.exists(result + ".part"):
+                self.patch_rows(result + ".part", lambda row: row.update(model=name))
                 os.replace(result + ".part", result)
                 if os.path.exists(error_file):
                     os.remove(error_file)
@@ -300,17 +316,21 @@ class Runner:
                           " / ".join(l for l in tail[-2:] if l), retry=retry)
 
     def patch_verified(self, path, text):
+        self.patch_rows(path, lambda row: row.update(verified=text[:300]))
+
+    @staticmethod
+    def patch_rows(path, change):
         with open(path) as f:
             doc = json.load(f)
         for row in doc["models"]:
-            row["verified"] = text[:300]
+            change(row)
         with open(path, "w") as f:
             json.dump(doc, f, indent=2)
 
     def record_error(self, path, key, batch, what, message, retry):
         self.say(f"{key} b{batch}: {what}: {message}")
         with open(path, "w") as f:
-            json.dump({"key": key, "model": MODELS[key][0], "batch": batch, "what": what,
+            json.dump({"key": key, "model": self.row_name(key), "batch": batch, "what": what,
                        "message": message, "retry": retry}, f, indent=2)
 
     # -- torch: one torch_bench process per model and batch, so that a
@@ -465,7 +485,8 @@ def row_order(key):
     """Sort key of a (display name, batch) pair: batch, then the MODELS order."""
     names = [name for name, _ in MODELS.values()]
     name, batch = key
-    return (batch, names.index(name) if name in names else len(names), name)
+    base = base_model(name)
+    return (batch, name != base, names.index(base) if base in names else len(names), name)
 
 
 def fmt(value):
@@ -485,16 +506,17 @@ def markdown(doc):
              "| torch eager | torch CUDA graph | torch.compile | IOS/sequential speedup "
              "| IOS graph vs torch eager |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    speedups = {}
+    speedups, graph_speedups = {}, {}
     for model, batch in keys:
         row = ios.get((model, batch))
         measured = row["measured_ms"] if row else {}
         med = lambda name: measured[name]["median"] if name in measured else None
         cells = [med("sequential"), med("greedy"), med("ios"), med("sequential_cuda_graph"),
                  med("ios_cuda_graph")]
-        trow = torch.get((model[:-5], batch)) if model.endswith(".onnx") else None
+        base = base_model(model)
+        trow = torch.get((base[:-5], batch)) if base.endswith(".onnx") else None
         tcells = []
-        terror = torch_errors.get((model[:-5], batch)) if model.endswith(".onnx") else None
+        terror = torch_errors.get((base[:-5], batch)) if base.endswith(".onnx") else None
         for mode in ("eager", "cuda_graph", "compile"):
             if trow is None:
                 tcells.append(f"error ({terror['what']})" if terror else "-")
@@ -505,6 +527,8 @@ def markdown(doc):
         speedup = cells[0] / cells[2] if cells[0] and cells[2] else None
         if speedup:
             speedups[(model, batch)] = speedup
+        if cells[3] and cells[4]:
+            graph_speedups[(model, batch)] = cells[3] / cells[4]
         vs_eager = "-"
         if trow and cells[4] and "eager" in trow["measured_ms"]:
             vs_eager = f"{trow['measured_ms']['eager']['median'] / cells[4]:.2f}x"
@@ -520,15 +544,24 @@ def markdown(doc):
     lines.append("")
     paper = math.exp(sum(math.log(s / i) for s, i in PAPER.values()) / len(PAPER))
     for batch in sorted({b for _, b in keys}):
-        got = [speedups.get((m, batch)) for m in GEOMEAN_MODELS]
-        if all(got):
-            geo = math.exp(sum(math.log(g) for g in got) / len(got))
-            lines.append(f"Batch {batch}: geomean IOS/sequential speedup over "
-                         f"{', '.join(GEOMEAN_MODELS)}: **{geo:.3f}x** (paper, V100 batch 1: "
-                         f"{paper:.3f}x; goal >= 1.4x).")
-        else:
-            missing = [m for m, g in zip(GEOMEAN_MODELS, got) if not g]
-            lines.append(f"Batch {batch}: geomean not available (missing: {', '.join(missing)}).")
+        for suffix in ("", GRAPH_TIMED):
+            if suffix and not any(m.endswith(suffix) for m, b in keys if b == batch):
+                continue
+            got = [speedups.get((m + suffix, batch)) for m in GEOMEAN_MODELS]
+            got_graph = [graph_speedups.get((m + suffix, batch)) for m in GEOMEAN_MODELS]
+            what = f"Batch {batch}{suffix}"
+            if all(got):
+                geo = math.exp(sum(math.log(g) for g in got) / len(got))
+                graph = ""
+                if all(got_graph):
+                    geo_graph = math.exp(sum(math.log(g) for g in got_graph) / len(got_graph))
+                    graph = f", **{geo_graph:.3f}x** with both as one CUDA graph"
+                lines.append(f"{what}: geomean IOS/sequential speedup over "
+                             f"{', '.join(GEOMEAN_MODELS)}: **{geo:.3f}x**{graph} (paper, V100 "
+                             f"batch 1: {paper:.3f}x; goal >= 1.4x).")
+            else:
+                missing = [m for m, g in zip(GEOMEAN_MODELS, got) if not g]
+                lines.append(f"{what}: geomean not available (missing: {', '.join(missing)}).")
     for (model, batch), error in sorted(torch_errors.items()):
         lines.append(f"torch {model} batch {batch}: {error['what']}: {error['message'][-200:]}")
     for row in doc["torch"]:
@@ -599,6 +632,9 @@ def main(argv):
     run.add_argument("--bounds", help="MODEL=RxS[:B][|RxS[:B]...],... (module doc)")
     run.add_argument("--search-budget", help="MODEL=SECONDS,... per search attempt")
     run.add_argument("--no-verify", dest="verify", action="store_false")
+    run.add_argument("--graph-stages", action="store_true",
+                     help="search with stages timed as CUDA graphs (schedule_bench "
+                     "--cuda-graph-stages); rows are named MODEL" + GRAPH_TIMED)
     run.add_argument("--deadline-s", type=float, default=500,
                      help="end the work after this many seconds (default 500, for the device "
                      "machine's 600 s per command)")

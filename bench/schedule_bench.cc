@@ -91,6 +91,7 @@ Status Run(Settings& settings, const std::vector<ModelSpec>& specs) {
   worker::BackendConfig config;
   config.cpu_threads = settings.threads;
   config.cuda_device = settings.cuda_device;
+  config.cuda_graph_stages = settings.cuda_graph_stages;
   StatusOr<std::unique_ptr<worker::Backend>> backend =
       worker::CreateBackend(settings.backend, config);
   if (!backend.ok()) return Prefixed(settings.backend + " backend", backend.status());
@@ -120,6 +121,7 @@ Status Run(Settings& settings, const std::vector<ModelSpec>& specs) {
       {"rounds", settings.rounds},
       {"repeats", settings.repeats},
       {"warmup", settings.warmup},
+      {"stage_timing", settings.cuda_graph_stages ? "cuda_graph" : "eager"},
   };
 
   std::vector<Row> rows;

@@ -36,6 +36,9 @@ void AddFlags(CLI::App& app, Settings& settings, std::string& models_text) {
       ->capture_default_str();
   app.add_option("--cuda-device", settings.cuda_device, "CUDA device index")
       ->check(CLI::Range(0, 1024));
+  app.add_flag("--cuda-graph-stages", settings.cuda_graph_stages,
+               "cuda: the search times each stage as a CUDA graph (for schedules run as one "
+               "graph); its schedules and latencies are kept apart from eager ones");
   app.add_option("--models", models_text,
                  "comma-separated MODEL[:RxS[:BLOCK]], MODEL a zoo name or an ONNX file");
   app.add_option("--r", settings.global_r, "ops per group (0: per-model default)")
@@ -126,6 +129,10 @@ std::optional<int> ParseScheduleBenchArgs(int argc, const char* const* argv, std
                                       "randwire",   "nasnet_a_mobile", "nasnet_a"};
   if (!models_text.empty()) entries = Split(models_text, ',');
   const bool cuda = settings.backend == "cuda";
+  if (settings.cuda_graph_stages && !cuda) {
+    err << "schedule_bench: --cuda-graph-stages needs --backend cuda\n";
+    return 2;
+  }
   if (settings.repeats == 0) settings.repeats = cuda ? 50 : 10;
   if (settings.warmup < 0) settings.warmup = cuda ? 5 : 2;
   for (const std::string& entry : entries) {

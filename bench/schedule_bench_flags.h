@@ -25,6 +25,9 @@ struct ModelSpec {
 struct Settings {
   std::string backend = "cpu";
   int cuda_device = 0;
+  // cuda: the search times stages as CUDA graphs (schedules for running as
+  // one graph; CudaExecutionOptions::graph_stages). Schedules are kept apart.
+  bool cuda_graph_stages = false;
   int batch = 1;
   int threads = 0;
   int rounds = 5;

@@ -97,6 +97,16 @@ TEST(ScheduleBenchFlagsTest, UsageErrorsExitTwoNamingTheProblem) {
   EXPECT_EQ(Parse({"--batch", "0"}).exit, 2);
   EXPECT_EQ(Parse({"--rounds", "x"}).exit, 2);
   EXPECT_EQ(Parse({"--help"}).exit, 0);
+  Parsed graph_on_cpu = Parse({"--cuda-graph-stages"});
+  EXPECT_EQ(graph_on_cpu.exit, 2);
+  EXPECT_THAT(graph_on_cpu.err, HasSubstr("--cuda-graph-stages needs --backend cuda"));
+}
+
+TEST(ScheduleBenchFlagsTest, GraphTimedStagesOnCuda) {
+  Parsed parsed = Parse({"--backend", "cuda", "--cuda-graph-stages", "--models", "squeezenet"});
+  ASSERT_FALSE(parsed.exit.has_value()) << parsed.err;
+  EXPECT_TRUE(parsed.args.settings.cuda_graph_stages);
+  EXPECT_FALSE(Parse({"--backend", "cuda"}).args.settings.cuda_graph_stages);
 }
 
 }  // namespace

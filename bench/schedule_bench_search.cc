@@ -31,11 +31,13 @@ std::optional<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
-// DIR/<model>[_<backend>]_b<batch>_r<R>_s<S>_bs<B>. cpu schedules keep the
-// names of cpu_schedule_bench's; other backends name themselves so that a
-// cpu schedule is never reused on a GPU.
+// DIR/<model>[_<backend>[_graphstages]]_b<batch>_r<R>_s<S>_bs<B>. cpu
+// schedules keep the names of cpu_schedule_bench's; other backends name
+// themselves so that a cpu schedule is never reused on a GPU, nor one searched
+// with eager stage timings for graph-timed ones.
 std::string ScheduleStem(const ModelSpec& spec, const Settings& settings) {
-  const std::string backend_part = settings.backend == "cpu" ? "" : "_" + settings.backend;
+  std::string backend_part = settings.backend == "cpu" ? "" : "_" + settings.backend;
+  if (settings.cuda_graph_stages) backend_part += "_graphstages";
   return StrCat(settings.schedule_dir, "/", spec.name, backend_part, "_b", settings.batch, "_r",
                 spec.r, "_s", spec.s, "_bs", spec.block_size);
 }

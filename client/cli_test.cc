@@ -96,6 +96,12 @@ TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_THAT(r.err, HasSubstr("--bogus"));
 }
 
+TEST(CliTest, GraphTimedStagesNeedTheCudaBackend) {
+  Result r = RunIosfarm({"search", "squeezenet", "--backend", "sim", "--cuda-graph-stages"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--cuda-graph-stages needs --backend cuda"));
+}
+
 TEST(CliTest, SearchLabelsPredictedFiguresAndShowsProgressOnStderr) {
   Result r = RunIosfarm({"search", "squeezenet", "--backend", "sim"});
   ASSERT_EQ(r.code, kExitOk) << r.err;

@@ -6,6 +6,7 @@
 // with the search statistics.
 #include <optional>
 
+#include "client/cli_usage.h"
 #include "client/command.h"
 #include "client/progress_line.h"
 #include "client/search_progress.h"
@@ -34,14 +35,19 @@ struct SearchCommandOptions {
   std::string format = "text";
   bool list_stages = false;
   int threads = 0;
+  bool cuda_graph_stages = false;
   int min_repeats = 10;
   int max_repeats = 200;
 };
 
 Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) {
   ASSIGN_OR_RETURN(graph::LoadedModel model, graph::LoadModel(o.model, o.batch));
+  if (o.cuda_graph_stages && o.backend != "cuda") {
+    return UsageError("--cuda-graph-stages needs --backend cuda");
+  }
   worker::BackendConfig config;
   config.cpu_threads = o.threads;
+  config.cuda_graph_stages = o.cuda_graph_stages;
   ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
                    worker::CreateBackend(o.backend, config));
   RETURN_IF_ERROR(backend->CheckSupported(model.graph));
@@ -102,6 +108,9 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--stages", o->list_stages, "List the IOS stages (text format)");
   cmd->add_option("--threads", o->threads, "cpu backend: threads (0 = all)")
       ->check(CLI::Range(0, 1024));
+  cmd->add_flag("--cuda-graph-stages", o->cuda_graph_stages,
+                "cuda backend: time each stage as a CUDA graph (for a schedule run as one graph, "
+                "`iosfarm run --cuda-graph` or the runtime)");
   cmd->add_option("--min-repeats", o->min_repeats, "Profiling: fewest timed runs per stage")
       ->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_option("--max-repeats", o->max_repeats, "Profiling: most timed runs per stage")

@@ -43,6 +43,7 @@ struct Flags {
   WorkerOptions options;
   std::string backend = "cuda";
   int gpu = 0;
+  bool cuda_graph_stages = false;
   int cpu_threads = 0;
   std::string token_file;
   double sim_time_scale = 0;
@@ -128,6 +129,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--gpu", flags.gpu, "cuda: device index")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--cuda-graph-stages", flags.cuda_graph_stages,
+               "cuda: time each stage as a CUDA graph, for schedules run as one graph (give "
+               "such a worker its own --device-key: its latencies differ from eager ones)");
   auto* token = app.add_option("--token", flags.options.token,
                                "worker bearer token (default: $IOSFARM_WORKER_TOKEN)");
   app.add_option("--token-file", flags.token_file, "read the worker token from this file")
@@ -189,6 +193,7 @@ int Main(int argc, char** argv) {
 
   BackendConfig config;
   config.cuda_device = flags.gpu;
+  config.cuda_graph_stages = flags.cuda_graph_stages;
   config.cpu_threads = flags.cpu_threads;
   config.sim.seed = flags.sim_seed;
   config.sim.time_scale = flags.sim_time_scale;
@@ -196,6 +201,9 @@ int Main(int argc, char** argv) {
   config.sim.fail_every_n = flags.sim_fail_every;
   config.sim.noise_sigma = flags.sim_noise;
   const bool is_sim = flags.backend == "sim" || flags.backend.rfind("sim:", 0) == 0;
+  if (flags.cuda_graph_stages && flags.backend != "cuda") {
+    return Fail(kExitUsage, "--cuda-graph-stages needs --backend cuda");
+  }
   if (!is_sim && flags.backend != "cuda" && flags.backend != "cpu") {
     return Fail(kExitUsage, StrCat("--backend: unknown backend '", flags.backend,
                                    "' (valid: cuda, cpu, sim, sim:<preset>)"));

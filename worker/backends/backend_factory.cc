@@ -53,6 +53,7 @@ StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendConfig& config) {
 #ifdef IOSFARM_HAVE_CUDA
   cuda::CudaBackendOptions options;
   options.device = config.cuda_device;
+  options.execution.graph_stages = config.cuda_graph_stages;
   ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaBackend> backend, cuda::CudaBackend::Create(options));
   return std::unique_ptr<Backend>(std::move(backend));
 #else

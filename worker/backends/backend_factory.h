@@ -27,6 +27,8 @@ namespace iosfarm::worker {
 
 struct BackendConfig {
   int cuda_device = 0;  // cuda: which GPU (index as CUDA numbers them)
+  bool cuda_graph_stages = false;  // cuda: stages timed as CUDA graphs
+                                   // (CudaExecutionOptions::graph_stages)
   int cpu_threads = 0;  // cpu: threads to use, 0 = every hardware thread
   sim::SimOptions sim;  // sim: device model (v100 preset unless set), noise,
                         // failure injection, time scale

@@ -71,9 +71,10 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOpti
   RETURN_IF_ERROR(ProbeDevice(options.device));
   const CudaDeviceInfo& info = devices[options.device];
   std::string description =
-      StrCat(info.name, " (sm_", info.compute_capability_major, info.compute_capability_minor,
-             ", ", info.multiprocessors, " SMs, CUDA runtime ", info.runtime_version, ", cuDNN ",
-             info.cudnn_version, options.execution.allow_tf32 ? ", TF32" : ", fp32", ")");
+      StrCat(info.name, " (sm_", info.compute_capability_major, info.compute_capability_minor, ", ",
+             info.multiprocessors, " SMs, CUDA runtime ", info.runtime_version, ", cuDNN ",
+             info.cudnn_version, options.execution.allow_tf32 ? ", TF32" : ", fp32",
+             options.execution.graph_stages ? ", stages timed as CUDA graphs" : "", ")");
   return std::unique_ptr<CudaBackend>(new CudaBackend(options, info, std::move(description)));
 }
 
@@ -124,7 +125,13 @@ StatusOr<std::vector<LatencyStats>> CudaBackend::DoProfile(
     auto program = DeviceProgram::Create(*context, own.plan);
     if (!program.ok()) return Prefixed(program.status(), what);
     const DeviceProgram& run = **program;
-    const auto enqueue = [&] { return run.Enqueue(); };
+    std::optional<CudaGraphRunner> graph;
+    if (context->options().graph_stages) {
+      auto captured = WarmUpAndCapture(main, [&] { return run.Enqueue(); });
+      if (!captured.ok()) return Prefixed(captured.status(), what);
+      graph.emplace(std::move(*captured));
+    }
+    const auto enqueue = [&] { return graph ? graph->Launch(main) : run.Enqueue(); };
     // Samples time runs back to back (stream_timer.h): the host's latency to
     // a stage's first kernel is paid once per schedule, not once per stage,
     // so stage latencies measured alone add up to the schedule's. How many

@@ -27,18 +27,19 @@
 namespace iosfarm::worker::cuda {
 namespace {
 
-using ::iosfarm::scheduler::ios::testing::ConcurrentStage;
-using ::iosfarm::scheduler::ios::testing::MergeStage;
-using ::iosfarm::scheduler::ios::testing::ScheduleOf;
 using graph::GraphBuilder;
 using graph::NodeId;
 using graph::OpType;
 using graph::Shape;
 using graph::ValueId;
+using ::iosfarm::scheduler::ios::testing::ConcurrentStage;
+using ::iosfarm::scheduler::ios::testing::MergeStage;
+using ::iosfarm::scheduler::ios::testing::ScheduleOf;
 using scheduler::ios::Schedule;
 using scheduler::ios::Stage;
 using scheduler::ios::Strategy;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 constexpr double kTolerance = 1e-3;  // as the conformance suite
@@ -392,6 +393,32 @@ TEST(CudaStageTest, ProfileTimesConcurrentAndMergedStages) {
     EXPECT_LE(s.p10_ms, s.median_ms);
     EXPECT_LE(s.median_ms, s.p90_ms);
   }
+}
+
+// With graph_stages each stage is captured as a CUDA graph and its replays
+// are timed; the device description says so (latencies kept apart).
+TEST(CudaStageTest, GraphTimedStagesProfileConcurrentAndMergedStages) {
+  CUDA_BACKEND_OR_SKIP(shared);
+  (void)shared;
+  CudaBackendOptions graph_options;
+  graph_options.execution.graph_stages = true;
+  auto backend = CudaBackend::Create(graph_options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_THAT((*backend)->device_description(), HasSubstr("stages timed as CUDA graphs"));
+  EXPECT_THAT(shared->device_description(), Not(HasSubstr("CUDA graphs")));
+  auto three = ThreeBranches(1);
+  auto merged = MergeBlock(1);
+  ASSERT_TRUE(three.ok() && merged.ok());
+  auto merge = MergeStage(*merged, {0, 1, 2, 3});
+  ASSERT_TRUE(merge.ok());
+  auto concurrent = (*backend)->Build(*three, {ConcurrentStage({{0, 1}, {2}, {3, 4}})});
+  ASSERT_TRUE(concurrent.ok()) << concurrent.status();
+  auto merge_plans = (*backend)->Build(*merged, {*merge});
+  ASSERT_TRUE(merge_plans.ok()) << merge_plans.status();
+  auto stats = (*backend)->Profile({(*concurrent)[0].get(), (*merge_plans)[0].get()}, Quick());
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->size(), 2u);
+  for (const LatencyStats& s : *stats) EXPECT_GT(s.median_ms, 0.0);
 }
 
 // A sample holds enough back-to-back launches to last about 0.2 ms, 1 to 16.

@@ -31,6 +31,11 @@ struct CudaExecutionOptions {
   ConvAlgoSearch conv_algo_search = ConvAlgoSearch::kExhaustive;
   // Largest cuDNN workspace one convolution may use.
   size_t max_conv_workspace_bytes = size_t{256} << 20;
+  // Profile times each stage captured as a CUDA graph, replayed: what the
+  // stage costs in a schedule run as one graph (no host enqueueing per op),
+  // for searches whose schedules will run that way. The device description
+  // says so, keeping such latencies apart from eager ones.
+  bool graph_stages = false;
 };
 
 class CudaDeviceContext {
