@@ -102,6 +102,22 @@ def main():
         check(report.returncode == 0, f"report exited {report.returncode}: {report.stderr}")
         check("| squeezenet | 1 |" in report.stdout and "| googlenet.onnx | 1 |" in report.stdout,
               f"report table rows: {report.stdout}")
+        # Rows of `run --graph-stages` (cuda only, so made here by renaming)
+        # stand apart from the eager-timed ones, after them, with geomean
+        # lines of their own.
+        sys.path.insert(0, HERE)
+        import gpu_bench
+        graph_rows = [dict(row, model=row["model"] + gpu_bench.GRAPH_TIMED)
+                      for row in doc["ios"]]
+        both = dict(doc, ios=doc["ios"] + graph_rows)
+        table = gpu_bench.markdown(both)
+        check(f"| squeezenet{gpu_bench.GRAPH_TIMED} | 1 |" in table and
+              "| squeezenet | 1 |" in table, f"graph-timed rows apart: {table}")
+        check(table.index("| squeezenet | 1 |") <
+              table.index(f"| squeezenet{gpu_bench.GRAPH_TIMED} | 1 |"),
+              "graph-timed rows after the eager ones")
+        check(f"Batch 1{gpu_bench.GRAPH_TIMED}: geomean" in table,
+              f"graph-timed geomean line: {table}")
     print("gpu_bench smoke test passed")
     return 0
 
