@@ -182,6 +182,8 @@ class Runner:
         """Runs argv, streaming its output to stdout and WORK/logs/LOG_NAME.
 
         Returns (exit code or 'timeout', last lines of the output)."""
+        if self.args.cpus:  # pinned: eager runs are bounded by the host thread
+            argv = ["taskset", "-c", self.args.cpus] + list(argv)
         self.say("$ " + " ".join(argv))
         tail = []
         with open(os.path.join(self.logs, log_name), "w") as log_out:
@@ -297,7 +299,8 @@ class Runner:
                 if code == 0:
                     self.patch_verified(result + ".part", "FAILED: " + verify_error)
             if code == 0 and os.path.exists(result + ".part"):
-                self.patch_rows(result + ".part", lambda row: row.update(model=name))
+                self.patch_rows(result + ".part",
+                                lambda row: row.update(model=name, cpus=self.args.cpus or "all"))
                 os.replace(result + ".part", result)
                 if os.path.exists(error_file):
                     os.remove(error_file)
@@ -354,6 +357,7 @@ class Runner:
                 "--compile-mode", self.args.compile_mode, "--json", result + ".part"]
         code, tail = self.run_logged(argv, f"torch_{model}_b{batch}.log", timeout=left - 5)
         if code == 0 and os.path.exists(result + ".part"):
+            self.patch_rows(result + ".part", lambda row: row.update(cpus=self.args.cpus or "all"))
             os.replace(result + ".part", result)
             if os.path.exists(error_file):
                 os.remove(error_file)
@@ -641,6 +645,9 @@ def main(argv):
     run.add_argument("--bounds", help="MODEL=RxS[:B][|RxS[:B]...],... (module doc)")
     run.add_argument("--search-budget", help="MODEL=SECONDS,... per search attempt")
     run.add_argument("--no-verify", dest="verify", action="store_false")
+    run.add_argument("--cpus", help="run schedule_bench and torch_bench pinned to these CPUs "
+                     "(taskset -c, e.g. 2-3): eager runs are bounded by the host thread, whose "
+                     "moves between cores may spread them; rows record it")
     run.add_argument("--graph-stages", action="store_true",
                      help="search with stages timed as CUDA graphs (schedule_bench "
                      "--cuda-graph-stages); rows are named MODEL" + GRAPH_TIMED)

@@ -64,7 +64,8 @@ def main():
             [python, os.path.join(HERE, "gpu_bench.py"), "run", "--backend", "cpu", "--bin",
              binary, "--models", "squeezenet", "--batches", "1", "--rounds", "1", "--repeats",
              "2", "--torch-models", "googlenet", "--torch-modes", "eager", "--torch-repeats", "3",
-             "--torch-warmup", "1", "--work", work, "--out", out, "--deadline-s", "150"],
+             "--torch-warmup", "1", "--work", work, "--out", out, "--deadline-s", "150",
+             "--cpus", "0"],
             capture_output=True, text=True, timeout=170)
         print(run.stdout[-3000:])
         check(run.returncode == 0, f"gpu_bench.py run exited {run.returncode}: {run.stderr}")
@@ -86,6 +87,8 @@ def main():
         check("ios_cuda_graph" not in measured, "cpu backend must not report CUDA graph rows")
         torch = {(r["model"], r["batch"]): r for r in doc["torch"]}
         check(("googlenet", 1) in torch, f"no torch googlenet row: {list(torch)}")
+        check(ios[("squeezenet", 1)].get("cpus") == "0" and
+              torch[("googlenet", 1)].get("cpus") == "0", "rows record the pinned CPUs")
         check(torch[("googlenet", 1)]["measured_ms"]["eager"]["median"] > 0, "torch eager")
 
         with open(os.path.join(out, "table.md")) as f:
