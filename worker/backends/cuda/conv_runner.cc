@@ -3,14 +3,18 @@
 //
 // Algorithm choice, on a cache miss: candidates from
 // cudnnFindConvolutionForwardAlgorithmEx (exhaustive, timed on the plan's
-// own buffers) or cudnnGetConvolutionForwardAlgorithm_v7 (heuristic); each
-// candidate within the workspace limit is run once, in the exact
-// configuration used later, and the first that succeeds is taken. A Relu conv
-// first tries cudnnConvolutionBiasActivationForward (bias + Relu fused; z = y
-// with alpha2 = 0; the arena is zero-initialised so z never holds NaN
-// garbage); when no algorithm supports that, and for other activations,
-// cudnnConvolutionForward runs and then one kernel adds the bias and applies
-// the activation. Without TF32 the math type is CUDNN_FMA_MATH.
+// own buffers) or cudnnGetConvolutionForwardAlgorithm_v7 (heuristic). A Relu
+// conv can run as cudnnConvolutionBiasActivationForward (bias + Relu fused;
+// z = y with alpha2 = 0; the arena is zero-initialised so z never holds NaN
+// garbage) or as cudnnConvolutionForward followed by one kernel that adds the
+// bias and applies the activation; other activations run the second way.
+// The first kConvTimedCandidates candidates of each way that run (within the
+// workspace limit, once, in the exact configuration used later) are timed
+// with what follows them, back to back on the setup lane, and the fastest is
+// taken: cuDNN ranks algorithms for the plain call, and the fused call
+// supports fewer of them (a residual only IMPLICIT_PRECOMP_GEMM), so the
+// first fused algorithm that runs may be slower than the best plain one and
+// its epilogue. Without TF32 the math type is CUDNN_FMA_MATH.
 //
 // Residual conv (a step with a second input z, execution_plan.h): first
 // cudnnConvolutionBiasActivationForward with y = act(1 * conv(x) + 1 * z +
@@ -22,6 +26,7 @@
 // computes y = act(y + bias + z), exactly as the bias + Relu path falls back.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -32,11 +37,18 @@
 #include "worker/backends/cuda/elementwise_kernels.h"
 #include "worker/backends/cuda/kernel_params.h"
 #include "worker/backends/cuda/op_factories.h"
+#include "worker/backends/cuda/stream_timer.h"
 
 namespace iosfarm::worker::cuda {
 namespace {
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Candidates timed per way of running a conv (fused call; plain call and
+// epilogue), in cuDNN's order, and the samples and launches per sample.
+constexpr int kConvTimedCandidates = 4;
+constexpr int kConvTimingSamples = 3;
+constexpr int kConvLaunchesPerSample = 4;
 
 // cuDNN statuses that mean "this algorithm cannot run this problem": try the
 // next candidate. Anything else is a real error.
@@ -138,27 +150,36 @@ class ConvOp final : public DeviceOp {
     if (lane.workspace_bytes < choice_.workspace_bytes) {
       return absl::InternalError("conv: the lane's workspace is too small");
     }
-    RETURN_IF_ERROR(CudnnCall(Launch(lane.cudnn, choice_.fused, choice_.algo, lane.workspace,
-                                     choice_.workspace_bytes),
-                              choice_.fused ? "cudnnConvolutionBiasActivationForward"
-                                            : "cudnnConvolutionForward"));
-    if (needs_epilogue_ && z_ != nullptr) {
-      RETURN_IF_ERROR(CudaCall(
-          LaunchBiasResidualActivation(y_, bias_, z_, elements_, channels_, plane_,
-                                       ConvActivationParams(attrs_), lane.stream),
-          "bias/residual/activation kernel"));
-    } else if (needs_epilogue_) {
-      RETURN_IF_ERROR(CudaCall(LaunchBiasActivation(y_, bias_, elements_, channels_, plane_,
-                                                    ConvActivationParams(attrs_), lane.stream),
-                               "bias/activation kernel"));
-    }
-    return absl::OkStatus();
+    return EnqueueWith(lane.cudnn, lane.stream, choice_, lane.workspace);
   }
 
   size_t workspace_bytes() const override { return choice_.workspace_bytes; }
 
  private:
   ConvOp() = default;
+
+  // Whether `choice` leaves bias, residual or activation to the epilogue kernel.
+  bool NeedsEpilogue(const ConvChoice& choice) const {
+    return !choice.fused &&
+           (bias_ != nullptr || z_ != nullptr || attrs_.activation != graph::Activation::kNone);
+  }
+
+  // The conv as `choice` runs it, and the epilogue kernel where it needs one.
+  Status EnqueueWith(cudnnHandle_t handle, cudaStream_t stream, const ConvChoice& choice,
+                     void* workspace) const {
+    RETURN_IF_ERROR(CudnnCall(
+        Launch(handle, choice.fused, choice.algo, workspace, choice.workspace_bytes),
+        choice.fused ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward"));
+    if (!NeedsEpilogue(choice)) return absl::OkStatus();
+    if (z_ != nullptr) {
+      return CudaCall(LaunchBiasResidualActivation(y_, bias_, z_, elements_, channels_, plane_,
+                                                   ConvActivationParams(attrs_), stream),
+                      "bias/residual/activation kernel");
+    }
+    return CudaCall(LaunchBiasActivation(y_, bias_, elements_, channels_, plane_,
+                                         ConvActivationParams(attrs_), stream),
+                    "bias/activation kernel");
+  }
 
   // The raw cuDNN call (status not converted: the search tries the next
   // algorithm on "not supported").
@@ -221,8 +242,13 @@ class ConvOp final : public DeviceOp {
     }
     std::vector<bool> fused_modes = {false};
     if (want_fused) fused_modes = {true, false};
+    ASSIGN_OR_RETURN(StreamTimer timer, StreamTimer::Create());
+    std::optional<ConvChoice> best;
+    double best_ms = 0;
     for (bool fused : fused_modes) {
+      int timed = 0;
       for (const auto& [algo, math] : candidates) {
+        if (timed == kConvTimedCandidates) break;
         RETURN_IF_ERROR(CudnnCall(cudnnSetConvolutionMathType(conv_desc_.get(), math),
                                   "cudnnSetConvolutionMathType"));
         size_t workspace = 0;
@@ -244,9 +270,23 @@ class ConvOp final : public DeviceOp {
         choice.math = math;
         choice.workspace_bytes = workspace;
         choice.fused = fused;
-        return choice;
+        ++timed;
+        double fastest = 0;
+        for (int sample = 0; sample < kConvTimingSamples; ++sample) {
+          ASSIGN_OR_RETURN(
+              double ms, timer.Time(
+                             lane.stream,
+                             [&] { return EnqueueWith(lane.cudnn, lane.stream, choice, scratch); },
+                             kConvLaunchesPerSample));
+          fastest = sample == 0 ? ms : std::min(fastest, ms);
+        }
+        if (!best || fastest < best_ms) {
+          best = choice;
+          best_ms = fastest;
+        }
       }
     }
+    if (best) return *best;
     return absl::InternalError(StrCat("no cuDNN algorithm runs this convolution (",
                                       candidates.size(), " candidates, workspace limit ", limit,
                                       " bytes)"));
@@ -256,8 +296,6 @@ class ConvOp final : public DeviceOp {
     choice_ = choice;
     RETURN_IF_ERROR(CudnnCall(cudnnSetConvolutionMathType(conv_desc_.get(), choice.math),
                               "cudnnSetConvolutionMathType"));
-    needs_epilogue_ = !choice.fused && (bias_ != nullptr || z_ != nullptr ||
-                                        attrs_.activation != graph::Activation::kNone);
     return absl::OkStatus();
   }
 
@@ -273,7 +311,6 @@ class ConvOp final : public DeviceOp {
   UniqueConvDesc conv_desc_;
   UniqueActivationDesc act_desc_;
   ConvChoice choice_;
-  bool needs_epilogue_ = false;
 };
 
 }  // namespace
