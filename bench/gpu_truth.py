@@ -9,7 +9,7 @@ then speed with what is left; docs/benchmarks.md, "How to run it"):
 
   here:    cmake --build build -j2 && python3 bench/gpu_bench.py bundle
   device:  command = "PYTHONUNBUFFERED=1 python3 bench/gpu_truth.py run --out $OUT
-                      --steps env,floor,tests,zoo,torchvision,farm,runtime --deadline-s 300"
+                      --steps env,floor,tests,zoo,torchvision,farm,runtime,kernels --deadline-s 300"
            carry = [".gpubench"], timeout_s = 330
   device:  the same with --steps env,speed and the deadline that is left
 
@@ -38,6 +38,13 @@ records why):
   runtime      bench/runtime_bench: Session::Run's cost per call beyond the
                schedule's own time on squeezenet, with host buffers and with
                the input and output in GPU memory (CUDA graph on)
+  kernels      Nsight Compute (ncu --profile-from-start off, kernel time
+               only) over one eager forward of torchvision googlenet, batch
+               1: ours (`iosfarm run --sequential --profiler-range`) and
+               PyTorch's (torch_bench.py --profiler-range): kernel count,
+               summed kernel time and the kernels that take most, per side;
+               both CSVs in the logs. Where our kernels, not the schedule,
+               lose to PyTorch
   speed        bench/gpu_bench.py run with the time left (batch 1)
 
 Writes to --out, after every step (so a run cut off still returns what it
@@ -51,6 +58,7 @@ the gtest suites' CUDA tests then skip): the smoke test
 (gpu_truth_smoke_test.py) runs it so that the script itself is tested here.
 """
 import argparse
+import csv
 import glob
 import json
 import os
@@ -64,7 +72,7 @@ import time
 import gpu_bundle
 
 REPO = gpu_bundle.REPO
-STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "runtime", "speed")
+STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "runtime", "kernels", "speed")
 # (binary, gtest filter, cap in seconds) of the `tests` step.
 SUITES = (
     ("cuda_backend_test", "*", 150),
@@ -390,6 +398,50 @@ class Truth:
         self.say(f"runtime_bench: {summary or tail[-1:]}")
         return result
 
+    def step_kernels(self):
+        if self.args.backend != "cuda":
+            return {"status": "skipped", "reason": "--backend cpu"}
+        ncu = find_ncu()
+        if ncu is None:
+            return {"status": "skipped", "reason": "ncu not found"}
+        onnx_dir = os.path.join(self.work, "kernels")
+        onnx = os.path.join(onnx_dir, "googlenet.onnx")
+        if not os.path.exists(onnx):
+            code, tail = self.run([sys.executable, os.path.join(REPO, "tests", "onnx",
+                                                                "export_torchvision.py"),
+                                   onnx_dir, "googlenet"], "kernels_export.log", 120)
+            if code != 0 or not os.path.exists(onnx):
+                return {"status": "failed", "exit": code, "output": tail}
+        profile = [ncu, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
+                   "gpu__time_duration.sum", "--csv", "--print-units", "base"]
+        sides = {
+            "iosfarm": [self.bin["iosfarm"], "run", onnx, "--backend", "cuda", "--sequential",
+                        "--iterations", "3", "--warmup", "1", "--profiler-range"],
+            "torch": [sys.executable, os.path.join(REPO, "bench", "torch_bench.py"), "--device",
+                      "cuda", "--models", "googlenet", "--batches", "1", "--modes", "eager",
+                      "--rounds", "1", "--repeats", "3", "--warmup", "2", "--profiler-range"],
+        }
+        result = {"status": "ok", "model": "googlenet (torchvision), batch 1, one eager forward"}
+        for side, argv in sides.items():
+            csv_path = os.path.join(self.logs, f"kernels_{side}.csv")
+            code, tail = self.run(profile + ["--log-file", csv_path] + argv,
+                                  f"kernels_{side}.log", 150)
+            kernels = []
+            # The CSV goes to --log-file; read the program's log too in case
+            # this ncu printed it there.
+            for path in (csv_path, os.path.join(self.logs, f"kernels_{side}.log")):
+                if not kernels and os.path.exists(path):
+                    with open(path, errors="replace") as f:
+                        kernels = parse_ncu_kernel_times(f.read())
+            if code != 0 or not kernels:
+                result["status"] = "failed"
+                result[side] = {"exit": code, "kernels": len(kernels), "output": tail}
+                continue
+            result[side] = summarize_kernels(kernels)
+            self.say(f"kernels {side}: {result[side]['count']} kernels, "
+                     f"{result[side]['total_us']:.1f} us")
+        return result
+
     def step_speed(self):
         left = self.remaining() - 10
         if left < 60:
@@ -410,6 +462,49 @@ class Truth:
         else:
             result["output"] = tail
         return result
+
+
+def find_ncu():
+    """Nsight Compute's command line, or None."""
+    found = shutil.which("ncu") or next(
+        iter(sorted(glob.glob("/usr/local/cuda/bin/ncu") +
+                    glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)), None)
+    return found
+
+
+def parse_ncu_kernel_times(text):
+    """[(kernel name, ns)] from `ncu --csv --metrics gpu__time_duration.sum`
+    output, in launch order; lines before the CSV header (==PROF== and the
+    program's own) are skipped."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return []
+    scale = {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
+             "s": 1e9, "second": 1e9}
+    kernels = []
+    for row in csv.DictReader(lines[start:]):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        unit = (row.get("Metric Unit") or "ns").strip()
+        try:
+            value = float((row.get("Metric Value") or "").replace(",", ""))
+        except ValueError:
+            continue
+        kernels.append((row.get("Kernel Name", "?"), value * scale.get(unit, 1)))
+    return kernels
+
+
+def summarize_kernels(kernels, top=12):
+    """Count, summed time and the kernels (by name) that take most."""
+    by_name = {}
+    for name, ns in kernels:
+        count, total = by_name.get(name, (0, 0.0))
+        by_name[name] = (count + 1, total + ns)
+    ranked = sorted(by_name.items(), key=lambda item: -item[1][1])[:top]
+    return {"count": len(kernels), "total_us": round(sum(ns for _, ns in kernels) / 1e3, 2),
+            "top": [{"kernel": name[:120], "count": count, "total_us": round(total / 1e3, 2)}
+                    for name, (count, total) in ranked]}
 
 
 def is_device_resource(resource):
@@ -588,6 +683,16 @@ def summary(doc):
                                  + (f", {r['mismatches']}" if r.get("mismatches") else ""))
         elif name == "runtime":
             lines.append(f"- runtime: {status}, {step.get('summary')}")
+        elif name == "kernels" and status in ("ok", "failed"):
+            lines.append(f"- kernels: {status}, {step.get('model')}")
+            for side in ("iosfarm", "torch"):
+                s = step.get(side, {})
+                if "total_us" not in s:
+                    lines.append(f"  - {side}: exit {s.get('exit')}, {s.get('kernels')} kernels")
+                    continue
+                lines.append(f"  - {side}: {s['count']} kernels, {s['total_us']:.1f} us; most: "
+                             + "; ".join(f"{k['total_us']:.1f} us x{k['count']} {k['kernel'][:60]}"
+                                         for k in s["top"][:5]))
         elif name == "farm":
             lines.append(f"- farm: {status}, GPU phases {step.get('gpu_phases')}, overlaps "
                          f"{step.get('gpu_overlaps')}" + (f", {step['error']}"

@@ -43,6 +43,28 @@ def main():
     check([r for r in ("w/gpu", "w/device", "w/cpu", "server-cpu/0")
            if gpu_truth.is_device_resource(r)] == ["w/gpu", "w/device"],
           "is_device_resource tells measuring devices from CPUs")
+    # The kernels step's parser, on ncu's CSV layout (--csv --print-units
+    # base), after the lines a profiled program prints first.
+    ncu_csv = "\n".join([
+        "==PROF== Connected to process 1 (/bin/iosfarm)",
+        "latency   median 2.3 ms",
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+        '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
+        '"Metric Value"',
+        '"0","1","iosfarm","h","sm90_xmma_fprop","1","13","(128, 1, 1)","(8, 1, 1)","0","9.0",'
+        '"Command line profiler metrics","gpu__time_duration.sum","nsecond","4,128"',
+        '"1","1","iosfarm","h","pool_kernel","1","13","(256, 1, 1)","(4, 1, 1)","0","9.0",'
+        '"Command line profiler metrics","gpu__time_duration.sum","usecond","2.5"',
+        '"2","1","iosfarm","h","sm90_xmma_fprop","1","13","(128, 1, 1)","(8, 1, 1)","0","9.0",'
+        '"Command line profiler metrics","gpu__time_duration.sum","nsecond","3872"'])
+    kernels = gpu_truth.parse_ncu_kernel_times(ncu_csv)
+    check(kernels == [("sm90_xmma_fprop", 4128.0), ("pool_kernel", 2500.0),
+                      ("sm90_xmma_fprop", 3872.0)], f"ncu CSV parsed: {kernels}")
+    summary = gpu_truth.summarize_kernels(kernels)
+    check(summary["count"] == 3 and summary["total_us"] == 10.5 and
+          summary["top"][0] == {"kernel": "sm90_xmma_fprop", "count": 2, "total_us": 8.0},
+          f"kernel summary: {summary}")
+    check(gpu_truth.parse_ncu_kernel_times("no profile here") == [], "no CSV, no kernels")
     with tempfile.TemporaryDirectory() as tmp:
         bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
         manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))
@@ -63,7 +85,7 @@ def main():
 
         run = subprocess.run(
             [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
-             "--backend", "cpu", "--steps", "env,tests,zoo,farm,runtime,speed", "--zoo-models",
+             "--backend", "cpu", "--steps", "env,tests,zoo,farm,runtime,kernels,speed", "--zoo-models",
              "squeezenet", "--farm-models", "squeezenet", "--speed-models", "squeezenet",
              "--speed-args", "--rounds 1 --repeats 2 --no-torch", "--work", work, "--out", out,
              "--deadline-s", "400"], capture_output=True, text=True, timeout=450)
@@ -77,6 +99,7 @@ def main():
             steps = json.load(f)["steps"]
         for step in ("env", "tests", "zoo", "farm", "runtime", "speed"):
             check(steps[step]["status"] == "ok", f"step {step}: {steps[step]}")
+        check(steps["kernels"]["status"] == "skipped", f"kernels on the cpu: {steps['kernels']}")
         suites = steps["tests"]["suites"]
         check(suites["runtime_test"]["passed"] > 0, f"runtime_test ran nothing: {suites}")
         eager = steps["zoo"]["models"]["squeezenet"]["eager"]

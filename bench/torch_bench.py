@@ -179,6 +179,14 @@ def bench_one(torch, torchvision, name, batch, args, device):
                 rounds[mode]["p90s"].append(percentile(times, 90))
                 line.append(f"{mode} {rounds[mode]['medians'][-1]:.3f}")
             print(f"  {name} b{batch} round {r + 1}: {'  '.join(line)} ms", flush=True)
+        if args.profiler_range and device.type == "cuda":
+            # One eager forward between cudaProfilerStart and cudaProfilerStop:
+            # `ncu --profile-from-start off` sees exactly its kernels.
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            model(example)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
     row["measured_ms"] = {
         mode: {"median": statistics.median(v["medians"]),
                "p10": statistics.median(v["p10s"]),
@@ -222,6 +230,9 @@ def parse_args(argv):
     parser.add_argument("--tf32", action="store_true", help="allow TF32 (default: fp32)")
     parser.add_argument("--threads", type=int, default=0, help="cpu: torch threads (0: as is)")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--profiler-range", action="store_true",
+                        help="cuda: after timing, one eager forward per model and batch between "
+                        "cudaProfilerStart and cudaProfilerStop (ncu --profile-from-start off)")
     args = parser.parse_args(argv)
     args.models = [m for m in args.models.split(",") if m]
     args.batches = [int(b) for b in args.batches.split(",") if b]

@@ -96,10 +96,13 @@ TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_THAT(r.err, HasSubstr("--bogus"));
 }
 
-TEST(CliTest, GraphTimedStagesNeedTheCudaBackend) {
+TEST(CliTest, CudaOnlyFlagsNeedTheCudaBackend) {
   Result r = RunIosfarm({"search", "squeezenet", "--backend", "sim", "--cuda-graph-stages"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("--cuda-graph-stages needs --backend cuda"));
+  Result run = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--profiler-range"});
+  EXPECT_EQ(run.code, kExitUsage);
+  EXPECT_THAT(run.err, HasSubstr("--profiler-range needs --backend cuda"));
 }
 
 TEST(CliTest, SearchLabelsPredictedFiguresAndShowsProgressOnStderr) {

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/cli_usage.h"
 #include "client/command.h"
 #include "client/job_format.h"
 #include "common/strings.h"
@@ -38,6 +39,7 @@ struct RunCommandOptions {
   int s = 8;
   bool verify = false;
   bool cuda_graph = false;
+  bool profiler_range = false;
   std::string format = "text";
   int threads = 0;
   std::optional<int> iterations;
@@ -144,6 +146,9 @@ StatusOr<std::vector<std::string>> WriteOutputs(const std::string& dir, const gr
 }
 
 Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
+  if (o.profiler_range && o.backend != "cuda") {
+    return UsageError("--profiler-range needs --backend cuda");
+  }
   ASSIGN_OR_RETURN(graph::LoadedModel model, graph::LoadModel(o.model, o.batch));
   worker::BackendConfig config;
   config.cpu_threads = o.threads;
@@ -160,6 +165,7 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
   }
   if (o.warmup) run.profile.warmup = *o.warmup;
   run.cuda_graph = o.cuda_graph;
+  run.profiler_range = o.profiler_range;
   run.return_outputs = o.verify || !o.output_dir.empty();
   ASSIGN_OR_RETURN(run.inputs, ReadInputs(o.inputs, model.graph));
   ASSIGN_OR_RETURN(worker::RunResult result, backend->RunSchedule(model.graph, schedule, run));
@@ -248,6 +254,9 @@ void AddRunCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--verify", o->verify,
                 "Compare outputs with the sequential schedule on the same input");
   cmd->add_flag("--cuda-graph", o->cuda_graph, "cuda: capture the schedule as one CUDA graph");
+  cmd->add_flag("--profiler-range", o->profiler_range,
+                "cuda: one more run after timing, between cudaProfilerStart and "
+                "cudaProfilerStop (for ncu --profile-from-start off)");
   cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--threads", o->threads, "cpu backend: threads (0 = all)")
       ->check(CLI::Range(0, 1024));

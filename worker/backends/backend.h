@@ -100,6 +100,10 @@ struct RunOptions {
   ProfileOptions profile;
   bool return_outputs = false;  // fill RunResult::outputs
   bool cuda_graph = false;      // cuda only: capture the schedule as one CUDA graph
+  // cuda only: after the measurement, one more run between cudaProfilerStart
+  // and cudaProfilerStop, so that a profiler started with profiling off
+  // (`ncu --profile-from-start off`) sees exactly one run's kernels.
+  bool profiler_range = false;
   // The graph inputs, in graph order, each of its value's shape; empty:
   // deterministic random values drawn from `input_seed`.
   std::vector<graph::Tensor> inputs;

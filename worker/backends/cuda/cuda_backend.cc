@@ -1,5 +1,6 @@
 #include "worker/backends/cuda/cuda_backend.h"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -190,6 +191,16 @@ StatusOr<RunResult> CudaBackend::DoRunSchedule(const graph::Graph& graph,
     ASSIGN_OR_RETURN(result.latency,
                      MeasureLatency([&]() -> StatusOr<double> { return timer.Time(main, enqueue); },
                                     options.profile));
+  }
+  if (options.profiler_range) {
+    RETURN_IF_ERROR(CudaCall(cudaProfilerStart(), "cudaProfilerStart"));
+    Status ran = enqueue();
+    const Status synced =
+        CudaCall(cudaStreamSynchronize(main), "cudaStreamSynchronize (profiler range)");
+    const Status stopped = CudaCall(cudaProfilerStop(), "cudaProfilerStop");
+    RETURN_IF_ERROR(ran);
+    RETURN_IF_ERROR(synced);
+    RETURN_IF_ERROR(stopped);
   }
   if (options.return_outputs) {
     ASSIGN_OR_RETURN(result.outputs, program.ReadOutputs());
