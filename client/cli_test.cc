@@ -103,6 +103,9 @@ TEST(CliTest, CudaOnlyFlagsNeedTheCudaBackend) {
   Result run = RunIosfarm({"run", "squeezenet", "--backend", "cpu", "--profiler-range"});
   EXPECT_EQ(run.code, kExitUsage);
   EXPECT_THAT(run.err, HasSubstr("--profiler-range needs --backend cuda"));
+  Result tune = RunIosfarm({"tune", "squeezenet", "--backend", "cpu", "--cuda-graph-stages"});
+  EXPECT_EQ(tune.code, kExitUsage);
+  EXPECT_THAT(tune.err, HasSubstr("--cuda-graph-stages needs --backend cuda"));
 }
 
 TEST(CliTest, SearchLabelsPredictedFiguresAndShowsProgressOnStderr) {

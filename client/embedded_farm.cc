@@ -16,13 +16,19 @@ StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOp
   std::unique_ptr<EmbeddedFarm> farm(new EmbeddedFarm());
   worker::BackendConfig config;
   config.cpu_threads = options.cpu_threads;
+  config.cuda_graph_stages = options.cuda_graph_stages;
   farm->backend_name_ =
       options.backend.empty() ? worker::BestAvailableBackendName(config) : options.backend;
+  if (options.cuda_graph_stages && farm->backend_name_ != "cuda") {
+    return absl::InvalidArgumentError(
+        StrCat("stages timed as CUDA graphs need the cuda backend, not ", farm->backend_name_));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
                    worker::CreateBackend(farm->backend_name_, config));
   farm->device_description_ = backend->device_description();
   farm->device_key_ = options.device_key.empty()
-                          ? DefaultDeviceKey(farm->backend_name_, farm->device_description_)
+                          ? DefaultDeviceKey(farm->backend_name_, farm->device_description_) +
+                                (options.cuda_graph_stages ? "-graph-stages" : "")
                           : options.device_key;
 
   if (options.db_path.empty()) {

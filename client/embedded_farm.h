@@ -39,6 +39,9 @@ struct EmbeddedFarmOptions {
   std::string device_key;  // "" = DefaultDeviceKey(backend, description)
   std::string db_path;     // "" = DefaultDatabasePath(); its directory is created
   int cpu_threads = 0;     // cpu backend: 0 = every hardware thread
+  // cuda backend: stages timed as CUDA graphs (BackendConfig); the default
+  // device key then ends in "-graph-stages", keeping such latencies apart.
+  bool cuda_graph_stages = false;
   std::chrono::milliseconds register_timeout{30000};
   // Called by Start with a client of the embedded server, the jobs it
   // resumed and the farm's device key, before the local worker connects (so

@@ -27,6 +27,7 @@ struct TuneCommandOptions {
   std::string backend;
   std::string db_path;
   int threads = 0;
+  bool cuda_graph_stages = false;
   std::string log_level = "warn";
   bool fresh = false;
   ReportOptions report;
@@ -98,6 +99,9 @@ Status TuneOnEmbeddedFarm(FarmClient& client, const v1::SubmitJobRequest& reques
 Status RunTuneCommand(TuneCommandOptions o, CommandContext& context) {
   o.report.wait = true;
   RETURN_IF_ERROR(SetUpLogging(o.log_level));
+  if (o.cuda_graph_stages && !o.backend.empty() && o.backend != "cuda") {
+    return UsageError("--cuda-graph-stages needs --backend cuda");
+  }
   if (o.remote.server) {
     if (o.spec.device_key.empty()) {
       return UsageError("tune --server needs --device KEY (the GPU type to tune for)");
@@ -112,6 +116,7 @@ Status RunTuneCommand(TuneCommandOptions o, CommandContext& context) {
   farm_options.device_key = o.spec.device_key;
   farm_options.db_path = o.db_path;
   farm_options.cpu_threads = o.threads;
+  farm_options.cuda_graph_stages = o.cuda_graph_stages;
   std::optional<v1::Job> cancelled;
   farm_options.before_worker = [&](FarmClient& client, const std::vector<v1::Job>& resumed,
                                    const std::string& device_key) -> Status {
@@ -162,6 +167,10 @@ void AddTuneCommand(CLI::App& app, CommandContext& context) {
                              "~/.cache/iosfarm/latency.db)");
   auto* threads = cmd->add_option("--threads", o->threads, "cpu backend: threads (0 = all)")
                       ->check(CLI::Range(0, 1024));
+  auto* graph_stages = cmd->add_flag(
+      "--cuda-graph-stages", o->cuda_graph_stages,
+      "cuda: time each stage as a CUDA graph, for a schedule run as one graph (the runtime, "
+      "`iosfarm run --cuda-graph`); default device key <gpu>-graph-stages");
   auto* fresh = cmd->add_flag("--fresh", o->fresh,
                               "Cancel the unfinished job an interrupted `tune` of the same model "
                               "left, and start anew (default: resume it)");
@@ -175,7 +184,9 @@ void AddTuneCommand(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   AddRemoteFlags(*cmd, o->remote);
   // The embedded farm's settings mean nothing to a remote server.
-  for (CLI::Option* local : {backend, db, threads, fresh}) local->excludes("--server");
+  for (CLI::Option* local : {backend, db, threads, graph_stages, fresh}) {
+    local->excludes("--server");
+  }
   cmd->callback([&context, o] { context.result = RunTuneCommand(*o, context); });
 }
 
