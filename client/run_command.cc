@@ -10,9 +10,10 @@
 // tolerance 1e-3), failing on a mismatch.
 #include <cctype>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "client/cli_usage.h"
 #include "client/command.h"
