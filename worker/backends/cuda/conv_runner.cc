@@ -10,8 +10,9 @@
 // bias and applies the activation; other activations run the second way.
 // The first kConvTimedCandidates candidates of each way that run (within the
 // workspace limit, once, in the exact configuration used later) are timed
-// with what follows them, back to back on the setup lane, and the fastest is
-// taken: cuDNN ranks algorithms for the plain call, and the fused call
+// with what follows them, back to back on the setup lane, on the GPU alone
+// (StreamTimer::TimeDeviceOnly: the cost inside a CUDA graph), and the
+// fastest is taken: cuDNN ranks algorithms for the plain call, and the fused call
 // supports fewer of them (a residual only IMPLICIT_PRECOMP_GEMM), so the
 // first fused algorithm that runs may be slower than the best plain one and
 // its epilogue. Without TF32 the math type is CUDNN_FMA_MATH.
@@ -274,7 +275,7 @@ class ConvOp final : public DeviceOp {
         double fastest = 0;
         for (int sample = 0; sample < kConvTimingSamples; ++sample) {
           ASSIGN_OR_RETURN(
-              double ms, timer.Time(
+              double ms, timer.TimeDeviceOnly(
                              lane.stream,
                              [&] { return EnqueueWith(lane.cudnn, lane.stream, choice, scratch); },
                              kConvLaunchesPerSample));

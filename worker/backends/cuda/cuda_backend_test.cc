@@ -457,6 +457,12 @@ TEST(StreamTimerTest, OneSampleEnqueuesEveryLaunch) {
       [&] { return ++failing == 2 ? absl::InternalError("second") : absl::OkStatus(); }, 4);
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
   EXPECT_EQ(failing, 2);
+  // Behind the hold kernel: the same launches, timed on the GPU alone.
+  calls = 0;
+  auto device_only = timer->TimeDeviceOnly(stream->get(), count, 3);
+  ASSERT_TRUE(device_only.ok()) << device_only.status();
+  EXPECT_EQ(calls, 3);
+  EXPECT_GE(*device_only, StreamTimer::kResolutionMs);
 }
 
 TEST(CudaStageTest, ProfileRejectsForeignPlans) {

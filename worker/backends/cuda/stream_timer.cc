@@ -5,6 +5,7 @@
 
 #include "common/strings.h"
 #include "worker/backends/cuda/cuda_status.h"
+#include "worker/backends/cuda/hold_kernel.h"
 
 namespace iosfarm::worker::cuda {
 
@@ -33,6 +34,15 @@ StatusOr<double> StreamTimer::Time(cudaStream_t stream, const std::function<Stat
   RETURN_IF_ERROR(
       CudaCall(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime"));
   return std::max(static_cast<double>(ms) / launches, kResolutionMs);
+}
+
+StatusOr<double> StreamTimer::TimeDeviceOnly(cudaStream_t stream,
+                                             const std::function<Status()>& enqueue,
+                                             int launches) const {
+  RETURN_IF_ERROR(CudaCall(
+      LaunchHoldKernel(stream, static_cast<unsigned long long>(kDeviceOnlyHoldMs * 1e6)),
+      "hold kernel"));
+  return Time(stream, enqueue, launches);
 }
 
 int StreamTimer::LaunchesPerSample(double single_run_ms) {

@@ -32,6 +32,15 @@ class StreamTimer {
   StatusOr<double> Time(cudaStream_t stream, const std::function<Status()>& enqueue,
                         int launches = 1) const;
 
+  // As Time, after a kernel that keeps `stream` busy for kDeviceOnlyHoldMs:
+  // the host has enqueued the launches before the GPU reaches them, so the
+  // sample is the GPU's time alone, without the host's enqueueing (what the
+  // work costs inside a CUDA graph). The launches' host time must stay under
+  // the hold.
+  static constexpr double kDeviceOnlyHoldMs = 0.25;
+  StatusOr<double> TimeDeviceOnly(cudaStream_t stream, const std::function<Status()>& enqueue,
+                                  int launches) const;
+
   // How many launches one timed sample of work that took `single_run_ms` in
   // a one-launch sample holds: enough for the sample to last about
   // kSampleTargetMs, at least 1, at most kMaxLaunchesPerSample.
