@@ -507,6 +507,21 @@ def summarize_kernels(kernels, top=12):
                     for name, (count, total) in ranked]}
 
 
+def phase_seconds(phases):
+    """Per job: its span from the first phase's queueing to the last end, and
+    the seconds its phases ran, by kind (enumerate, build, profile, update,
+    measure): where a farm job's time goes."""
+    jobs = {}
+    for p in phases:
+        job = jobs.setdefault(str(p["job_id"]), {"span": [p["queued_s"], p["end_s"]],
+                                                  "phases": {}})
+        job["span"] = [min(job["span"][0], p["queued_s"]), max(job["span"][1], p["end_s"])]
+        job["phases"][p["phase"]] = job["phases"].get(p["phase"], 0.0) + p["end_s"] - p["start_s"]
+    return {job: {"span_s": round(j["span"][1] - j["span"][0], 3),
+                  **{kind: round(seconds, 3) for kind, seconds in sorted(j["phases"].items())}}
+            for job, j in jobs.items()}
+
+
 def is_device_resource(resource):
     """True for a worker's measuring device in the farm's timeline:
     "<worker>/gpu" on a GPU worker, "<worker>/device" on a CPU one (not
@@ -613,6 +628,9 @@ class Farm:
             # "<worker>/gpu" on a GPU worker, "<worker>/device" on a CPU one
             # (scheduler/farm/phase.h).
             phases = self.cli("timeline")["phases"]
+            with open(os.path.join(self.t.logs, "farm_timeline.json"), "w") as f:
+                json.dump(phases, f, indent=1)
+            result["phase_seconds"] = phase_seconds(phases)
             device = sorted((p for p in phases if is_device_resource(p.get("resource", ""))),
                             key=lambda p: p["start_s"])
             # Timeline phases have no id: name each by job, phase and batch.
@@ -697,6 +715,9 @@ def summary(doc):
             lines.append(f"- farm: {status}, GPU phases {step.get('gpu_phases')}, overlaps "
                          f"{step.get('gpu_overlaps')}" + (f", {step['error']}"
                                                          if step.get("error") else ""))
+            for job, seconds in step.get("phase_seconds", {}).items():
+                lines.append(f"  - job {job} seconds: " +
+                             ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
             for job, row in step.get("jobs", {}).items():
                 lines.append(f"  - {job}: {row.get('state')}, profiled {row.get('profiled_stages')}"
                              f" stages, measured {row.get('measured_ms')}, predicted "

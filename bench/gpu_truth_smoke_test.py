@@ -110,6 +110,10 @@ def main():
         check(jobs["squeezenet (again)"]["profiled_stages"] == 0, f"farm: {jobs}")
         check(steps["farm"]["gpu_phases"] > 0 and not steps["farm"]["gpu_overlaps"],
               f"farm timeline: {steps['farm']}")
+        seconds = steps["farm"]["phase_seconds"]
+        check(len(seconds) >= 2 and all(s["span_s"] > 0 and s.get("measure", 0) > 0
+                                        for s in seconds.values()),
+              f"farm phase seconds per job: {seconds}")
 
         cuda = subprocess.run(
             [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
