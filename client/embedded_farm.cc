@@ -19,10 +19,6 @@ StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOp
   config.cuda_graph_stages = options.cuda_graph_stages;
   farm->backend_name_ =
       options.backend.empty() ? worker::BestAvailableBackendName(config) : options.backend;
-  if (options.cuda_graph_stages && farm->backend_name_ != "cuda") {
-    return absl::InvalidArgumentError(
-        StrCat("stages timed as CUDA graphs need the cuda backend, not ", farm->backend_name_));
-  }
   ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
                    worker::CreateBackend(farm->backend_name_, config));
   farm->device_description_ = backend->device_description();

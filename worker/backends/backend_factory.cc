@@ -68,9 +68,13 @@ std::vector<std::string_view> BackendNames() { return {"cuda", "cpu", "sim"}; }
 StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name,
                                                  const BackendConfig& config) {
   if (name == "cuda") return CreateCuda(config);
-  if (name == "cpu") return CreateCpu(config);
-  if (name == "sim" || name.substr(0, kSimPrefix.size()) == kSimPrefix) {
-    return CreateSim(name, config);
+  const bool is_sim = name == "sim" || name.substr(0, kSimPrefix.size()) == kSimPrefix;
+  if (name == "cpu" || is_sim) {
+    if (config.cuda_graph_stages) {
+      return absl::InvalidArgumentError(
+          StrCat("stages timed as CUDA graphs need the cuda backend, not ", name));
+    }
+    return is_sim ? CreateSim(name, config) : CreateCpu(config);
   }
   std::string presets;
   for (std::string_view preset : sim::SimDevicePresetNames()) {

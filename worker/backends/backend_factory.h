@@ -40,7 +40,8 @@ std::vector<std::string_view> BackendNames();
 // Creates the named backend (see the file comment for what each answers).
 // "sim:<preset>" replaces config.sim.device by the preset (NotFound listing
 // the presets for an unknown one). An unknown name is InvalidArgument
-// listing the valid names. Invalid sim options are InvalidArgument.
+// listing the valid names. Invalid sim options, and cuda_graph_stages for
+// another backend than cuda, are InvalidArgument.
 StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name,
                                                  const BackendConfig& config = {});
 

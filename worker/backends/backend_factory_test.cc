@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/strings.h"
+
 #ifdef IOSFARM_HAVE_CUDA
 #include "worker/backends/cuda/cuda_device.h"
 #endif
@@ -54,6 +56,17 @@ TEST(BackendFactoryTest, UnknownNameListsTheValidOnes) {
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(backend.status()),
               HasSubstr("unknown backend \"tpu\" (valid: cuda, cpu, sim, sim:<v100|a100|"));
+}
+
+TEST(BackendFactoryTest, GraphTimedStagesAreForCudaOnly) {
+  BackendConfig config;
+  config.cuda_graph_stages = true;
+  for (const char* name : {"cpu", "sim"}) {
+    StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(name, config);
+    EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(Message(backend.status()),
+                HasSubstr(StrCat("stages timed as CUDA graphs need the cuda backend, not ", name)));
+  }
 }
 
 TEST(BackendFactoryTest, CreatesTheOneDnnCpuBackend) {
