@@ -33,7 +33,9 @@ inline int ExpectWellFormed(const graph::Graph& graph, const BlockSolution& solu
     for (const auto& group : planned.stage.groups) {
       EXPECT_LE(static_cast<int>(group.size()), options.bounds.max_group_ops);
     }
-    if (!options.enable_merge) EXPECT_EQ(planned.stage.strategy, Strategy::kConcurrent);
+    if (!options.enable_merge) {
+      EXPECT_EQ(planned.stage.strategy, Strategy::kConcurrent);
+    }
     merges += planned.stage.strategy == Strategy::kMerge ? 1 : 0;
     EXPECT_NEAR(*oracle(planned.stage), planned.latency_ms, 1e-12);
   }

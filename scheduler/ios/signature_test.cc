@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/op_content.h"
 #include "scheduler/ios/stable_hash.h"
 #include "scheduler/ios/testing_util.h"
 
@@ -168,6 +169,31 @@ TEST(SignatureTest, RejectsMalformedStages) {
   bad_merge.strategy = Strategy::kMerge;
   bad_merge.groups = {{Node(graph, "add")}, {Node(graph, "conv_b")}};  // Add is no conv
   EXPECT_FALSE(StageSignature(graph, bad_merge).ok());
+}
+
+// A table of the ops' content hashes gives the same signatures; one of the
+// wrong size is refused.
+TEST(SignatureTest, OpContentTableGivesTheSameSignature) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const graph::Graph graph = testing::RandomDag(seed, 12);
+    const std::vector<uint64_t> table = OpContentHashes(graph);
+    ASSERT_EQ(static_cast<int>(table.size()), graph.num_nodes());
+    auto result = RunSearch(graph, SearchOptions{}, MakeAnalyticOracle(graph));
+    ASSERT_TRUE(result.ok()) << result.status();
+    for (const ScheduledStage& stage : result->schedule.stages) {
+      auto with_table = StageSignature(graph, stage.stage, table);
+      ASSERT_TRUE(with_table.ok()) << with_table.status();
+      EXPECT_EQ(*with_table, stage.signature) << StageToString(graph, stage.stage);
+    }
+  }
+  const graph::Graph graph = Build({});
+  std::vector<uint64_t> short_table = OpContentHashes(graph);
+  EXPECT_EQ(Hex64(*StageSignature(graph, TheStage(graph), short_table)), kGoldenSignature);
+  short_table.pop_back();
+  const auto refused = StageSignature(graph, TheStage(graph), short_table);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("op content hashes"), std::string_view::npos)
+      << refused.status();
 }
 
 // The DP computes signatures through its own fast path; they must equal the

@@ -63,7 +63,7 @@ StatusOr<std::vector<std::unique_ptr<StagePlan>>> SimBackend::DoBuild(
   std::vector<std::unique_ptr<StagePlan>> plans;
   plans.reserve(stages.size());
   for (size_t i = 0; i < stages.size(); ++i) {
-    StatusOr<SimStage> stage = BuildSimStage(graph, stages[i], options_.device);
+    StatusOr<SimStage> stage = BuildSimStage(graph, stages[i], options_.device, NoiseKey());
     if (!stage.ok()) {
       return absl::InvalidArgumentError(
           StrCat("sim Build: stage ", i, ": ", ToStd(stage.status().message())));
@@ -115,7 +115,7 @@ StatusOr<RunResult> SimBackend::DoRunSchedule(const graph::Graph& graph,
   std::vector<SimStage> stages;
   stages.reserve(schedule.stages.size());
   for (size_t s = 0; s < schedule.stages.size(); ++s) {
-    StatusOr<SimStage> stage = BuildSimStage(graph, schedule.stages[s].stage, options_.device);
+    StatusOr<SimStage> stage = BuildSimStage(graph, schedule.stages[s].stage, options_.device, NoiseKey());
     if (!stage.ok()) {
       return absl::InvalidArgumentError(
           StrCat("sim RunSchedule: stage ", s, ": ", ToStd(stage.status().message())));
@@ -147,7 +147,7 @@ StatusOr<RunResult> SimBackend::DoRunSchedule(const graph::Graph& graph,
 
 StatusOr<double> SimBackend::StageLatencyMs(const graph::Graph& graph,
                                             const scheduler::ios::Stage& stage) const {
-  ASSIGN_OR_RETURN(SimStage sim, BuildSimStage(graph, stage, options_.device));
+  ASSIGN_OR_RETURN(SimStage sim, BuildSimStage(graph, stage, options_.device, SimStageKey::kNone));
   return sim.time_us / 1e3;
 }
 

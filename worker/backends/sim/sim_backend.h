@@ -35,6 +35,7 @@
 #include "common/status.h"
 #include "worker/backends/backend.h"
 #include "worker/backends/sim/device_model.h"
+#include "worker/backends/sim/sim_stage.h"
 
 namespace iosfarm::worker::sim {
 
@@ -94,6 +95,10 @@ class SimBackend final : public Backend {
 
   // Sleeps time_scale * simulated_ms (device held by the caller).
   void SleepScaled(double simulated_ms) const;
+  // Stages need a content key only to draw noise.
+  SimStageKey NoiseKey() const {
+    return options_.noise_sigma > 0 ? SimStageKey::kContent : SimStageKey::kNone;
+  }
 
   const SimOptions options_;
   int64_t profile_calls_ ABSL_GUARDED_BY(device_mu_) = 0;

@@ -11,14 +11,16 @@ using scheduler::ios::HashCombine;
 using scheduler::ios::Strategy;
 
 StatusOr<SimStage> BuildSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
-                                 const SimDeviceModel& model) {
+                                 const SimDeviceModel& model, SimStageKey key) {
   RETURN_IF_ERROR(scheduler::ios::ValidateStage(graph, stage));
   SimStage sim;
-  sim.key = HashCombine(0x51u, static_cast<uint64_t>(stage.strategy));
-  for (const auto& group : stage.groups) {
-    sim.key = HashCombine(sim.key, group.size());
-    for (graph::NodeId id : group) {
-      sim.key = HashCombine(sim.key, scheduler::ios::OpContentHash(graph, graph.node(id)));
+  if (key == SimStageKey::kContent) {
+    sim.key = HashCombine(0x51u, static_cast<uint64_t>(stage.strategy));
+    for (const auto& group : stage.groups) {
+      sim.key = HashCombine(sim.key, group.size());
+      for (graph::NodeId id : group) {
+        sim.key = HashCombine(sim.key, scheduler::ios::OpContentHash(graph, graph.node(id)));
+      }
     }
   }
   if (stage.strategy == Strategy::kMerge) {

@@ -28,10 +28,16 @@ struct SimStage {
   double time_us = 0;  // SimulateStageUs(groups)
 };
 
+// Whether BuildSimStage computes SimStage::key (hashing every op's content
+// costs more than simulating the stage; noise-free simulation needs no key).
+enum class SimStageKey { kContent, kNone };
+
 // Validates `stage` against `graph` (scheduler/ios/stage_validation.h) and costs it.
-// InvalidArgument from the validation; `model` must be valid.
+// InvalidArgument from the validation; `model` must be valid. With
+// SimStageKey::kNone the key is 0.
 StatusOr<SimStage> BuildSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
-                                 const SimDeviceModel& model);
+                                 const SimDeviceModel& model,
+                                 SimStageKey key = SimStageKey::kContent);
 
 }  // namespace iosfarm::worker::sim
 

@@ -33,6 +33,18 @@ TEST(SimStageTest, MergeStageIsOneConvolution) {
                    m.kernel_launch_us + stage->groups[0][0].AloneUs(m) + m.stage_sync_us);
 }
 
+TEST(SimStageTest, WithoutKeyTheSameTime) {
+  const testing::TwoConvs g = MakeTwoConvs(32, 8, 3);
+  const SimDeviceModel m;
+  const auto keyed = BuildSimStage(g.graph, ConcurrentStage({{g.a}, {g.b}}), m);
+  const auto unkeyed =
+      BuildSimStage(g.graph, ConcurrentStage({{g.a}, {g.b}}), m, SimStageKey::kNone);
+  ASSERT_TRUE(keyed.ok() && unkeyed.ok());
+  EXPECT_NE(keyed->key, 0u);
+  EXPECT_EQ(unkeyed->key, 0u);
+  EXPECT_DOUBLE_EQ(unkeyed->time_us, keyed->time_us);
+}
+
 TEST(SimStageTest, KeyDependsOnContentNotNames) {
   const testing::TwoConvs g = MakeTwoConvs(32, 8, 3);
   const SimDeviceModel m;
