@@ -111,6 +111,60 @@ graph::Tensor MaterializeWeight(const graph::Node& node, std::string_view role,
   return filled;
 }
 
+std::shared_ptr<const std::vector<float>> WeightCache::Draw(const graph::Node& node,
+                                                            std::string_view role,
+                                                            const graph::Shape& shape) {
+  return DrawUniform(WeightSeed(node.name, role), WeightRange(node, role, shape),
+                     graph::NumElements(shape));
+}
+
+std::shared_ptr<const std::vector<float>> WeightCache::DrawUniform(uint64_t seed,
+                                                                   UniformRange range,
+                                                                   int64_t count) {
+  const Key key{seed, range.low, range.high, count};
+  std::shared_ptr<const std::vector<float>> values;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      ++hits_;
+      values = it->second;
+    }
+  }
+  if (values == nullptr) {
+    auto drawn = std::make_shared<std::vector<float>>(static_cast<size_t>(key.count));
+    FillUniform(key.seed, key.low, key.high, *drawn);
+    values = drawn;
+    const int64_t entry_bytes = key.count * static_cast<int64_t>(sizeof(float));
+    absl::MutexLock lock(&mu_);
+    ++misses_;
+    if (entry_bytes <= capacity_bytes_ && entries_.emplace(key, values).second) {
+      order_.push_back(key);
+      bytes_ += entry_bytes;
+      while (bytes_ > capacity_bytes_) {
+        bytes_ -= entries_.at(order_.front())->size() * static_cast<int64_t>(sizeof(float));
+        entries_.erase(order_.front());
+        order_.pop_front();
+      }
+    }
+  }
+  return values;
+}
+
+int64_t WeightCache::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+int64_t WeightCache::hits() const {
+  absl::MutexLock lock(&mu_);
+  return hits_;
+}
+
+int64_t WeightCache::misses() const {
+  absl::MutexLock lock(&mu_);
+  return misses_;
+}
+
 std::map<std::string, graph::Tensor> MaterializeNodeWeights(const graph::Node& node) {
   std::map<std::string, graph::Tensor> weights;
   for (const auto& [role, tensor] : node.weights) {

@@ -15,16 +15,21 @@
 //
 // Graph inputs are U(-1, 1), input i seeded with InputSeed(seed, i).
 //
-// All functions are pure and thread-safe.
+// All functions are pure and thread-safe; so is WeightCache.
 #ifndef IOSFARM_WORKER_BACKENDS_WEIGHTS_H_
 #define IOSFARM_WORKER_BACKENDS_WEIGHTS_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 
@@ -56,6 +61,51 @@ graph::Tensor MaterializeWeight(const graph::Node& node, std::string_view role,
 
 // Every weight of `node` with data.
 std::map<std::string, graph::Tensor> MaterializeNodeWeights(const graph::Node& node);
+
+// Drawn weights, kept for reuse: a search plans thousands of stages of one
+// model on the cuda backend, each drawing the weights of its ops, and drawing
+// costs about a nanosecond a value (a stage of inception_v3 holds millions).
+// Entries are keyed by all that the values depend on (seed, range, count), so
+// one cache serves any number of graphs and can never answer stale values.
+// Past `capacity_bytes` the oldest entries are dropped. Thread-safe.
+class WeightCache {
+ public:
+  explicit WeightCache(int64_t capacity_bytes = int64_t{1} << 30)
+      : capacity_bytes_(capacity_bytes) {}
+
+  // The values MaterializeWeight gives weight `role` of `node`, of `shape`,
+  // when it has no data; drawn at most once while they stay in the cache.
+  std::shared_ptr<const std::vector<float>> Draw(const graph::Node& node, std::string_view role,
+                                                 const graph::Shape& shape);
+  // FillUniform(seed, range.low, range.high, `count` values), the same way
+  // (e.g. a stage's random inputs: RandomTensor's values).
+  std::shared_ptr<const std::vector<float>> DrawUniform(uint64_t seed, UniformRange range,
+                                                        int64_t count);
+
+  int64_t bytes() const;
+  int64_t hits() const;
+  int64_t misses() const;
+
+ private:
+  struct Key {
+    uint64_t seed;
+    float low, high;
+    int64_t count;
+    friend bool operator==(const Key&, const Key&) = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.seed, k.low, k.high, k.count);
+    }
+  };
+  const int64_t capacity_bytes_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<Key, std::shared_ptr<const std::vector<float>>> entries_
+      ABSL_GUARDED_BY(mu_);
+  std::deque<Key> order_ ABSL_GUARDED_BY(mu_);  // oldest first
+  int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 // True when some weight of `node` has no data.
 bool NeedsMaterialization(const graph::Node& node);

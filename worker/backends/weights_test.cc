@@ -91,6 +91,45 @@ TEST(WeightsTest, KeepsExistingDataAndFillsTheRest) {
   }
 }
 
+TEST(WeightsTest, CacheDrawsOnceAndGivesMaterializeWeightsValues) {
+  const graph::Node a = ConvNode("conv", 16, 3, graph::Activation::kRelu);
+  WeightCache cache;
+  const auto w = cache.Draw(a, "W", a.weights.at("W").shape);
+  EXPECT_EQ(*w, MaterializeWeight(a, "W", a.weights.at("W")).data);
+  EXPECT_EQ(cache.Draw(a, "W", a.weights.at("W").shape), w);  // the same entry
+  EXPECT_EQ(*cache.Draw(a, "B", a.weights.at("B").shape),
+            MaterializeWeight(a, "B", a.weights.at("B")).data);
+  EXPECT_EQ(cache.misses(), 2);
+  EXPECT_EQ(cache.hits(), 1);
+  EXPECT_EQ(cache.bytes(), (32 * 16 * 3 * 3 + 32) * static_cast<int64_t>(sizeof(float)));
+  // Same name and role in another graph, another range (fan-in, activation)
+  // or size: other values, never the cached ones.
+  const graph::Node wider = ConvNode("conv", 32, 3, graph::Activation::kRelu);
+  EXPECT_EQ(*cache.Draw(wider, "W", wider.weights.at("W").shape),
+            MaterializeWeight(wider, "W", wider.weights.at("W")).data);
+  const graph::Node linear = ConvNode("conv", 16, 3, graph::Activation::kNone);
+  EXPECT_EQ(*cache.Draw(linear, "W", linear.weights.at("W").shape),
+            MaterializeWeight(linear, "W", linear.weights.at("W")).data);
+  EXPECT_EQ(cache.misses(), 4);
+}
+
+TEST(WeightsTest, CacheDropsTheOldestPastItsCapacity) {
+  const graph::Node a = ConvNode("a", 16, 3, graph::Activation::kNone);
+  const graph::Node b = ConvNode("b", 16, 3, graph::Activation::kNone);
+  const int64_t w_bytes = 32 * 16 * 3 * 3 * static_cast<int64_t>(sizeof(float));
+  WeightCache cache(w_bytes + w_bytes / 2);  // room for one W
+  const auto first = cache.Draw(a, "W", a.weights.at("W").shape);
+  cache.Draw(b, "W", b.weights.at("W").shape);
+  EXPECT_EQ(cache.bytes(), w_bytes);
+  EXPECT_EQ(*cache.Draw(a, "W", a.weights.at("W").shape), *first);  // drawn again
+  EXPECT_EQ(cache.misses(), 3);
+  EXPECT_EQ(cache.hits(), 0);
+  // A weight larger than the whole cache is drawn and not kept.
+  WeightCache tiny(16);
+  EXPECT_EQ(*tiny.Draw(a, "W", a.weights.at("W").shape), *first);
+  EXPECT_EQ(tiny.bytes(), 0);
+}
+
 TEST(WeightsTest, InputsAreUniformAndSeeded) {
   const graph::Graph g = graph::testing::SmallBranchyGraph(false);
   const auto a = MakeGraphInputs(g, 1);

@@ -105,6 +105,7 @@ StatusOr<std::vector<std::unique_ptr<StagePlan>>> CudaBackend::DoBuild(
   std::vector<std::unique_ptr<StagePlan>> plans;
   PlanOptions options;
   options.external = ExternalValues::kRandomData;
+  options.weight_cache = &weight_cache_;
   for (size_t s = 0; s < stages.size(); ++s) {
     auto plan = BuildExecutionPlan(graph, {&stages[s]}, options);
     if (!plan.ok()) return Prefixed(plan.status(), StrCat("stage ", s));

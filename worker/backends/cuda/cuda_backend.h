@@ -28,6 +28,7 @@
 #include "worker/backends/backend.h"
 #include "worker/backends/cuda/cuda_context.h"
 #include "worker/backends/cuda/cuda_device.h"
+#include "worker/backends/weights.h"
 
 namespace iosfarm::worker::cuda {
 
@@ -93,6 +94,9 @@ class CudaBackend final : public Backend {
   const CudaBackendOptions options_;
   const CudaDeviceInfo info_;
   const std::string description_;
+  // The weights Build draws, shared by every stage it plans (a search plans
+  // thousands of stages of one model; bench/cuda_plan_bench). Thread-safe.
+  WeightCache weight_cache_;
 
   std::unique_ptr<CudaDeviceContext> context_ ABSL_GUARDED_BY(device_mu_);
 };

@@ -38,6 +38,7 @@
 #include "graph/graph.h"
 #include "scheduler/ios/stage.h"
 #include "worker/backends/cuda/execution_plan.h"
+#include "worker/backends/weights.h"
 
 namespace iosfarm::worker::cuda {
 
@@ -55,6 +56,9 @@ struct PlanOptions {
   ExternalValues external = ExternalValues::kRandomData;
   // Keep the graph outputs (ExecutionPlan::outputs, graph.outputs() order).
   bool keep_graph_outputs = false;
+  // Draws weights without data through this cache (may be null; must outlive
+  // the call): a backend planning many stages of one model draws each once.
+  WeightCache* weight_cache = nullptr;
 };
 
 // The plan of `stages` (executed in this order) of `graph`, whose shapes must

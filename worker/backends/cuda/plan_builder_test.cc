@@ -334,6 +334,32 @@ TEST(PlanBuilderTest, MemoryIsReusedAcrossStages) {
   EXPECT_TRUE(EmulateAndCompare(*g, *seq, "chain").ok());
 }
 
+// Plans drawn through a weight cache hold the very bytes of plans drawn
+// without one (weights and the stage inputs' random values).
+TEST(PlanBuilderTest, WeightCacheGivesIdenticalPlans) {
+  WeightCache cache;
+  for (const std::string& model : PlanTestModels()) {
+    auto g = graph::models::BuildZooModel(model, 1);
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto greedy = scheduler::ios::GreedySchedule(*g, 4);
+    ASSERT_TRUE(greedy.ok());
+    for (const auto& scheduled : greedy->stages) {
+      PlanOptions cached;
+      cached.weight_cache = &cache;
+      auto plain = BuildExecutionPlan(*g, {&scheduled.stage}, PlanOptions{});
+      auto with_cache = BuildExecutionPlan(*g, {&scheduled.stage}, cached);
+      ASSERT_TRUE(plain.ok() && with_cache.ok()) << plain.status() << with_cache.status();
+      EXPECT_EQ(plain->weights, with_cache->weights) << model;
+      ASSERT_EQ(plain->presets.size(), with_cache->presets.size());
+      for (size_t i = 0; i < plain->presets.size(); ++i) {
+        EXPECT_EQ(plain->presets[i].data, with_cache->presets[i].data) << plain->presets[i].label;
+      }
+    }
+  }
+  EXPECT_GT(cache.misses(), 0);
+  EXPECT_GT(cache.bytes(), 0);
+}
+
 TEST(PlanBuilderTest, StagePlansGetRandomInputsAndKeepNothing) {
   auto g = InceptionBlock(1);
   ASSERT_TRUE(g.ok());

@@ -91,14 +91,13 @@ Status EmitNodeConv(PlanState& st, NodeId id, const graph::ConvAttrs& a, const T
                     const TensorRef& y, const std::string& label, std::vector<Step>& steps,
                     const std::optional<TensorRef>& residual = std::nullopt) {
   const graph::Node& node = st.graph.node(id);
-  ASSIGN_OR_RETURN(graph::Tensor w, st.NodeWeight(node, "W"));
+  ASSIGN_OR_RETURN(const WeightRef w, st.AddNodeWeight(node, "W"));
   std::optional<WeightRef> bias;
   if (a.has_bias) {
-    ASSIGN_OR_RETURN(graph::Tensor b, st.NodeWeight(node, "B"));
-    bias = st.AddWeight(b.shape, b.data);
+    ASSIGN_OR_RETURN(bias, st.AddNodeWeight(node, "B"));
   }
   auto pad = st.pad_buffer.find(id);
-  EmitConv(st, a, x, y, st.AddWeight(w.shape, w.data), bias,
+  EmitConv(st, a, x, y, w, bias,
            pad == st.pad_buffer.end() ? -1 : pad->second, label, steps, residual);
   return absl::OkStatus();
 }

@@ -24,11 +24,18 @@ Status EmitPresetsAndOutputs(PlanState& st) {
         st.plan.presets.push_back({st.Ref(v), std::move(t.data), value.name});
         break;
       }
-      case Source::kRandom:
+      case Source::kRandom: {
+        // RandomTensor's values, drawn once per search through the cache.
+        const uint64_t seed = WeightSeed(value.name, "stage input");
         st.plan.presets.push_back(
-            {st.Ref(v), RandomTensor(value.shape, WeightSeed(value.name, "stage input")).data,
+            {st.Ref(v),
+             st.options.weight_cache != nullptr
+                 ? *st.options.weight_cache->DrawUniform(seed, {-1.0f, 1.0f},
+                                                         graph::NumElements(value.shape))
+                 : RandomTensor(value.shape, seed).data,
              value.name});
         break;
+      }
       case Source::kRuntimeInput: {
         const auto& inputs = st.graph.inputs();
         const int index =

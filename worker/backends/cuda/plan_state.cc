@@ -48,7 +48,7 @@ TensorRef PlanState::Ref(ValueId v) const {
   return {loc.buffer, loc.offset, graph.value(v).shape};
 }
 
-WeightRef PlanState::AddWeight(const Shape& shape, const std::vector<float>& data) {
+WeightRef PlanState::AddWeight(const Shape& shape, std::span<const float> data) {
   constexpr int64_t kAlign = kArenaAlignment / static_cast<int64_t>(sizeof(float));
   const int64_t offset = (static_cast<int64_t>(plan.weights.size()) + kAlign - 1) / kAlign * kAlign;
   plan.weights.resize(static_cast<size_t>(offset), 0.0f);
@@ -56,21 +56,46 @@ WeightRef PlanState::AddWeight(const Shape& shape, const std::vector<float>& dat
   return {offset, shape};
 }
 
-StatusOr<graph::Tensor> PlanState::NodeWeight(const graph::Node& node,
-                                              const std::string& role) const {
+namespace {
+
+// Weight `role` of `node`; InvalidArgument when it is missing or holds data
+// of the wrong size.
+StatusOr<const graph::Tensor*> FindWeight(const graph::Node& node, const std::string& role) {
   auto it = node.weights.find(role);
   if (it == node.weights.end()) {
     return absl::InvalidArgumentError(StrCat("node '", node.name, "' (",
                                              graph::OpTypeName(node.type), "): missing weight '",
                                              role, "'"));
   }
-  graph::Tensor t = MaterializeWeight(node, role, it->second);
-  if (static_cast<int64_t>(t.data.size()) != t.num_elements()) {
+  const graph::Tensor& t = it->second;
+  if (t.has_data() && static_cast<int64_t>(t.data.size()) != t.num_elements()) {
     return absl::InvalidArgumentError(StrCat("node '", node.name, "': weight '", role, "' has ",
                                              t.data.size(), " values for shape ",
                                              graph::ShapeToString(t.shape)));
   }
-  return t;
+  return &t;
+}
+
+}  // namespace
+
+StatusOr<graph::Tensor> PlanState::NodeWeight(const graph::Node& node,
+                                              const std::string& role) const {
+  ASSIGN_OR_RETURN(const graph::Tensor* t, FindWeight(node, role));
+  if (t->has_data() || options.weight_cache == nullptr) return MaterializeWeight(node, role, *t);
+  graph::Tensor drawn;
+  drawn.shape = t->shape;
+  drawn.data = *options.weight_cache->Draw(node, role, t->shape);
+  return drawn;
+}
+
+StatusOr<WeightRef> PlanState::AddNodeWeight(const graph::Node& node, const std::string& role) {
+  ASSIGN_OR_RETURN(const graph::Tensor* t, FindWeight(node, role));
+  if (t->has_data()) return AddWeight(t->shape, t->data);
+  if (options.weight_cache != nullptr) {
+    return AddWeight(t->shape, *options.weight_cache->Draw(node, role, t->shape));
+  }
+  const graph::Tensor drawn = MaterializeWeight(node, role, *t);
+  return AddWeight(drawn.shape, drawn.data);
 }
 
 }  // namespace iosfarm::worker::cuda::planning

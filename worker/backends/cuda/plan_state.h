@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,10 +89,13 @@ struct PlanState {
   // The stored tensor of a value (after pass 4).
   TensorRef Ref(graph::ValueId v) const;
   // Appends `data` to plan.weights, aligned to kArenaAlignment.
-  WeightRef AddWeight(const graph::Shape& shape, const std::vector<float>& data);
+  WeightRef AddWeight(const graph::Shape& shape, std::span<const float> data);
   // The node's weight `role`, materialised; InvalidArgument when missing or
   // of the wrong size.
   StatusOr<graph::Tensor> NodeWeight(const graph::Node& node, const std::string& role) const;
+  // AddWeight(NodeWeight(node, role)) without the intermediate copy (the
+  // weights of convolutions and GEMMs are most of a plan's bytes).
+  StatusOr<WeightRef> AddNodeWeight(const graph::Node& node, const std::string& role);
 
   const graph::Graph& graph;
   const std::vector<const scheduler::ios::Stage*>& stages;

@@ -173,8 +173,8 @@ Status EmitNode(PlanState& st, NodeId id, std::vector<Step>& steps) {
     case OpType::kGemm: {
       step.kind = StepKind::kGemm;
       const auto& a = std::get<graph::GemmAttrs>(node.attrs);
-      ASSIGN_OR_RETURN(graph::Tensor b, st.NodeWeight(node, "B"));
-      step.weights = {st.AddWeight(b.shape, b.data)};
+      ASSIGN_OR_RETURN(const WeightRef b, st.AddNodeWeight(node, "B"));
+      step.weights = {b};
       if (node.weights.count("C") != 0) {
         ASSIGN_OR_RETURN(graph::Tensor c, st.NodeWeight(node, "C"));
         step.weights.push_back(
@@ -185,8 +185,8 @@ Status EmitNode(PlanState& st, NodeId id, std::vector<Step>& steps) {
     case OpType::kMatMul:
       step.kind = StepKind::kMatMul;
       if (node.inputs.size() == 1) {
-        ASSIGN_OR_RETURN(graph::Tensor b, st.NodeWeight(node, "B"));
-        step.weights = {st.AddWeight(b.shape, b.data)};
+        ASSIGN_OR_RETURN(const WeightRef b, st.AddNodeWeight(node, "B"));
+        step.weights = {b};
       }
       break;
     case OpType::kConstant:
