@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--version") {
-      std::printf("cuda_floor_bench (iosfarm)\n");
+      std::printf("cuda_floor_bench %s\n", IOSFARM_VERSION);
       return 0;
     }
     if ((flag == "--device" || flag == "--repeats") && i + 1 < argc) {

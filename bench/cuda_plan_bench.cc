@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "Rounds of (no cache, cache) side by side; medians")
       ->check(CLI::Range(1, 100))->capture_default_str();
   app.add_flag("--markdown", markdown, "Print a markdown table");
-  app.set_version_flag("--version", "cuda_plan_bench (iosfarm)");
+  app.set_version_flag("--version", std::string("cuda_plan_bench ") + IOSFARM_VERSION);
   if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
 
   int r = 0, s = 0;

@@ -309,6 +309,7 @@ int main(int argc, char** argv) {
   app.add_option("--scale-jobs", o.scale_jobs, "jobs of the decision-latency run")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  app.set_version_flag("--version", std::string("farm_policy_bench ") + IOSFARM_VERSION);
   if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
   const iosfarm::Status status = Run(o);
   if (!status.ok()) {

@@ -2,7 +2,7 @@
 // name or .onnx file, graph/model_loader.h) and pruning bound, with every
 // latency coming from the analytic oracle.
 //
-//   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N]
+//   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N] [--version]
 //                    [--block-size B] [--window OPS] [--no-reuse] [--blocks]
 //                    [--walk-only] [--search exhaustive|bounded]
 //                    [--farm-batch N [--lookahead L]] [--markdown]
@@ -316,6 +316,7 @@ int main(int argc, char** argv) {
   app.add_option("--lookahead", g_lookahead, "bounded search: further candidates per wait")
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--markdown", markdown, "markdown table");
+  app.set_version_flag("--version", StrCat("ios_search_bench ", IOSFARM_VERSION));
   if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
   const bool reuse = !no_reuse;
   g_exhaustive = search == "exhaustive";

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   int rounds = 5;
   int runs = 200;
   CLI::App app{"runtime_bench: Session::Run against the schedule's own time"};
-  app.set_version_flag("--version", "runtime_bench " + iosfarm::Version());
+  app.set_version_flag("--version", std::string("runtime_bench ") + IOSFARM_VERSION);
   app.add_option("--model", model, "zoo name or .onnx file")->capture_default_str();
   app.add_option("--backend", backend_name, "cpu or cuda")->capture_default_str();
   app.add_option("--schedule", schedule_spec, "sequential, greedy or a schedule file")

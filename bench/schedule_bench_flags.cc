@@ -124,6 +124,7 @@ std::optional<int> ParseScheduleBenchArgs(int argc, const char* const* argv, std
                "backend, per model (docs/benchmarks.md)",
                "schedule_bench"};
   AddFlags(app, settings, models_text);
+  app.set_version_flag("--version", std::string("schedule_bench ") + IOSFARM_VERSION);
   if (std::optional<int> exit = ParseFlags(app, argc, argv, err)) return exit;
   std::vector<std::string> entries = {"squeezenet", "resnet50",        "inception_v3",
                                       "randwire",   "nasnet_a_mobile", "nasnet_a"};
