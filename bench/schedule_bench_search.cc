@@ -78,15 +78,13 @@ class CountingOracle {
  public:
   CountingOracle(const graph::Graph& graph, const ModelSpec& spec, const Settings& settings,
                  worker::Backend& backend, BenchLatencyCache* latencies)
-      : graph_(graph),
-        spec_(spec),
+      : spec_(spec),
         budget_s_(settings.search_budget_s),
         latencies_(latencies),
         inner_(worker::MakeBackendOracle(graph, backend, settings.search_profile)),
         start_(std::chrono::steady_clock::now()) {}
 
-  StatusOr<double> operator()(const ios::Stage& stage) {
-    ASSIGN_OR_RETURN(const ios::Signature signature, ios::StageSignature(graph_, stage));
+  StatusOr<double> operator()(ios::Signature signature, const ios::Stage& stage) {
     if (latencies_ != nullptr) {
       ASSIGN_OR_RETURN(const std::optional<double> stored, latencies_->Find(signature));
       if (stored) {
@@ -94,7 +92,7 @@ class CountingOracle {
         return *stored;
       }
     }
-    if (!seen_.insert(signature).second) return inner_(stage);  // memoised
+    if (!seen_.insert(signature).second) return inner_(signature, stage);  // memoised
     ++measured_;
     if (budget_s_ > 0 && Elapsed() > budget_s_) {
       return absl::DeadlineExceededError(StrCat("search budget of ", budget_s_,
@@ -106,7 +104,7 @@ class CountingOracle {
       std::fprintf(stderr, "  %s: %lld stages measured, %.0f s\n", spec_.name.c_str(), measured_,
                    Elapsed());
     }
-    ASSIGN_OR_RETURN(const double ms, inner_(stage));
+    ASSIGN_OR_RETURN(const double ms, inner_(signature, stage));
     if (latencies_ != nullptr) RETURN_IF_ERROR(latencies_->Add(signature, ms));
     return ms;
   }
@@ -119,11 +117,10 @@ class CountingOracle {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
 
-  const graph::Graph& graph_;
   const ModelSpec& spec_;
   const double budget_s_;
   BenchLatencyCache* const latencies_;
-  const ios::StageLatencyFn inner_;
+  const ios::SignedLatencyFn inner_;
   const std::chrono::steady_clock::time_point start_;
   long long measured_ = 0, cached_ = 0;
   absl::flat_hash_set<ios::Signature> seen_;
@@ -164,8 +161,9 @@ StatusOr<ios::Schedule> SearchOrLoad(const graph::Graph& graph, const ModelSpec&
                 latencies->path().c_str(), static_cast<long long>(stored));
   }
   CountingOracle oracle(graph, spec, settings, backend, latencies);
-  const ios::StageLatencyFn counting = [&oracle](const ios::Stage& stage) {
-    return oracle(stage);
+  const ios::SignedLatencyFn counting = [&oracle](ios::Signature signature,
+                                                   const ios::Stage& stage) {
+    return oracle(signature, stage);
   };
   std::printf("%s: searching r=%d s=%d block %d on the %s backend (load %s)\n", spec.name.c_str(),
               spec.r, spec.s, spec.block_size, settings.backend.c_str(), LoadAvg().c_str());

@@ -22,7 +22,7 @@ std::string SearchProgressText(int blocks_solved, int blocks_total, int64_t stag
 
 StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
                                                const ios::SearchOptions& options,
-                                               const ios::StageLatencyFn& oracle,
+                                               const ios::SignedLatencyFn& oracle,
                                                ProgressLines* progress) {
   using Clock = std::chrono::steady_clock;
   ios::SearchReport report;
@@ -48,9 +48,10 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
     shown_at = now;
   };
   show(/*force=*/true);
-  ios::DirectOracle direct([&](const ios::Stage& stage) -> StatusOr<double> {
+  ios::DirectOracle direct([&](ios::Signature signature,
+                                const ios::Stage& stage) -> StatusOr<double> {
     show(/*force=*/false);  // a block may have been solved since the last stage
-    StatusOr<double> latency = oracle(stage);
+    StatusOr<double> latency = oracle(signature, stage);
     ++measured;
     return latency;
   });

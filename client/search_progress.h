@@ -28,7 +28,7 @@ std::string SearchProgressText(int blocks_solved, int blocks_total, int64_t stag
 // it is Finish()ed before returning.
 StatusOr<scheduler::ios::SearchReport> SearchWithProgress(
     const graph::Graph& graph, const scheduler::ios::SearchOptions& options,
-    const scheduler::ios::StageLatencyFn& oracle, ProgressLines* progress);
+    const scheduler::ios::SignedLatencyFn& oracle, ProgressLines* progress);
 
 }  // namespace iosfarm::client
 

@@ -205,8 +205,8 @@ Status JobRunner::FinishSearch(LatencyDb& store) {
   ASSIGN_OR_RETURN(ios::Schedule greedy, ios::GreedySchedule(graph_, options_.max_groups));
   // Baselines are costed with what the database knows (0 where it knows
   // nothing: they are measured end to end anyway).
-  auto known_or_zero = [&](const ios::Stage& stage) -> StatusOr<double> {
-    ASSIGN_OR_RETURN(ios::Signature signature, ios::StageSignature(graph_, stage));
+  const ios::SignedLatencyFn known_or_zero = [&](ios::Signature signature,
+                                                 const ios::Stage&) -> StatusOr<double> {
     ASSIGN_OR_RETURN(auto known, store.LookupLatencies(job_.device_key, {signature}));
     auto it = known.find(signature);
     return it == known.end() ? 0.0 : it->second.median_ms;

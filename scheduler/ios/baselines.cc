@@ -51,13 +51,18 @@ StatusOr<Schedule> GreedySchedule(const graph::Graph& graph, int max_groups) {
 
 Status CostSchedule(const graph::Graph& graph, Schedule& schedule,
                     const StageLatencyFn& oracle) {
+  return CostSchedule(graph, schedule, IgnoringSignature(oracle));
+}
+
+Status CostSchedule(const graph::Graph& graph, Schedule& schedule,
+                    const SignedLatencyFn& oracle) {
   std::unordered_map<Signature, double> measured;
   schedule.latency_ms = 0;
   for (ScheduledStage& scheduled : schedule.stages) {
     ASSIGN_OR_RETURN(scheduled.signature, CanonicalizeStage(graph, scheduled.stage));
     auto it = measured.find(scheduled.signature);
     if (it == measured.end()) {
-      ASSIGN_OR_RETURN(double latency, oracle(scheduled.stage));
+      ASSIGN_OR_RETURN(double latency, oracle(scheduled.signature, scheduled.stage));
       if (!std::isfinite(latency) || latency < 0) {
         return absl::InvalidArgumentError(
             StrCat("oracle returned latency ", latency, " for ",

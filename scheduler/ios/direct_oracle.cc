@@ -3,9 +3,9 @@
 namespace iosfarm::scheduler::ios {
 
 Status DirectOracle::Finish(SearchSession& session) {
-  const StageLatencyFn counted = [this](const Stage& stage) {
+  const SignedLatencyFn counted = [this](Signature signature, const Stage& stage) {
     ++measurements_;
-    return measure_(stage);
+    return measure_(signature, stage);
   };
   return session.RunInline(counted);
 }
@@ -20,6 +20,12 @@ StatusOr<SearchResult> DirectOracle::Search(const graph::Graph& graph,
 
 StatusOr<SearchResult> RunSearch(const graph::Graph& graph, const SearchOptions& options,
                                  const StageLatencyFn& oracle) {
+  DirectOracle direct(oracle);
+  return direct.Search(graph, options);
+}
+
+StatusOr<SearchResult> RunSearch(const graph::Graph& graph, const SearchOptions& options,
+                                 const SignedLatencyFn& oracle) {
   DirectOracle direct(oracle);
   return direct.Search(graph, options);
 }

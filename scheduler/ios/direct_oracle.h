@@ -19,7 +19,9 @@ namespace iosfarm::scheduler::ios {
 
 class DirectOracle {
  public:
-  explicit DirectOracle(StageLatencyFn measure) : measure_(std::move(measure)) {}
+  explicit DirectOracle(SignedLatencyFn measure) : measure_(std::move(measure)) {}
+  explicit DirectOracle(StageLatencyFn measure)
+      : measure_(IgnoringSignature(std::move(measure))) {}
 
   // Searches `graph` (shapes inferred; it must outlive the call). Errors:
   // bad options, a cyclic graph, a block over the state cap, or the first
@@ -33,13 +35,15 @@ class DirectOracle {
   int64_t measurements() const { return measurements_; }
 
  private:
-  StageLatencyFn measure_;
+  SignedLatencyFn measure_;
   int64_t measurements_ = 0;
 };
 
 // DirectOracle(oracle).Search(graph, options).
 StatusOr<SearchResult> RunSearch(const graph::Graph& graph, const SearchOptions& options,
                                  const StageLatencyFn& oracle);
+StatusOr<SearchResult> RunSearch(const graph::Graph& graph, const SearchOptions& options,
+                                 const SignedLatencyFn& oracle);
 
 }  // namespace iosfarm::scheduler::ios
 

@@ -11,6 +11,7 @@
 #define IOSFARM_SCHEDULER_IOS_LATENCY_ORACLE_H_
 
 #include <functional>
+#include <utility>
 
 #include "common/status.h"
 #include "scheduler/ios/signature.h"
@@ -22,6 +23,18 @@ namespace iosfarm::scheduler::ios {
 // is in canonical order (CanonicalizeStage): groups and op order as the
 // signature assumes. An error aborts the search with that error.
 using StageLatencyFn = std::function<StatusOr<double>(const Stage&)>;
+
+// The same, told the stage's signature, which the search and CostSchedule
+// have computed anyway: a function that memoises or looks latencies up by
+// signature need not canonicalise the stage again (for a simulated device
+// that costs more than the simulation). `signature` is
+// StageSignature(graph, stage).
+using SignedLatencyFn = std::function<StatusOr<double>(Signature, const Stage&)>;
+
+// A SignedLatencyFn that ignores the signature and asks `fn`.
+inline SignedLatencyFn IgnoringSignature(StageLatencyFn fn) {
+  return [fn = std::move(fn)](Signature, const Stage& stage) { return fn(stage); };
+}
 
 // A stage whose latency the search needs: its signature and a description of
 // a stage with that signature (node ids of the session's graph, canonical

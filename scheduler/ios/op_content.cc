@@ -110,12 +110,4 @@ uint64_t OpContentHash(const graph::Graph& graph, const graph::Node& node) {
   return HashBytes(OpContentString(graph, node));
 }
 
-std::vector<uint64_t> OpContentHashes(const graph::Graph& graph) {
-  std::vector<uint64_t> hashes(graph.num_nodes());
-  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
-    hashes[id] = OpContentHash(graph, graph.node(id));
-  }
-  return hashes;
-}
-
 }  // namespace iosfarm::scheduler::ios

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "graph/graph.h"
 
@@ -24,11 +23,6 @@ std::string OpContentString(const graph::Graph& graph, const graph::Node& node);
 
 // HashBytes(OpContentString(...)).
 uint64_t OpContentHash(const graph::Graph& graph, const graph::Node& node);
-
-// OpContentHash of every node, indexed by node id: for callers that hash many
-// stages of one graph (building the content string costs about a microsecond
-// an op, more than the rest of a stage's signature).
-std::vector<uint64_t> OpContentHashes(const graph::Graph& graph);
 
 }  // namespace iosfarm::scheduler::ios
 

@@ -46,6 +46,12 @@ nlohmann::json StatsJson(const SearchStats& s) {
 StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
                                            const SearchOptions& options,
                                            const StageLatencyFn& oracle) {
+  return SearchWithBaselines(graph, options, IgnoringSignature(oracle));
+}
+
+StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
+                                           const SearchOptions& options,
+                                           const SignedLatencyFn& oracle) {
   SearchReport report;
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(report.ios, RunSearch(graph, options, oracle));

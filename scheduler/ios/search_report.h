@@ -31,6 +31,9 @@ struct SearchReport {
 StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
                                            const SearchOptions& options,
                                            const StageLatencyFn& oracle);
+StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
+                                           const SearchOptions& options,
+                                           const SignedLatencyFn& oracle);
 
 // Text summary: latencies of the three schedules and speedups, search
 // statistics (blocks, DP states, candidate stages, unique signatures, search

@@ -73,7 +73,7 @@ class SearchSession::CollectingSource : public LatencySource {
 // Measures unknown latencies on the spot.
 class SearchSession::InlineSource : public LatencySource {
  public:
-  InlineSource(SearchSession& session, const StageLatencyFn& measure)
+  InlineSource(SearchSession& session, const SignedLatencyFn& measure)
       : session_(session), measure_(measure) {}
 
   std::optional<double> Lookup(Signature signature,
@@ -82,7 +82,7 @@ class SearchSession::InlineSource : public LatencySource {
     if (!std::isnan(entry->ms)) return entry->ms;
     if (!status_.ok()) return std::nullopt;
     ++session_.stats_.stages_measured;
-    StatusOr<double> latency = measure_(stage());
+    StatusOr<double> latency = measure_(signature, stage());
     if (latency.ok()) {
       status_ = CheckLatency(signature, *latency);
     } else {
@@ -99,7 +99,7 @@ class SearchSession::InlineSource : public LatencySource {
 
  private:
   SearchSession& session_;
-  const StageLatencyFn& measure_;
+  const SignedLatencyFn& measure_;
   Status status_;
 };
 
@@ -525,7 +525,7 @@ Status SearchSession::Provide(Signature signature, double latency_ms) {
   return absl::OkStatus();
 }
 
-Status SearchSession::RunInline(const StageLatencyFn& measure) {
+Status SearchSession::RunInline(const SignedLatencyFn& measure) {
   InlineSource source(*this, measure);
   while (true) {
     for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {

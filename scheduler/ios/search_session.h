@@ -143,7 +143,7 @@ class SearchSession {
   // Solves every remaining block, measuring unknown signatures on the spot
   // with `measure` (each at most once). Used by RunSearch; also finishes a
   // session that was driven with NextUnknown/Provide for a while.
-  Status RunInline(const StageLatencyFn& measure);
+  Status RunInline(const SignedLatencyFn& measure);
 
   // True once every block and boundary window is solved (after NextUnknown
   // returned empty with nothing outstanding, or after RunInline).

@@ -179,13 +179,7 @@ Signature StageHasher::Finish(Strategy strategy) const {
   return HashCombine(h, sharing);
 }
 
-StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage,
-                                      std::span<const uint64_t> op_content) {
-  if (!op_content.empty() && static_cast<int64_t>(op_content.size()) != graph.num_nodes()) {
-    return absl::InvalidArgumentError(StrCat("stage signature: ", op_content.size(),
-                                             " op content hashes for a graph of ",
-                                             graph.num_nodes(), " nodes"));
-  }
+StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage) {
   std::unordered_map<graph::NodeId, int> group_of;
   for (size_t g = 0; g < stage.groups.size(); ++g) {
     if (stage.groups[g].empty()) {
@@ -253,7 +247,7 @@ StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage,
     canonicalizer.Begin();
     for (graph::NodeId id : topo) {
       const graph::Node& node = graph.node(id);
-      canonicalizer.AddOp(op_content.empty() ? OpContentHash(graph, node) : op_content[id]);
+      canonicalizer.AddOp(OpContentHash(graph, node));
       for (size_t port = 0; port < node.inputs.size(); ++port) {
         const graph::Value& value = graph.value(node.inputs[port]);
         if (value.producer != graph::kNoNode && IsFreeNode(graph.node(value.producer))) continue;
@@ -300,10 +294,9 @@ StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage,
   return signature;
 }
 
-StatusOr<Signature> StageSignature(const graph::Graph& graph, const Stage& stage,
-                                   std::span<const uint64_t> op_content) {
+StatusOr<Signature> StageSignature(const graph::Graph& graph, const Stage& stage) {
   Stage copy = stage;
-  return CanonicalizeStage(graph, copy, op_content);
+  return CanonicalizeStage(graph, copy);
 }
 
 }  // namespace iosfarm::scheduler::ios

@@ -30,7 +30,6 @@
 #define IOSFARM_SCHEDULER_IOS_SIGNATURE_H_
 
 #include <cstdint>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -116,13 +115,10 @@ class StageHasher {
 // the canonical branch order. InvalidArgument (naming the node) when an op is
 // out of range, a Constant or listed twice, or an edge joins two groups;
 // FailedPrecondition when a merge stage's ops cannot merge.
-// `op_content`: empty, or OpContentHashes(graph) (the same signature, faster).
-StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage,
-                                      std::span<const uint64_t> op_content = {});
+StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage);
 
 // Signature of a copy of `stage` (see CanonicalizeStage).
-StatusOr<Signature> StageSignature(const graph::Graph& graph, const Stage& stage,
-                                   std::span<const uint64_t> op_content = {});
+StatusOr<Signature> StageSignature(const graph::Graph& graph, const Stage& stage);
 
 }  // namespace iosfarm::scheduler::ios
 

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/direct_oracle.h"
-#include "scheduler/ios/op_content.h"
+#include "scheduler/ios/search_report.h"
 #include "scheduler/ios/stable_hash.h"
 #include "scheduler/ios/testing_util.h"
 
@@ -171,31 +171,6 @@ TEST(SignatureTest, RejectsMalformedStages) {
   EXPECT_FALSE(StageSignature(graph, bad_merge).ok());
 }
 
-// A table of the ops' content hashes gives the same signatures; one of the
-// wrong size is refused.
-TEST(SignatureTest, OpContentTableGivesTheSameSignature) {
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
-    const graph::Graph graph = testing::RandomDag(seed, 12);
-    const std::vector<uint64_t> table = OpContentHashes(graph);
-    ASSERT_EQ(static_cast<int>(table.size()), graph.num_nodes());
-    auto result = RunSearch(graph, SearchOptions{}, MakeAnalyticOracle(graph));
-    ASSERT_TRUE(result.ok()) << result.status();
-    for (const ScheduledStage& stage : result->schedule.stages) {
-      auto with_table = StageSignature(graph, stage.stage, table);
-      ASSERT_TRUE(with_table.ok()) << with_table.status();
-      EXPECT_EQ(*with_table, stage.signature) << StageToString(graph, stage.stage);
-    }
-  }
-  const graph::Graph graph = Build({});
-  std::vector<uint64_t> short_table = OpContentHashes(graph);
-  EXPECT_EQ(Hex64(*StageSignature(graph, TheStage(graph), short_table)), kGoldenSignature);
-  short_table.pop_back();
-  const auto refused = StageSignature(graph, TheStage(graph), short_table);
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("op content hashes"), std::string_view::npos)
-      << refused.status();
-}
-
 // The DP computes signatures through its own fast path; they must equal the
 // public canonicaliser's for every stage it schedules.
 TEST(SignatureTest, SearchSignaturesMatchCanonicalizeStage) {
@@ -207,6 +182,28 @@ TEST(SignatureTest, SearchSignaturesMatchCanonicalizeStage) {
     for (const ScheduledStage& stage : result->schedule.stages) {
       EXPECT_EQ(Sig(graph, stage.stage), stage.signature) << StageToString(graph, stage.stage);
     }
+  }
+}
+
+// A SignedLatencyFn is told each stage's signature, by the search and by
+// CostSchedule alike, so that it need not canonicalise the stage itself.
+TEST(SignatureTest, SignedOraclesAreToldTheStageSignature) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const graph::Graph graph = testing::RandomDag(seed, 12);
+    const StageLatencyFn analytic = MakeAnalyticOracle(graph);
+    int calls = 0;
+    const SignedLatencyFn checked = [&](Signature signature, const Stage& stage) {
+      ++calls;
+      EXPECT_EQ(signature, Sig(graph, stage)) << StageToString(graph, stage);
+      return analytic(stage);
+    };
+    auto report = SearchWithBaselines(graph, SearchOptions{}, checked);
+    ASSERT_TRUE(report.ok()) << report.status();
+    auto unsigned_report = SearchWithBaselines(graph, SearchOptions{}, analytic);
+    ASSERT_TRUE(unsigned_report.ok()) << unsigned_report.status();
+    EXPECT_EQ(report->ios.schedule.latency_ms, unsigned_report->ios.schedule.latency_ms);
+    EXPECT_EQ(report->sequential.latency_ms, unsigned_report->sequential.latency_ms);
+    EXPECT_GT(calls, 0);
   }
 }
 

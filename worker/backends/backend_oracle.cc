@@ -4,20 +4,16 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "scheduler/ios/op_content.h"
 #include "scheduler/ios/signature.h"
 
 namespace iosfarm::worker {
 
-scheduler::ios::StageLatencyFn MakeBackendOracle(const graph::Graph& graph, Backend& backend,
-                                                 const ProfileOptions& options) {
+scheduler::ios::SignedLatencyFn MakeBackendOracle(const graph::Graph& graph, Backend& backend,
+                                                  const ProfileOptions& options) {
   auto measured = std::make_shared<absl::flat_hash_map<scheduler::ios::Signature, double>>();
-  auto op_content =
-      std::make_shared<const std::vector<uint64_t>>(scheduler::ios::OpContentHashes(graph));
-  return [&graph, &backend, options, measured,
-          op_content](const scheduler::ios::Stage& stage) -> StatusOr<double> {
-    ASSIGN_OR_RETURN(scheduler::ios::Signature signature,
-                     scheduler::ios::StageSignature(graph, stage, *op_content));
+  return [&graph, &backend, options, measured](
+             scheduler::ios::Signature signature,
+             const scheduler::ios::Stage& stage) -> StatusOr<double> {
     if (auto it = measured->find(signature); it != measured->end()) return it->second;
     ASSIGN_OR_RETURN(std::vector<std::unique_ptr<StagePlan>> plans, backend.Build(graph, {stage}));
     ASSIGN_OR_RETURN(std::vector<LatencyStats> stats, backend.Profile({plans[0].get()}, options));

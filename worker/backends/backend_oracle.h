@@ -1,8 +1,9 @@
 // A backend as the latency oracle of an in-process IOS search.
 //
-// MakeBackendOracle returns a StageLatencyFn that builds the stage on
+// MakeBackendOracle returns a SignedLatencyFn that builds the stage on
 // `backend`, profiles it with `options` and answers the median in ms. Each
-// stage signature is measured once and remembered, so the IOS search and the
+// stage signature (as given: the caller's StageSignature of the stage) is
+// measured once and remembered, so the IOS search and the
 // baselines costed with the same function see the same latency for the same
 // stage (measurement noise cannot make a baseline look better). Used by
 // `iosfarm search --backend ...` (DirectOracle); the farm instead batches
@@ -17,8 +18,8 @@
 
 namespace iosfarm::worker {
 
-scheduler::ios::StageLatencyFn MakeBackendOracle(const graph::Graph& graph, Backend& backend,
-                                                 const ProfileOptions& options);
+scheduler::ios::SignedLatencyFn MakeBackendOracle(const graph::Graph& graph, Backend& backend,
+                                                  const ProfileOptions& options);
 
 }  // namespace iosfarm::worker
 

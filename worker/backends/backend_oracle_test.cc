@@ -4,6 +4,7 @@
 
 #include "graph/models/zoo.h"
 #include "scheduler/ios/baselines.h"
+#include "scheduler/ios/signature.h"
 #include "worker/backends/backend_factory.h"
 
 namespace iosfarm::worker {
@@ -60,8 +61,10 @@ TEST(BackendOracleTest, MeasuresEachSignatureOnce) {
   auto sequential = scheduler::ios::SequentialSchedule(*graph);
   ASSERT_TRUE(sequential.ok());
   const scheduler::ios::Stage& stage = sequential->stages[3].stage;
-  auto first = oracle(stage);
-  auto second = oracle(stage);
+  auto signature = scheduler::ios::StageSignature(*graph, stage);
+  ASSERT_TRUE(signature.ok());
+  auto first = oracle(*signature, stage);
+  auto second = oracle(*signature, stage);
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_EQ(*first, *second);
   EXPECT_EQ(backend.profiles, 1);
@@ -83,7 +86,9 @@ TEST(BackendOracleTest, SimMedianMatchesProfileAndCostsSchedules) {
   auto sequential = scheduler::ios::SequentialSchedule(*graph);
   ASSERT_TRUE(sequential.ok());
   const scheduler::ios::Stage& first = sequential->stages[0].stage;
-  auto latency = oracle(first);
+  auto signature = scheduler::ios::StageSignature(*graph, first);
+  ASSERT_TRUE(signature.ok());
+  auto latency = oracle(*signature, first);
   ASSERT_TRUE(latency.ok()) << latency.status();
   auto plans = (*backend)->Build(*graph, {first});
   ASSERT_TRUE(plans.ok());
