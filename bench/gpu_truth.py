@@ -522,6 +522,27 @@ def phase_seconds(phases):
             for job, j in jobs.items()}
 
 
+def parse_profile_breakdown(text):
+    """The last "cuda profile breakdown: N stages, ms per stage: instantiate
+    A capture B ..." line a cuda backend logged at debug level
+    (worker/backends/cuda/profile_breakdown.h) as {"stages": N, "instantiate":
+    A, ...}, or None when there is none (a CPU worker)."""
+    found = None
+    for line in text.splitlines():
+        at = line.find("cuda profile breakdown: ")
+        if at < 0:
+            continue
+        head, _, parts = line[at + len("cuda profile breakdown: "):].partition(
+            " stages, ms per stage:")
+        words = parts.split()
+        try:
+            found = {"stages": int(head),
+                     **{words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}}
+        except ValueError:
+            continue
+    return found
+
+
 def is_device_resource(resource):
     """True for a worker's measuring device in the farm's timeline:
     "<worker>/gpu" on a GPU worker, "<worker>/device" on a CPU one (not
@@ -599,8 +620,11 @@ class Farm:
         try:
             self.start([t.bin["iosfarm-server"], "--db", os.path.join(self.dir, "farm.db"),
                         "--listen", self.address], "server")
+            # Debug level: the cuda backend logs where each stage's host time
+            # goes (profile_breakdown.h), collected below.
             self.start([t.bin["iosfarm-worker"], "--server", self.address, "--device-key",
-                        FARM_KEY, "--backend", backend, "--worker-id", "truth-gpu0"], "worker")
+                        FARM_KEY, "--backend", backend, "--worker-id", "truth-gpu0",
+                        "--log-level", "debug"], "worker")
             deadline = time.monotonic() + 30
             while True:
                 try:
@@ -652,6 +676,10 @@ class Farm:
                     p.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     p.kill()
+        worker_log = os.path.join(self.t.logs, "farm_worker.log")
+        if os.path.exists(worker_log):
+            with open(worker_log, errors="replace") as f:
+                result["profile_breakdown"] = parse_profile_breakdown(f.read())
         if t.remaining() > 40:
             code, tail = t.run([t.bin["iosfarm"], "tune", t.args.farm_models[0], "--backend",
                                 backend, "--db", os.path.join(self.dir, "tune.db")],
@@ -715,6 +743,8 @@ def summary(doc):
             lines.append(f"- farm: {status}, GPU phases {step.get('gpu_phases')}, overlaps "
                          f"{step.get('gpu_overlaps')}" + (f", {step['error']}"
                                                          if step.get("error") else ""))
+            if step.get("profile_breakdown"):
+                lines.append(f"  - worker's ms per profiled stage: {step['profile_breakdown']}")
             for job, seconds in step.get("phase_seconds", {}).items():
                 lines.append(f"  - job {job} seconds: " +
                              ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))

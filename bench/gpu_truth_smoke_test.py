@@ -43,6 +43,18 @@ def main():
     check([r for r in ("w/gpu", "w/device", "w/cpu", "server-cpu/0")
            if gpu_truth.is_device_resource(r)] == ["w/gpu", "w/device"],
           "is_device_resource tells measuring devices from CPUs")
+    # The cuda backend's debug line (profile_breakdown.h), the last one wins.
+    log = ("[debug] cuda profile breakdown: 256 stages, ms per stage: instantiate 2.000 "
+           "capture 0.000 sizing 0.200 samples 1.500 release 0.500 total 4.200\n"
+           "[info] something else\n"
+           "[2026-11-26 07:00:00.000] [debug] cuda profile breakdown: 300 stages, ms per stage: "
+           "instantiate 1.000 capture 0.000 sizing 0.100 samples 1.000 release 0.250 "
+           "total 2.350\n")
+    breakdown = gpu_truth.parse_profile_breakdown(log)
+    check(breakdown == {"stages": 300, "instantiate": 1.0, "capture": 0.0, "sizing": 0.1,
+                        "samples": 1.0, "release": 0.25, "total": 2.35}, f"breakdown {breakdown}")
+    check(gpu_truth.parse_profile_breakdown("[info] no such line\n") is None,
+          "no breakdown without the line")
     # The kernels step's parser, on ncu's CSV layout (--csv --print-units
     # base), after the lines a profiled program prints first.
     ncu_csv = "\n".join([

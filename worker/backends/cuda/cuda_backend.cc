@@ -3,8 +3,10 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <optional>
 
@@ -81,6 +83,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOpti
 
 CudaBackend::~CudaBackend() {
   absl::MutexLock lock(&device_mu_);
+  if (profile_breakdown_.stages() > 0) spdlog::debug("{}", profile_breakdown_.Summary());
   if (context_ != nullptr) {
     (void)cudaSetDevice(options_.device);
     context_.reset();
@@ -121,17 +124,29 @@ StatusOr<std::vector<LatencyStats>> CudaBackend::DoProfile(
   ASSIGN_OR_RETURN(StreamTimer timer, StreamTimer::Create());
   const cudaStream_t main = context->lanes().lane(0).stream;
   std::vector<LatencyStats> results;
+  using Clock = std::chrono::steady_clock;
+  ProfileBreakdown& breakdown = profile_breakdown_;
+  Clock::time_point mark = Clock::now();
+  // Adds the time since the last mark to `part`.
+  const auto lap = [&](ProfileBreakdown::Part part) {
+    const Clock::time_point now = Clock::now();
+    breakdown.Add(part, std::chrono::duration<double>(now - mark).count());
+    mark = now;
+  };
   for (size_t i = 0; i < plans.size(); ++i) {
     const CudaStagePlan& own = PlanAs<CudaStagePlan>(plans[i]);
     const std::string what = StrCat("plan ", i, " (", own.label, ")");
+    mark = Clock::now();
     auto program = DeviceProgram::Create(*context, own.plan);
     if (!program.ok()) return Prefixed(program.status(), what);
     const DeviceProgram& run = **program;
+    lap(ProfileBreakdown::kInstantiate);
     std::optional<CudaGraphRunner> graph;
     if (context->options().graph_stages) {
       auto captured = WarmUpAndCapture(main, [&] { return run.Enqueue(); });
       if (!captured.ok()) return Prefixed(captured.status(), what);
       graph.emplace(std::move(*captured));
+      lap(ProfileBreakdown::kCapture);
     }
     const auto enqueue = [&] { return graph ? graph->Launch(main) : run.Enqueue(); };
     // Samples time runs back to back (stream_timer.h): the host's latency to
@@ -146,6 +161,7 @@ StatusOr<std::vector<LatencyStats>> CudaBackend::DoProfile(
       single_ms = i == 0 ? *once : std::min(single_ms, *once);
     }
     const int launches = StreamTimer::LaunchesPerSample(single_ms);
+    lap(ProfileBreakdown::kSizing);
     // A graph-timed stage costs a schedule's graph its GPU time alone: no
     // host enqueues it there (at most 16 graph launches stay well inside the
     // hold kernel's time).
@@ -157,6 +173,11 @@ StatusOr<std::vector<LatencyStats>> CudaBackend::DoProfile(
         options);
     if (!stats.ok()) return Prefixed(stats.status(), what);
     results.push_back(*stats);
+    lap(ProfileBreakdown::kSamples);
+    graph.reset();  // before the program it runs
+    program->reset();
+    lap(ProfileBreakdown::kRelease);
+    if (breakdown.StageDone()) spdlog::debug("{}", breakdown.Summary());
   }
   return results;
 }

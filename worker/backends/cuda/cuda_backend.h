@@ -28,6 +28,7 @@
 #include "worker/backends/backend.h"
 #include "worker/backends/cuda/cuda_context.h"
 #include "worker/backends/cuda/cuda_device.h"
+#include "worker/backends/cuda/profile_breakdown.h"
 #include "worker/backends/weights.h"
 
 namespace iosfarm::worker::cuda {
@@ -99,6 +100,7 @@ class CudaBackend final : public Backend {
   WeightCache weight_cache_;
 
   std::unique_ptr<CudaDeviceContext> context_ ABSL_GUARDED_BY(device_mu_);
+  ProfileBreakdown profile_breakdown_ ABSL_GUARDED_BY(device_mu_);
 };
 
 }  // namespace iosfarm::worker::cuda
