@@ -94,9 +94,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--batch", batch, "Batch size")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   app.add_option("--max-stages", max_stages, "Plan at most the first N requested stages")
-      ->check(CLI::Range(1, 10'000'000))->capture_default_str();
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
   app.add_option("--rounds", rounds, "Rounds of (no cache, cache) side by side; medians")
-      ->check(CLI::Range(1, 100))->capture_default_str();
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_flag("--markdown", markdown, "Print a markdown table");
   app.set_version_flag("--version", std::string("cuda_plan_bench ") + IOSFARM_VERSION);
   if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
@@ -133,8 +135,8 @@ int main(int argc, char** argv) {
       auto plain = PlanAll(model->graph, *stages, nullptr);
       auto cached = PlanAll(model->graph, *stages, &cache);
       if (!plain.ok() || !cached.ok()) {
-        std::cerr << "cuda_plan_bench: " << name << ": plan: "
-                  << (plain.ok() ? cached.status() : plain.status()) << "\n";
+        std::cerr << "cuda_plan_bench: " << name
+                  << ": plan: " << (plain.ok() ? cached.status() : plain.status()) << "\n";
         return 1;
       }
       if (plain->weight_values != cached->weight_values) {
@@ -159,10 +161,10 @@ int main(int argc, char** argv) {
       std::printf("| %s | %dx%d | %zu | %.2f | %.3f | %.3f | %.1fx |\n", name.c_str(), r, s,
                   stages->size(), mb, plain_ms, cached_ms, plain_ms / cached_ms);
     } else {
-      std::printf("%s %dx%d: %zu stages, %.2f MB of weights a stage; %.3f ms a stage without "
-                  "a weight cache, %.3f with one (%.1fx)\n",
-                  name.c_str(), r, s, stages->size(), mb, plain_ms, cached_ms,
-                  plain_ms / cached_ms);
+      std::printf(
+          "%s %dx%d: %zu stages, %.2f MB of weights a stage; %.3f ms a stage without "
+          "a weight cache, %.3f with one (%.1fx)\n",
+          name.c_str(), r, s, stages->size(), mb, plain_ms, cached_ms, plain_ms / cached_ms);
     }
   }
   return 0;

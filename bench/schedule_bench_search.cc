@@ -162,7 +162,7 @@ StatusOr<ios::Schedule> SearchOrLoad(const graph::Graph& graph, const ModelSpec&
   }
   CountingOracle oracle(graph, spec, settings, backend, latencies);
   const ios::SignedLatencyFn counting = [&oracle](ios::Signature signature,
-                                                   const ios::Stage& stage) {
+                                                  const ios::Stage& stage) {
     return oracle(signature, stage);
   };
   std::printf("%s: searching r=%d s=%d block %d on the %s backend (load %s)\n", spec.name.c_str(),

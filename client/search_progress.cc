@@ -48,13 +48,13 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
     shown_at = now;
   };
   show(/*force=*/true);
-  ios::DirectOracle direct([&](ios::Signature signature,
-                                const ios::Stage& stage) -> StatusOr<double> {
-    show(/*force=*/false);  // a block may have been solved since the last stage
-    StatusOr<double> latency = oracle(signature, stage);
-    ++measured;
-    return latency;
-  });
+  ios::DirectOracle direct(
+      [&](ios::Signature signature, const ios::Stage& stage) -> StatusOr<double> {
+        show(/*force=*/false);  // a block may have been solved since the last stage
+        StatusOr<double> latency = oracle(signature, stage);
+        ++measured;
+        return latency;
+      });
   Status finished = direct.Finish(*session);
   show(/*force=*/true);
   if (progress != nullptr) progress->Finish();

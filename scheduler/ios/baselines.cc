@@ -54,8 +54,7 @@ Status CostSchedule(const graph::Graph& graph, Schedule& schedule,
   return CostSchedule(graph, schedule, IgnoringSignature(oracle));
 }
 
-Status CostSchedule(const graph::Graph& graph, Schedule& schedule,
-                    const SignedLatencyFn& oracle) {
+Status CostSchedule(const graph::Graph& graph, Schedule& schedule, const SignedLatencyFn& oracle) {
   std::unordered_map<Signature, double> measured;
   schedule.latency_ms = 0;
   for (ScheduledStage& scheduled : schedule.stages) {

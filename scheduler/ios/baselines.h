@@ -25,8 +25,7 @@ StatusOr<Schedule> GreedySchedule(const graph::Graph& graph, int max_groups);
 // signature, and fills each stage's signature and latency and the total.
 // Returns the oracle's error, or InvalidArgument for a malformed stage.
 Status CostSchedule(const graph::Graph& graph, Schedule& schedule, const StageLatencyFn& oracle);
-Status CostSchedule(const graph::Graph& graph, Schedule& schedule,
-                    const SignedLatencyFn& oracle);
+Status CostSchedule(const graph::Graph& graph, Schedule& schedule, const SignedLatencyFn& oracle);
 
 }  // namespace iosfarm::scheduler::ios
 

@@ -20,8 +20,7 @@ namespace iosfarm::scheduler::ios {
 class DirectOracle {
  public:
   explicit DirectOracle(SignedLatencyFn measure) : measure_(std::move(measure)) {}
-  explicit DirectOracle(StageLatencyFn measure)
-      : measure_(IgnoringSignature(std::move(measure))) {}
+  explicit DirectOracle(StageLatencyFn measure) : measure_(IgnoringSignature(std::move(measure))) {}
 
   // Searches `graph` (shapes inferred; it must outlive the call). Errors:
   // bad options, a cyclic graph, a block over the state cap, or the first

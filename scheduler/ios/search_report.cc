@@ -49,8 +49,7 @@ StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
   return SearchWithBaselines(graph, options, IgnoringSignature(oracle));
 }
 
-StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
-                                           const SearchOptions& options,
+StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph, const SearchOptions& options,
                                            const SignedLatencyFn& oracle) {
   SearchReport report;
   const auto start = std::chrono::steady_clock::now();

@@ -31,8 +31,7 @@ struct SearchReport {
 StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
                                            const SearchOptions& options,
                                            const StageLatencyFn& oracle);
-StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph,
-                                           const SearchOptions& options,
+StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph, const SearchOptions& options,
                                            const SignedLatencyFn& oracle);
 
 // Text summary: latencies of the three schedules and speedups, search

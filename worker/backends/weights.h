@@ -99,8 +99,7 @@ class WeightCache {
   };
   const int64_t capacity_bytes_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<Key, std::shared_ptr<const std::vector<float>>> entries_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<Key, std::shared_ptr<const std::vector<float>>> entries_ ABSL_GUARDED_BY(mu_);
   std::deque<Key> order_ ABSL_GUARDED_BY(mu_);  // oldest first
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;

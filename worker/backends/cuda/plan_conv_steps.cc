@@ -97,8 +97,8 @@ Status EmitNodeConv(PlanState& st, NodeId id, const graph::ConvAttrs& a, const T
     ASSIGN_OR_RETURN(bias, st.AddNodeWeight(node, "B"));
   }
   auto pad = st.pad_buffer.find(id);
-  EmitConv(st, a, x, y, w, bias,
-           pad == st.pad_buffer.end() ? -1 : pad->second, label, steps, residual);
+  EmitConv(st, a, x, y, w, bias, pad == st.pad_buffer.end() ? -1 : pad->second, label, steps,
+           residual);
   return absl::OkStatus();
 }
 

@@ -27,13 +27,12 @@ Status EmitPresetsAndOutputs(PlanState& st) {
       case Source::kRandom: {
         // RandomTensor's values, drawn once per search through the cache.
         const uint64_t seed = WeightSeed(value.name, "stage input");
-        st.plan.presets.push_back(
-            {st.Ref(v),
-             st.options.weight_cache != nullptr
-                 ? *st.options.weight_cache->DrawUniform(seed, {-1.0f, 1.0f},
-                                                         graph::NumElements(value.shape))
-                 : RandomTensor(value.shape, seed).data,
-             value.name});
+        st.plan.presets.push_back({st.Ref(v),
+                                   st.options.weight_cache != nullptr
+                                       ? *st.options.weight_cache->DrawUniform(
+                                             seed, {-1.0f, 1.0f}, graph::NumElements(value.shape))
+                                       : RandomTensor(value.shape, seed).data,
+                                   value.name});
         break;
       }
       case Source::kRuntimeInput: {

@@ -6,11 +6,11 @@
 namespace iosfarm::worker::cuda {
 
 std::string ProfileBreakdown::Summary() const {
-  static constexpr const char* kNames[kNumParts] = {"instantiate", "capture", "sizing",
-                                                    "samples", "release"};
+  static constexpr const char* kNames[kNumParts] = {"instantiate", "capture", "sizing", "samples",
+                                                    "release"};
   const double per_stage_ms = 1e3 / static_cast<double>(std::max<int64_t>(stages_, 1));
-  std::string text = "cuda profile breakdown: " + std::to_string(stages_) +
-                     " stages, ms per stage:";
+  std::string text =
+      "cuda profile breakdown: " + std::to_string(stages_) + " stages, ms per stage:";
   double total = 0;
   char part[48];
   for (int p = 0; p < kNumParts; ++p) {

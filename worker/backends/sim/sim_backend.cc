@@ -115,7 +115,8 @@ StatusOr<RunResult> SimBackend::DoRunSchedule(const graph::Graph& graph,
   std::vector<SimStage> stages;
   stages.reserve(schedule.stages.size());
   for (size_t s = 0; s < schedule.stages.size(); ++s) {
-    StatusOr<SimStage> stage = BuildSimStage(graph, schedule.stages[s].stage, options_.device, NoiseKey());
+    StatusOr<SimStage> stage =
+        BuildSimStage(graph, schedule.stages[s].stage, options_.device, NoiseKey());
     if (!stage.ok()) {
       return absl::InvalidArgumentError(
           StrCat("sim RunSchedule: stage ", s, ": ", ToStd(stage.status().message())));
