@@ -8,6 +8,9 @@ namespace {
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 
+// The range of RandomTensor's values.
+constexpr UniformRange kRandomRange{-1.0f, 1.0f};
+
 uint64_t SplitMix64(uint64_t x) {
   x += kGolden;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -118,6 +121,11 @@ std::shared_ptr<const std::vector<float>> WeightCache::Draw(const graph::Node& n
                      graph::NumElements(shape));
 }
 
+std::shared_ptr<const std::vector<float>> WeightCache::DrawRandom(const graph::Shape& shape,
+                                                                  uint64_t seed) {
+  return DrawUniform(seed, kRandomRange, graph::NumElements(shape));
+}
+
 std::shared_ptr<const std::vector<float>> WeightCache::DrawUniform(uint64_t seed,
                                                                    UniformRange range,
                                                                    int64_t count) {
@@ -193,7 +201,7 @@ graph::Tensor RandomTensor(const graph::Shape& shape, uint64_t seed) {
   graph::Tensor tensor;
   tensor.shape = shape;
   tensor.data.resize(static_cast<size_t>(graph::NumElements(shape)));
-  FillUniform(seed, -1.0f, 1.0f, tensor.data);
+  FillUniform(seed, kRandomRange.low, kRandomRange.high, tensor.data);
   return tensor;
 }
 

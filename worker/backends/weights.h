@@ -77,16 +77,18 @@ class WeightCache {
   // when it has no data; drawn at most once while they stay in the cache.
   std::shared_ptr<const std::vector<float>> Draw(const graph::Node& node, std::string_view role,
                                                  const graph::Shape& shape);
-  // FillUniform(seed, range.low, range.high, `count` values), the same way
-  // (e.g. a stage's random inputs: RandomTensor's values).
-  std::shared_ptr<const std::vector<float>> DrawUniform(uint64_t seed, UniformRange range,
-                                                        int64_t count);
+  // RandomTensor(shape, seed)'s values, the same way (a stage's random inputs).
+  std::shared_ptr<const std::vector<float>> DrawRandom(const graph::Shape& shape, uint64_t seed);
 
   int64_t bytes() const;
   int64_t hits() const;
   int64_t misses() const;
 
  private:
+  // FillUniform(seed, range.low, range.high) over `count` values.
+  std::shared_ptr<const std::vector<float>> DrawUniform(uint64_t seed, UniformRange range,
+                                                        int64_t count);
+
   struct Key {
     uint64_t seed;
     float low, high;

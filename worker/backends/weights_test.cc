@@ -111,6 +111,8 @@ TEST(WeightsTest, CacheDrawsOnceAndGivesMaterializeWeightsValues) {
   EXPECT_EQ(*cache.Draw(linear, "W", linear.weights.at("W").shape),
             MaterializeWeight(linear, "W", linear.weights.at("W")).data);
   EXPECT_EQ(cache.misses(), 4);
+  // A stage's random inputs: RandomTensor's values.
+  EXPECT_EQ(*cache.DrawRandom({2, 3, 5}, 77), RandomTensor({2, 3, 5}, 77).data);
 }
 
 TEST(WeightsTest, CacheDropsTheOldestPastItsCapacity) {

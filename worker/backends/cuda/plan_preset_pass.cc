@@ -29,8 +29,7 @@ Status EmitPresetsAndOutputs(PlanState& st) {
         const uint64_t seed = WeightSeed(value.name, "stage input");
         st.plan.presets.push_back({st.Ref(v),
                                    st.options.weight_cache != nullptr
-                                       ? *st.options.weight_cache->DrawUniform(
-                                             seed, {-1.0f, 1.0f}, graph::NumElements(value.shape))
+                                       ? *st.options.weight_cache->DrawRandom(value.shape, seed)
                                        : RandomTensor(value.shape, seed).data,
                                    value.name});
         break;
