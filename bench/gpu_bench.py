@@ -51,9 +51,9 @@ batch-1 figure is (6.51/4.03 * 8.49/6.02 * 22.95/16.04 * 0.86/0.73)^(1/4).
 import argparse
 import glob
 import json
-import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -555,7 +555,7 @@ def markdown(doc):
                      " | ".join(tcells) + f" | {fmt(speedup) if speedup else '-'} | {vs_eager} "
                      f"| {composed} |")
     lines.append("")
-    paper = math.exp(sum(math.log(s / i) for s, i in PAPER.values()) / len(PAPER))
+    paper = statistics.geometric_mean(s / i for s, i in PAPER.values())
     for batch in sorted({b for _, b in keys}):
         for suffix in ("", GRAPH_TIMED):
             if suffix and not any(m.endswith(suffix) for m, b in keys if b == batch):
@@ -564,10 +564,10 @@ def markdown(doc):
             got_graph = [graph_speedups.get((m + suffix, batch)) for m in GEOMEAN_MODELS]
             what = f"Batch {batch}{suffix}"
             if all(got):
-                geo = math.exp(sum(math.log(g) for g in got) / len(got))
+                geo = statistics.geometric_mean(got)
                 graph = ""
                 if all(got_graph):
-                    geo_graph = math.exp(sum(math.log(g) for g in got_graph) / len(got_graph))
+                    geo_graph = statistics.geometric_mean(got_graph)
                     graph = f", **{geo_graph:.3f}x** with both as one CUDA graph"
                 lines.append(f"{what}: geomean IOS/sequential speedup over "
                              f"{', '.join(GEOMEAN_MODELS)}: **{geo:.3f}x**{graph} (paper, V100 "
