@@ -5,7 +5,8 @@
 //   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N] [--version]
 //                    [--block-size B] [--window OPS] [--no-reuse] [--blocks]
 //                    [--walk-only] [--search exhaustive|bounded]
-//                    [--farm-batch N [--lookahead L]] [--markdown]
+//                    [--farm-batch N [--lookahead L]] [--bounded-steps N] [--threads T]
+//                    [--markdown]
 //
 // --search picks the exhaustive DP (the reference, the default here) or the
 // bounded search (search_options.h: what `iosfarm search` and the farm run).
@@ -65,10 +66,16 @@ struct Row {
   long long states = 0, transitions = 0, candidates = 0, merges = 0, signatures = 0;
   long long measured = 0, batches = 0;
   int stages = 0, merged_stages = 0, exhaustive_blocks = 0;
-  double cpu_s = 0, seq_ms = 0, greedy_ms = 0, ios_ms = 0;
+  double cpu_s = 0, wall_s = 0, seq_ms = 0, greedy_ms = 0, ios_ms = 0;
   int ok = 0;
   char error[200] = {0};
 };
+
+double WallSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 double CpuSeconds() {
   timespec ts;
@@ -82,6 +89,8 @@ int g_window_ops = -1;
 bool g_exhaustive = true;
 int g_farm_batch = 0;
 int g_lookahead = -1;
+int64_t g_bounded_steps = -1;
+int g_threads = 1;
 
 // Drives a search as a farm job does: batches of at most g_farm_batch
 // requests, each answered whole before the next; counts the batches.
@@ -134,6 +143,7 @@ void WalkBlock(const ios::BlockGraph& block, const ios::EndingBounds& bounds, Ro
 Row WalkOnly(const iosfarm::graph::Graph& graph, int r, int s, int block_size) {
   Row row;
   const double start = CpuSeconds();
+  const double wall_start = WallSeconds();
   auto partition = ios::PartitionIntoBlocks(graph, ios::BlockOptions{block_size});
   if (!partition.ok()) {
     std::snprintf(row.error, sizeof(row.error), "%s", partition.status().ToString().c_str());
@@ -164,6 +174,7 @@ Row WalkOnly(const iosfarm::graph::Graph& graph, int r, int s, int block_size) {
     }
   }
   row.cpu_s = CpuSeconds() - start;
+  row.wall_s = WallSeconds() - wall_start;
   row.ok = 1;
   return row;
 }
@@ -185,11 +196,15 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_window_ops >= 0) options.boundary_window_ops = g_window_ops;
   options.exhaustive = g_exhaustive;
   if (g_lookahead >= 0) options.lookahead = g_lookahead;
+  if (g_bounded_steps >= 0) options.bounded_steps_per_block = g_bounded_steps;
+  options.threads = g_threads;
   const double start = CpuSeconds();
+  const double wall_start = WallSeconds();
   auto oracle = ios::MakeAnalyticOracle(*graph);
   auto result = g_farm_batch > 0 ? RunBatched(*graph, options, oracle, &row.batches)
                                  : ios::RunSearch(*graph, options, oracle);
   row.cpu_s = CpuSeconds() - start;
+  row.wall_s = WallSeconds() - wall_start;
   if (!result.ok()) {
     std::snprintf(row.error, sizeof(row.error), "%s", result.status().ToString().c_str());
     return row;
@@ -315,6 +330,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   app.add_option("--lookahead", g_lookahead, "bounded search: further candidates per wait")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--bounded-steps", g_bounded_steps,
+                 "bounded search: open-list steps per block before the DP takes it (0: never; "
+                 "default: the search option's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--threads", g_threads,
+                 "threads that solve blocks side by side (SearchOptions::threads; cpu_s is "
+                 "then the process's CPU over all of them)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   app.add_flag("--markdown", markdown, "markdown table");
   app.set_version_flag("--version", StrCat("ios_search_bench ", IOSFARM_VERSION));
   if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
@@ -345,14 +369,15 @@ int main(int argc, char** argv) {
     std::printf(
         "| model | r,s | search | blocks (reused) | DP states | transitions | candidate stages "
         "(merge) | unique signatures | measured (exhaustive blocks) | batches | search CPU s "
-        "| peak RSS MiB | sequential ms | greedy ms | IOS ms | IOS stages (merge) |\n"
+        "| search wall s | peak RSS MiB | sequential ms | greedy ms | IOS ms | IOS stages (merge) "
+        "|\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-        "| --- | --- |\n");
+        "| --- | --- | --- |\n");
   } else {
-    std::printf("%-16s %-5s %-10s %-10s %12s %14s %20s %10s %14s %8s %9s %8s %8s %8s %8s %s\n",
+    std::printf("%-16s %-5s %-10s %-10s %12s %14s %20s %10s %14s %8s %9s %8s %8s %8s %8s %8s %s\n",
                 "model", "r,s", "search", "blocks", "states", "transitions", "stages(merge)",
-                "sigs", "measured(exh)", "batches", "cpu_s", "rss_MiB", "seq_ms", "greedy",
-                "ios_ms", "ios_stages(merge)");
+                "sigs", "measured(exh)", "batches", "cpu_s", "wall_s", "rss_MiB", "seq_ms",
+                "greedy", "ios_ms", "ios_stages(merge)");
   }
   std::fflush(stdout);
   int failures = 0;
@@ -377,18 +402,19 @@ int main(int argc, char** argv) {
       const std::string batches = g_farm_batch > 0 ? StrCat(row.batches) : std::string("-");
       if (markdown) {
         std::printf(
-            "| %s | %d,%d | %s | %s | %lld | %lld | %s | %lld | %s | %s | %.3f | %.0f | %.3f | %.3f "
-            "| %.4f | %d (%d) |\n",
+            "| %s | %d,%d | %s | %s | %lld | %lld | %s | %lld | %s | %s | %.3f | %.3f | %.0f | "
+            "%.3f "
+            "| %.3f | %.4f | %d (%d) |\n",
             model.c_str(), r, s, search.c_str(), blocks.c_str(), row.states, row.transitions,
-            stages.c_str(), row.signatures, measured.c_str(), batches.c_str(), row.cpu_s, rss,
-            row.seq_ms, row.greedy_ms, row.ios_ms, row.stages, row.merged_stages);
+            stages.c_str(), row.signatures, measured.c_str(), batches.c_str(), row.cpu_s,
+            row.wall_s, rss, row.seq_ms, row.greedy_ms, row.ios_ms, row.stages, row.merged_stages);
       } else {
         std::printf(
-            "%-16s %d,%-3d %-10s %-10s %12lld %14lld %20s %10lld %14s %8s %9.3f %8.0f %8.3f "
-            "%8.3f %8.4f %d (%d)\n",
+            "%-16s %d,%-3d %-10s %-10s %12lld %14lld %20s %10lld %14s %8s %9.3f %8.3f %8.0f "
+            "%8.3f %8.3f %8.4f %d (%d)\n",
             model.c_str(), r, s, search.c_str(), blocks.c_str(), row.states, row.transitions,
-            stages.c_str(), row.signatures, measured.c_str(), batches.c_str(), row.cpu_s, rss,
-            row.seq_ms, row.greedy_ms, row.ios_ms, row.stages, row.merged_stages);
+            stages.c_str(), row.signatures, measured.c_str(), batches.c_str(), row.cpu_s,
+            row.wall_s, rss, row.seq_ms, row.greedy_ms, row.ios_ms, row.stages, row.merged_stages);
       }
       std::fflush(stdout);
     }

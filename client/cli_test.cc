@@ -136,6 +136,26 @@ TEST(CliTest, SearchLabelsPredictedFiguresAndShowsProgressOnStderr) {
   EXPECT_GT(j["latency_ms"]["ios"].get<double>(), 0);
 }
 
+TEST(CliTest, SearchThreadsGiveTheSameScheduleAndAreReported) {
+  auto search = [](const std::string& threads) {
+    return RunIosfarm({"search", "inception_v3", "--backend", "sim:h100", "--format", "json",
+                       "--search-threads", threads});
+  };
+  Result one = search("1");
+  Result three = search("3");
+  ASSERT_EQ(one.code, kExitOk) << one.err;
+  ASSERT_EQ(three.code, kExitOk) << three.err;
+  auto a = nlohmann::json::parse(one.out);
+  auto b = nlohmann::json::parse(three.out);
+  EXPECT_EQ(a["search_threads"], 1);
+  EXPECT_EQ(b["search_threads"], 3);
+  EXPECT_EQ(a["schedule"], b["schedule"]);
+  EXPECT_EQ(a["stats"], b["stats"]);
+  Result zero = search("0");
+  EXPECT_EQ(zero.code, kExitUsage);
+  EXPECT_THAT(zero.err, HasSubstr("--search-threads"));
+}
+
 TEST(CliTest, RunTimesExactlyTheIterationsAskedFor) {
   Result r = RunIosfarm({"run", "squeezenet", "--backend", "sim", "--iterations", "5", "--warmup",
                          "0", "--format", "json"});

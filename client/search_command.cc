@@ -1,10 +1,12 @@
 // `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
-//  [--block-size B] [--no-merge] [--exhaustive] [-o FILE] [--format text|json]
-//  [--stages]`:
+//  [--block-size B] [--no-merge] [--exhaustive] [--search-threads N] [-o FILE]
+//  [--format text|json] [--stages]`:
 // runs the IOS search in-process, measuring stages on the backend (progress
 // on stderr), and prints the predicted sequential, greedy and IOS latencies
 // with the search statistics.
+#include <algorithm>
 #include <optional>
+#include <thread>
 
 #include "client/cli_usage.h"
 #include "client/command.h"
@@ -35,10 +37,20 @@ struct SearchCommandOptions {
   std::string format = "text";
   bool list_stages = false;
   int threads = 0;
+  std::optional<int> search_threads;
   bool cuda_graph_stages = false;
   int min_repeats = 10;
   int max_repeats = 200;
 };
+
+// Threads of the search's DP by default: every core where latencies come
+// from a model (sim), one where they are measured on this machine (the cpu
+// backend needs the cores for its measurements; the cuda backend's are
+// host-bound and made on the thread that set the device up).
+int DefaultSearchThreads(const std::string& backend) {
+  if (backend != "sim" && !backend.starts_with("sim:")) return 1;
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
+}
 
 Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) {
   ASSIGN_OR_RETURN(graph::LoadedModel model, graph::LoadModel(o.model, o.batch));
@@ -57,6 +69,7 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.max_block_ops = o.block_size;
   options.enable_merge = !o.no_merge;
   options.exhaustive = o.exhaustive;
+  options.threads = o.search_threads.value_or(DefaultSearchThreads(o.backend));
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
   profile.min_repeats = o.min_repeats;
@@ -108,6 +121,10 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--stages", o->list_stages, "List the IOS stages (text format)");
   cmd->add_option("--threads", o->threads, "cpu backend: threads (0 = all)")
       ->check(CLI::Range(0, 1024));
+  cmd->add_option("--search-threads", o->search_threads,
+                  "Threads that solve blocks side by side (default: all cores with a sim "
+                  "backend, 1 otherwise); the schedule is the same")
+      ->check(CLI::Range(1, 256));
   cmd->add_flag("--cuda-graph-stages", o->cuda_graph_stages,
                 "cuda backend: time each stage as a CUDA graph (for a schedule run as one graph, "
                 "`iosfarm run --cuda-graph` or the runtime)");

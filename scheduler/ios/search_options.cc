@@ -31,6 +31,9 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(StrCat("bounded_steps_per_block must be >= 0, got ",
                                              options.bounded_steps_per_block));
   }
+  if (options.threads < 1 || options.threads > 256) {
+    return absl::InvalidArgumentError(StrCat("threads must be in 1..256, got ", options.threads));
+  }
   const SearchBudget& b = options.budget;
   if (b.max_states_per_pass < 0 || b.max_transitions_per_pass < 0 || b.max_steps_per_pass < 0 ||
       b.max_bytes_per_pass < 0 ||

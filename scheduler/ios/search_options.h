@@ -81,7 +81,17 @@ struct SearchOptions {
   // Bounded search: open-list steps one block may take before the
   // exhaustive DP solves that block instead (where the bounds are too loose
   // to save CPU; the DP measures every candidate stage of it). 0: never.
-  int64_t bounded_steps_per_block = 500'000;
+  int64_t bounded_steps_per_block = 50'000;
+  // Threads that solve blocks side by side when the search measures on the
+  // spot (SearchSession::RunInline, RunSearch), 1..256. Each solves whole
+  // blocks (and boundary windows) with its own tables, so each may hold up to
+  // budget.max_bytes_per_pass; the latency function is then called from any
+  // of them, never two calls at once. The schedule and every statistic are
+  // the same as with one thread (the latency function must give a
+  // signature the same latency whenever asked, as the simulated and analytic
+  // ones do). Searches driven by NextUnknown (a farm job), and searches with
+  // a total transitions budget or a latency cache limit, use one thread.
+  int threads = 1;
   // Work and memory bounds (the largest zoo block at r=3, s=8 needs 0.15 M
   // states per pass, well inside the defaults).
   SearchBudget budget;

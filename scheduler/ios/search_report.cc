@@ -56,6 +56,7 @@ StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph, const Sear
   ASSIGN_OR_RETURN(report.ios, RunSearch(graph, options, oracle));
   report.search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.search_threads = options.threads;
   ASSIGN_OR_RETURN(report.sequential, SequentialSchedule(graph));
   RETURN_IF_ERROR(CostSchedule(graph, report.sequential, oracle));
   ASSIGN_OR_RETURN(report.greedy, GreedySchedule(graph, options.max_groups));
@@ -82,16 +83,16 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
   out += StrCat(latency_kind, latency_kind.empty() ? "speedup: " : " speedup: ",
                 Ratio(report.sequential.latency_ms, ios.latency_ms), "x vs sequential, ",
                 Ratio(report.greedy.latency_ms, ios.latency_ms), "x vs greedy\n");
-  out += StrCat("search: ", s.blocks, " blocks (", s.reused_blocks, " reused), ", s.dp_states,
-                " DP states, ", s.transitions, " transitions, ", s.candidate_stages,
-                " candidate stages -> ", s.unique_signatures, " unique signatures, ",
-                s.stages_measured, " stages measured",
-                s.exhaustive_blocks > 0 ? StrCat(" (", s.exhaustive_blocks,
-                                                 " blocks by the exhaustive DP)")
-                                        : std::string(),
-                ", ", s.windows,
-                " boundary windows (", s.improved_windows, " improved), ",
-                Ms(report.search_seconds * 1e3), " ms\n");
+  out += StrCat(
+      "search: ", s.blocks, " blocks (", s.reused_blocks, " reused), ", s.dp_states, " DP states, ",
+      s.transitions, " transitions, ", s.candidate_stages, " candidate stages -> ",
+      s.unique_signatures, " unique signatures, ", s.stages_measured, " stages measured",
+      s.exhaustive_blocks > 0 ? StrCat(" (", s.exhaustive_blocks, " blocks by the exhaustive DP)")
+                              : std::string(),
+      ", ", s.windows, " boundary windows (", s.improved_windows, " improved), ",
+      Ms(report.search_seconds * 1e3), " ms",
+      report.search_threads > 1 ? StrCat(" on ", report.search_threads, " threads") : std::string(),
+      "\n");
   if (list_stages) {
     for (size_t i = 0; i < ios.stages.size(); ++i) {
       const ScheduledStage& stage = ios.stages[i];
@@ -117,6 +118,7 @@ nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& r
             {"vs_greedy", ios > 0 ? report.greedy.latency_ms / ios : 0.0}}},
           {"stats", StatsJson(report.ios.stats)},
           {"search_seconds", report.search_seconds},
+          {"search_threads", report.search_threads},
           {"schedule", ScheduleToJson(graph, report.ios.schedule, metadata)}};
 }
 

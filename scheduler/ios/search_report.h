@@ -24,6 +24,7 @@ struct SearchReport {
   Schedule sequential;  // costed with the same oracle
   Schedule greedy;      // at most options.max_groups groups per stage
   double search_seconds = 0;  // wall time of the IOS search (oracle included)
+  int search_threads = 1;     // SearchOptions::threads it ran with
 };
 
 // Runs RunSearch(graph, options, oracle) and costs both baselines with

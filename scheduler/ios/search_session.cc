@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 
 #include "absl/strings/match.h"
@@ -70,14 +71,19 @@ class SearchSession::CollectingSource : public LatencySource {
   std::vector<Signature>& unknown_;
 };
 
-// Measures unknown latencies on the spot.
+// Measures unknown latencies on the spot. With a mutex it may be shared by
+// SolveInParallel's threads: each lookup (and each measurement) then holds
+// it, so the session's latency table and the latency function see one
+// thread at a time.
 class SearchSession::InlineSource : public LatencySource {
  public:
-  InlineSource(SearchSession& session, const SignedLatencyFn& measure)
-      : session_(session), measure_(measure) {}
+  InlineSource(SearchSession& session, const SignedLatencyFn& measure, std::mutex* mu)
+      : session_(session), measure_(measure), mu_(mu) {}
 
   std::optional<double> Lookup(Signature signature,
                                absl::FunctionRef<Stage()> stage) override {
+    std::unique_lock<std::mutex> lock;
+    if (mu_ != nullptr) lock = std::unique_lock<std::mutex>(*mu_);
     auto [entry, inserted] = session_.Touch(signature);
     if (!std::isnan(entry->ms)) return entry->ms;
     if (!status_.ok()) return std::nullopt;
@@ -94,12 +100,20 @@ class SearchSession::InlineSource : public LatencySource {
     if (!inserted) session_.requested_.erase(signature);
     return *latency;
   }
-  void Prefetch(Signature signature) const override { session_.latencies_.prefetch(signature); }
-  Status status() const override { return status_; }
+  // Shared, the table may be growing under another thread.
+  void Prefetch(Signature signature) const override {
+    if (mu_ == nullptr) session_.latencies_.prefetch(signature);
+  }
+  Status status() const override {
+    std::unique_lock<std::mutex> lock;
+    if (mu_ != nullptr) lock = std::unique_lock<std::mutex>(*mu_);
+    return status_;
+  }
 
  private:
   SearchSession& session_;
   const SignedLatencyFn& measure_;
+  std::mutex* mu_;
   Status status_;
 };
 
@@ -251,9 +265,21 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   }
   const int64_t transitions_before = state.bounded->stats().transitions;
   const Status advanced = state.bounded->Advance(source);
+  return FinishBounded(b, advanced, transitions_before, total_binds, source, nullptr);
+}
+
+bool SearchSession::HandsOverToDp(const Status& advanced, bool total_binds) {
+  return IsSearchBudgetError(advanced) &&
+         !(total_binds && absl::StrContains(advanced.message(), "transitions"));
+}
+
+Status SearchSession::FinishBounded(int b, const Status& advanced, int64_t transitions_before,
+                                    bool total_binds, LatencySource& source,
+                                    StatusOr<BlockSolution>* dp_solution) {
+  BlockState& state = blocks_[b];
   stats_.total_transitions += state.bounded->stats().transitions - transitions_before;
   if (!advanced.ok() && IsSearchBudgetError(advanced)) {
-    if (total_binds && absl::StrContains(advanced.message(), "transitions")) {
+    if (!HandsOverToDp(advanced, total_binds)) {
       return OverBudget(b, advanced, total_binds, /*can_split=*/true);
     }
     // Too loose bounds (or too large a block) for the bounded search: the
@@ -261,7 +287,7 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
     state.bounded.reset();
     state.exhaustive = true;
     ++stats_.exhaustive_blocks;
-    return SolveExhaustive(b, source, /*first_pass=*/true);
+    return SolveExhaustive(b, source, /*first_pass=*/true, dp_solution);
   }
   RETURN_IF_ERROR(advanced);
   RETURN_IF_ERROR(source.status());
@@ -289,12 +315,14 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
   return SolveExhaustive(b, source, first_pass);
 }
 
-Status SearchSession::SolveExhaustive(int b, LatencySource& source, bool first_pass) {
+Status SearchSession::SolveExhaustive(int b, LatencySource& source, bool first_pass,
+                                      StatusOr<BlockSolution>* precomputed) {
   BlockState& state = blocks_[b];
   state.unknown.clear();
   bool total_binds = false;
   const DpOptions dp = PassOptions(&total_binds);
-  StatusOr<BlockSolution> solved = SolveBlock(state.graph, dp, source);
+  StatusOr<BlockSolution> solved =
+      precomputed != nullptr ? std::move(*precomputed) : SolveBlock(state.graph, dp, source);
   if (!solved.ok() && IsSearchBudgetError(solved.status())) {
     return OverBudget(b, solved.status(), total_binds, first_pass);
   }
@@ -526,8 +554,11 @@ Status SearchSession::Provide(Signature signature, double latency_ms) {
 }
 
 Status SearchSession::RunInline(const SignedLatencyFn& measure) {
-  InlineSource source(*this, measure);
+  std::mutex mu;
+  const bool parallel = ParallelInline();
+  InlineSource source(*this, measure, parallel ? &mu : nullptr);
   while (true) {
+    if (parallel) RETURN_IF_ERROR(SolveInParallel(source));
     for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
       if (blocks_[b].phase == BlockPhase::kSolved) continue;
       if (blocks_[b].phase == BlockPhase::kNotStarted) {

@@ -142,7 +142,9 @@ class SearchSession {
 
   // Solves every remaining block, measuring unknown signatures on the spot
   // with `measure` (each at most once). Used by RunSearch; also finishes a
-  // session that was driven with NextUnknown/Provide for a while.
+  // session that was driven with NextUnknown/Provide for a while. With
+  // SearchOptions::threads > 1 (see there) blocks are solved side by side
+  // and `measure` is called from any of the threads, one call at a time.
   Status RunInline(const SignedLatencyFn& measure);
 
   // True once every block and boundary window is solved (after NextUnknown
@@ -156,7 +158,11 @@ class SearchSession {
 
   const BlockPartition& partition() const { return partition_; }
   const SearchStats& stats() const { return stats_; }
-  int solved_blocks() const { return solved_blocks_; }
+  // Blocks and windows solved (while SolveInParallel runs, those its
+  // threads finished too).
+  int solved_blocks() const {
+    return solved_blocks_ + threads_solved_.load(std::memory_order_relaxed);
+  }
   // `stop` (may be null; must outlive the session) is read during long
   // passes; when it reads true the running call returns Cancelled.
   void SetStopFlag(const std::atomic<bool>* stop) { stop_ = stop; }
@@ -222,9 +228,31 @@ class SearchSession {
   Status SolveWith(int b, LatencySource& source);
   // SolveWith for the bounded search: starts or advances it.
   Status SolveBounded(int b, LatencySource& source);
+  // The rest of SolveBounded once block b's bounded search has advanced
+  // (`advanced`: what Advance returned; `transitions_before`: its
+  // transitions before): counts it, and hands the block to the exhaustive
+  // DP when the search went over its steps. `dp_solution`: that DP's result
+  // when it already ran (SolveInParallel), else null.
+  Status FinishBounded(int b, const Status& advanced, int64_t transitions_before, bool total_binds,
+                       LatencySource& source, StatusOr<BlockSolution>* dp_solution);
+  // Whether a bounded search that stopped with `advanced` goes to the
+  // exhaustive DP (rather than over the search's total budget).
+  static bool HandsOverToDp(const Status& advanced, bool total_binds);
   // SolveWith for the exhaustive DP; `first_pass`: the block's first DP pass
-  // (its stats are counted, it may be split).
-  Status SolveExhaustive(int b, LatencySource& source, bool first_pass);
+  // (its stats are counted, it may be split). `precomputed`: the pass's
+  // result when it already ran with the same options (SolveInParallel),
+  // else null.
+  Status SolveExhaustive(int b, LatencySource& source, bool first_pass,
+                         StatusOr<BlockSolution>* precomputed = nullptr);
+  // RunInline with SearchOptions::threads > 1: solves every block (or
+  // window) not started yet and without a twin on the threads, then applies
+  // the passes in block order as the sequential loop would. It stops
+  // applying at a pass that splits its block (the later ones are solved
+  // again by the sequential loop, their latencies known by then); an error
+  // of a pass is returned once the passes before it are applied.
+  Status SolveInParallel(LatencySource& source);
+  // RunInline may use SolveInParallel (see SearchOptions::threads).
+  bool ParallelInline() const;
   // The DP options of a pass of block b; *total_binds: the search's total
   // transitions budget is the tighter limit.
   DpOptions PassOptions(bool* total_binds) const;
@@ -290,6 +318,7 @@ class SearchSession {
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   int64_t passes_before_call_ = 0;  // stats_.dp_passes when NextUnknown began
   bool paused_ = false;
+  std::atomic<int> threads_solved_{0};  // passes SolveInParallel's threads finished
   SearchStats stats_;
 };
 
