@@ -45,12 +45,15 @@ class BlockDp {
     OpBits<W> remaining = all;
     while (!remaining.Empty()) {
       const StateValue& state = *states_.Find(remaining, remaining.Hash());
-      const EndingValue& ending = *endings_.Find(state.best, state.best.Hash());
       const bool merge = state.merge != 0;
       PlannedStage planned;
       planned.stage = stages_.BuildStage(
           state.best, merge ? Strategy::kMerge : Strategy::kConcurrent, &planned.signature);
-      planned.latency_ms = merge ? ending.merge_latency : ending.latency;
+      if (const MergeValue* both = mergeable_.Find(state.best, state.best.Hash())) {
+        planned.latency_ms = merge ? both->merge_latency : both->latency;
+      } else {
+        planned.latency_ms = *endings_.Find(state.best, state.best.Hash());
+      }
       solution.stages.push_back(std::move(planned));
       remaining = remaining.Minus(state.best);
     }
@@ -65,9 +68,15 @@ class BlockDp {
     OpBits<W> best;  // the last stage of the best schedule of this state
     uint8_t merge = 0;
   };
-  struct EndingValue {
-    double latency = 0;                // NaN while unknown
-    double merge_latency = kInfinity;  // +inf: not mergeable; NaN: unknown
+  // An ending's cost as the last stage: its concurrent latency or, where it
+  // is mergeable and the merge is faster, its merge latency (an unknown one
+  // counts as 0: such a pass is incomplete anyway). 8 bytes a slot keep the
+  // table of millions of endings a third smaller than both latencies would;
+  // the few mergeable endings keep both in mergeable_.
+  using EndingValue = double;
+  struct MergeValue {
+    double latency = 0;        // NaN while unknown
+    double merge_latency = 0;  // NaN while unknown
   };
   // Per recursion depth: the state's endings and their children.
   struct Scratch {
@@ -132,8 +141,8 @@ class BlockDp {
       since_check_ += static_cast<int64_t>(fresh_.size());
     }
     double best = kInfinity;
+    double best_child = 0;
     size_t best_index = 0;
-    uint8_t best_merge = 0;
     for (size_t i = 0; i < count; ++i) {
       const OpBits<W> child = remaining.Minus(sc.endings[i]);
       double child_cost = 0;
@@ -142,27 +151,27 @@ class BlockDp {
         child_cost = state != nullptr ? state->cost : Visit(child, depth + 1);
         if (!status_.ok()) return 0;
       }
-      const EndingValue& value = sc.values[i];
-      // Unknown latencies count as 0: such a pass is incomplete anyway.
-      double cost = child_cost + (std::isnan(value.latency) ? 0 : value.latency);
+      // child + min(concurrent, merge) is the smaller of the two sums (a
+      // rounded sum is monotone): the ending that wins and the cost are
+      // those of comparing both strategies one after the other.
+      const double cost = child_cost + sc.values[i];
       if (cost < best) {
         best = cost;
+        best_child = child_cost;
         best_index = i;
-        best_merge = 0;
-      }
-      if (value.merge_latency != kInfinity) {
-        cost = child_cost + (std::isnan(value.merge_latency) ? 0 : value.merge_latency);
-        if (cost < best) {
-          best = cost;
-          best_index = i;
-          best_merge = 1;
-        }
       }
     }
     StateValue state;
     state.cost = best;
     state.best = sc.endings[best_index];
-    state.merge = best_merge;
+    // The merge wins where its sum is strictly the smaller (ties go to the
+    // concurrent stage).
+    if (merges_ > 0) {
+      if (const MergeValue* both = mergeable_.Find(state.best, state.best.Hash())) {
+        state.merge =
+            best_child + KnownOr0(both->merge_latency) < best_child + KnownOr0(both->latency);
+      }
+    }
     states_.Insert(remaining, remaining.Hash(), state);
     return best;
   }
@@ -196,7 +205,8 @@ class BlockDp {
 
   // Bytes of the pass's tables and scratch, plus the source's.
   int64_t MemoryBytes() const {
-    size_t bytes = states_.memory_bytes() + endings_.memory_bytes() + stages_.memory_bytes();
+    size_t bytes = states_.memory_bytes() + endings_.memory_bytes() + mergeable_.memory_bytes() +
+                   stages_.memory_bytes();
     for (const Scratch& sc : scratch_) {
       bytes += sc.endings.capacity() * sizeof(OpBits<W>) +
                sc.hashes.capacity() * sizeof(uint64_t) +
@@ -230,16 +240,21 @@ class BlockDp {
     }
     for (const FreshEnding& fresh : fresh_) {
       const OpBits<W>& ops = sc.endings[fresh.index];
-      EndingValue value;
-      value.latency = Lookup(ops, fresh.concurrent, Strategy::kConcurrent);
+      MergeValue both;
+      both.latency = Lookup(ops, fresh.concurrent, Strategy::kConcurrent);
+      EndingValue value = KnownOr0(both.latency);
       if (fresh.mergeable) {
-        value.merge_latency = Lookup(ops, fresh.merge, Strategy::kMerge);
+        both.merge_latency = Lookup(ops, fresh.merge, Strategy::kMerge);
+        value = std::min(value, KnownOr0(both.merge_latency));
+        mergeable_.Insert(ops, fresh.hash, both);
         ++merges_;
       }
       endings_.Insert(ops, fresh.hash, value);
       sc.values[fresh.index] = value;
     }
   }
+
+  static double KnownOr0(double latency) { return std::isnan(latency) ? 0 : latency; }
 
   // The latency of the stage of `ops` with `signature` under `strategy`.
   double Lookup(const OpBits<W>& ops, Signature signature, Strategy strategy) {
@@ -265,6 +280,7 @@ class BlockDp {
   std::vector<FreshEnding> fresh_;
   OpBitsMap<W, StateValue> states_;
   OpBitsMap<W, EndingValue> endings_;
+  OpBitsMap<W, MergeValue> mergeable_;  // the mergeable endings' two latencies
   int64_t merges_ = 0;
   int64_t since_check_ = 0;  // states and endings added since CheckBudget
   size_t scratch_pending_ = 0;  // endings of the state being enumerated
