@@ -225,26 +225,46 @@ class BlockDp {
   };
 
   // Creates the records of the state's fresh_ endings: their signatures
-  // first (hinting the source about each), then their latencies, so that
-  // the source's lookups overlap instead of missing the caches one by one.
+  // first (hinting the source about each), then their latencies in one
+  // batch, so that the source's lookups overlap instead of missing the caches
+  // one by one (and a source shared by threads locks once).
   void AddEndings(Scratch& sc) {
+    batch_signatures_.clear();
     for (FreshEnding& fresh : fresh_) {
       const OpBits<W>& ops = sc.endings[fresh.index];
       fresh.concurrent = stages_.HashStage(ops);
+      batch_signatures_.push_back(fresh.concurrent);
       source_.Prefetch(fresh.concurrent);
       if (options_.enable_merge && stages_.IsMergeable(ops)) {
         fresh.mergeable = true;
         fresh.merge = stages_.MergeSignature();
+        batch_signatures_.push_back(fresh.merge);
         source_.Prefetch(fresh.merge);
       }
     }
+    // Item k of the batch: the ending and strategy it stands for.
+    batch_items_.clear();
+    for (size_t f = 0; f < fresh_.size(); ++f) {
+      batch_items_.push_back({f, Strategy::kConcurrent});
+      if (fresh_[f].mergeable) batch_items_.push_back({f, Strategy::kMerge});
+    }
+    batch_latencies_.assign(batch_signatures_.size(), std::nullopt);
+    source_.LookupBatch(
+        batch_signatures_,
+        [&](size_t k) {
+          stages_.HashStage(sc.endings[fresh_[batch_items_[k].first].index]);
+          return stages_.CanonicalStage(batch_items_[k].second);
+        },
+        absl::MakeSpan(batch_latencies_));
+    if (!source_.status().ok() && status_.ok()) status_ = source_.status();
+    size_t k = 0;
     for (const FreshEnding& fresh : fresh_) {
       const OpBits<W>& ops = sc.endings[fresh.index];
       MergeValue both;
-      both.latency = Lookup(ops, fresh.concurrent, Strategy::kConcurrent);
+      both.latency = Known(batch_latencies_[k++]);
       EndingValue value = KnownOr0(both.latency);
       if (fresh.mergeable) {
-        both.merge_latency = Lookup(ops, fresh.merge, Strategy::kMerge);
+        both.merge_latency = Known(batch_latencies_[k++]);
         value = std::min(value, KnownOr0(both.merge_latency));
         mergeable_.Insert(ops, fresh.hash, both);
         ++merges_;
@@ -254,22 +274,14 @@ class BlockDp {
     }
   }
 
-  static double KnownOr0(double latency) { return std::isnan(latency) ? 0 : latency; }
-
-  // The latency of the stage of `ops` with `signature` under `strategy`.
-  double Lookup(const OpBits<W>& ops, Signature signature, Strategy strategy) {
-    std::optional<double> latency = source_.Lookup(signature, [&]() {
-      stages_.HashStage(ops);  // the groups may be another ending's
-      return stages_.CanonicalStage(strategy);
-    });
-
-    if (!source_.status().ok() && status_.ok()) status_ = source_.status();
-    if (!latency) {
-      complete_ = false;
-      return std::numeric_limits<double>::quiet_NaN();
-    }
-    return *latency;
+  // A looked-up latency, or NaN (the pass is then incomplete).
+  double Known(const std::optional<double>& latency) {
+    if (latency) return *latency;
+    complete_ = false;
+    return std::numeric_limits<double>::quiet_NaN();
   }
+
+  static double KnownOr0(double latency) { return std::isnan(latency) ? 0 : latency; }
 
   const BlockGraph& block_;
   const DpOptions& options_;
@@ -278,6 +290,10 @@ class BlockDp {
   BlockStages<W> stages_;
   std::vector<Scratch> scratch_;
   std::vector<FreshEnding> fresh_;
+  // AddEndings' batch: signatures, (fresh_ index, strategy) and latencies.
+  std::vector<Signature> batch_signatures_;
+  std::vector<std::pair<size_t, Strategy>> batch_items_;
+  std::vector<std::optional<double>> batch_latencies_;
   OpBitsMap<W, StateValue> states_;
   OpBitsMap<W, EndingValue> endings_;
   OpBitsMap<W, MergeValue> mergeable_;  // the mergeable endings' two latencies

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "absl/types/span.h"
 #include "common/status.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/endings.h"
@@ -40,6 +41,17 @@ class LatencySource {
   // (to measure it or to queue a request), during this call.
   virtual std::optional<double> Lookup(Signature signature,
                                        absl::FunctionRef<Stage()> stage) = 0;
+  // Lookup of several signatures at once (a DP state's new candidates):
+  // latencies[i] for signatures[i], with stage(i) building its stage as
+  // above. The default asks Lookup for each in order; a source shared by
+  // threads takes its lock once for the batch.
+  virtual void LookupBatch(absl::Span<const Signature> signatures,
+                           absl::FunctionRef<Stage(size_t)> stage,
+                           absl::Span<std::optional<double>> latencies) {
+    for (size_t i = 0; i < signatures.size(); ++i) {
+      latencies[i] = Lookup(signatures[i], [&]() { return stage(i); });
+    }
+  }
   // A hint that `signature` will be looked up soon (e.g. to prefetch its
   // slot in a table far larger than the caches). Optional.
   virtual void Prefetch(Signature /*signature*/) const {}

@@ -72,9 +72,9 @@ class SearchSession::CollectingSource : public LatencySource {
 };
 
 // Measures unknown latencies on the spot. With a mutex it may be shared by
-// SolveInParallel's threads: each lookup (and each measurement) then holds
-// it, so the session's latency table and the latency function see one
-// thread at a time.
+// SolveInParallel's threads: each lookup, or each batch of them (and each
+// measurement), then holds it, so the session's latency table and the
+// latency function see one thread at a time.
 class SearchSession::InlineSource : public LatencySource {
  public:
   InlineSource(SearchSession& session, const SignedLatencyFn& measure, std::mutex* mu)
@@ -82,8 +82,34 @@ class SearchSession::InlineSource : public LatencySource {
 
   std::optional<double> Lookup(Signature signature,
                                absl::FunctionRef<Stage()> stage) override {
-    std::unique_lock<std::mutex> lock;
-    if (mu_ != nullptr) lock = std::unique_lock<std::mutex>(*mu_);
+    std::unique_lock<std::mutex> lock = Lock();
+    return LookupLocked(signature, stage);
+  }
+  void LookupBatch(absl::Span<const Signature> signatures, absl::FunctionRef<Stage(size_t)> stage,
+                   absl::Span<std::optional<double>> latencies) override {
+    std::unique_lock<std::mutex> lock = Lock();
+    if (mu_ != nullptr) {  // the caller's Prefetch hints were no-ops
+      for (Signature signature : signatures) session_.latencies_.prefetch(signature);
+    }
+    for (size_t i = 0; i < signatures.size(); ++i) {
+      latencies[i] = LookupLocked(signatures[i], [&]() { return stage(i); });
+    }
+  }
+  // Shared, the table may be growing under another thread.
+  void Prefetch(Signature signature) const override {
+    if (mu_ == nullptr) session_.latencies_.prefetch(signature);
+  }
+  Status status() const override {
+    std::unique_lock<std::mutex> lock = Lock();
+    return status_;
+  }
+
+ private:
+  std::unique_lock<std::mutex> Lock() const {
+    return mu_ != nullptr ? std::unique_lock<std::mutex>(*mu_) : std::unique_lock<std::mutex>();
+  }
+
+  std::optional<double> LookupLocked(Signature signature, absl::FunctionRef<Stage()> stage) {
     auto [entry, inserted] = session_.Touch(signature);
     if (!std::isnan(entry->ms)) return entry->ms;
     if (!status_.ok()) return std::nullopt;
@@ -100,17 +126,7 @@ class SearchSession::InlineSource : public LatencySource {
     if (!inserted) session_.requested_.erase(signature);
     return *latency;
   }
-  // Shared, the table may be growing under another thread.
-  void Prefetch(Signature signature) const override {
-    if (mu_ == nullptr) session_.latencies_.prefetch(signature);
-  }
-  Status status() const override {
-    std::unique_lock<std::mutex> lock;
-    if (mu_ != nullptr) lock = std::unique_lock<std::mutex>(*mu_);
-    return status_;
-  }
 
- private:
   SearchSession& session_;
   const SignedLatencyFn& measure_;
   std::mutex* mu_;
