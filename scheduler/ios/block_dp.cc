@@ -219,8 +219,6 @@ class BlockDp {
   struct FreshEnding {
     size_t index = 0;   // in the state's Scratch
     uint64_t hash = 0;  // of the ending
-    Signature concurrent = 0;
-    Signature merge = 0;  // valid when mergeable
     bool mergeable = false;
   };
 
@@ -229,24 +227,21 @@ class BlockDp {
   // batch, so that the source's lookups overlap instead of missing the caches
   // one by one (and a source shared by threads locks once).
   void AddEndings(Scratch& sc) {
+    // Item k of the batch: its signature, and the ending and strategy it
+    // stands for.
     batch_signatures_.clear();
-    for (FreshEnding& fresh : fresh_) {
-      const OpBits<W>& ops = sc.endings[fresh.index];
-      fresh.concurrent = stages_.HashStage(ops);
-      batch_signatures_.push_back(fresh.concurrent);
-      source_.Prefetch(fresh.concurrent);
-      if (options_.enable_merge && stages_.IsMergeable(ops)) {
-        fresh.mergeable = true;
-        fresh.merge = stages_.MergeSignature();
-        batch_signatures_.push_back(fresh.merge);
-        source_.Prefetch(fresh.merge);
-      }
-    }
-    // Item k of the batch: the ending and strategy it stands for.
     batch_items_.clear();
     for (size_t f = 0; f < fresh_.size(); ++f) {
+      const OpBits<W>& ops = sc.endings[fresh_[f].index];
+      batch_signatures_.push_back(stages_.HashStage(ops));
       batch_items_.push_back({f, Strategy::kConcurrent});
-      if (fresh_[f].mergeable) batch_items_.push_back({f, Strategy::kMerge});
+      source_.Prefetch(batch_signatures_.back());
+      if (options_.enable_merge && stages_.IsMergeable(ops)) {
+        fresh_[f].mergeable = true;
+        batch_signatures_.push_back(stages_.MergeSignature());
+        batch_items_.push_back({f, Strategy::kMerge});
+        source_.Prefetch(batch_signatures_.back());
+      }
     }
     batch_latencies_.assign(batch_signatures_.size(), std::nullopt);
     source_.LookupBatch(

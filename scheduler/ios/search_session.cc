@@ -271,17 +271,22 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   if (state.phase == BlockPhase::kNotStarted) state.first_pass = pass_;
   bool total_binds = false;
   if (state.bounded == nullptr) {
-    BoundedSearchOptions options;
-    options.dp = PassOptions(&total_binds);
-    options.lookahead = options_.lookahead;
-    options.max_open_steps = options_.bounded_steps_per_block;
-    ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(state.graph, options));
+    ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(
+                                        state.graph, BoundedOptions(PassOptions(&total_binds))));
   } else if (options_.budget.max_transitions_total > 0) {
     total_binds = true;  // created with what was left of it
   }
   const int64_t transitions_before = state.bounded->stats().transitions;
   const Status advanced = state.bounded->Advance(source);
   return FinishBounded(b, advanced, transitions_before, total_binds, source, nullptr);
+}
+
+BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp) const {
+  BoundedSearchOptions options;
+  options.dp = dp;
+  options.lookahead = options_.lookahead;
+  options.max_open_steps = options_.bounded_steps_per_block;
+  return options;
 }
 
 bool SearchSession::HandsOverToDp(const Status& advanced, bool total_binds) {

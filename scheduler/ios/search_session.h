@@ -235,6 +235,8 @@ class SearchSession {
   // when it already ran (SolveInParallel), else null.
   Status FinishBounded(int b, const Status& advanced, int64_t transitions_before, bool total_binds,
                        LatencySource& source, StatusOr<BlockSolution>* dp_solution);
+  // The bounded search's options for a pass with DP options `dp`.
+  BoundedSearchOptions BoundedOptions(const DpOptions& dp) const;
   // Whether a bounded search that stopped with `advanced` goes to the
   // exhaustive DP (rather than over the search's total budget).
   static bool HandsOverToDp(const Status& advanced, bool total_binds);

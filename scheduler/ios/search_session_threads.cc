@@ -49,10 +49,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   if (wave.size() < 2) return absl::OkStatus();  // the sequential loop does it
   bool total_binds = false;
   const DpOptions dp = PassOptions(&total_binds);  // the same for every pass of the wave
-  BoundedSearchOptions bounded;
-  bounded.dp = dp;
-  bounded.lookahead = options_.lookahead;
-  bounded.max_open_steps = options_.bounded_steps_per_block;
+  const BoundedSearchOptions bounded = BoundedOptions(dp);
 
   std::vector<ThreadPass> passes(wave.size());
   std::atomic<size_t> next{0};
@@ -76,12 +73,12 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
         }
       }
       if (dp_needed) pass.solved = SolveBlock(state.graph, dp, source);
-      const bool ok = pass.bounded && !dp_needed ? pass.advanced.ok() : pass.solved->ok();
-      if (!ok && !IsSearchBudgetError(pass.bounded && !dp_needed ? pass.advanced
-                                                                 : pass.solved->status())) {
+      const Status& outcome = dp_needed ? pass.solved->status() : pass.advanced;
+      if (outcome.ok()) {
+        threads_solved_.fetch_add(1, std::memory_order_relaxed);
+      } else if (!IsSearchBudgetError(outcome)) {
         failed = true;  // an error ends the search: start nothing more
       }
-      if (ok) threads_solved_.fetch_add(1, std::memory_order_relaxed);
     }
   };
   const int helpers = std::min<int>(options_.threads, static_cast<int>(wave.size())) - 1;
