@@ -1,7 +1,9 @@
 #include "client/search_progress.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
 
 #include "client/job_format.h"
 #include "common/strings.h"
@@ -30,11 +32,20 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
   ASSIGN_OR_RETURN(std::unique_ptr<ios::SearchSession> session,
                    ios::SearchSession::Create(graph, options));
   const int blocks_total = static_cast<int>(session->partition().blocks.size());
-  int64_t measured = 0;
+  // The latency function runs on several threads at once (options.threads):
+  // the count is atomic, and one thread at a time draws (the others skip).
+  std::atomic<int64_t> measured{0};
+  std::mutex show_mu;
   int shown_blocks = -1;
   Clock::time_point shown_at;
   auto show = [&](bool force) {
     if (progress == nullptr) return;
+    std::unique_lock<std::mutex> lock(show_mu, std::defer_lock);
+    if (force) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return;
+    }
     const Clock::time_point now = Clock::now();
     const int solved = session->solved_blocks();
     const bool block_done = solved != shown_blocks;

@@ -1,7 +1,9 @@
 #include "scheduler/ios/block_dp.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <deque>
 #include <limits>
 
 #include "common/strings.h"
@@ -14,69 +16,93 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-template <int W>
+// The DP over K blocks of one shape (SameShape) at once: one walk of their
+// common state graph, whose tables hold each block's values side by side
+// (slot k for block k). K = 1 is the plain DP of one block.
+template <int W, int K>
 class BlockDp {
  public:
-  BlockDp(const BlockGraph& block, const DpOptions& options, LatencySource& source)
-      : block_(block),
+  BlockDp(absl::Span<const BlockGraph* const> blocks, const DpOptions& options,
+          LatencySource& source)
+      : block_(*blocks[0]),
         options_(options),
         source_(source),
-        enumerator_(block, options.bounds),
-        stages_(block),
-        scratch_(block.size() + 2) {
+        enumerator_(block_, options.bounds),
+        scratch_(block_.size() + 2) {
+    for (int k = 0; k < K; ++k) {
+      stages_.emplace_back(*blocks[k]);
+      complete_[k] = true;
+    }
     enumerator_.SetCheck([this](uint64_t) {
       if (status_.ok()) CheckBudget(static_cast<int64_t>(scratch_pending_));
       return status_.ok();
     });
   }
 
-  StatusOr<BlockSolution> Run() {
-    BlockSolution solution;
+  StatusOr<std::vector<BlockSolution>> Run() {
     const OpBits<W> all = OpBits<W>::FirstN(block_.size());
     if (block_.size() > 0) Visit(all, 0);
     RETURN_IF_ERROR(status_);
-    solution.stats = stats_;
-    solution.stats.states = static_cast<int64_t>(states_.size());
-    solution.stats.distinct_stages = static_cast<int64_t>(endings_.size()) + merges_;
-    solution.stats.merge_stages = merges_;
-    solution.complete = complete_;
-    if (!complete_ || block_.size() == 0) return solution;
-    // Read the schedule back from the argmins (they give the last stage first).
-    OpBits<W> remaining = all;
-    while (!remaining.Empty()) {
-      const StateValue& state = *states_.Find(remaining, remaining.Hash());
-      const bool merge = state.merge != 0;
-      PlannedStage planned;
-      planned.stage = stages_.BuildStage(
-          state.best, merge ? Strategy::kMerge : Strategy::kConcurrent, &planned.signature);
-      if (const MergeValue* both = mergeable_.Find(state.best, state.best.Hash())) {
-        planned.latency_ms = merge ? both->merge_latency : both->latency;
-      } else {
-        planned.latency_ms = *endings_.Find(state.best, state.best.Hash());
+    std::vector<BlockSolution> solutions(K);
+    for (int k = 0; k < K; ++k) {
+      BlockSolution& solution = solutions[k];
+      solution.stats = stats_;
+      solution.stats.states = static_cast<int64_t>(states_.size());
+      solution.stats.distinct_stages = static_cast<int64_t>(endings_.size()) + merges_[k];
+      solution.stats.merge_stages = merges_[k];
+      solution.complete = complete_[k];
+      if (!solution.complete || block_.size() == 0) continue;
+      // Read the schedule back from the argmins (they give the last stage first).
+      OpBits<W> remaining = all;
+      while (!remaining.Empty()) {
+        const StateValue& state = *states_.Find(remaining, remaining.Hash());
+        const OpBits<W>& best = state.best[k];
+        const bool merge = state.merge[k] != 0;
+        PlannedStage planned;
+        planned.stage = stages_[k].BuildStage(
+            best, merge ? Strategy::kMerge : Strategy::kConcurrent, &planned.signature);
+        if (const MergeValue* both = mergeable_.Find(best, best.Hash())) {
+          planned.latency_ms = merge ? both->merge_latency[k] : both->latency[k];
+        } else {
+          planned.latency_ms = endings_.Find(best, best.Hash())->v[k];
+        }
+        solution.stages.push_back(std::move(planned));
+        remaining = remaining.Minus(best);
       }
-      solution.stages.push_back(std::move(planned));
-      remaining = remaining.Minus(state.best);
+      std::reverse(solution.stages.begin(), solution.stages.end());
+      solution.latency_ms = states_.Find(all, all.Hash())->cost[k];
     }
-    std::reverse(solution.stages.begin(), solution.stages.end());
-    solution.latency_ms = states_.Find(all, all.Hash())->cost;
-    return solution;
+    return solutions;
   }
 
  private:
+  using Costs = std::array<double, K>;
   struct StateValue {
-    double cost = 0;
-    OpBits<W> best;  // the last stage of the best schedule of this state
-    uint8_t merge = 0;
+    Costs cost{};
+    OpBits<W> best[K];  // the last stage of each block's best schedule of this state
+    uint8_t merge[K] = {};
   };
-  // An ending's cost as the last stage: its concurrent latency or, where it
-  // is mergeable and the merge is faster, its merge latency (an unknown one
-  // counts as 0: such a pass is incomplete anyway). 8 bytes a slot keep the
-  // table of millions of endings a third smaller than both latencies would;
-  // the few mergeable endings keep both in mergeable_.
-  using EndingValue = double;
+  // An ending's cost as the last stage, per block: its concurrent latency
+  // or, where it is mergeable and the merge is faster, its merge latency (an
+  // unknown one counts as 0: such a pass is incomplete anyway). 8 bytes a
+  // block keep the table of millions of endings a third smaller than both
+  // latencies would; the few mergeable endings keep both in mergeable_.
+  struct EndingValue {
+    double v[K];
+  };
+  // A state's and a mergeable ending's values in the pass of one block
+  // (MemoryBytes).
+  struct SingleState {
+    double cost;
+    OpBits<W> best;
+    uint8_t merge;
+  };
+  struct SingleMerge {
+    double latency, merge_latency;
+  };
   struct MergeValue {
-    double latency = 0;        // NaN while unknown
-    double merge_latency = 0;  // NaN while unknown
+    double latency[K];        // NaN while unknown
+    double merge_latency[K];  // NaN while unknown; +inf where that block cannot merge it
   };
   // Per recursion depth: the state's endings and their children.
   struct Scratch {
@@ -85,8 +111,8 @@ class BlockDp {
     std::vector<EndingValue> values;
   };
 
-  // Solves `remaining` (non-empty, not solved yet) and returns its cost.
-  double Visit(const OpBits<W>& remaining, int depth) {
+  // Solves `remaining` (non-empty, not solved yet) and returns its costs.
+  Costs Visit(const OpBits<W>& remaining, int depth) {
     // The full check every 4 Ki states or new endings; the state cap and the
     // stop flag at every state.
     if (status_.ok() && (++since_check_ >= 4096 ||
@@ -97,7 +123,7 @@ class BlockDp {
       since_check_ = 0;
       CheckBudget(0);
     }
-    if (!status_.ok()) return 0;
+    if (!status_.ok()) return {};
     Scratch& sc = scratch_[depth];
     sc.endings.clear();
     sc.hashes.clear();
@@ -115,7 +141,7 @@ class BlockDp {
       if (!status_.ok()) enumerator_.Stop();
     });
     scratch_pending_ = 0;
-    if (!status_.ok()) return 0;
+    if (!status_.ok()) return {};
     const size_t count = sc.endings.size();
     stats_.transitions += static_cast<int64_t>(count);
     // Latencies of the endings; prefetch the children's states meanwhile.
@@ -140,36 +166,41 @@ class BlockDp {
       AddEndings(sc);
       since_check_ += static_cast<int64_t>(fresh_.size());
     }
-    double best = kInfinity;
-    double best_child = 0;
-    size_t best_index = 0;
+    Costs best, best_child{};
+    best.fill(kInfinity);
+    size_t best_index[K] = {};
     for (size_t i = 0; i < count; ++i) {
       const OpBits<W> child = remaining.Minus(sc.endings[i]);
-      double child_cost = 0;
+      Costs child_cost{};
       if (!child.Empty()) {
         const StateValue* state = states_.Find(child, sc.hashes[i]);
         child_cost = state != nullptr ? state->cost : Visit(child, depth + 1);
-        if (!status_.ok()) return 0;
+        if (!status_.ok()) return {};
       }
       // child + min(concurrent, merge) is the smaller of the two sums (a
       // rounded sum is monotone): the ending that wins and the cost are
       // those of comparing both strategies one after the other.
-      const double cost = child_cost + sc.values[i];
-      if (cost < best) {
-        best = cost;
-        best_child = child_cost;
-        best_index = i;
+      for (int k = 0; k < K; ++k) {
+        const double cost = child_cost[k] + sc.values[i].v[k];
+        if (cost < best[k]) {
+          best[k] = cost;
+          best_child[k] = child_cost[k];
+          best_index[k] = i;
+        }
       }
     }
     StateValue state;
     state.cost = best;
-    state.best = sc.endings[best_index];
-    // The merge wins where its sum is strictly the smaller (ties go to the
-    // concurrent stage).
-    if (merges_ > 0) {
-      if (const MergeValue* both = mergeable_.Find(state.best, state.best.Hash())) {
-        state.merge =
-            best_child + KnownOr0(both->merge_latency) < best_child + KnownOr0(both->latency);
+    for (int k = 0; k < K; ++k) {
+      const OpBits<W>& ending = sc.endings[best_index[k]];
+      state.best[k] = ending;
+      // The merge wins where its sum is strictly the smaller (ties go to the
+      // concurrent stage).
+      if (merges_[k] > 0) {
+        if (const MergeValue* both = mergeable_.Find(ending, ending.Hash())) {
+          state.merge[k] = best_child[k] + KnownOr0(both->merge_latency[k]) <
+                           best_child[k] + KnownOr0(both->latency[k]);
+        }
       }
     }
     states_.Insert(remaining, remaining.Hash(), state);
@@ -203,14 +234,23 @@ class BlockDp {
                block_.size(), " ops) needs ", what, " in one search pass (the search budget)"));
   }
 
-  // Bytes of the pass's tables and scratch, plus the source's.
+  // Bytes the largest pass of one block alone would hold (its tables and
+  // scratch, plus the source's): the budget of a shared walk is each
+  // block's, so that it stops where the first of their own passes would.
+  // The walk itself holds less than its blocks' passes together (one key
+  // per slot for K values).
   int64_t MemoryBytes() const {
-    size_t bytes = states_.memory_bytes() + endings_.memory_bytes() + mergeable_.memory_bytes() +
-                   stages_.memory_bytes();
+    size_t bytes = states_.capacity() * (sizeof(OpBits<W>) + sizeof(SingleState)) +
+                   endings_.capacity() * (sizeof(OpBits<W>) + sizeof(double));
+    size_t most_merges = 0, most_groups = 0;
+    for (int k = 0; k < K; ++k) {
+      most_merges = std::max(most_merges, static_cast<size_t>(merges_[k]));
+      most_groups = std::max(most_groups, stages_[k].memory_bytes());
+    }
+    bytes += OpBitsMap<W, SingleMerge>::BytesFor(most_merges) + most_groups;
     for (const Scratch& sc : scratch_) {
-      bytes += sc.endings.capacity() * sizeof(OpBits<W>) +
-               sc.hashes.capacity() * sizeof(uint64_t) +
-               sc.values.capacity() * sizeof(EndingValue);
+      bytes += sc.endings.capacity() * sizeof(OpBits<W>) + sc.hashes.capacity() * sizeof(uint64_t) +
+               sc.values.capacity() * sizeof(double);
     }
     return static_cast<int64_t>(bytes) + source_.memory_bytes();
   }
@@ -219,7 +259,7 @@ class BlockDp {
   struct FreshEnding {
     size_t index = 0;   // in the state's Scratch
     uint64_t hash = 0;  // of the ending
-    bool mergeable = false;
+    bool mergeable[K] = {};  // per block
   };
 
   // Creates the records of the state's fresh_ endings: their signatures
@@ -227,107 +267,232 @@ class BlockDp {
   // batch, so that the source's lookups overlap instead of missing the caches
   // one by one (and a source shared by threads locks once).
   void AddEndings(Scratch& sc) {
-    // Item k of the batch: its signature, and the ending and strategy it
-    // stands for.
+    // Item j of the batch: its signature, and the ending, block and
+    // strategy it stands for.
     batch_signatures_.clear();
     batch_items_.clear();
     for (size_t f = 0; f < fresh_.size(); ++f) {
       const OpBits<W>& ops = sc.endings[fresh_[f].index];
-      batch_signatures_.push_back(stages_.HashStage(ops));
-      batch_items_.push_back({f, Strategy::kConcurrent});
-      source_.Prefetch(batch_signatures_.back());
-      if (options_.enable_merge && stages_.IsMergeable(ops)) {
-        fresh_[f].mergeable = true;
-        batch_signatures_.push_back(stages_.MergeSignature());
-        batch_items_.push_back({f, Strategy::kMerge});
+      for (int k = 0; k < K; ++k) {
+        BlockStages<W>& stages = stages_[k];
+        batch_signatures_.push_back(stages.HashStage(ops));
+        batch_items_.push_back({f, k, Strategy::kConcurrent});
         source_.Prefetch(batch_signatures_.back());
+        if (options_.enable_merge && stages.IsMergeable(ops)) {
+          fresh_[f].mergeable[k] = true;
+          batch_signatures_.push_back(stages.MergeSignature());
+          batch_items_.push_back({f, k, Strategy::kMerge});
+          source_.Prefetch(batch_signatures_.back());
+        }
       }
     }
     batch_latencies_.assign(batch_signatures_.size(), std::nullopt);
     source_.LookupBatch(
         batch_signatures_,
-        [&](size_t k) {
-          stages_.HashStage(sc.endings[fresh_[batch_items_[k].first].index]);
-          return stages_.CanonicalStage(batch_items_[k].second);
+        [&](size_t j) {
+          const BatchItem& item = batch_items_[j];
+          BlockStages<W>& stages = stages_[item.block];
+          stages.HashStage(sc.endings[fresh_[item.fresh].index]);
+          return stages.CanonicalStage(item.strategy);
         },
         absl::MakeSpan(batch_latencies_));
     if (!source_.status().ok() && status_.ok()) status_ = source_.status();
-    size_t k = 0;
+    size_t j = 0;
     for (const FreshEnding& fresh : fresh_) {
       const OpBits<W>& ops = sc.endings[fresh.index];
       MergeValue both;
-      both.latency = Known(batch_latencies_[k++]);
-      EndingValue value = KnownOr0(both.latency);
-      if (fresh.mergeable) {
-        both.merge_latency = Known(batch_latencies_[k++]);
-        value = std::min(value, KnownOr0(both.merge_latency));
-        mergeable_.Insert(ops, fresh.hash, both);
-        ++merges_;
+      EndingValue value;
+      bool mergeable = false;
+      for (int k = 0; k < K; ++k) {
+        both.latency[k] = Known(batch_latencies_[j++], k);
+        value.v[k] = KnownOr0(both.latency[k]);
+        both.merge_latency[k] = kInfinity;
+        if (fresh.mergeable[k]) {
+          both.merge_latency[k] = Known(batch_latencies_[j++], k);
+          value.v[k] = std::min(value.v[k], KnownOr0(both.merge_latency[k]));
+          ++merges_[k];
+          mergeable = true;
+        }
       }
+      if (mergeable) mergeable_.Insert(ops, fresh.hash, both);
       endings_.Insert(ops, fresh.hash, value);
       sc.values[fresh.index] = value;
     }
   }
 
-  // A looked-up latency, or NaN (the pass is then incomplete).
-  double Known(const std::optional<double>& latency) {
+  // A looked-up latency of block k, or NaN (its pass is then incomplete).
+  double Known(const std::optional<double>& latency, int k) {
     if (latency) return *latency;
-    complete_ = false;
+    complete_[k] = false;
     return std::numeric_limits<double>::quiet_NaN();
   }
 
   static double KnownOr0(double latency) { return std::isnan(latency) ? 0 : latency; }
 
-  const BlockGraph& block_;
+  struct BatchItem {
+    size_t fresh = 0;  // index in fresh_
+    int block = 0;
+    Strategy strategy = Strategy::kConcurrent;
+  };
+
+  const BlockGraph& block_;  // the first block (all have its shape)
   const DpOptions& options_;
   LatencySource& source_;
   EndingEnumerator<W> enumerator_;
-  BlockStages<W> stages_;
+  std::deque<BlockStages<W>> stages_;  // per block (not movable)
   std::vector<Scratch> scratch_;
   std::vector<FreshEnding> fresh_;
-  // AddEndings' batch: signatures, (fresh_ index, strategy) and latencies.
+  // AddEndings' batch: signatures, what they stand for, latencies.
   std::vector<Signature> batch_signatures_;
-  std::vector<std::pair<size_t, Strategy>> batch_items_;
+  std::vector<BatchItem> batch_items_;
   std::vector<std::optional<double>> batch_latencies_;
   OpBitsMap<W, StateValue> states_;
   OpBitsMap<W, EndingValue> endings_;
   OpBitsMap<W, MergeValue> mergeable_;  // the mergeable endings' two latencies
-  int64_t merges_ = 0;
+  int64_t merges_[K] = {};
   int64_t since_check_ = 0;  // states and endings added since CheckBudget
   size_t scratch_pending_ = 0;  // endings of the state being enumerated
   DpStats stats_;
-  bool complete_ = true;
+  bool complete_[K];
   Status status_;
 };
 
-template <int W>
-StatusOr<BlockSolution> Solve(const BlockGraph& block, const DpOptions& options,
-                              LatencySource& latencies) {
-  BlockDp<W> dp(block, options, latencies);
+template <int W, int K>
+StatusOr<std::vector<BlockSolution>> Solve(absl::Span<const BlockGraph* const> blocks,
+                                           const DpOptions& options, LatencySource& latencies) {
+  BlockDp<W, K> dp(blocks, options, latencies);
   return dp.Run();
 }
 
-}  // namespace
+// SolveBlocks for K blocks of width W (K <= kMaxSharedBlocks).
+template <int W>
+StatusOr<std::vector<BlockSolution>> SolveShared(absl::Span<const BlockGraph* const> blocks,
+                                                 const DpOptions& options,
+                                                 LatencySource& latencies) {
+  static_assert(kMaxSharedBlocks == 3);
+  return blocks.size() == 2 ? Solve<W, 2>(blocks, options, latencies)
+                            : Solve<W, 3>(blocks, options, latencies);
+}
 
-StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
-                                   LatencySource& latencies) {
+// CountStates for width W: a depth-first walk that removes one sink at a
+// time (every remaining set is reached so: a single sink is an ending).
+template <int W>
+int64_t Count(const BlockGraph& block, int64_t cap) {
+  if (block.size() == 0) return 0;
+  std::vector<OpBits<W>> succ(block.size());
+  for (int i = 0; i < block.size(); ++i) succ[i] = OpBits<W>::FromWords(block.succ_words(i));
+  OpBitsMap<W, char> seen;
+  std::vector<OpBits<W>> stack = {OpBits<W>::FirstN(block.size())};
+  seen.Insert(stack[0], stack[0].Hash(), 1);
+  while (!stack.empty() && static_cast<int64_t>(seen.size()) < cap) {
+    const OpBits<W> remaining = stack.back();
+    stack.pop_back();
+    remaining.ForEach([&](int i) {
+      if (succ[i].Intersects(remaining)) return;
+      OpBits<W> child = remaining;
+      child.Reset(i);
+      if (child.Empty() || seen.Find(child, child.Hash()) != nullptr) return;
+      seen.Insert(child, child.Hash(), 1);
+      stack.push_back(child);
+    });
+  }
+  return std::min<int64_t>(static_cast<int64_t>(seen.size()), cap);
+}
+
+Status CheckBounds(const DpOptions& options) {
   if (options.bounds.max_group_ops < 1 || options.bounds.max_groups < 1) {
     return absl::InvalidArgumentError(StrCat("r and s must be >= 1, got r=",
                                              options.bounds.max_group_ops,
                                              " s=", options.bounds.max_groups));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t CountStates(const BlockGraph& block, int64_t cap) {
   switch (block.words()) {
     case 1:
-      return Solve<1>(block, options, latencies);
+      return Count<1>(block, cap);
     case 2:
-      return Solve<2>(block, options, latencies);
+      return Count<2>(block, cap);
     case 4:
-      return Solve<4>(block, options, latencies);
+      return Count<4>(block, cap);
     case 8:
-      return Solve<8>(block, options, latencies);
+      return Count<8>(block, cap);
     default:
-      return Solve<16>(block, options, latencies);
+      return Count<16>(block, cap);
   }
+}
+
+bool SameShape(const BlockGraph& a, const BlockGraph& b) {
+  if (a.size() != b.size() || a.words() != b.words()) return false;
+  const size_t words = static_cast<size_t>(a.size()) * a.words();
+  return a.size() == 0 || std::equal(a.succ_words(0), a.succ_words(0) + words, b.succ_words(0));
+}
+
+StatusOr<std::vector<BlockSolution>> SolveBlocks(absl::Span<const BlockGraph* const> blocks,
+                                                 const DpOptions& options,
+                                                 LatencySource& latencies) {
+  RETURN_IF_ERROR(CheckBounds(options));
+  for (const BlockGraph* block : blocks) {
+    if (!SameShape(*blocks[0], *block)) {
+      return absl::InvalidArgumentError(StrCat("SolveBlocks: the block starting at '",
+                                               block->graph().node(block->node(0)).name,
+                                               "' does not have the shape of the first block"));
+    }
+  }
+  std::vector<BlockSolution> solutions;
+  if (blocks.empty() || blocks[0]->words() > 2) {
+    for (const BlockGraph* block : blocks) {  // one at a time
+      ASSIGN_OR_RETURN(BlockSolution solution, SolveBlock(*block, options, latencies));
+      solutions.push_back(std::move(solution));
+    }
+    return solutions;
+  }
+  // Pieces of at most kMaxSharedBlocks, as even as can be.
+  const size_t pieces = (blocks.size() + kMaxSharedBlocks - 1) / kMaxSharedBlocks;
+  for (size_t p = 0, begin = 0; p < pieces; ++p) {
+    const size_t end = blocks.size() * (p + 1) / pieces;
+    const absl::Span<const BlockGraph* const> piece = blocks.subspan(begin, end - begin);
+    begin = end;
+    std::vector<BlockSolution> solved;
+    if (piece.size() == 1) {
+      ASSIGN_OR_RETURN(BlockSolution solution, SolveBlock(*piece[0], options, latencies));
+      solved.push_back(std::move(solution));
+    } else if (piece[0]->words() == 1) {
+      ASSIGN_OR_RETURN(solved, SolveShared<1>(piece, options, latencies));
+    } else {
+      ASSIGN_OR_RETURN(solved, SolveShared<2>(piece, options, latencies));
+    }
+    for (BlockSolution& solution : solved) solutions.push_back(std::move(solution));
+  }
+  return solutions;
+}
+
+StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
+                                   LatencySource& latencies) {
+  RETURN_IF_ERROR(CheckBounds(options));
+  const BlockGraph* const one[] = {&block};
+  StatusOr<std::vector<BlockSolution>> solved;
+  switch (block.words()) {
+    case 1:
+      solved = Solve<1, 1>(one, options, latencies);
+      break;
+    case 2:
+      solved = Solve<2, 1>(one, options, latencies);
+      break;
+    case 4:
+      solved = Solve<4, 1>(one, options, latencies);
+      break;
+    case 8:
+      solved = Solve<8, 1>(one, options, latencies);
+      break;
+    default:
+      solved = Solve<16, 1>(one, options, latencies);
+  }
+  if (!solved.ok()) return solved.status();
+  return std::move(solved->front());
 }
 
 }  // namespace iosfarm::scheduler::ios

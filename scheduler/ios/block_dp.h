@@ -1,4 +1,5 @@
-// The IOS dynamic program over one block.
+// The IOS dynamic program over one block (or several blocks of one shape,
+// SolveBlocks).
 //
 // cost[S] = min over endings S' of S (endings.h, within the r/s bounds) of
 // cost[S - S'] + latency(S'), cost[{}] = 0, where latency(S') is the cheaper
@@ -123,6 +124,36 @@ struct BlockSolution {
 // Cancelled when `stop` reads true, or the source's error.
 StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
                                    LatencySource& latencies);
+
+// True when `a` and `b` have the same local structure (size and edges op
+// by op; their contents may differ): the same remaining sets and endings,
+// so one DP walk serves both.
+bool SameShape(const BlockGraph& a, const BlockGraph& b);
+
+// The DP's states of `block` (its non-empty remaining sets: the op sets
+// closed under successors), counted up to `cap`: what a DP pass over the
+// block will cost, at a small fraction of that cost.
+int64_t CountStates(const BlockGraph& block, int64_t cap);
+
+// Blocks SolveBlocks walks together, at most.
+inline constexpr size_t kMaxSharedBlocks = 3;
+
+// SolveBlock for each of `blocks` (all SameShape as the first, else
+// InvalidArgument), result i for blocks[i], each equal to what SolveBlock
+// gives for that block alone (schedule, latency, statistics). Blocks of up
+// to 128 ops share walks of the state graph, in pieces of at most
+// kMaxSharedBlocks: the enumeration and the table probes, the DP's main
+// cost, are paid once per piece, with each block's latencies side by side in
+// the tables; the stages' signatures and latencies stay per block. Every
+// budget applies as to one block's pass (the walk's states, transitions and
+// steps are each block's; max_bytes is checked against what the largest of
+// its blocks' passes would hold, so the walk stops where one of them would,
+// and a walk of K blocks holds up to about K times max_bytes, a little less
+// than their passes together). Wider blocks are solved one after the other.
+// A budget error or the source's error ends the call.
+StatusOr<std::vector<BlockSolution>> SolveBlocks(absl::Span<const BlockGraph* const> blocks,
+                                                 const DpOptions& options,
+                                                 LatencySource& latencies);
 
 }  // namespace iosfarm::scheduler::ios
 

@@ -3,10 +3,15 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "common/strings.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/block_solution_checks.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"
+#include "scheduler/ios/search_options.h"
+#include "scheduler/ios/stable_hash.h"
 #include "scheduler/ios/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
@@ -118,6 +123,156 @@ TEST(BlockDpTest, OracleErrorsPropagate) {
   });
   EXPECT_EQ(SolveBlock(block, DpOptions{}, source).status().code(),
             absl::StatusCode::kUnavailable);
+}
+
+// Latencies as a function of the signature only (pseudo-random in [0.1,
+// 10.1) ms), so that blocks of different graphs can share one source; with
+// `known` set, only those signatures are known.
+class SignatureSource : public LatencySource {
+ public:
+  std::optional<double> Lookup(Signature signature, absl::FunctionRef<Stage()>) override {
+    seen.insert(signature);
+    if (known != nullptr && !known->contains(signature)) return std::nullopt;
+    return 0.1 + static_cast<double>(Mix64(signature) % 10000) / 1000.0;
+  }
+  Status status() const override { return absl::OkStatus(); }
+  absl::flat_hash_set<Signature> seen;
+  const absl::flat_hash_set<Signature>* known = nullptr;
+};
+
+void ExpectSameSolution(const BlockSolution& shared, const BlockSolution& alone) {
+  EXPECT_EQ(shared.complete, alone.complete);
+  EXPECT_EQ(shared.latency_ms, alone.latency_ms);  // the same sums in the same order
+  EXPECT_EQ(shared.stats.states, alone.stats.states);
+  EXPECT_EQ(shared.stats.transitions, alone.stats.transitions);
+  EXPECT_EQ(shared.stats.distinct_stages, alone.stats.distinct_stages);
+  EXPECT_EQ(shared.stats.merge_stages, alone.stats.merge_stages);
+  ASSERT_EQ(shared.stages.size(), alone.stages.size());
+  for (size_t i = 0; i < shared.stages.size(); ++i) {
+    EXPECT_EQ(shared.stages[i].signature, alone.stages[i].signature) << "stage " << i;
+    EXPECT_EQ(shared.stages[i].latency_ms, alone.stages[i].latency_ms) << "stage " << i;
+    EXPECT_EQ(shared.stages[i].stage.strategy, alone.stages[i].stage.strategy) << "stage " << i;
+    EXPECT_EQ(shared.stages[i].stage.groups, alone.stages[i].stage.groups) << "stage " << i;
+  }
+}
+
+// Blocks of one shape and different contents (one random DAG over inputs of
+// several sizes; the same block twice among them) solved together give, for
+// each block, exactly what SolveBlock gives for it alone, for every bound,
+// with and without merges, in one piece and in several.
+TEST(BlockDpTest, SolveBlocksEqualsSolveBlockPerBlock) {
+  int compared = 0, merges = 0, differing_schedules = 0;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    const int n = 2 + static_cast<int>(seed % 11);
+    std::vector<graph::Graph> graphs;
+    for (int spatial : {8, 6, 10, 8, 5, 7})
+      graphs.push_back(testing::RandomDag(seed * 31, n, spatial));
+    std::vector<BlockGraph> blocks;
+    for (const graph::Graph& g : graphs)
+      blocks.push_back(*BlockGraph::Build(g, BuildOpDag(g)->order));
+    const int count = 2 + static_cast<int>(seed % 5);  // 2..6 blocks: pieces past 4
+    std::vector<const BlockGraph*> pointers;
+    for (int k = 0; k < count; ++k) {
+      ASSERT_TRUE(SameShape(blocks[0], blocks[k]));
+      pointers.push_back(&blocks[k]);
+    }
+    for (auto [r, s] : std::vector<std::pair<int, int>>{{1, 3}, {2, 2}, {3, 8}, {n, n}}) {
+      for (bool merge : {true, false}) {
+        SCOPED_TRACE(StrCat("seed ", seed, " n ", n, " blocks ", count, " r ", r, " s ", s,
+                            " merge ", merge));
+        DpOptions options;
+        options.bounds = {r, s};
+        options.enable_merge = merge;
+        SignatureSource source;
+        auto shared = SolveBlocks(pointers, options, source);
+        ASSERT_TRUE(shared.ok()) << shared.status();
+        ASSERT_EQ(shared->size(), pointers.size());
+        for (int k = 0; k < count; ++k) {
+          SignatureSource alone_source;
+          auto alone = SolveBlock(blocks[k], options, alone_source);
+          ASSERT_TRUE(alone.ok()) << alone.status();
+          SCOPED_TRACE(StrCat("block ", k));
+          ExpectSameSolution((*shared)[k], *alone);
+          merges += static_cast<int>(alone->stats.merge_stages > 0);
+          differing_schedules +=
+              static_cast<int>(alone->stages.size() != (*shared)[0].stages.size() ||
+                               std::abs(alone->latency_ms - (*shared)[0].latency_ms) > 1e-9);
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 3000);
+  EXPECT_GT(merges, 100);               // blocks with mergeable stages
+  EXPECT_GT(differing_schedules, 500);  // the blocks' optima really differ
+}
+
+// One block's unknown latencies leave that block's solution incomplete and
+// the others' complete and equal to their own.
+TEST(BlockDpTest, SolveBlocksKeepsCompletenessPerBlock) {
+  const graph::Graph a = testing::RandomDag(77, 10, 8), b = testing::RandomDag(77, 10, 6);
+  const BlockGraph block_a = *BlockGraph::Build(a, BuildOpDag(a)->order);
+  const BlockGraph block_b = *BlockGraph::Build(b, BuildOpDag(b)->order);
+  SignatureSource first;
+  auto alone = SolveBlock(block_a, DpOptions{}, first);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  SignatureSource partial;
+  partial.known = &first.seen;  // block_a's signatures only
+  const BlockGraph* const both[] = {&block_a, &block_b};
+  auto shared = SolveBlocks(both, DpOptions{}, partial);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  ExpectSameSolution((*shared)[0], *alone);
+  EXPECT_FALSE((*shared)[1].complete);
+  EXPECT_GT(partial.seen.size(), first.seen.size());  // block_b's were asked for
+}
+
+// A shared walk meets max_bytes where the first of its blocks' own passes
+// does.
+TEST(BlockDpTest, SolveBlocksStopsAtTheBytesOneBlockWouldHold) {
+  int passed = 0, stopped = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    const graph::Graph a = testing::RandomDag(seed, 13, 8), b = testing::RandomDag(seed, 13, 6);
+    const BlockGraph block_a = *BlockGraph::Build(a, BuildOpDag(a)->order);
+    const BlockGraph block_b = *BlockGraph::Build(b, BuildOpDag(b)->order);
+    const BlockGraph* const both[] = {&block_a, &block_b, &block_a};
+    for (int64_t bytes = 40'000; bytes < 4'000'000; bytes = bytes * 3 / 2) {
+      SCOPED_TRACE(StrCat("seed ", seed, ", max_bytes ", bytes));
+      DpOptions options;
+      options.max_bytes = bytes;
+      SignatureSource source_a, source_b, shared_source;
+      const bool alone = SolveBlock(block_a, options, source_a).ok() &&
+                         SolveBlock(block_b, options, source_b).ok();
+      StatusOr<std::vector<BlockSolution>> shared = SolveBlocks(both, options, shared_source);
+      EXPECT_EQ(shared.ok(), alone);
+      if (!shared.ok()) {
+        EXPECT_TRUE(IsSearchBudgetError(shared.status())) << shared.status();
+      }
+      (alone ? passed : stopped) += 1;
+    }
+  }
+  EXPECT_GT(passed, 5);
+  EXPECT_GT(stopped, 5);
+}
+
+TEST(BlockDpTest, SolveBlocksRejectsOtherShapesAndKeepsBudgets) {
+  const graph::Graph a = testing::RandomDag(5, 9), b = testing::RandomDag(6, 9);
+  const BlockGraph block_a = *BlockGraph::Build(a, BuildOpDag(a)->order);
+  const BlockGraph block_b = *BlockGraph::Build(b, BuildOpDag(b)->order);
+  ASSERT_FALSE(SameShape(block_a, block_b));
+  SignatureSource source;
+  const BlockGraph* const mixed[] = {&block_a, &block_b};
+  StatusOr<std::vector<BlockSolution>> solved = SolveBlocks(mixed, DpOptions{}, source);
+  EXPECT_EQ(solved.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(solved.status().message()), ::testing::HasSubstr("shape"));
+  const BlockGraph* const twice[] = {&block_a, &block_a};
+  DpOptions options;
+  options.max_states = 2;
+  EXPECT_EQ(SolveBlocks(twice, options, source).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  options.max_states = 0;
+  options.bounds = {0, 8};
+  EXPECT_EQ(SolveBlocks(twice, options, source).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 // latency function (an analytic model, a local backend, a test fake).
 //
 // Unknown signatures are measured inline, each once; there is no
-// enumerate/profile split. For the batched, resumable form see
-// SearchSession.
+// enumerate/profile split. With SearchOptions::threads > 1 the latency
+// function is called from several threads at once and must be thread-safe. For the batched,
+// resumable form see SearchSession.
 #ifndef IOSFARM_SCHEDULER_IOS_DIRECT_ORACLE_H_
 #define IOSFARM_SCHEDULER_IOS_DIRECT_ORACLE_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "common/status.h"
@@ -31,11 +33,11 @@ class DirectOracle {
   Status Finish(SearchSession& session);
 
   // Calls of the latency function so far.
-  int64_t measurements() const { return measurements_; }
+  int64_t measurements() const { return measurements_.load(); }
 
  private:
   SignedLatencyFn measure_;
-  int64_t measurements_ = 0;
+  std::atomic<int64_t> measurements_{0};
 };
 
 // DirectOracle(oracle).Search(graph, options).

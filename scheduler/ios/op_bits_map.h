@@ -27,14 +27,21 @@ namespace iosfarm::scheduler::ios {
 template <int W, typename V>
 class OpBitsMap {
  public:
-  OpBitsMap() { Rehash(1024); }
+  OpBitsMap() { Rehash(kInitialCapacity); }
   ~OpBitsMap() { Release(slots_, capacity_); }
   OpBitsMap(const OpBitsMap&) = delete;
   OpBitsMap& operator=(const OpBitsMap&) = delete;
 
   size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
   // Bytes held by the table.
   size_t memory_bytes() const { return capacity_ * sizeof(Slot); }
+  // Bytes a table holds after `n` inserts.
+  static size_t BytesFor(size_t n) {
+    size_t capacity = kInitialCapacity;
+    while (4 * n > 3 * capacity) capacity *= 2;
+    return capacity * sizeof(Slot);
+  }
 
   void Prefetch(uint64_t hash) const {
     __builtin_prefetch(&slots_[hash & mask_], 0, 1);
@@ -64,6 +71,7 @@ class OpBitsMap {
   }
 
  private:
+  static constexpr size_t kInitialCapacity = 1024;
   struct Slot {
     OpBits<W> key;
     V value;

@@ -84,9 +84,11 @@ struct SearchOptions {
   int64_t bounded_steps_per_block = 50'000;
   // Threads that solve blocks side by side when the search measures on the
   // spot (SearchSession::RunInline, RunSearch), 1..256. Each solves whole
-  // blocks (and boundary windows) with its own tables, so each may hold up to
-  // budget.max_bytes_per_pass; the latency function is then called from any
-  // of them, never two calls at once. The schedule and every statistic are
+  // blocks (and boundary windows; blocks of one shape together, SolveBlocks)
+  // with its own tables, so each may hold up to budget.max_bytes_per_pass;
+  // the latency function is then called from several of them at once (never
+  // twice for one signature) and must be thread-safe (a backend profiles one
+  // stage at a time itself, backend.h). The schedule and every statistic are
   // the same as with one thread (the latency function must give a
   // signature the same latency whenever asked, as the simulated and analytic
   // ones do). Searches driven by NextUnknown (a farm job), and searches with

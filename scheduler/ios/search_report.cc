@@ -34,6 +34,7 @@ nlohmann::json StatsJson(const SearchStats& s) {
           {"bound_groups", s.bound_groups},
           {"tightened_bounds", s.tightened_bounds},
           {"exhaustive_blocks", s.exhaustive_blocks},
+          {"shared_walk_blocks", s.shared_walk_blocks},
           {"lower_bound_misses", s.lower_bound_misses},
           {"largest_bound_miss_ms", s.largest_bound_miss_ms},
           {"windows", s.windows},

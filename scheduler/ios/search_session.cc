@@ -1,12 +1,15 @@
 #include "scheduler/ios/search_session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "common/strings.h"
 #include "scheduler/ios/merge.h"
@@ -72,9 +75,11 @@ class SearchSession::CollectingSource : public LatencySource {
 };
 
 // Measures unknown latencies on the spot. With a mutex it may be shared by
-// SolveInParallel's threads: each lookup, or each batch of them (and each
-// measurement), then holds it, so the session's latency table and the
-// latency function see one thread at a time.
+// SolveInParallel's threads: the mutex then guards the session's latency
+// table (and its statistics) only. A thread claims the unknown signatures of
+// its batch under it, measures them without it (the latency function runs on
+// several threads at once, never twice for one signature), then records
+// them; a signature another thread is measuring is waited for.
 class SearchSession::InlineSource : public LatencySource {
  public:
   InlineSource(SearchSession& session, const SignedLatencyFn& measure, std::mutex* mu)
@@ -82,17 +87,79 @@ class SearchSession::InlineSource : public LatencySource {
 
   std::optional<double> Lookup(Signature signature,
                                absl::FunctionRef<Stage()> stage) override {
-    std::unique_lock<std::mutex> lock = Lock();
-    return LookupLocked(signature, stage);
+    std::optional<double> latency;
+    LookupBatch(
+        absl::MakeConstSpan(&signature, 1), [&](size_t) { return stage(); },
+        absl::MakeSpan(&latency, 1));
+    return latency;
   }
   void LookupBatch(absl::Span<const Signature> signatures, absl::FunctionRef<Stage(size_t)> stage,
                    absl::Span<std::optional<double>> latencies) override {
-    std::unique_lock<std::mutex> lock = Lock();
-    if (mu_ != nullptr) {  // the caller's Prefetch hints were no-ops
-      for (Signature signature : signatures) session_.latencies_.prefetch(signature);
+    if (mu_ == nullptr) {
+      for (size_t i = 0; i < signatures.size(); ++i) {
+        auto [entry, inserted] = session_.Touch(signatures[i]);
+        if (!std::isnan(entry->ms)) {
+          latencies[i] = entry->ms;
+        } else if (status_.ok()) {
+          ++session_.stats_.stages_measured;
+          StatusOr<double> latency = measure_(signatures[i], stage(i));
+          status_ = latency.ok() ? CheckLatency(signatures[i], *latency) : latency.status();
+          if (status_.ok()) latencies[i] = Record(signatures[i], inserted, *latency);
+        }
+      }
+      return;
     }
-    for (size_t i = 0; i < signatures.size(); ++i) {
-      latencies[i] = LookupLocked(signatures[i], [&]() { return stage(i); });
+    // Claim what is unknown; note what others are measuring.
+    std::vector<size_t> claimed, awaited;
+    std::vector<uint8_t> inserted;
+    {
+      std::unique_lock<std::mutex> lock(*mu_);
+      for (Signature signature : signatures) session_.latencies_.prefetch(signature);
+      for (size_t i = 0; i < signatures.size(); ++i) {
+        auto [entry, fresh] = session_.Touch(signatures[i]);
+        if (!std::isnan(entry->ms)) {
+          latencies[i] = entry->ms;
+        } else if (in_flight_.contains(signatures[i])) {
+          awaited.push_back(i);
+        } else if (status_.ok()) {
+          in_flight_.insert(signatures[i]);
+          ++session_.stats_.stages_measured;
+          claimed.push_back(i);
+          inserted.push_back(fresh);
+        }
+      }
+    }
+    // Measure. A failure is recorded at once, before failed_ tells the
+    // other threads to measure no more.
+    std::vector<std::optional<double>> measured(claimed.size());
+    for (size_t c = 0; c < claimed.size() && !failed_.load(std::memory_order_acquire); ++c) {
+      const size_t i = claimed[c];
+      StatusOr<double> latency = measure_(signatures[i], stage(i));
+      Status status = latency.ok() ? CheckLatency(signatures[i], *latency) : latency.status();
+      if (status.ok()) {
+        measured[c] = *latency;
+        continue;
+      }
+      {
+        std::unique_lock<std::mutex> lock(*mu_);
+        if (status_.ok()) status_ = std::move(status);
+      }
+      failed_.store(true, std::memory_order_release);
+    }
+    // Record, and wait for what others measure.
+    std::unique_lock<std::mutex> lock(*mu_);
+    for (size_t c = 0; c < claimed.size(); ++c) {
+      const Signature signature = signatures[claimed[c]];
+      if (measured[c]) latencies[claimed[c]] = Record(signature, inserted[c] != 0, *measured[c]);
+      in_flight_.erase(signature);
+    }
+    if (!claimed.empty()) measured_cv_.notify_all();
+    for (size_t i : awaited) {
+      measured_cv_.wait(lock, [&] { return !in_flight_.contains(signatures[i]); });
+      const auto it = session_.latencies_.find(signatures[i]);
+      if (it != session_.latencies_.end() && !std::isnan(it->second.ms)) {
+        latencies[i] = it->second.ms;
+      }
     }
   }
   // Shared, the table may be growing under another thread.
@@ -100,37 +167,28 @@ class SearchSession::InlineSource : public LatencySource {
     if (mu_ == nullptr) session_.latencies_.prefetch(signature);
   }
   Status status() const override {
-    std::unique_lock<std::mutex> lock = Lock();
+    std::unique_lock<std::mutex> lock =
+        mu_ != nullptr ? std::unique_lock<std::mutex>(*mu_) : std::unique_lock<std::mutex>();
     return status_;
   }
 
  private:
-  std::unique_lock<std::mutex> Lock() const {
-    return mu_ != nullptr ? std::unique_lock<std::mutex>(*mu_) : std::unique_lock<std::mutex>();
-  }
-
-  std::optional<double> LookupLocked(Signature signature, absl::FunctionRef<Stage()> stage) {
-    auto [entry, inserted] = session_.Touch(signature);
-    if (!std::isnan(entry->ms)) return entry->ms;
-    if (!status_.ok()) return std::nullopt;
-    ++session_.stats_.stages_measured;
-    StatusOr<double> latency = measure_(signature, stage());
-    if (latency.ok()) {
-      status_ = CheckLatency(signature, *latency);
-    } else {
-      status_ = latency.status();
-    }
-    if (!status_.ok()) return std::nullopt;
-    // The map may have grown during measure_ (it does not touch it today).
-    session_.latencies_[signature] = {*latency, session_.pass_};
+  // Stores a measured latency (under the mutex when shared) and returns it.
+  double Record(Signature signature, bool inserted, double latency) {
+    session_.latencies_[signature] = {latency, session_.pass_};
     if (!inserted) session_.requested_.erase(signature);
-    return *latency;
+    return latency;
   }
 
   SearchSession& session_;
   const SignedLatencyFn& measure_;
   std::mutex* mu_;
   Status status_;
+  // Shared use: the signatures being measured, and a wake-up when some are
+  // recorded.
+  absl::flat_hash_set<Signature> in_flight_;
+  std::condition_variable measured_cv_;
+  std::atomic<bool> failed_{false};
 };
 
 StatusOr<std::unique_ptr<SearchSession>> SearchSession::Create(const graph::Graph& graph,

@@ -40,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -95,6 +96,9 @@ struct SearchStats {
   // Blocks and windows the bounded search handed to the exhaustive DP (over
   // SearchOptions::bounded_steps_per_block).
   int exhaustive_blocks = 0;
+  // Of the blocks the exhaustive DP solved, those that shared a walk with
+  // blocks of the same shape (SolveBlocks; searches on several threads).
+  int shared_walk_blocks = 0;
   int split_blocks = 0;           // blocks split for being over the budget
   int smallest_split = 0;         // ops limit of the smallest split (0: none)
   int64_t total_transitions = 0;  // of every completed pass (the total budget)
@@ -144,7 +148,8 @@ class SearchSession {
   // with `measure` (each at most once). Used by RunSearch; also finishes a
   // session that was driven with NextUnknown/Provide for a while. With
   // SearchOptions::threads > 1 (see there) blocks are solved side by side
-  // and `measure` is called from any of the threads, one call at a time.
+  // and `measure` is called from several threads at once (never twice for
+  // one signature), so it must be thread-safe.
   Status RunInline(const SignedLatencyFn& measure);
 
   // True once every block and boundary window is solved (after NextUnknown
@@ -253,6 +258,10 @@ class SearchSession {
   // again by the sequential loop, their latencies known by then); an error
   // of a pass is returned once the passes before it are applied.
   Status SolveInParallel(LatencySource& source);
+  // Runs task(0..count-1) on up to options_.threads threads (this one among
+  // them), each index once, starting no more once `failed` reads true.
+  void RunOnThreads(size_t count, const std::atomic<bool>& failed,
+                    const std::function<void(size_t)>& task) const;
   // RunInline may use SolveInParallel (see SearchOptions::threads).
   bool ParallelInline() const;
   // The DP options of a pass of block b; *total_binds: the search's total

@@ -1,19 +1,28 @@
 // SearchSession::SolveInParallel: RunInline's blocks solved on several
 // threads (SearchOptions::threads).
 //
-// Each thread takes the next block (or window) of the wave, runs the pass
-// the sequential loop would run (the bounded search, and the exhaustive DP
-// when the bounded search hands the block over; or the DP alone), with its
-// own tables and the shared InlineSource, and touches nothing else of the
-// session. The main thread, one of the workers, then applies the passes in
-// block order through the sequential code (FinishBounded, SolveExhaustive),
-// so the statistics, splits and errors come out as they would with one
-// thread. The blocks of a search are independent given their latencies, and
-// each signature is measured once whichever thread asks first, so a
-// latency function that gives a signature the same latency each time gives
-// the same schedule.
+// Two rounds over the wave of not-started blocks (or windows). First each
+// thread takes the next block and runs the bounded search the sequential
+// loop would run. Then the blocks that need the exhaustive DP (those the
+// bounded search handed over, or all in exhaustive mode) are solved, blocks
+// of one shape (SameShape: NASNet's cells repeat one structure at several
+// sizes) together in pieces that share one walk of their state graph
+// (SolveBlocks); the pieces go to the threads costliest first (the DP's
+// states, counted, times a share per block), so that the last to finish
+// is a short one. Each thread has its own tables and the shared InlineSource,
+// and touches nothing else of the session. The main thread, one of the
+// workers, then applies the passes in block order through the sequential
+// code (FinishBounded, SolveExhaustive), so the statistics, splits and
+// errors come out as they would with one thread: SolveBlocks gives each
+// block what SolveBlock gives it alone, and a piece over a budget is solved
+// again block by block, as the sequential loop would. The blocks of a search
+// are independent given their latencies, and each signature is measured
+// once whichever thread asks first, so a latency function that gives a
+// signature the same latency each time gives the same schedule.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -28,12 +37,30 @@ namespace {
 struct ThreadPass {
   bool ran = false;
   bool bounded = false;  // the bounded search ran first
+  bool dp_needed = false;  // the exhaustive DP must solve the block
   std::unique_ptr<BoundedBlockSearch> search;
   Status advanced;                                // the bounded search's Advance
   std::optional<StatusOr<BlockSolution>> solved;  // the exhaustive DP's, when it ran
 };
 
+// The DP's states are counted up to this many to weigh a block's pass.
+constexpr int64_t kStatesCountCap = 4'000'000;
+
 }  // namespace
+
+void SearchSession::RunOnThreads(size_t count, const std::atomic<bool>& failed,
+                                 const std::function<void(size_t)>& task) const {
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    for (size_t i = next++; i < count && !failed.load(); i = next++) task(i);
+  };
+  const int helpers = std::min<int>(options_.threads, static_cast<int>(count)) - 1;
+  std::vector<std::thread> threads;
+  threads.reserve(std::max(helpers, 0));
+  for (int t = 0; t < helpers; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& thread : threads) thread.join();
+}
 
 bool SearchSession::ParallelInline() const {
   const SearchBudget& budget = options_.budget;
@@ -50,49 +77,106 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   bool total_binds = false;
   const DpOptions dp = PassOptions(&total_binds);  // the same for every pass of the wave
   const BoundedSearchOptions bounded = BoundedOptions(dp);
-
   std::vector<ThreadPass> passes(wave.size());
-  std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  auto work = [&]() {
-    for (size_t i = next++; i < wave.size() && !failed.load(); i = next++) {
-      const BlockState& state = blocks_[wave[i]];
-      ThreadPass& pass = passes[i];
-      pass.ran = true;
-      pass.bounded = !options_.exhaustive && !state.exhaustive;
-      bool dp_needed = !pass.bounded;
-      if (pass.bounded) {
-        StatusOr<std::unique_ptr<BoundedBlockSearch>> created =
-            BoundedBlockSearch::Create(state.graph, bounded);
-        if (created.ok()) {
-          pass.search = *std::move(created);
-          pass.advanced = pass.search->Advance(source);
-          dp_needed = HandsOverToDp(pass.advanced, total_binds);
-        } else {
-          pass.advanced = created.status();
-        }
+  auto failing = [&](const Status& status) {
+    if (!status.ok() && !IsSearchBudgetError(status)) failed = true;  // start nothing more
+  };
+
+  // Round 1: the bounded searches; what the DP must solve, with its states.
+  std::vector<int64_t> states(wave.size(), 0);
+  RunOnThreads(wave.size(), failed, [&](size_t i) {
+    const BlockState& state = blocks_[wave[i]];
+    ThreadPass& pass = passes[i];
+    pass.ran = true;
+    pass.bounded = !options_.exhaustive && !state.exhaustive;
+    pass.dp_needed = !pass.bounded;
+    if (pass.bounded) {
+      StatusOr<std::unique_ptr<BoundedBlockSearch>> created =
+          BoundedBlockSearch::Create(state.graph, bounded);
+      if (created.ok()) {
+        pass.search = *std::move(created);
+        pass.advanced = pass.search->Advance(source);
+        pass.dp_needed = HandsOverToDp(pass.advanced, total_binds);
+      } else {
+        pass.advanced = created.status();
       }
-      if (dp_needed) pass.solved = SolveBlock(state.graph, dp, source);
-      const Status& outcome = dp_needed ? pass.solved->status() : pass.advanced;
-      if (outcome.ok()) {
-        threads_solved_.fetch_add(1, std::memory_order_relaxed);
-      } else if (!IsSearchBudgetError(outcome)) {
-        failed = true;  // an error ends the search: start nothing more
+      failing(pass.advanced);
+    }
+    if (pass.dp_needed) {
+      states[i] = CountStates(state.graph, kStatesCountCap);
+    } else if (pass.advanced.ok()) {
+      threads_solved_.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+
+  // Round 2: the DP, blocks of one shape in shared pieces, costliest first.
+  struct Piece {
+    std::vector<size_t> passes;  // indices into `passes`, in block order
+    double cost = 0;
+  };
+  std::vector<Piece> pieces;
+  std::vector<bool> grouped(wave.size(), false);
+  for (size_t i = 0; i < wave.size() && !failed; ++i) {
+    if (!passes[i].ran || !passes[i].dp_needed || grouped[i]) continue;
+    std::vector<size_t> shape;
+    for (size_t j = i; j < wave.size(); ++j) {
+      if (passes[j].ran && passes[j].dp_needed && !grouped[j] &&
+          SameShape(blocks_[wave[i]].graph, blocks_[wave[j]].graph)) {
+        grouped[j] = true;
+        shape.push_back(j);
       }
     }
-  };
-  const int helpers = std::min<int>(options_.threads, static_cast<int>(wave.size())) - 1;
-  std::vector<std::thread> threads;
-  threads.reserve(helpers);
-  for (int t = 0; t < helpers; ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& thread : threads) thread.join();
+    const size_t count = (shape.size() + kMaxSharedBlocks - 1) / kMaxSharedBlocks;
+    for (size_t p = 0, begin = 0; p < count; ++p) {
+      const size_t end = shape.size() * (p + 1) / count;
+      Piece piece;
+      piece.passes.assign(shape.begin() + begin, shape.begin() + end);
+      // A shared walk costs about a third of a block's DP per extra block.
+      piece.cost = static_cast<double>(states[i]) * (1 + 0.35 * (piece.passes.size() - 1));
+      pieces.push_back(std::move(piece));
+      begin = end;
+    }
+  }
+  std::atomic<int> shared{0};  // blocks solved in shared walks
+  std::stable_sort(pieces.begin(), pieces.end(),
+                   [](const Piece& a, const Piece& b) { return a.cost > b.cost; });
+  RunOnThreads(pieces.size(), failed, [&](size_t p) {
+    const Piece& piece = pieces[p];
+    std::vector<const BlockGraph*> graphs;
+    for (size_t i : piece.passes) graphs.push_back(&blocks_[wave[i]].graph);
+    StatusOr<std::vector<BlockSolution>> solved = SolveBlocks(graphs, dp, source);
+    if (!solved.ok() && IsSearchBudgetError(solved.status()) && graphs.size() > 1) {
+      // A shared walk stops where each block's pass would (block_dp.h); each
+      // block alone then gives the error the sequential loop gets.
+      for (size_t i : piece.passes)
+        passes[i].solved = SolveBlock(blocks_[wave[i]].graph, dp, source);
+    } else {
+      for (size_t k = 0; k < piece.passes.size(); ++k) {
+        ThreadPass& pass = passes[piece.passes[k]];
+        if (solved.ok()) {
+          pass.solved = std::move((*solved)[k]);
+        } else {
+          pass.solved = solved.status();
+        }
+      }
+    }
+    for (size_t i : piece.passes) {
+      const Status& outcome = passes[i].solved->status();
+      if (outcome.ok()) threads_solved_.fetch_add(1, std::memory_order_relaxed);
+      failing(outcome);
+    }
+    if (solved.ok() && graphs.size() > 1) shared += static_cast<int>(graphs.size());
+  });
+  stats_.shared_walk_blocks += shared;
   threads_solved_ = 0;
 
   // Apply in block order, as the sequential loop would have run them.
   for (size_t i = 0; i < wave.size(); ++i) {
     ThreadPass& pass = passes[i];
-    if (!pass.ran) break;  // an earlier error stopped the threads
+    // An error stopped the threads before this pass ran (whole or in part):
+    // the sequential loop goes on from here.
+    if (!pass.ran || (pass.dp_needed && !pass.solved)) break;
     const int b = wave[i];
     BlockState& state = blocks_[b];
     ++pass_;

@@ -1,6 +1,6 @@
 // RunInline on several threads (SearchOptions::threads) gives what one
 // thread gives: the same schedule, the same statistics, each signature
-// measured once, and the latency function never called twice at once.
+// measured once (the latency function runs on several threads at once).
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -46,17 +46,24 @@ void ExpectSameStats(const SearchStats& a, const SearchStats& b) {
 }
 
 // Wraps `oracle`: records each signature measured (failing the test on a
-// second measurement of one) and each calling thread, and checks that no
-// two calls overlap.
+// second measurement of one), each calling thread and the most calls in
+// flight at once. With `await_overlap`, a call made while no other is in
+// flight and none has overlapped yet waits (up to 5 s) for a second one.
 class Recorder {
  public:
-  explicit Recorder(StageLatencyFn oracle, std::chrono::microseconds delay = {})
-      : oracle_(std::move(oracle)), delay_(delay) {}
+  explicit Recorder(StageLatencyFn oracle, bool await_overlap = false)
+      : oracle_(std::move(oracle)), await_overlap_(await_overlap) {}
 
   SignedLatencyFn fn() {
     return [this](Signature signature, const Stage& stage) -> StatusOr<double> {
-      EXPECT_EQ(in_flight_.fetch_add(1), 0) << "two measurements at once";
-      if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
+      const int now = in_flight_.fetch_add(1) + 1;
+      int seen = most_.load();
+      while (now > seen && !most_.compare_exchange_weak(seen, now)) {
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (await_overlap_ && most_.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         EXPECT_TRUE(signatures_.insert(signature).second) << "measured twice";
@@ -69,11 +76,13 @@ class Recorder {
   }
   size_t threads() const { return threads_.size(); }
   size_t measured() const { return signatures_.size(); }
+  int most_at_once() const { return most_.load(); }
 
  private:
   StageLatencyFn oracle_;
-  std::chrono::microseconds delay_;
+  bool await_overlap_ = false;
   std::atomic<int> in_flight_{0};
+  std::atomic<int> most_{0};
   std::mutex mu_;
   std::set<Signature> signatures_;
   std::set<std::thread::id> threads_;
@@ -134,6 +143,28 @@ TEST(SearchSessionThreadsTest, HandOversToTheDpGiveWhatOneThreadGives) {
   }
 }
 
+TEST(SearchSessionThreadsTest, CellsOfOneShapeShareWalksAndGiveWhatOneThreadGives) {
+  // Cells of one structure at several sizes: their blocks go to the DP
+  // (exhaustive, or handed over after one open-list step) in shared walks.
+  int shared = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    for (bool exhaustive : {true, false}) {
+      SCOPED_TRACE(StrCat("seed ", seed, exhaustive ? ", exhaustive" : ", handed over"));
+      const graph::Graph graph = testing::RepeatedCells(seed, 7, 7);
+      SearchOptions options;
+      options.exhaustive = exhaustive;
+      options.bounded_steps_per_block = 1;
+      options.max_block_ops = 12;
+      ExpectSameAsOneThread(graph, options, testing::RandomOracle(graph, seed));
+      options.threads = 2;
+      auto two = RunSearch(graph, options, testing::RandomOracle(graph, seed));
+      ASSERT_TRUE(two.ok()) << two.status();
+      shared += two->stats.shared_walk_blocks;
+    }
+  }
+  EXPECT_GT(shared, 20);
+}
+
 TEST(SearchSessionThreadsTest, ASplitBlockGivesWhatOneThreadGives) {
   // 40 independent Relus: a 30-op block far over the state budget (split)
   // and an 11-op one that fits, solved side by side; the split renumbers the
@@ -152,17 +183,18 @@ TEST(SearchSessionThreadsTest, ASplitBlockGivesWhatOneThreadGives) {
 }
 
 TEST(SearchSessionThreadsTest, TheThreadsShareTheWork) {
-  // A slow latency function: while the main thread measures for its block,
-  // the others start theirs.
+  // The first measurement waits for a second one in flight: the threads
+  // measure side by side, not one after the other.
   const graph::Graph graph = testing::RandomDag(7, 24);
   SearchOptions options;
   options.max_block_ops = 4;
   options.threads = 4;
-  Recorder recorder(testing::RandomOracle(graph, 7), std::chrono::microseconds(300));
+  Recorder recorder(testing::RandomOracle(graph, 7), /*await_overlap=*/true);
   auto result = RunSearch(graph, options, recorder.fn());
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_GE(result->stats.blocks, 4);
   EXPECT_GE(recorder.threads(), 2u);
+  EXPECT_GE(recorder.most_at_once(), 2);
   EXPECT_EQ(static_cast<int64_t>(recorder.measured()), result->stats.stages_measured);
 }
 

@@ -31,11 +31,15 @@ graph::Graph WideGraph(int branches, int depth) {
   return std::move(b).Finish().value();
 }
 
-graph::Graph RandomDag(uint64_t seed, int num_ops) {
+namespace {
+
+// RandomDag's ops, reading `input` (8 channels), named prefix + "op<i>";
+// returns the tensors they make that none of them reads.
+std::vector<ValueId> AddRandomOps(GraphBuilder& b, ValueId input, uint64_t seed, int num_ops,
+                                  const std::string& prefix) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
-  GraphBuilder b(StrCat("random_", seed));
-  std::vector<ValueId> tensors = {b.Input("x", {1, 8, 8, 8})};
+  std::vector<ValueId> tensors = {input};
   std::vector<ValueId> conv_inputs;  // tensors some conv already reads
   std::vector<int> consumers(1, 0);
   auto channels = [&](ValueId v) { return b.shape(v)[1]; };
@@ -46,7 +50,7 @@ graph::Graph RandomDag(uint64_t seed, int num_ops) {
     return uniform(3) == 0 ? tensors[uniform(n)] : tensors[n - 1 - uniform(back)];
   };
   for (int i = 0; i < num_ops; ++i) {
-    const std::string name = StrCat("op", i);
+    const std::string name = StrCat(prefix, "op", i);
     const int kind = uniform(100);
     ValueId out;
     if (kind < 45) {
@@ -95,12 +99,39 @@ graph::Graph RandomDag(uint64_t seed, int num_ops) {
     }
     tensors.push_back(out);
   }
-  // Every tensor nobody reads is a graph output.
   graph::Graph partial = b.graph();
   const auto readers = partial.Consumers();
-  for (ValueId t : tensors) {
-    if (partial.value(t).producer != graph::kNoNode && readers[t].empty()) b.Output(t);
+  std::vector<ValueId> unread;
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    if (readers[tensors[i]].empty()) unread.push_back(tensors[i]);
   }
+  return unread;
+}
+
+}  // namespace
+
+graph::Graph RandomDag(uint64_t seed, int num_ops, int spatial) {
+  GraphBuilder b(StrCat("random_", seed));
+  const ValueId x = b.Input("x", {1, 8, spatial, spatial});
+  // Every tensor nobody reads is a graph output.
+  for (ValueId t : AddRandomOps(b, x, seed, num_ops, "")) b.Output(t);
+  return *std::move(b).Finish();
+}
+
+graph::Graph RepeatedCells(uint64_t seed, int cells, int ops_per_cell) {
+  GraphBuilder b(StrCat("cells_", seed));
+  ValueId t = b.Input("x", {1, 8, 32, 32});
+  for (int c = 0; c < cells; ++c) {
+    const std::string prefix = StrCat("cell", c, "_");
+    if (c > 0 && c % 2 == 0) t = b.MaxPool(t, {2, 2}, {2, 2}, {0, 0, 0, 0}, prefix + "pool");
+    graph::ConvSpec to8;
+    to8.out_channels = 8;
+    to8.kernel = {1, 1};
+    const ValueId in = b.Conv(t, to8, prefix + "in");
+    const std::vector<ValueId> unread = AddRandomOps(b, in, seed, ops_per_cell, prefix);
+    t = unread.size() == 1 ? unread[0] : b.Concat(unread, 1, prefix + "out");
+  }
+  b.Output(t);
   return *std::move(b).Finish();
 }
 

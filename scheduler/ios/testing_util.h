@@ -20,11 +20,19 @@
 
 namespace iosfarm::scheduler::ios::testing {
 
-// A random DAG of exactly `num_ops` operators over [1, C, 8, 8] tensors
-// (C in {4, 8}): convolutions (1x1, 3x3, 1x3, 3x1, "same" padding, often
-// several reading one tensor so that merges are legal), Relu, MaxPool, Add and
-// Concat, wired to random earlier tensors. Deterministic in `seed`.
-graph::Graph RandomDag(uint64_t seed, int num_ops);
+// A random DAG of exactly `num_ops` operators over [1, C, spatial, spatial]
+// tensors (C in {4, 8}): convolutions (1x1, 3x3, 1x3, 3x1, "same" padding,
+// often several reading one tensor so that merges are legal), Relu, MaxPool,
+// Add and Concat, wired to random earlier tensors. Deterministic in `seed`;
+// graphs of one seed and different `spatial` have the same structure and
+// different op contents.
+graph::Graph RandomDag(uint64_t seed, int num_ops, int spatial = 8);
+
+// `cells` copies of RandomDag(seed, ops_per_cell)'s structure in a chain
+// (each behind a 1x1 conv to 8 channels, its loose ends concatenated),
+// the spatial size halved every second cell from 32: NASNet's pattern of
+// cells of one shape at several sizes (and some identical ones).
+graph::Graph RepeatedCells(uint64_t seed, int cells, int ops_per_cell);
 
 // One input [1, 4, 4, 4] feeding `branches` parallel chains of `depth` Relu
 // ops, joined by one Concat: the widest graphs there are (a hostile model's

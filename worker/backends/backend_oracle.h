@@ -8,7 +8,9 @@
 // stage (measurement noise cannot make a baseline look better). Used by
 // `iosfarm search --backend ...` (DirectOracle); the farm instead batches
 // stages through build and profile phases. `graph` and `backend` must outlive
-// the function. Errors of Build/Profile are returned unchanged.
+// the function. Errors of Build/Profile are returned unchanged. Thread-safe
+// (a search on several threads calls it from each): stages build side by
+// side and the backend profiles one at a time.
 #ifndef IOSFARM_WORKER_BACKENDS_BACKEND_ORACLE_H_
 #define IOSFARM_WORKER_BACKENDS_BACKEND_ORACLE_H_
 
