@@ -425,6 +425,13 @@ int64_t CountStates(const BlockGraph& block, int64_t cap) {
   }
 }
 
+std::vector<size_t> SharedPieceEnds(size_t count) {
+  const size_t pieces = (count + kMaxSharedBlocks - 1) / kMaxSharedBlocks;
+  std::vector<size_t> ends;
+  for (size_t p = 1; p <= pieces; ++p) ends.push_back(count * p / pieces);
+  return ends;
+}
+
 bool SameShape(const BlockGraph& a, const BlockGraph& b) {
   if (a.size() != b.size() || a.words() != b.words()) return false;
   const size_t words = static_cast<size_t>(a.size()) * a.words();
@@ -450,10 +457,8 @@ StatusOr<std::vector<BlockSolution>> SolveBlocks(absl::Span<const BlockGraph* co
     }
     return solutions;
   }
-  // Pieces of at most kMaxSharedBlocks, as even as can be.
-  const size_t pieces = (blocks.size() + kMaxSharedBlocks - 1) / kMaxSharedBlocks;
-  for (size_t p = 0, begin = 0; p < pieces; ++p) {
-    const size_t end = blocks.size() * (p + 1) / pieces;
+  size_t begin = 0;
+  for (size_t end : SharedPieceEnds(blocks.size())) {
     const absl::Span<const BlockGraph* const> piece = blocks.subspan(begin, end - begin);
     begin = end;
     std::vector<BlockSolution> solved;

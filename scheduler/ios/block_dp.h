@@ -138,6 +138,11 @@ int64_t CountStates(const BlockGraph& block, int64_t cap);
 // Blocks SolveBlocks walks together, at most.
 inline constexpr size_t kMaxSharedBlocks = 3;
 
+// How SolveBlocks cuts `count` blocks of one shape into walks: the fewest
+// pieces of at most kMaxSharedBlocks, as even as can be; the end index of
+// each piece, in order.
+std::vector<size_t> SharedPieceEnds(size_t count);
+
 // SolveBlock for each of `blocks` (all SameShape as the first, else
 // InvalidArgument), result i for blocks[i], each equal to what SolveBlock
 // gives for that block alone (schedule, latency, statistics). Blocks of up

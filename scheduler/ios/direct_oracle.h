@@ -3,8 +3,8 @@
 //
 // Unknown signatures are measured inline, each once; there is no
 // enumerate/profile split. With SearchOptions::threads > 1 the latency
-// function is called from several threads at once and must be thread-safe. For the batched,
-// resumable form see SearchSession.
+// function is called from several threads at once and must be thread-safe.
+// For the batched, resumable form see SearchSession.
 #ifndef IOSFARM_SCHEDULER_IOS_DIRECT_ORACLE_H_
 #define IOSFARM_SCHEDULER_IOS_DIRECT_ORACLE_H_
 

@@ -102,8 +102,8 @@ class SearchSession::InlineSource : public LatencySource {
           latencies[i] = entry->ms;
         } else if (status_.ok()) {
           ++session_.stats_.stages_measured;
-          StatusOr<double> latency = measure_(signatures[i], stage(i));
-          status_ = latency.ok() ? CheckLatency(signatures[i], *latency) : latency.status();
+          StatusOr<double> latency = Measure(signatures[i], stage(i));
+          status_ = latency.status();
           if (status_.ok()) latencies[i] = Record(signatures[i], inserted, *latency);
         }
       }
@@ -134,15 +134,14 @@ class SearchSession::InlineSource : public LatencySource {
     std::vector<std::optional<double>> measured(claimed.size());
     for (size_t c = 0; c < claimed.size() && !failed_.load(std::memory_order_acquire); ++c) {
       const size_t i = claimed[c];
-      StatusOr<double> latency = measure_(signatures[i], stage(i));
-      Status status = latency.ok() ? CheckLatency(signatures[i], *latency) : latency.status();
-      if (status.ok()) {
+      StatusOr<double> latency = Measure(signatures[i], stage(i));
+      if (latency.ok()) {
         measured[c] = *latency;
         continue;
       }
       {
         std::unique_lock<std::mutex> lock(*mu_);
-        if (status_.ok()) status_ = std::move(status);
+        if (status_.ok()) status_ = latency.status();
       }
       failed_.store(true, std::memory_order_release);
     }
@@ -173,6 +172,13 @@ class SearchSession::InlineSource : public LatencySource {
   }
 
  private:
+  // The latency function's answer, checked.
+  StatusOr<double> Measure(Signature signature, const Stage& stage) const {
+    StatusOr<double> latency = measure_(signature, stage);
+    if (latency.ok()) RETURN_IF_ERROR(CheckLatency(signature, *latency));
+    return latency;
+  }
+
   // Stores a measured latency (under the mutex when shared) and returns it.
   double Record(Signature signature, bool inserted, double latency) {
     session_.latencies_[signature] = {latency, session_.pass_};

@@ -127,9 +127,8 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
         shape.push_back(j);
       }
     }
-    const size_t count = (shape.size() + kMaxSharedBlocks - 1) / kMaxSharedBlocks;
-    for (size_t p = 0, begin = 0; p < count; ++p) {
-      const size_t end = shape.size() * (p + 1) / count;
+    size_t begin = 0;
+    for (size_t end : SharedPieceEnds(shape.size())) {
       Piece piece;
       piece.passes.assign(shape.begin() + begin, shape.begin() + end);
       // A shared walk costs about 45 % of a block's DP per extra block (three
