@@ -275,7 +275,9 @@ class BlockDp {
       const OpBits<W>& ops = sc.endings[fresh_[f].index];
       for (int k = 0; k < K; ++k) {
         BlockStages<W>& stages = stages_[k];
-        batch_signatures_.push_back(stages.HashStage(ops));
+        // One shape: block 0's split into groups serves them all.
+        batch_signatures_.push_back(k == 0 ? stages.HashStage(ops)
+                                           : stages.HashStageAs(ops, stages_[0]));
         batch_items_.push_back({f, k, Strategy::kConcurrent});
         source_.Prefetch(batch_signatures_.back());
         if (options_.enable_merge && stages.IsMergeable(ops)) {

@@ -2,10 +2,13 @@
 //
 // A candidate stage of a block is a set of its ops (an ending, endings.h);
 // its groups are the connected components of that set. BlockStages splits a
-// set into groups, hashes each group once per block (cached, with its
-// external reads) and combines the group hashes into the stage's signature
-// for either strategy (signature.h); on demand it builds the canonical Stage
-// (CanonicalizeStage's order) that a request for that signature carries.
+// set into groups (bit operations over each op's neighbours), canonicalises
+// each group once per block (cached: its hash, external reads and canonical
+// op order) and combines the group hashes into the stage's signature for
+// either strategy (signature.h); on demand it builds the canonical Stage
+// (CanonicalizeStage's order) that a request for that signature carries from
+// the cached orders. Blocks of one shape (SameShape) split a set into the
+// same groups: HashStageAs takes another block's split.
 // Both searches over a block (the exhaustive DP of block_dp.h and the
 // bounded search of bounded_block_search.h) name their stages through it.
 //
@@ -32,28 +35,28 @@ template <int W>
 class BlockStages {
  public:
   explicit BlockStages(const BlockGraph& block)
-      : block_(block), local_k_(block.size(), -1), group_of_(block.size(), -1) {}
+      : block_(block), local_k_(block.size(), -1), adjacent_(block.size()) {
+    for (int i = 0; i < block.size(); ++i) {
+      adjacent_[i] = OpBits<W>::FromWords(block.succ_words(i)) |
+                     OpBits<W>::FromWords(block.pred_words(i));
+    }
+  }
 
   // Splits `ops` into its groups (kept until the next call) and returns the
   // concurrent signature of the stage they form. The same ops twice in a row
   // (a search bounds a stage, then costs it) are split once.
   Signature HashStage(const OpBits<W>& ops) {
     if (has_last_ && ops == last_ops_) return last_signature_;
-    const int num_groups = FindGroups(ops);
-    group_bits_.assign(num_groups, OpBits<W>());
-    ops.ForEach([&](int i) { group_bits_[group_of_[i]].Set(i); });
-    group_hashes_.resize(num_groups);
-    hasher_.Begin();
-    for (int g = 0; g < num_groups; ++g) {
-      const GroupInfo info = GroupFor(group_bits_[g]);
-      group_hashes_[g] = info.hash;
-      hasher_.AddGroup(info.hash, reads_.data() + info.reads_begin,
-                       static_cast<int>(info.reads_count));
-    }
-    last_ops_ = ops;
-    last_signature_ = hasher_.Finish(Strategy::kConcurrent);
-    has_last_ = true;
-    return last_signature_;
+    FindGroups(ops);
+    return HashGroups(ops);
+  }
+
+  // HashStage(ops) for a block of the same shape (SameShape) as `split`'s,
+  // whose last HashStage was of `ops`: its groups are taken, not found again.
+  Signature HashStageAs(const OpBits<W>& ops, const BlockStages& split) {
+    if (has_last_ && ops == last_ops_) return last_signature_;
+    group_bits_ = split.group_bits_;
+    return HashGroups(ops);
   }
 
   // The groups of the last HashStage's ops.
@@ -78,21 +81,34 @@ class BlockStages {
   // CanonicalizeStage): groups by hash then smallest node id, ops in
   // canonical order; a merge stage carries its merged conv.
   Stage CanonicalStage(Strategy strategy) {
-    std::vector<int> order(group_bits_.size());
-    for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      if (group_hashes_[a] != group_hashes_[b]) return group_hashes_[a] < group_hashes_[b];
+    const int num_groups = static_cast<int>(group_bits_.size());
+    int order[kMaxSortedGroups];
+    std::vector<int> more;  // a stage of more groups than kMaxSortedGroups
+    int* sorted = order;
+    if (num_groups > kMaxSortedGroups) {
+      more.resize(num_groups);
+      sorted = more.data();
+    }
+    for (int g = 0; g < num_groups; ++g) sorted[g] = g;
+    std::sort(sorted, sorted + num_groups, [&](int a, int b) {
+      if (group_infos_[a].hash != group_infos_[b].hash) {
+        return group_infos_[a].hash < group_infos_[b].hash;
+      }
       return block_.node(group_bits_[a].First()) < block_.node(group_bits_[b].First());
     });
     Stage stage;
     stage.strategy = strategy;
-    for (int g : order) {
-      CanonicalizeGroup(group_bits_[g]);
-      std::vector<graph::NodeId> by_k;
-      group_bits_[g].ForEach([&](int i) { by_k.push_back(block_.node(i)); });
-      std::vector<graph::NodeId> group;
-      for (int k : canonicalizer_.canonical_order()) group.push_back(by_k[k]);
-      stage.groups.push_back(std::move(group));
+    stage.groups.resize(num_groups);
+    for (int s = 0; s < num_groups; ++s) {
+      const int g = sorted[s];
+      const GroupInfo& info = group_infos_[g];
+      by_k_.clear();
+      group_bits_[g].ForEach([&](int i) { by_k_.push_back(block_.node(i)); });
+      std::vector<graph::NodeId>& group = stage.groups[s];
+      group.reserve(by_k_.size());
+      for (uint32_t j = 0; j < info.order_count; ++j) {
+        group.push_back(by_k_[orders_[info.order_begin + j]]);
+      }
     }
     if (strategy == Strategy::kMerge) {
       std::vector<graph::NodeId> convs;
@@ -112,7 +128,8 @@ class BlockStages {
 
   // Bytes of the per-block group cache.
   size_t memory_bytes() const {
-    return groups_.memory_bytes() + reads_.capacity() * sizeof(ExternalRead);
+    return groups_.memory_bytes() + reads_.capacity() * sizeof(ExternalRead) +
+           orders_.capacity() * sizeof(int);
   }
 
  private:
@@ -120,7 +137,11 @@ class BlockStages {
     uint64_t hash = 0;
     uint32_t reads_begin = 0;  // its external reads in reads_
     uint32_t reads_count = 0;
+    uint32_t order_begin = 0;  // its canonical op order in orders_
+    uint32_t order_count = 0;
   };
+  // CanonicalStage sorts this many groups on the stack.
+  static constexpr int kMaxSortedGroups = 64;
 
   // The canonical hash and external reads of a group, cached per block.
   GroupInfo GroupFor(const OpBits<W>& bits) {
@@ -132,6 +153,10 @@ class BlockStages {
     info.reads_count = static_cast<uint32_t>(canonicalizer_.external_reads().size());
     reads_.insert(reads_.end(), canonicalizer_.external_reads().begin(),
                   canonicalizer_.external_reads().end());
+    info.order_begin = static_cast<uint32_t>(orders_.size());
+    info.order_count = static_cast<uint32_t>(canonicalizer_.canonical_order().size());
+    orders_.insert(orders_.end(), canonicalizer_.canonical_order().begin(),
+                   canonicalizer_.canonical_order().end());
     groups_.Insert(bits, key, info);
     return info;
   }
@@ -155,30 +180,40 @@ class BlockStages {
     return canonicalizer_.Finish();
   }
 
-  // Labels the connected components of `ops` in group_of_; returns their
-  // number.
-  int FindGroups(const OpBits<W>& ops) {
-    int num_groups = 0;
-    ops.ForEach([&](int i) { group_of_[i] = -1; });
-    ops.ForEach([&](int i) {
-      if (group_of_[i] >= 0) return;
-      stack_.assign(1, i);
-      group_of_[i] = num_groups;
-      while (!stack_.empty()) {
-        const int x = stack_.back();
-        stack_.pop_back();
-        for (const std::vector<int>* adjacent : {&block_.preds(x), &block_.succs(x)}) {
-          for (int y : *adjacent) {
-            if (ops.Test(y) && group_of_[y] < 0) {
-              group_of_[y] = num_groups;
-              stack_.push_back(y);
-            }
-          }
-        }
+  // The signature of `ops`, split into group_bits_.
+  Signature HashGroups(const OpBits<W>& ops) {
+    const int num_groups = static_cast<int>(group_bits_.size());
+    group_infos_.resize(num_groups);
+    hasher_.Begin();
+    for (int g = 0; g < num_groups; ++g) {
+      const GroupInfo info = GroupFor(group_bits_[g]);
+      group_infos_[g] = info;
+      hasher_.AddGroup(info.hash, reads_.data() + info.reads_begin,
+                       static_cast<int>(info.reads_count));
+    }
+    last_ops_ = ops;
+    last_signature_ = hasher_.Finish(Strategy::kConcurrent);
+    has_last_ = true;
+    return last_signature_;
+  }
+
+  // The connected components of `ops` into group_bits_, ordered by their
+  // smallest op.
+  void FindGroups(const OpBits<W>& ops) {
+    group_bits_.clear();
+    OpBits<W> rest = ops;
+    while (!rest.Empty()) {
+      OpBits<W> group, frontier;
+      frontier.Set(rest.First());
+      while (!frontier.Empty()) {
+        group |= frontier;
+        OpBits<W> reached;
+        frontier.ForEach([&](int i) { reached |= adjacent_[i]; });
+        frontier = (reached & rest).Minus(group);
       }
-      ++num_groups;
-    });
-    return num_groups;
+      group_bits_.push_back(group);
+      rest = rest.Minus(group);
+    }
   }
 
   const BlockGraph& block_;
@@ -186,13 +221,16 @@ class BlockStages {
   StageHasher hasher_;
   OpBitsMap<W, GroupInfo> groups_;
   std::vector<ExternalRead> reads_;
+  std::vector<int> orders_;  // canonical op orders of the cached groups
   std::vector<OpBits<W>> group_bits_;
-  std::vector<uint64_t> group_hashes_;
+  std::vector<GroupInfo> group_infos_;  // of the last HashStage's groups
+  std::vector<graph::NodeId> by_k_;
   // The last HashStage (see there).
   OpBits<W> last_ops_;
   Signature last_signature_ = 0;
   bool has_last_ = false;
-  std::vector<int> local_k_, group_of_, stack_;
+  std::vector<int> local_k_;
+  std::vector<OpBits<W>> adjacent_;  // per op: its predecessors and successors
 };
 
 }  // namespace iosfarm::scheduler::ios

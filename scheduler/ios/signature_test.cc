@@ -1,6 +1,7 @@
 #include "scheduler/ios/signature.h"
 
 #include <algorithm>
+#include <mutex>
 #include <random>
 
 #include "graph/graph_builder.h"
@@ -186,7 +187,8 @@ TEST(SignatureTest, SearchSignaturesMatchCanonicalizeStage) {
 }
 
 // A SignedLatencyFn is told each stage's signature, by the search and by
-// CostSchedule alike, so that it need not canonicalise the stage itself.
+// CostSchedule alike, so that it need not canonicalise the stage itself; the
+// stage it gets is already in canonical order.
 TEST(SignatureTest, SignedOraclesAreToldTheStageSignature) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     const graph::Graph graph = testing::RandomDag(seed, 12);
@@ -195,6 +197,9 @@ TEST(SignatureTest, SignedOraclesAreToldTheStageSignature) {
     const SignedLatencyFn checked = [&](Signature signature, const Stage& stage) {
       ++calls;
       EXPECT_EQ(signature, Sig(graph, stage)) << StageToString(graph, stage);
+      Stage canonical = stage;
+      EXPECT_TRUE(CanonicalizeStage(graph, canonical).ok());
+      EXPECT_EQ(canonical.groups, stage.groups) << StageToString(graph, stage);
       return analytic(stage);
     };
     auto report = SearchWithBaselines(graph, SearchOptions{}, checked);
@@ -205,6 +210,32 @@ TEST(SignatureTest, SignedOraclesAreToldTheStageSignature) {
     EXPECT_EQ(report->sequential.latency_ms, unsigned_report->sequential.latency_ms);
     EXPECT_GT(calls, 0);
   }
+}
+
+// The same for the DP's shared walks (cells of one shape on two threads):
+// every block of a walk gets its own signatures and canonical stages.
+TEST(SignatureTest, SharedWalksTellEachBlocksStageSignature) {
+  const graph::Graph graph = testing::RepeatedCells(3, 7, 7);
+  const StageLatencyFn analytic = MakeAnalyticOracle(graph);
+  std::mutex mu;
+  int calls = 0;
+  const SignedLatencyFn checked = [&](Signature signature, const Stage& stage) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++calls;
+    EXPECT_EQ(signature, Sig(graph, stage)) << StageToString(graph, stage);
+    Stage canonical = stage;
+    EXPECT_TRUE(CanonicalizeStage(graph, canonical).ok());
+    EXPECT_EQ(canonical.groups, stage.groups) << StageToString(graph, stage);
+    return analytic(stage);
+  };
+  SearchOptions options;
+  options.exhaustive = true;
+  options.max_block_ops = 12;
+  options.threads = 2;
+  auto result = RunSearch(graph, options, checked);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GT(result->stats.shared_walk_blocks, 0);
+  EXPECT_GT(calls, 0);
 }
 
 }  // namespace

@@ -13,6 +13,11 @@ using scheduler::ios::Strategy;
 StatusOr<SimStage> BuildSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
                                  const SimDeviceModel& model, SimStageKey key) {
   RETURN_IF_ERROR(scheduler::ios::ValidateStage(graph, stage));
+  return CostSimStage(graph, stage, model, key);
+}
+
+SimStage CostSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
+                      const SimDeviceModel& model, SimStageKey key) {
   SimStage sim;
   if (key == SimStageKey::kContent) {
     sim.key = HashCombine(0x51u, static_cast<uint64_t>(stage.strategy));

@@ -39,6 +39,12 @@ StatusOr<SimStage> BuildSimStage(const graph::Graph& graph, const scheduler::ios
                                  const SimDeviceModel& model,
                                  SimStageKey key = SimStageKey::kContent);
 
+// BuildSimStage for a stage already validated against `graph` (a backend's
+// DoBuild gets valid stages; validating again cost a tenth of a search's
+// measuring).
+SimStage CostSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
+                      const SimDeviceModel& model, SimStageKey key = SimStageKey::kContent);
+
 }  // namespace iosfarm::worker::sim
 
 #endif  // IOSFARM_WORKER_BACKENDS_SIM_SIM_STAGE_H_
