@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/merge.h"
 #include "scheduler/ios/op_bits.h"
@@ -128,14 +129,15 @@ class BlockStages {
 
   // Bytes of the per-block group cache.
   size_t memory_bytes() const {
-    return groups_.memory_bytes() + reads_.capacity() * sizeof(ExternalRead) +
-           orders_.capacity() * sizeof(int);
+    return groups_.memory_bytes() + reads_.capacity() * sizeof(StageHasher::PreparedRead) +
+           orders_.capacity() * sizeof(int) +
+           tensor_index_.capacity() * (sizeof(std::pair<int64_t, uint32_t>) + 1);
   }
 
  private:
   struct GroupInfo {
     uint64_t hash = 0;
-    uint32_t reads_begin = 0;  // its external reads in reads_
+    uint32_t reads_begin = 0;  // its external reads in reads_, prepared
     uint32_t reads_count = 0;
     uint32_t order_begin = 0;  // its canonical op order in orders_
     uint32_t order_count = 0;
@@ -151,8 +153,11 @@ class BlockStages {
     info.hash = CanonicalizeGroup(bits);
     info.reads_begin = static_cast<uint32_t>(reads_.size());
     info.reads_count = static_cast<uint32_t>(canonicalizer_.external_reads().size());
-    reads_.insert(reads_.end(), canonicalizer_.external_reads().begin(),
-                  canonicalizer_.external_reads().end());
+    for (const ExternalRead& read : canonicalizer_.external_reads()) {
+      const auto [it, inserted] =
+          tensor_index_.try_emplace(read.tensor, static_cast<uint32_t>(tensor_index_.size()));
+      reads_.push_back({it->second, StageHasher::ReaderHash(info.hash, read.slot)});
+    }
     info.order_begin = static_cast<uint32_t>(orders_.size());
     info.order_count = static_cast<uint32_t>(canonicalizer_.canonical_order().size());
     orders_.insert(orders_.end(), canonicalizer_.canonical_order().begin(),
@@ -188,8 +193,8 @@ class BlockStages {
     for (int g = 0; g < num_groups; ++g) {
       const GroupInfo info = GroupFor(group_bits_[g]);
       group_infos_[g] = info;
-      hasher_.AddGroup(info.hash, reads_.data() + info.reads_begin,
-                       static_cast<int>(info.reads_count));
+      hasher_.AddPreparedGroup(info.hash, reads_.data() + info.reads_begin,
+                               static_cast<int>(info.reads_count));
     }
     last_ops_ = ops;
     last_signature_ = hasher_.Finish(Strategy::kConcurrent);
@@ -220,7 +225,8 @@ class BlockStages {
   GroupCanonicalizer canonicalizer_;
   StageHasher hasher_;
   OpBitsMap<W, GroupInfo> groups_;
-  std::vector<ExternalRead> reads_;
+  std::vector<StageHasher::PreparedRead> reads_;
+  absl::flat_hash_map<int64_t, uint32_t> tensor_index_;  // tensor -> dense index
   std::vector<int> orders_;  // canonical op orders of the cached groups
   std::vector<OpBits<W>> group_bits_;
   std::vector<GroupInfo> group_infos_;  // of the last HashStage's groups

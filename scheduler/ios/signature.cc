@@ -143,10 +143,26 @@ uint64_t GroupCanonicalizer::Finish() {
   return h;
 }
 
+uint64_t StageHasher::ReaderHash(uint64_t group_hash, uint64_t slot) {
+  return Mix64(HashCombine(group_hash, slot));
+}
+
 void StageHasher::Begin() {
   num_groups_ = 0;
   groups_sum_ = 0;
   tensors_.clear();
+  if (++stage_stamp_ == 0) {  // wrapped: forget every stamp
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    stage_stamp_ = 1;
+  }
+}
+
+void StageHasher::AddRead(Tensor& tensor, uint64_t reader) const {
+  if (tensor.last_group != num_groups_) {
+    tensor.shared = true;
+    tensor.last_group = num_groups_;
+  }
+  tensor.readers += reader;
 }
 
 void StageHasher::AddGroup(uint64_t group_hash, const ExternalRead* reads, int num_reads) {
@@ -158,11 +174,27 @@ void StageHasher::AddGroup(uint64_t group_hash, const ExternalRead* reads, int n
     if (it == tensors_.end()) {
       tensors_.push_back({read.tensor, 0, num_groups_, false});
       it = tensors_.end() - 1;
-    } else if (it->last_group != num_groups_) {
-      it->shared = true;
-      it->last_group = num_groups_;
     }
-    it->readers += Mix64(HashCombine(group_hash, read.slot));
+    AddRead(*it, ReaderHash(group_hash, read.slot));
+  }
+  ++num_groups_;
+}
+
+void StageHasher::AddPreparedGroup(uint64_t group_hash, const PreparedRead* reads,
+                                   int num_reads) {
+  groups_sum_ += Mix64(group_hash);
+  for (int i = 0; i < num_reads; ++i) {
+    const PreparedRead& read = reads[i];
+    if (read.tensor >= stamp_.size()) {
+      stamp_.resize(read.tensor + 1, 0);
+      entry_.resize(read.tensor + 1, 0);
+    }
+    if (stamp_[read.tensor] != stage_stamp_) {
+      stamp_[read.tensor] = stage_stamp_;
+      entry_[read.tensor] = static_cast<uint32_t>(tensors_.size());
+      tensors_.push_back({read.tensor, 0, num_groups_, false});
+    }
+    AddRead(tensors_[entry_[read.tensor]], read.reader);
   }
   ++num_groups_;
 }

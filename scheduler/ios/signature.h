@@ -88,23 +88,46 @@ class GroupCanonicalizer {
 };
 
 // Combines group hashes into a stage signature. Reusable. Not thread-safe.
+//
+// Usage: Begin(); AddGroup for each group (or AddPreparedGroup for each:
+// one kind per stage); Finish.
 class StageHasher {
  public:
+  // An external read prepared once for many stages (a search caches its
+  // groups): its tensor as a small dense index (any numbering of the
+  // tensors, the same for every group added to one stage) and its reader
+  // hash, ReaderHash(group hash, slot).
+  struct PreparedRead {
+    uint32_t tensor = 0;
+    uint64_t reader = 0;
+  };
+  static uint64_t ReaderHash(uint64_t group_hash, uint64_t slot);
+
   void Begin();
   void AddGroup(uint64_t group_hash, const ExternalRead* reads, int num_reads);
+  // AddGroup with prepared reads: the same signature, without searching the
+  // stage's tensors for each read.
+  void AddPreparedGroup(uint64_t group_hash, const PreparedRead* reads, int num_reads);
   // The signature for `strategy` (may be called for several strategies).
   Signature Finish(Strategy strategy) const;
 
  private:
   struct Tensor {
     int64_t key;
-    uint64_t readers;  // sum of mixed (group hash, slot)
+    uint64_t readers;  // sum of ReaderHash (group hash, slot)
     int last_group;
     bool shared;       // read by two or more groups
   };
+  // A read of `tensor` (its entry in tensors_) by the group being added.
+  void AddRead(Tensor& tensor, uint64_t reader) const;
+
   int num_groups_ = 0;
   uint64_t groups_sum_ = 0;
   std::vector<Tensor> tensors_;
+  // AddPreparedGroup: per dense index, its entry in tensors_, valid where
+  // its stamp is this stage's.
+  uint32_t stage_stamp_ = 0;
+  std::vector<uint32_t> stamp_, entry_;
 };
 
 // Signature of `stage`, and puts its groups and the ops of each group into
