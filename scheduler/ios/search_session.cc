@@ -9,7 +9,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "common/strings.h"
 #include "scheduler/ios/merge.h"
@@ -119,10 +118,10 @@ class SearchSession::InlineSource : public LatencySource {
         auto [entry, fresh] = session_.Touch(signatures[i]);
         if (!std::isnan(entry->ms)) {
           latencies[i] = entry->ms;
-        } else if (in_flight_.contains(signatures[i])) {
+        } else if (entry->measuring) {
           awaited.push_back(i);
         } else if (status_.ok()) {
-          in_flight_.insert(signatures[i]);
+          entry->measuring = true;
           ++session_.stats_.stages_measured;
           claimed.push_back(i);
           inserted.push_back(fresh);
@@ -149,16 +148,21 @@ class SearchSession::InlineSource : public LatencySource {
     std::unique_lock<std::mutex> lock(*mu_);
     for (size_t c = 0; c < claimed.size(); ++c) {
       const Signature signature = signatures[claimed[c]];
-      if (measured[c]) latencies[claimed[c]] = Record(signature, inserted[c] != 0, *measured[c]);
-      in_flight_.erase(signature);
+      if (measured[c]) {
+        latencies[claimed[c]] = Record(signature, inserted[c] != 0, *measured[c]);
+      } else {
+        session_.latencies_.find(signature)->second.measuring = false;
+      }
     }
     if (!claimed.empty()) measured_cv_.notify_all();
     for (size_t i : awaited) {
-      measured_cv_.wait(lock, [&] { return !in_flight_.contains(signatures[i]); });
-      const auto it = session_.latencies_.find(signatures[i]);
-      if (it != session_.latencies_.end() && !std::isnan(it->second.ms)) {
-        latencies[i] = it->second.ms;
-      }
+      // Entries stay: no thread forgets latencies (ParallelInline).
+      CachedLatency* entry = nullptr;
+      measured_cv_.wait(lock, [&] {
+        entry = &session_.latencies_.find(signatures[i])->second;
+        return !entry->measuring;
+      });
+      if (!std::isnan(entry->ms)) latencies[i] = entry->ms;
     }
   }
   // Shared, the table may be growing under another thread.
@@ -190,9 +194,7 @@ class SearchSession::InlineSource : public LatencySource {
   const SignedLatencyFn& measure_;
   std::mutex* mu_;
   Status status_;
-  // Shared use: the signatures being measured, and a wake-up when some are
-  // recorded.
-  absl::flat_hash_set<Signature> in_flight_;
+  // Shared use: a wake-up when measured latencies are recorded.
   std::condition_variable measured_cv_;
   std::atomic<bool> failed_{false};
 };

@@ -196,10 +196,12 @@ class SearchSession {
 
  private:
   enum class BlockPhase { kNotStarted, kWaiting, kSolved };
-  // A latency (NaN while unknown) and the last DP pass that looked it up.
+  // A latency (NaN while unknown) and the last DP pass that looked it up;
+  // `measuring` while a thread of SolveInParallel measures it.
   struct CachedLatency {
     double ms;
     uint32_t last_pass;
+    bool measuring = false;
   };
   // A block of the partition, or a boundary window (after the blocks).
   struct BlockState {

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "common/strings.h"
 #include "scheduler/ios/merge.h"
 
@@ -67,8 +69,16 @@ Status CheckMerge(const graph::Graph& graph, const Stage& stage) {
 Status ValidateStage(const graph::Graph& graph, const Stage& stage) {
   if (stage.groups.empty()) return absl::InvalidArgumentError("stage has no group");
   const int n = graph.num_nodes();
-  // Group and position of each op of the stage; -1 outside it.
-  std::vector<int> group_of(n, -1), index_of(n, -1);
+  // Group and position of each op of the stage (a stage is small next to its
+  // graph: a table of the graph's nodes per stage cost a search more than
+  // the rest of a measurement).
+  struct Place {
+    int group, index;
+  };
+  size_t ops = 0;
+  for (const auto& group : stage.groups) ops += group.size();
+  absl::flat_hash_map<graph::NodeId, Place> place;
+  place.reserve(ops);
   for (size_t g = 0; g < stage.groups.size(); ++g) {
     if (stage.groups[g].empty()) {
       return absl::InvalidArgumentError(StrCat("stage group ", g, " is empty"));
@@ -83,13 +93,12 @@ Status ValidateStage(const graph::Graph& graph, const Stage& stage) {
         return absl::InvalidArgumentError(
             StrCat("stage op '", node.name, "' is a Constant, not an operator"));
       }
-      if (group_of[id] >= 0) {
+      if (place.contains(id)) {
         return absl::InvalidArgumentError(
             StrCat("stage op '", node.name, "' is listed twice"));
       }
       RETURN_IF_ERROR(CheckShapes(graph, node));
-      group_of[id] = static_cast<int>(g);
-      index_of[id] = static_cast<int>(i);
+      place.emplace(id, Place{static_cast<int>(g), static_cast<int>(i)});
     }
   }
   for (const auto& group : stage.groups) {
@@ -97,12 +106,14 @@ Status ValidateStage(const graph::Graph& graph, const Stage& stage) {
       const graph::Node& node = graph.node(id);
       for (graph::ValueId v : node.inputs) {
         const graph::NodeId p = graph.value(v).producer;
-        if (p == graph::kNoNode || group_of[p] < 0) continue;  // from an earlier stage
-        if (group_of[p] != group_of[id]) {
+        const auto producer = p == graph::kNoNode ? place.end() : place.find(p);
+        if (producer == place.end()) continue;  // from an earlier stage
+        const Place& consumer = place.at(id);
+        if (producer->second.group != consumer.group) {
           return absl::InvalidArgumentError(StrCat("stage: '", graph.node(p).name, "' feeds '",
                                                    node.name, "' from another group"));
         }
-        if (index_of[p] >= index_of[id]) {
+        if (producer->second.index >= consumer.index) {
           return absl::InvalidArgumentError(StrCat("stage: '", node.name,
                                                    "' is listed before its producer '",
                                                    graph.node(p).name, "' in its group"));
