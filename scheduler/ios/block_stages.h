@@ -52,11 +52,16 @@ class BlockStages {
     return HashGroups(ops);
   }
 
-  // HashStage(ops) for a block of the same shape (SameShape) as `split`'s,
-  // whose last HashStage was of `ops`: its groups are taken, not found again.
+  // HashStage(ops) for a block of the same shape (SameShape) as `split`'s:
+  // where split's last HashStage was of `ops`, its groups are taken, not
+  // found again.
   Signature HashStageAs(const OpBits<W>& ops, const BlockStages& split) {
     if (has_last_ && ops == last_ops_) return last_signature_;
-    group_bits_ = split.group_bits_;
+    if (split.has_last_ && split.last_ops_ == ops) {
+      group_bits_ = split.group_bits_;
+    } else {
+      FindGroups(ops);
+    }
     return HashGroups(ops);
   }
 

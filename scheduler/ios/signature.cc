@@ -157,7 +157,7 @@ void StageHasher::Begin() {
   }
 }
 
-void StageHasher::AddRead(Tensor& tensor, uint64_t reader) const {
+void StageHasher::AddRead(Tensor& tensor, uint64_t reader) {
   if (tensor.last_group != num_groups_) {
     tensor.shared = true;
     tensor.last_group = num_groups_;

@@ -119,7 +119,7 @@ class StageHasher {
     bool shared;       // read by two or more groups
   };
   // A read of `tensor` (its entry in tensors_) by the group being added.
-  void AddRead(Tensor& tensor, uint64_t reader) const;
+  void AddRead(Tensor& tensor, uint64_t reader);
 
   int num_groups_ = 0;
   uint64_t groups_sum_ = 0;
