@@ -38,8 +38,8 @@ class BlockStages {
   explicit BlockStages(const BlockGraph& block)
       : block_(block), local_k_(block.size(), -1), adjacent_(block.size()) {
     for (int i = 0; i < block.size(); ++i) {
-      adjacent_[i] = OpBits<W>::FromWords(block.succ_words(i)) |
-                     OpBits<W>::FromWords(block.pred_words(i));
+      adjacent_[i] =
+          OpBits<W>::FromWords(block.succ_words(i)) | OpBits<W>::FromWords(block.pred_words(i));
     }
   }
 
@@ -232,7 +232,8 @@ class BlockStages {
   OpBitsMap<W, GroupInfo> groups_;
   std::vector<StageHasher::PreparedRead> reads_;
   absl::flat_hash_map<int64_t, uint32_t> tensor_index_;  // tensor -> dense index
-  std::vector<int> orders_;  // canonical op orders of the cached groups
+  // The canonical op orders of the cached groups.
+  std::vector<int> orders_;
   std::vector<OpBits<W>> group_bits_;
   std::vector<GroupInfo> group_infos_;  // of the last HashStage's groups
   std::vector<graph::NodeId> by_k_;

@@ -180,8 +180,7 @@ void StageHasher::AddGroup(uint64_t group_hash, const ExternalRead* reads, int n
   ++num_groups_;
 }
 
-void StageHasher::AddPreparedGroup(uint64_t group_hash, const PreparedRead* reads,
-                                   int num_reads) {
+void StageHasher::AddPreparedGroup(uint64_t group_hash, const PreparedRead* reads, int num_reads) {
   groups_sum_ += Mix64(group_hash);
   for (int i = 0; i < num_reads; ++i) {
     const PreparedRead& read = reads[i];

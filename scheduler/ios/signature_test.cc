@@ -186,6 +186,22 @@ TEST(SignatureTest, SearchSignaturesMatchCanonicalizeStage) {
   }
 }
 
+// An oracle that checks each stage it is given against its signature and
+// its canonical order (thread-safe), counts the calls and answers the
+// analytic latency.
+SignedLatencyFn CheckingOracle(const graph::Graph& graph, std::mutex& mu, int& calls) {
+  return [&graph, &mu, &calls, analytic = MakeAnalyticOracle(graph)](Signature signature,
+                                                                     const Stage& stage) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++calls;
+    EXPECT_EQ(signature, Sig(graph, stage)) << StageToString(graph, stage);
+    Stage canonical = stage;
+    EXPECT_TRUE(CanonicalizeStage(graph, canonical).ok());
+    EXPECT_EQ(canonical.groups, stage.groups) << StageToString(graph, stage);
+    return analytic(stage);
+  };
+}
+
 // A SignedLatencyFn is told each stage's signature, by the search and by
 // CostSchedule alike, so that it need not canonicalise the stage itself; the
 // stage it gets is already in canonical order.
@@ -193,15 +209,9 @@ TEST(SignatureTest, SignedOraclesAreToldTheStageSignature) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     const graph::Graph graph = testing::RandomDag(seed, 12);
     const StageLatencyFn analytic = MakeAnalyticOracle(graph);
+    std::mutex mu;
     int calls = 0;
-    const SignedLatencyFn checked = [&](Signature signature, const Stage& stage) {
-      ++calls;
-      EXPECT_EQ(signature, Sig(graph, stage)) << StageToString(graph, stage);
-      Stage canonical = stage;
-      EXPECT_TRUE(CanonicalizeStage(graph, canonical).ok());
-      EXPECT_EQ(canonical.groups, stage.groups) << StageToString(graph, stage);
-      return analytic(stage);
-    };
+    const SignedLatencyFn checked = CheckingOracle(graph, mu, calls);
     auto report = SearchWithBaselines(graph, SearchOptions{}, checked);
     ASSERT_TRUE(report.ok()) << report.status();
     auto unsigned_report = SearchWithBaselines(graph, SearchOptions{}, analytic);
@@ -216,18 +226,9 @@ TEST(SignatureTest, SignedOraclesAreToldTheStageSignature) {
 // every block of a walk gets its own signatures and canonical stages.
 TEST(SignatureTest, SharedWalksTellEachBlocksStageSignature) {
   const graph::Graph graph = testing::RepeatedCells(3, 7, 7);
-  const StageLatencyFn analytic = MakeAnalyticOracle(graph);
   std::mutex mu;
   int calls = 0;
-  const SignedLatencyFn checked = [&](Signature signature, const Stage& stage) {
-    std::lock_guard<std::mutex> lock(mu);
-    ++calls;
-    EXPECT_EQ(signature, Sig(graph, stage)) << StageToString(graph, stage);
-    Stage canonical = stage;
-    EXPECT_TRUE(CanonicalizeStage(graph, canonical).ok());
-    EXPECT_EQ(canonical.groups, stage.groups) << StageToString(graph, stage);
-    return analytic(stage);
-  };
+  const SignedLatencyFn checked = CheckingOracle(graph, mu, calls);
   SearchOptions options;
   options.exhaustive = true;
   options.max_block_ops = 12;

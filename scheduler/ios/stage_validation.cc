@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-
 #include "common/strings.h"
 #include "scheduler/ios/merge.h"
 
