@@ -275,9 +275,7 @@ class BlockDp {
       const OpBits<W>& ops = sc.endings[fresh_[f].index];
       for (int k = 0; k < K; ++k) {
         BlockStages<W>& stages = stages_[k];
-        // One shape: block 0's split into groups serves them all.
-        batch_signatures_.push_back(k == 0 ? stages.HashStage(ops)
-                                           : stages.HashStageAs(ops, stages_[0]));
+        batch_signatures_.push_back(HashStage(k, ops));
         batch_items_.push_back({f, k, Strategy::kConcurrent});
         source_.Prefetch(batch_signatures_.back());
         if (options_.enable_merge && stages.IsMergeable(ops)) {
@@ -293,9 +291,8 @@ class BlockDp {
         batch_signatures_,
         [&](size_t j) {
           const BatchItem& item = batch_items_[j];
-          BlockStages<W>& stages = stages_[item.block];
-          stages.HashStage(sc.endings[fresh_[item.fresh].index]);
-          return stages.CanonicalStage(item.strategy);
+          HashStage(item.block, sc.endings[fresh_[item.fresh].index]);
+          return stages_[item.block].CanonicalStage(item.strategy);
         },
         absl::MakeSpan(batch_latencies_));
     if (!source_.status().ok() && status_.ok()) status_ = source_.status();
@@ -320,6 +317,13 @@ class BlockDp {
       endings_.Insert(ops, fresh.hash, value);
       sc.values[fresh.index] = value;
     }
+  }
+
+  // Block k's concurrent signature of `ops` (its BlockStages then holds
+  // their groups). One shape: where block 0 has just split `ops`, the other
+  // blocks take its groups.
+  Signature HashStage(int k, const OpBits<W>& ops) {
+    return k == 0 ? stages_[0].HashStage(ops) : stages_[k].HashStageAs(ops, stages_[0]);
   }
 
   // A looked-up latency of block k, or NaN (its pass is then incomplete).

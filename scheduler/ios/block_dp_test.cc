@@ -1,6 +1,7 @@
 #include "scheduler/ios/block_dp.h"
 
 #include <cmath>
+#include <functional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -99,19 +100,25 @@ TEST(BlockDpTest, UnknownLatenciesStillVisitEveryStateOnce) {
   EXPECT_EQ(static_cast<int64_t>(unknown.seen.size()), pass1->stats.distinct_stages);
 }
 
+// `solve` (the status code of a DP under the given options) refuses a state
+// cap of 2 as over the budget and r = 0 as invalid.
+void ExpectStateCapAndBadBounds(const std::function<absl::StatusCode(const DpOptions&)>& solve) {
+  DpOptions options;
+  options.max_states = 2;
+  EXPECT_EQ(solve(options), absl::StatusCode::kResourceExhausted);
+  options.max_states = 0;
+  options.bounds = {0, 8};
+  EXPECT_EQ(solve(options), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(BlockDpTest, StateCapAndBadBounds) {
   const graph::Graph graph = testing::RandomDag(4, 12);
   const OpDag dag = *BuildOpDag(graph);
   const BlockGraph block = *BlockGraph::Build(graph, dag.order);
   FnSource source(testing::RandomOracle(graph, 1));
-  DpOptions options;
-  options.max_states = 2;
-  EXPECT_EQ(SolveBlock(block, options, source).status().code(),
-            absl::StatusCode::kResourceExhausted);
-  options.max_states = 0;
-  options.bounds = {0, 8};
-  EXPECT_EQ(SolveBlock(block, options, source).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  ExpectStateCapAndBadBounds([&](const DpOptions& options) {
+    return SolveBlock(block, options, source).status().code();
+  });
 }
 
 TEST(BlockDpTest, OracleErrorsPropagate) {
@@ -265,14 +272,9 @@ TEST(BlockDpTest, SolveBlocksRejectsOtherShapesAndKeepsBudgets) {
   EXPECT_EQ(solved.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(solved.status().message()), ::testing::HasSubstr("shape"));
   const BlockGraph* const twice[] = {&block_a, &block_a};
-  DpOptions options;
-  options.max_states = 2;
-  EXPECT_EQ(SolveBlocks(twice, options, source).status().code(),
-            absl::StatusCode::kResourceExhausted);
-  options.max_states = 0;
-  options.bounds = {0, 8};
-  EXPECT_EQ(SolveBlocks(twice, options, source).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  ExpectStateCapAndBadBounds([&](const DpOptions& options) {
+    return SolveBlocks(twice, options, source).status().code();
+  });
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ StatusOr<SimStage> BuildSimStage(const graph::Graph& graph, const scheduler::ios
                                  SimStageKey key = SimStageKey::kContent);
 
 // BuildSimStage for a stage already validated against `graph` (a backend's
-// DoBuild gets valid stages; validating again cost a tenth of a search's
-// measuring).
+// DoBuild gets stages Backend::Build has validated), without validating it
+// again.
 SimStage CostSimStage(const graph::Graph& graph, const scheduler::ios::Stage& stage,
                       const SimDeviceModel& model, SimStageKey key = SimStageKey::kContent);
 
