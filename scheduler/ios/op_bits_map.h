@@ -6,21 +6,22 @@
 // Callers pass the key's hash (OpBits::Hash) so it is computed once, and can
 // Prefetch a slot well before they look it up: the DP's tables are far larger
 // than the caches, and batching lookups behind prefetches hides most of the
-// memory latency. Slots are trivially copyable; V must be too. Pointers returned by Find/Insert are valid until the next
-// Insert. Not thread-safe.
+// memory latency. Tables of 2 MiB and more live in a TableMapping
+// (table_mapping.h) on huge pages and double in place (GrowInPlace). Slots
+// are trivially copyable; V must be too. Pointers returned by Find/Insert
+// are valid until the next Insert. Not thread-safe.
 #ifndef IOSFARM_SCHEDULER_IOS_OP_BITS_MAP_H_
 #define IOSFARM_SCHEDULER_IOS_OP_BITS_MAP_H_
-
-#include <sys/mman.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "scheduler/ios/op_bits.h"
+#include "scheduler/ios/table_mapping.h"
 
 namespace iosfarm::scheduler::ios {
 
@@ -28,7 +29,7 @@ template <int W, typename V>
 class OpBitsMap {
  public:
   OpBitsMap() { Rehash(kInitialCapacity); }
-  ~OpBitsMap() { Release(slots_, capacity_); }
+  ~OpBitsMap() { Release(slots_, mapping_); }
   OpBitsMap(const OpBitsMap&) = delete;
   OpBitsMap& operator=(const OpBitsMap&) = delete;
 
@@ -36,6 +37,8 @@ class OpBitsMap {
   size_t capacity() const { return capacity_; }
   // Bytes held by the table.
   size_t memory_bytes() const { return capacity_ * sizeof(Slot); }
+  // Where the slots are (a table that grows in place keeps it).
+  const void* data() const { return slots_; }
   // Bytes a table holds after `n` inserts.
   static size_t BytesFor(size_t n) {
     size_t capacity = kInitialCapacity;
@@ -77,47 +80,91 @@ class OpBitsMap {
     V value;
   };
 
-  // Slots live in zeroed memory (an all-zero slot is free); tables of 2 MiB
-  // and more ask for transparent huge pages: the DP probes them at random,
-  // and with 4 KiB pages nearly every probe would also miss the TLB.
-  static Slot* Allocate(size_t capacity) {
+  // Slots live in zeroed memory (an all-zero slot is free): on the heap,
+  // or in *mapping for tables of kMappedTableBytes and more.
+  static Slot* Allocate(size_t capacity, TableMapping* mapping) {
     const size_t bytes = capacity * sizeof(Slot);
-    constexpr size_t kHuge = size_t{2} << 20;
-    if (bytes >= kHuge) {
-      void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
-      if (p == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-      madvise(p, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);
-#endif
-      std::memset(p, 0, bytes);
-      return static_cast<Slot*>(p);
+    if (bytes >= kMappedTableBytes) {
+      *mapping = MapTable(bytes);
+      return static_cast<Slot*>(mapping->data);
     }
+    *mapping = TableMapping();
     void* p = std::calloc(capacity, sizeof(Slot));
     if (p == nullptr) throw std::bad_alloc();
     return static_cast<Slot*>(p);
   }
-  static void Release(Slot* slots, size_t) { std::free(slots); }
+  static void Release(Slot* slots, TableMapping& mapping) {
+    if (mapping.data != nullptr) {
+      UnmapTable(mapping);
+    } else {
+      std::free(slots);
+    }
+  }
+
+  // Places `slot` (its key absent) by linear probing.
+  void Place(const Slot& slot) {
+    for (size_t i = slot.key.Hash() & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].key.Empty()) {
+        slots_[i] = slot;
+        return;
+      }
+    }
+  }
 
   void Rehash(size_t capacity) {
+    if (mapping_.data != nullptr && capacity == 2 * capacity_ &&
+        GrowTable(mapping_, capacity * sizeof(Slot))) {
+      GrowInPlace();
+      return;
+    }
     Slot* old = slots_;
     const size_t old_capacity = capacity_;
-    slots_ = Allocate(capacity);
+    TableMapping old_mapping = mapping_;
+    slots_ = Allocate(capacity, &mapping_);
     capacity_ = capacity;
     mask_ = capacity - 1;
     for (size_t k = 0; k < old_capacity; ++k) {
-      const Slot& slot = old[k];
-      if (slot.key.Empty()) continue;
-      for (size_t i = slot.key.Hash() & mask_;; i = (i + 1) & mask_) {
-        if (slots_[i].key.Empty()) {
-          slots_[i] = slot;
-          break;
-        }
-      }
+      if (!old[k].key.Empty()) Place(old[k]);
     }
-    Release(old, old_capacity);
+    if (old != nullptr) Release(old, old_mapping);
+  }
+
+  // Doubles the table in place (the upper half committed and zero). Each
+  // run of used slots (up to a free one) is taken out and placed again
+  // with the new mask. A key's new home is its old one or that plus the
+  // old capacity, so the keys of a run land inside the run's own slots or
+  // their mirror in the upper half (at most as many keys start at or after
+  // any slot of the run as the run has slots from there on), where they
+  // neither cross a run not placed yet nor lie on the path of a key placed
+  // before. The runs are visited once around the old table from a free
+  // slot, so a run that wraps past its end is taken whole.
+  void GrowInPlace() {
+    const size_t old_capacity = capacity_;
+    capacity_ *= 2;
+    mask_ = capacity_ - 1;
+    size_t free = 0;
+    while (!slots_[free].key.Empty()) ++free;  // the table is at most 3/4 full
+    std::vector<Slot> run;
+    size_t seen = 0;
+    size_t i = (free + 1) & (old_capacity - 1);
+    while (seen < old_capacity - 1) {
+      if (slots_[i].key.Empty()) {
+        ++seen;
+        i = (i + 1) & (old_capacity - 1);
+        continue;
+      }
+      run.clear();
+      for (; !slots_[i].key.Empty(); i = (i + 1) & (old_capacity - 1)) {
+        run.push_back(slots_[i]);
+        slots_[i] = Slot();
+      }
+      seen += run.size();
+      for (const Slot& slot : run) Place(slot);
+    }
   }
 
   Slot* slots_ = nullptr;
+  TableMapping mapping_;  // of a mapped table
   size_t capacity_ = 0;
   size_t mask_ = 0;
   size_t size_ = 0;

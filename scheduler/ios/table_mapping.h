@@ -1,0 +1,51 @@
+// TableMapping: memory for hash tables far larger than the caches (the
+// DP's ending table: 0.5-1 GiB for a NASNet-A cell), mapped on transparent
+// huge pages inside a reservation of address space, so that a table that
+// doubles grows in place.
+//
+// Why: a table that doubles into a fresh buffer asks for about twice its
+// final size in fresh pages and, while it copies, holds the old buffer
+// beside the new one. A fresh page costs a fault and the kernel's zeroing:
+// on our 2-core KVM guest a NASNet-A search took 8.3 GiB of fresh huge
+// pages, 16 s of its 156 s of CPU (docs/benchmarks.md). Growing in place
+// faults in only the new half, and the peak is the final table.
+//
+// The reservation is address space only (PROT_NONE, no memory, not
+// counted against overcommit); pages become readable and writable as the
+// table commits them. Where the kernel refuses the reservation (a limit on
+// address space), the mapping is exactly the size asked for and cannot
+// grow in place.
+#ifndef IOSFARM_SCHEDULER_IOS_TABLE_MAPPING_H_
+#define IOSFARM_SCHEDULER_IOS_TABLE_MAPPING_H_
+
+#include <cstddef>
+
+namespace iosfarm::scheduler::ios {
+
+// Tables this large and above are mapped (smaller ones live on the heap).
+inline constexpr size_t kMappedTableBytes = size_t{2} << 20;
+
+// Address space reserved per mapping: tables grow in place up to this.
+inline constexpr size_t kTableReserveBytes = size_t{64} << 30;
+
+struct TableMapping {
+  void* data = nullptr;
+  size_t committed = 0;  // readable, writable and zero when mapped
+  size_t reserved = 0;
+};
+
+// A mapping of `bytes` (rounded up to 2 MiB) of zeroed memory, 2 MiB
+// aligned. Throws std::bad_alloc when the kernel refuses it.
+TableMapping MapTable(size_t bytes);
+
+// Commits `m` up to `bytes` (the new part zero) without moving it; false
+// (and `m` unchanged) when that is past its reservation or the kernel
+// refuses.
+bool GrowTable(TableMapping& m, size_t bytes);
+
+// Unmaps `m` (a default TableMapping: nothing).
+void UnmapTable(TableMapping& m);
+
+}  // namespace iosfarm::scheduler::ios
+
+#endif  // IOSFARM_SCHEDULER_IOS_TABLE_MAPPING_H_
