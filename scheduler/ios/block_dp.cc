@@ -375,9 +375,19 @@ template <int W>
 StatusOr<std::vector<BlockSolution>> SolveShared(absl::Span<const BlockGraph* const> blocks,
                                                  const DpOptions& options,
                                                  LatencySource& latencies) {
-  static_assert(kMaxSharedBlocks == 3);
-  return blocks.size() == 2 ? Solve<W, 2>(blocks, options, latencies)
-                            : Solve<W, 3>(blocks, options, latencies);
+  static_assert(kMaxSharedBlocks == 6);
+  switch (blocks.size()) {
+    case 2:
+      return Solve<W, 2>(blocks, options, latencies);
+    case 3:
+      return Solve<W, 3>(blocks, options, latencies);
+    case 4:
+      return Solve<W, 4>(blocks, options, latencies);
+    case 5:
+      return Solve<W, 5>(blocks, options, latencies);
+    default:
+      return Solve<W, 6>(blocks, options, latencies);
+  }
 }
 
 // CountStates for width W: a depth-first walk that removes one sink at a

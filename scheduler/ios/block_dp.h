@@ -136,7 +136,7 @@ bool SameShape(const BlockGraph& a, const BlockGraph& b);
 int64_t CountStates(const BlockGraph& block, int64_t cap);
 
 // Blocks SolveBlocks walks together, at most.
-inline constexpr size_t kMaxSharedBlocks = 3;
+inline constexpr size_t kMaxSharedBlocks = 6;
 
 // How SolveBlocks cuts `count` blocks of one shape into walks: the fewest
 // pieces of at most kMaxSharedBlocks, as even as can be; the end index of

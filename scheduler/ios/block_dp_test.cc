@@ -172,12 +172,13 @@ TEST(BlockDpTest, SolveBlocksEqualsSolveBlockPerBlock) {
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     const int n = 2 + static_cast<int>(seed % 11);
     std::vector<graph::Graph> graphs;
-    for (int spatial : {8, 6, 10, 8, 5, 7})
+    for (int spatial : {8, 6, 10, 8, 5, 7, 9, 4})
       graphs.push_back(testing::RandomDag(seed * 31, n, spatial));
     std::vector<BlockGraph> blocks;
     for (const graph::Graph& g : graphs)
       blocks.push_back(*BlockGraph::Build(g, BuildOpDag(g)->order));
-    const int count = 2 + static_cast<int>(seed % 5);  // 2..6 blocks: pieces past 4
+    // 2..8 blocks: several pieces past kMaxSharedBlocks (6).
+    const int count = 2 + static_cast<int>(seed % 7);
     std::vector<const BlockGraph*> pointers;
     for (int k = 0; k < count; ++k) {
       ASSERT_TRUE(SameShape(blocks[0], blocks[k]));
