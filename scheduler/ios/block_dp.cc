@@ -55,9 +55,9 @@ class BlockDp {
       // Read the schedule back from the argmins (they give the last stage first).
       OpBits<W> remaining = all;
       while (!remaining.Empty()) {
-        const StateValue& state = *states_.Find(remaining, remaining.Hash());
-        const OpBits<W>& best = state.best[k];
-        const bool merge = state.merge[k] != 0;
+        const Choice& choice = *choices_.Find(remaining, remaining.Hash());
+        const OpBits<W>& best = choice.best[k];
+        const bool merge = choice.merge[k] != 0;
         PlannedStage planned;
         planned.stage = stages_[k].BuildStage(
             best, merge ? Strategy::kMerge : Strategy::kConcurrent, &planned.signature);
@@ -70,16 +70,18 @@ class BlockDp {
         remaining = remaining.Minus(best);
       }
       std::reverse(solution.stages.begin(), solution.stages.end());
-      solution.latency_ms = states_.Find(all, all.Hash())->cost[k];
+      solution.latency_ms = (*states_.Find(all, all.Hash()))[k];
     }
     return solutions;
   }
 
  private:
   using Costs = std::array<double, K>;
-  struct StateValue {
-    Costs cost{};
-    OpBits<W> best[K];  // the last stage of each block's best schedule of this state
+  // A state's argmins, per block: the last stage of its best schedule and
+  // whether it is merged. Apart from the costs (states_), which the walk
+  // probes for every transition, so that their table is half as large.
+  struct Choice {
+    OpBits<W> best[K];
     uint8_t merge[K] = {};
   };
   // An ending's cost as the last stage, per block: its concurrent latency
@@ -92,8 +94,7 @@ class BlockDp {
   };
   // A state's and a mergeable ending's values in the pass of one block
   // (MemoryBytes).
-  struct SingleState {
-    double cost;
+  struct SingleChoice {
     OpBits<W> best;
     uint8_t merge;
   };
@@ -173,8 +174,8 @@ class BlockDp {
       const OpBits<W> child = remaining.Minus(sc.endings[i]);
       Costs child_cost{};
       if (!child.Empty()) {
-        const StateValue* state = states_.Find(child, sc.hashes[i]);
-        child_cost = state != nullptr ? state->cost : Visit(child, depth + 1);
+        const Costs* known = states_.Find(child, sc.hashes[i]);
+        child_cost = known != nullptr ? *known : Visit(child, depth + 1);
         if (!status_.ok()) return {};
       }
       // child + min(concurrent, merge) is the smaller of the two sums (a
@@ -189,21 +190,22 @@ class BlockDp {
         }
       }
     }
-    StateValue state;
-    state.cost = best;
+    Choice choice;
     for (int k = 0; k < K; ++k) {
       const OpBits<W>& ending = sc.endings[best_index[k]];
-      state.best[k] = ending;
+      choice.best[k] = ending;
       // The merge wins where its sum is strictly the smaller (ties go to the
       // concurrent stage).
       if (merges_[k] > 0) {
         if (const MergeValue* both = mergeable_.Find(ending, ending.Hash())) {
-          state.merge[k] = best_child[k] + KnownOr0(both->merge_latency[k]) <
+          choice.merge[k] = best_child[k] + KnownOr0(both->merge_latency[k]) <
                            best_child[k] + KnownOr0(both->latency[k]);
         }
       }
     }
-    states_.Insert(remaining, remaining.Hash(), state);
+    const uint64_t hash = remaining.Hash();
+    states_.Insert(remaining, hash, best);
+    choices_.Insert(remaining, hash, choice);
     return best;
   }
 
@@ -240,7 +242,8 @@ class BlockDp {
   // The walk itself holds less than its blocks' passes together (one key
   // per slot for K values).
   int64_t MemoryBytes() const {
-    size_t bytes = states_.capacity() * (sizeof(OpBits<W>) + sizeof(SingleState)) +
+    size_t bytes = states_.capacity() * (2 * sizeof(OpBits<W>) + sizeof(double) +
+                                         sizeof(SingleChoice)) +
                    endings_.capacity() * (sizeof(OpBits<W>) + sizeof(double));
     size_t most_merges = 0, most_groups = 0;
     for (int k = 0; k < K; ++k) {
@@ -352,7 +355,8 @@ class BlockDp {
   std::vector<Signature> batch_signatures_;
   std::vector<BatchItem> batch_items_;
   std::vector<std::optional<double>> batch_latencies_;
-  OpBitsMap<W, StateValue> states_;
+  OpBitsMap<W, Costs> states_;
+  OpBitsMap<W, Choice> choices_;  // the same keys as states_
   OpBitsMap<W, EndingValue> endings_;
   OpBitsMap<W, MergeValue> mergeable_;  // the mergeable endings' two latencies
   int64_t merges_[K] = {};
