@@ -199,7 +199,7 @@ class BlockDp {
       if (merges_[k] > 0) {
         if (const MergeValue* both = mergeable_.Find(ending, ending.Hash())) {
           choice.merge[k] = best_child[k] + KnownOr0(both->merge_latency[k]) <
-                           best_child[k] + KnownOr0(both->latency[k]);
+                            best_child[k] + KnownOr0(both->latency[k]);
         }
       }
     }
@@ -242,9 +242,9 @@ class BlockDp {
   // The walk itself holds less than its blocks' passes together (one key
   // per slot for K values).
   int64_t MemoryBytes() const {
-    size_t bytes = states_.capacity() * (2 * sizeof(OpBits<W>) + sizeof(double) +
-                                         sizeof(SingleChoice)) +
-                   endings_.capacity() * (sizeof(OpBits<W>) + sizeof(double));
+    size_t bytes =
+        states_.capacity() * (2 * sizeof(OpBits<W>) + sizeof(double) + sizeof(SingleChoice)) +
+        endings_.capacity() * (sizeof(OpBits<W>) + sizeof(double));
     size_t most_merges = 0, most_groups = 0;
     for (int k = 0; k < K; ++k) {
       most_merges = std::max(most_merges, static_cast<size_t>(merges_[k]));
