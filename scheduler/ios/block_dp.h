@@ -152,9 +152,11 @@ std::vector<size_t> SharedPieceEnds(size_t count);
 // the tables; the stages' signatures and latencies stay per block. Every
 // budget applies as to one block's pass (the walk's states, transitions and
 // steps are each block's; max_bytes is checked against what the largest of
-// its blocks' passes would hold, so the walk stops where one of them would,
-// and a walk of K blocks holds up to about K times max_bytes, a little less
-// than their passes together). Wider blocks are solved one after the other.
+// its blocks' passes would hold, so the walk stops where one of them would;
+// the walk itself holds less than its blocks' passes together, one key per
+// slot for K values: its ending table, the largest, up to (K + 1) / 2 times
+// a pass's, 3.5 times at six blocks). Wider blocks are solved one after
+// the other.
 // A budget error or the source's error ends the call.
 StatusOr<std::vector<BlockSolution>> SolveBlocks(absl::Span<const BlockGraph* const> blocks,
                                                  const DpOptions& options,

@@ -1,6 +1,10 @@
 #include "scheduler/ios/op_bits_map.h"
 
+#include <sys/resource.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <random>
 #include <vector>
 
@@ -26,23 +30,35 @@ OpBits<W> RandomKey(std::mt19937_64& rng) {
 
 // Every key of `keys` maps to its index; keys never inserted are absent.
 template <int W, typename V>
-void ExpectHolds(OpBitsMap<W, V>& map, const std::vector<OpBits<W>>& keys, std::mt19937_64& rng) {
-  ASSERT_EQ(map.size(), keys.size());
+bool HoldsAll(OpBitsMap<W, V>& map, const std::vector<OpBits<W>>& keys, std::mt19937_64& rng) {
+  if (map.size() != keys.size()) return false;
   for (size_t i = 0; i < keys.size(); ++i) {
     const V* value = map.Find(keys[i], keys[i].Hash());
-    ASSERT_NE(value, nullptr) << "key " << i << " of " << keys.size() << " lost";
-    ASSERT_EQ(value->index, static_cast<int64_t>(i));
+    if (value == nullptr || value->index != static_cast<int64_t>(i)) return false;
   }
   for (int i = 0; i < 1000; ++i) {
     const OpBits<W> absent = RandomKey<W>(rng);  // 2^-64 odds of a collision
-    ASSERT_EQ(map.Find(absent, absent.Hash()), nullptr);
+    if (map.Find(absent, absent.Hash()) != nullptr) return false;
   }
+  return true;
+}
+
+template <int W, typename V>
+void ExpectHolds(OpBitsMap<W, V>& map, const std::vector<OpBits<W>>& keys, std::mt19937_64& rng) {
+  EXPECT_TRUE(HoldsAll(map, keys, rng)) << keys.size() << " keys";
+}
+
+// Under ulimit -v tables reserve no room to grow in place (table_mapping.h).
+bool AddressSpaceLimited() {
+  rlimit limit{};
+  return getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur != RLIM_INFINITY;
 }
 
 // Inserts random keys until the table is mapped (kMappedTableBytes and
 // more), then doubles it twice more: in place, every key still found.
 template <int W, typename V>
 void GrowsInPlace() {
+  if (AddressSpaceLimited()) GTEST_SKIP() << "address space limited (ulimit -v): no growth in place";
   std::mt19937_64 rng(7);
   OpBitsMap<W, V> map;
   std::vector<OpBits<W>> keys;
@@ -69,6 +85,7 @@ TEST(OpBitsMapTest, GrowsInPlaceTwoWords) { GrowsInPlace<2, Wide>(); }
 // when the table doubles in place (its keys' new homes are at the end of
 // the old half and at the end of the new one).
 TEST(OpBitsMapTest, GrowingKeepsARunThatWrapsPastTheEnd) {
+  if (AddressSpaceLimited()) GTEST_SKIP() << "address space limited (ulimit -v): no growth in place";
   std::mt19937_64 rng(11);
   OpBitsMap<1, Wide> map;
   std::vector<OpBits<1>> keys;
@@ -92,6 +109,36 @@ TEST(OpBitsMapTest, GrowingKeepsARunThatWrapsPastTheEnd) {
   while (map.capacity() == capacity) insert(RandomKey<1>(rng));
   EXPECT_EQ(map.data(), mapped_at);
   ExpectHolds(map, keys, rng);
+}
+
+// Sets a limit on address space (ulimit -v), doubles a mapped table and
+// exits 0 when it copied itself into a new mapping (no room reserved to
+// grow in place) with every key.
+[[noreturn]] void GrowUnderAnAddressSpaceLimit() {
+  size_t pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;  // the address space in use
+  const rlim_t bytes = static_cast<rlim_t>(pages) * 4096 + (rlim_t{1} << 30);
+  const rlimit limit{bytes, bytes};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) std::exit(2);
+  std::mt19937_64 rng(13);
+  OpBitsMap<1, Wide> map;
+  std::vector<OpBits<1>> keys;
+  auto insert = [&](const OpBits<1>& key) {
+    map.Insert(key, key.Hash(), Wide{static_cast<int64_t>(keys.size())});
+    keys.push_back(key);
+  };
+  while (map.memory_bytes() < kMappedTableBytes) insert(RandomKey<1>(rng));
+  const void* mapped_at = map.data();
+  const size_t capacity = map.capacity();
+  while (map.capacity() == capacity) insert(RandomKey<1>(rng));
+  if (map.data() == mapped_at) std::exit(3);  // grew in place: it reserved room
+  std::exit(HoldsAll(map, keys, rng) ? 0 : 4);
+}
+
+// Under a limit on address space no room is reserved: a mapped table is
+// mapped to size and copies itself when it doubles, keeping every key.
+TEST(OpBitsMapTest, GrowsByCopyingUnderAnAddressSpaceLimit) {
+  EXPECT_EXIT(GrowUnderAnAddressSpaceLimit(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

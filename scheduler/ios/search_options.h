@@ -85,7 +85,9 @@ struct SearchOptions {
   // Threads that solve blocks side by side when the search measures on the
   // spot (SearchSession::RunInline, RunSearch), 1..256. Each solves whole
   // blocks (and boundary windows; blocks of one shape together, SolveBlocks)
-  // with its own tables, so each may hold up to budget.max_bytes_per_pass;
+  // with its own tables, so each may hold up to budget.max_bytes_per_pass
+  // (up to 3.5 times that in a walk of six blocks of one shape, block_dp.h;
+  // NASNet-A's six normal cells: 1.8 GiB);
   // the latency function is then called from several of them at once (never
   // twice for one signature) and must be thread-safe (a backend profiles one
   // stage at a time itself, backend.h). The schedule and every statistic are

@@ -1,6 +1,7 @@
 #include "scheduler/ios/table_mapping.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -27,13 +28,24 @@ void* MapAligned(size_t size, int prot, int flags) {
   return reinterpret_cast<void*>(aligned);
 }
 
+// Whether address space may be reserved beyond what is used: not under a
+// limit on it (ulimit -v), where reservations would eat into what the rest
+// of the process may map.
+bool MayReserve() {
+  static const bool may = [] {
+    rlimit limit{};
+    return getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur == RLIM_INFINITY;
+  }();
+  return may;
+}
+
 }  // namespace
 
 TableMapping MapTable(size_t bytes) {
   const size_t size = RoundUp(bytes);
   TableMapping m;
   const size_t reserve = std::max(size, kTableReserveBytes);
-  if (void* p = MapAligned(reserve, PROT_NONE, MAP_NORESERVE)) {
+  if (void* p = MayReserve() ? MapAligned(reserve, PROT_NONE, MAP_NORESERVE) : nullptr) {
     if (mprotect(p, size, PROT_READ | PROT_WRITE) == 0) {
       m = {p, size, reserve};
     } else {

@@ -12,9 +12,9 @@
 //
 // The reservation is address space only (PROT_NONE, no memory, not
 // counted against overcommit); pages become readable and writable as the
-// table commits them. Where the kernel refuses the reservation (a limit on
-// address space), the mapping is exactly the size asked for and cannot
-// grow in place.
+// table commits them. Under a limit on address space (ulimit -v), or where
+// the kernel refuses the reservation, the mapping is exactly the size asked
+// for and a table that grows copies itself into a new one.
 #ifndef IOSFARM_SCHEDULER_IOS_TABLE_MAPPING_H_
 #define IOSFARM_SCHEDULER_IOS_TABLE_MAPPING_H_
 
