@@ -58,7 +58,8 @@ bool AddressSpaceLimited() {
 // more), then doubles it twice more: in place, every key still found.
 template <int W, typename V>
 void GrowsInPlace() {
-  if (AddressSpaceLimited()) GTEST_SKIP() << "address space limited (ulimit -v): no growth in place";
+  if (AddressSpaceLimited())
+    GTEST_SKIP() << "address space limited (ulimit -v): no growth in place";
   std::mt19937_64 rng(7);
   OpBitsMap<W, V> map;
   std::vector<OpBits<W>> keys;
@@ -85,7 +86,8 @@ TEST(OpBitsMapTest, GrowsInPlaceTwoWords) { GrowsInPlace<2, Wide>(); }
 // when the table doubles in place (its keys' new homes are at the end of
 // the old half and at the end of the new one).
 TEST(OpBitsMapTest, GrowingKeepsARunThatWrapsPastTheEnd) {
-  if (AddressSpaceLimited()) GTEST_SKIP() << "address space limited (ulimit -v): no growth in place";
+  if (AddressSpaceLimited())
+    GTEST_SKIP() << "address space limited (ulimit -v): no growth in place";
   std::mt19937_64 rng(11);
   OpBitsMap<1, Wide> map;
   std::vector<OpBits<1>> keys;
