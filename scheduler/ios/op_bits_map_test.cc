@@ -28,25 +28,42 @@ OpBits<W> RandomKey(std::mt19937_64& rng) {
   return key;
 }
 
-// Every key of `keys` maps to its index; keys never inserted are absent.
-template <int W, typename V>
-bool HoldsAll(OpBitsMap<W, V>& map, const std::vector<OpBits<W>>& keys, std::mt19937_64& rng) {
-  if (map.size() != keys.size()) return false;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const V* value = map.Find(keys[i], keys[i].Hash());
-    if (value == nullptr || value->index != static_cast<int64_t>(i)) return false;
-  }
-  for (int i = 0; i < 1000; ++i) {
-    const OpBits<W> absent = RandomKey<W>(rng);  // 2^-64 odds of a collision
-    if (map.Find(absent, absent.Hash()) != nullptr) return false;
-  }
-  return true;
-}
+// A table with the keys inserted so far (key i maps to index i).
+template <int W>
+struct Filled {
+  explicit Filled(uint64_t seed) : rng(seed) {}
 
-template <int W, typename V>
-void ExpectHolds(OpBitsMap<W, V>& map, const std::vector<OpBits<W>>& keys, std::mt19937_64& rng) {
-  EXPECT_TRUE(HoldsAll(map, keys, rng)) << keys.size() << " keys";
-}
+  void Insert(const OpBits<W>& key) {
+    map.Insert(key, key.Hash(), Wide{static_cast<int64_t>(keys.size())});
+    keys.push_back(key);
+  }
+  // Random keys until the table is mapped (kMappedTableBytes and more).
+  void FillUntilMapped() {
+    while (map.memory_bytes() < kMappedTableBytes) Insert(RandomKey<W>(rng));
+  }
+  // Random keys until the table doubles.
+  void Double() {
+    const size_t capacity = map.capacity();
+    while (map.capacity() == capacity) Insert(RandomKey<W>(rng));
+  }
+  // Every key maps to its index; keys never inserted are absent.
+  bool HoldsAll() {
+    if (map.size() != keys.size()) return false;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const Wide* value = map.Find(keys[i], keys[i].Hash());
+      if (value == nullptr || value->index != static_cast<int64_t>(i)) return false;
+    }
+    for (int i = 0; i < 1000; ++i) {
+      const OpBits<W> absent = RandomKey<W>(rng);  // 2^-64 odds of a collision
+      if (map.Find(absent, absent.Hash()) != nullptr) return false;
+    }
+    return true;
+  }
+
+  std::mt19937_64 rng;
+  OpBitsMap<W, Wide> map;
+  std::vector<OpBits<W>> keys;
+};
 
 // Under ulimit -v tables reserve no room to grow in place (table_mapping.h).
 bool AddressSpaceLimited() {
@@ -54,33 +71,26 @@ bool AddressSpaceLimited() {
   return getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur != RLIM_INFINITY;
 }
 
-// Inserts random keys until the table is mapped (kMappedTableBytes and
-// more), then doubles it twice more: in place, every key still found.
-template <int W, typename V>
+// Inserts random keys until the table is mapped, then doubles it twice
+// more: in place, every key still found.
+template <int W>
 void GrowsInPlace() {
   if (AddressSpaceLimited())
     GTEST_SKIP() << "address space limited (ulimit -v): no growth in place";
-  std::mt19937_64 rng(7);
-  OpBitsMap<W, V> map;
-  std::vector<OpBits<W>> keys;
-  auto insert = [&](const OpBits<W>& key) {
-    map.Insert(key, key.Hash(), V{static_cast<int64_t>(keys.size())});
-    keys.push_back(key);
-  };
-  while (map.memory_bytes() < kMappedTableBytes) insert(RandomKey<W>(rng));
-  ExpectHolds(map, keys, rng);
-  const void* mapped_at = map.data();
+  Filled<W> table(7);
+  table.FillUntilMapped();
+  EXPECT_TRUE(table.HoldsAll());
+  const void* mapped_at = table.map.data();
   for (int doubling = 0; doubling < 2; ++doubling) {
-    const size_t capacity = map.capacity();
-    while (map.capacity() == capacity) insert(RandomKey<W>(rng));
-    EXPECT_EQ(map.data(), mapped_at) << "the table moved instead of growing in place";
-    ExpectHolds(map, keys, rng);
+    table.Double();
+    EXPECT_EQ(table.map.data(), mapped_at) << "the table moved instead of growing in place";
+    EXPECT_TRUE(table.HoldsAll()) << table.keys.size() << " keys";
   }
 }
 
-TEST(OpBitsMapTest, GrowsInPlaceOneWord) { GrowsInPlace<1, Wide>(); }
+TEST(OpBitsMapTest, GrowsInPlaceOneWord) { GrowsInPlace<1>(); }
 
-TEST(OpBitsMapTest, GrowsInPlaceTwoWords) { GrowsInPlace<2, Wide>(); }
+TEST(OpBitsMapTest, GrowsInPlaceTwoWords) { GrowsInPlace<2>(); }
 
 // A run of used slots that wraps past the end of the table is moved whole
 // when the table doubles in place (its keys' new homes are at the end of
@@ -88,29 +98,23 @@ TEST(OpBitsMapTest, GrowsInPlaceTwoWords) { GrowsInPlace<2, Wide>(); }
 TEST(OpBitsMapTest, GrowingKeepsARunThatWrapsPastTheEnd) {
   if (AddressSpaceLimited())
     GTEST_SKIP() << "address space limited (ulimit -v): no growth in place";
-  std::mt19937_64 rng(11);
-  OpBitsMap<1, Wide> map;
-  std::vector<OpBits<1>> keys;
-  auto insert = [&](const OpBits<1>& key) {
-    map.Insert(key, key.Hash(), Wide{static_cast<int64_t>(keys.size())});
-    keys.push_back(key);
-  };
-  while (map.memory_bytes() < kMappedTableBytes) insert(RandomKey<1>(rng));
-  const size_t capacity = map.capacity();
-  const void* mapped_at = map.data();
+  Filled<1> table(11);
+  table.FillUntilMapped();
+  const size_t capacity = table.map.capacity();
+  const void* mapped_at = table.map.data();
   // Keys whose home is one of the last four slots, more than fit there.
   int wrapping = 0;
   while (wrapping < 24) {
-    const OpBits<1> key = RandomKey<1>(rng);
+    const OpBits<1> key = RandomKey<1>(table.rng);
     if ((key.Hash() & (capacity - 1)) < capacity - 4) continue;
-    insert(key);
+    table.Insert(key);
     ++wrapping;
   }
-  ASSERT_EQ(map.capacity(), capacity) << "grew before the run was built";
-  ExpectHolds(map, keys, rng);
-  while (map.capacity() == capacity) insert(RandomKey<1>(rng));
-  EXPECT_EQ(map.data(), mapped_at);
-  ExpectHolds(map, keys, rng);
+  ASSERT_EQ(table.map.capacity(), capacity) << "grew before the run was built";
+  EXPECT_TRUE(table.HoldsAll());
+  table.Double();
+  EXPECT_EQ(table.map.data(), mapped_at);
+  EXPECT_TRUE(table.HoldsAll());
 }
 
 // Sets a limit on address space (ulimit -v), doubles a mapped table and
@@ -122,19 +126,12 @@ TEST(OpBitsMapTest, GrowingKeepsARunThatWrapsPastTheEnd) {
   const rlim_t bytes = static_cast<rlim_t>(pages) * 4096 + (rlim_t{1} << 30);
   const rlimit limit{bytes, bytes};
   if (setrlimit(RLIMIT_AS, &limit) != 0) std::exit(2);
-  std::mt19937_64 rng(13);
-  OpBitsMap<1, Wide> map;
-  std::vector<OpBits<1>> keys;
-  auto insert = [&](const OpBits<1>& key) {
-    map.Insert(key, key.Hash(), Wide{static_cast<int64_t>(keys.size())});
-    keys.push_back(key);
-  };
-  while (map.memory_bytes() < kMappedTableBytes) insert(RandomKey<1>(rng));
-  const void* mapped_at = map.data();
-  const size_t capacity = map.capacity();
-  while (map.capacity() == capacity) insert(RandomKey<1>(rng));
-  if (map.data() == mapped_at) std::exit(3);  // grew in place: it reserved room
-  std::exit(HoldsAll(map, keys, rng) ? 0 : 4);
+  Filled<1> table(13);
+  table.FillUntilMapped();
+  const void* mapped_at = table.map.data();
+  table.Double();
+  if (table.map.data() == mapped_at) std::exit(3);  // grew in place: it reserved room
+  std::exit(table.HoldsAll() ? 0 : 4);
 }
 
 // Under a limit on address space no room is reserved: a mapped table is
