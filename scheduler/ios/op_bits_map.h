@@ -69,14 +69,10 @@ class OpBitsMap {
   V* Insert(const OpBits<W>& key, uint64_t hash, const V& value) {
     if (4 * (size_ + 1) > 3 * capacity_) Rehash(2 * capacity_);
     ++size_;
-    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      Slot& slot = slots_[i];
-      if (slot.key.Empty()) {
-        slot.key = key;
-        slot.value = value;
-        return &slot.value;
-      }
-    }
+    Slot& slot = FreeSlot(hash);
+    slot.key = key;
+    slot.value = value;
+    return &slot.value;
   }
 
  private:
@@ -107,15 +103,14 @@ class OpBitsMap {
     }
   }
 
-  // Places `slot` (its key absent) by linear probing.
-  void Place(const Slot& slot) {
-    for (size_t i = slot.key.Hash() & mask_;; i = (i + 1) & mask_) {
-      if (slots_[i].key.Empty()) {
-        slots_[i] = slot;
-        return;
-      }
+  // The first free slot from the home of `hash` (linear probing).
+  Slot& FreeSlot(uint64_t hash) {
+    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].key.Empty()) return slots_[i];
     }
   }
+  // Places `slot` (its key absent).
+  void Place(const Slot& slot) { FreeSlot(slot.key.Hash()) = slot; }
 
   void Rehash(size_t capacity) {
     if (mapping_.data != nullptr && capacity == 2 * capacity_ &&
