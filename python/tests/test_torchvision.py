@@ -2,7 +2,13 @@
 exported to ONNX by PyTorch, runs through iosfarm (cpu backend; sequential,
 greedy and IOS schedules, the IOS one from `iosfarm search` with sim
 latencies, $IOSFARM_CLI) and must compute what PyTorch's forward computes on
-the same input: numpy.allclose with rtol 1e-4, atol 1e-5."""
+the same input: numpy.allclose with rtol 1e-4 and atol 1e-5 times the largest
+|output| (at least 1). The atol is scaled because fp32 forwards that sum in
+other orders differ by about 1e-6 of the output's scale: on an AMD EPYC
+without AVX-512, PyTorch's own fp32 resnet50 forward misses a plain atol of
+1e-5 against its float64 forward (|difference| 1.9e-5 at -0.048, outputs up to
+112), and the runtime's (oneDNN) misses it against PyTorch's by 9.2e-5 at 0.2
+(docs/runtime.md)."""
 import inspect
 import os
 import subprocess
@@ -44,5 +50,6 @@ def test_matches_pytorch(name, tmp_path):
         assert session.inputs == {"input": (1, 3, size, size)}
         actual = session.run({"input": x.numpy()})["output"]
         assert actual.shape == expected.shape
-        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5,
+        scale = max(1.0, float(np.abs(expected).max()))
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale,
                                    err_msg=f"{name}, {schedule} schedule")

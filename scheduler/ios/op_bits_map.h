@@ -28,7 +28,11 @@ namespace iosfarm::scheduler::ios {
 template <int W, typename V>
 class OpBitsMap {
  public:
-  OpBitsMap() { Rehash(kInitialCapacity); }
+  // `initial_capacity`: a power of two, the slots of an empty table.
+  explicit OpBitsMap(size_t initial_capacity = kInitialCapacity)
+      : initial_capacity_(initial_capacity) {
+    Rehash(initial_capacity_);
+  }
   ~OpBitsMap() { Release(slots_, mapping_); }
   OpBitsMap(const OpBitsMap&) = delete;
   OpBitsMap& operator=(const OpBitsMap&) = delete;
@@ -63,6 +67,24 @@ class OpBitsMap {
       if (slot.key == key) return &slot.value;
       if (slot.key.Empty()) return nullptr;
     }
+  }
+
+  // Calls f(key, value) for each entry, in slot order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (size_t i = 0; i < capacity_; ++i) {
+      if (!slots_[i].key.Empty()) f(slots_[i].key, slots_[i].value);
+    }
+  }
+
+  // Removes every entry and gives the memory back (the table starts over
+  // at its initial capacity).
+  void Clear() {
+    Release(slots_, mapping_);
+    slots_ = nullptr;
+    mapping_ = TableMapping();
+    capacity_ = mask_ = size_ = 0;
+    Rehash(initial_capacity_);
   }
 
   // Inserts `key` (absent, non-empty) with `value`; returns the stored value.
@@ -164,6 +186,7 @@ class OpBitsMap {
     }
   }
 
+  size_t initial_capacity_;
   Slot* slots_ = nullptr;
   TableMapping mapping_;  // of a mapped table
   size_t capacity_ = 0;

@@ -57,7 +57,7 @@ class SearchSession::CollectingSource : public LatencySource {
     unknown_.push_back(signature);
     return std::nullopt;
   }
-  void Prefetch(Signature signature) const override { session_.latencies_.prefetch(signature); }
+  void Prefetch(Signature signature) const override { session_.latencies_.Prefetch(signature); }
   Status status() const override { return absl::OkStatus(); }
   int64_t memory_bytes() const override {
     int64_t bytes = session_.queue_bytes_ +
@@ -113,7 +113,7 @@ class SearchSession::InlineSource : public LatencySource {
     std::vector<uint8_t> inserted;
     {
       std::unique_lock<std::mutex> lock(*mu_);
-      for (Signature signature : signatures) session_.latencies_.prefetch(signature);
+      for (Signature signature : signatures) session_.latencies_.Prefetch(signature);
       for (size_t i = 0; i < signatures.size(); ++i) {
         auto [entry, fresh] = session_.Touch(signatures[i]);
         if (!std::isnan(entry->ms)) {
@@ -151,7 +151,7 @@ class SearchSession::InlineSource : public LatencySource {
       if (measured[c]) {
         latencies[claimed[c]] = Record(signature, inserted[c] != 0, *measured[c]);
       } else {
-        session_.latencies_.find(signature)->second.measuring = false;
+        session_.latencies_.Find(signature)->measuring = false;
       }
     }
     if (!claimed.empty()) measured_cv_.notify_all();
@@ -159,7 +159,7 @@ class SearchSession::InlineSource : public LatencySource {
       // Entries stay: no thread forgets latencies (ParallelInline).
       CachedLatency* entry = nullptr;
       measured_cv_.wait(lock, [&] {
-        entry = &session_.latencies_.find(signatures[i])->second;
+        entry = session_.latencies_.Find(signatures[i]);
         return !entry->measuring;
       });
       if (!std::isnan(entry->ms)) latencies[i] = entry->ms;
@@ -167,7 +167,7 @@ class SearchSession::InlineSource : public LatencySource {
   }
   // Shared, the table may be growing under another thread.
   void Prefetch(Signature signature) const override {
-    if (mu_ == nullptr) session_.latencies_.prefetch(signature);
+    if (mu_ == nullptr) session_.latencies_.Prefetch(signature);
   }
   Status status() const override {
     std::unique_lock<std::mutex> lock =
@@ -185,7 +185,7 @@ class SearchSession::InlineSource : public LatencySource {
 
   // Stores a measured latency (under the mutex when shared) and returns it.
   double Record(Signature signature, bool inserted, double latency) {
-    session_.latencies_[signature] = {latency, session_.pass_};
+    *session_.latencies_.FindOrInsert(signature, {}).first = {latency, session_.pass_, false};
     if (!inserted) session_.requested_.erase(signature);
     return latency;
   }
@@ -454,16 +454,17 @@ void SearchSession::ForgetIfOverCache() {
 }
 
 std::pair<SearchSession::CachedLatency*, bool> SearchSession::Touch(Signature signature) {
-  auto [it, inserted] = latencies_.try_emplace(signature, CachedLatency{kUnknown, pass_});
-  it->second.last_pass = pass_;
+  auto [entry, inserted] = latencies_.FindOrInsert(signature, {kUnknown, pass_, false});
+  // Written only when it changes: most lookups are of a signature this pass
+  // has seen, and a clean line need not be written back.
+  if (entry->last_pass != pass_) entry->last_pass = pass_;
   stats_.unique_signatures += inserted;
-  return {&it->second, inserted};
+  return {entry, inserted};
 }
 
 int64_t SearchSession::LatencyTableBytes() const {
   // absl's flat table: one slot and one control byte per unit of capacity.
-  return static_cast<int64_t>(latencies_.capacity() *
-                              (sizeof(std::pair<const Signature, CachedLatency>) + 1));
+  return static_cast<int64_t>(latencies_.memory_bytes());
 }
 
 void SearchSession::ForgetSolvedLatencies() {
@@ -473,12 +474,10 @@ void SearchSession::ForgetSolvedLatencies() {
       keep_from = std::min(keep_from, state.first_pass);
     }
   }
-  const int64_t before = static_cast<int64_t>(latencies_.size());
-  absl::erase_if(latencies_, [keep_from](const auto& entry) {
-    return !std::isnan(entry.second.ms) && entry.second.last_pass < keep_from;
-  });
-  latencies_.rehash(0);  // give the slots back
-  stats_.forgotten_latencies += before - static_cast<int64_t>(latencies_.size());
+  stats_.forgotten_latencies +=
+      static_cast<int64_t>(latencies_.EraseIf([keep_from](const CachedLatency& entry) {
+        return !std::isnan(entry.ms) && entry.last_pass < keep_from;
+      }));
   // What the waiting blocks need stays; forget again only once the table
   // has grown well past it (each forgetting costs a walk of the table).
   forget_at_bytes_ = 2 * LatencyTableBytes();
@@ -529,8 +528,8 @@ Status SearchSession::SplitBlock(int b) {
 }
 
 bool SearchSession::IsKnown(Signature signature) const {
-  auto it = latencies_.find(signature);
-  return it != latencies_.end() && !std::isnan(it->second.ms);
+  const CachedLatency* entry = latencies_.Find(signature);
+  return entry != nullptr && !std::isnan(entry->ms);
 }
 
 void SearchSession::MarkSolved(int b) {
@@ -633,8 +632,8 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
 
 Status SearchSession::Provide(Signature signature, double latency_ms) {
   RETURN_IF_ERROR(CheckLatency(signature, latency_ms));
-  auto [it, inserted] = latencies_.try_emplace(signature, CachedLatency{latency_ms, pass_});
-  if (!inserted && std::isnan(it->second.ms)) it->second.ms = latency_ms;
+  auto [entry, inserted] = latencies_.FindOrInsert(signature, {latency_ms, pass_, false});
+  if (!inserted && std::isnan(entry->ms)) entry->ms = latency_ms;
   stats_.unique_signatures += inserted;
   requested_.erase(signature);
   return absl::OkStatus();

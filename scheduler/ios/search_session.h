@@ -46,7 +46,6 @@
 #include <optional>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/status.h"
 #include "graph/graph.h"
@@ -55,6 +54,7 @@
 #include "scheduler/ios/blocks.h"
 #include "scheduler/ios/bounded_block_search.h"
 #include "scheduler/ios/latency_oracle.h"
+#include "scheduler/ios/latency_table.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_options.h"
 
@@ -196,13 +196,7 @@ class SearchSession {
 
  private:
   enum class BlockPhase { kNotStarted, kWaiting, kSolved };
-  // A latency (NaN while unknown) and the last DP pass that looked it up;
-  // `measuring` while a thread of SolveInParallel measures it.
-  struct CachedLatency {
-    double ms;
-    uint32_t last_pass;
-    bool measuring = false;
-  };
+  using CachedLatency = LatencyTable::Entry;
   // A block of the partition, or a boundary window (after the blocks).
   struct BlockState {
     BlockGraph graph;
@@ -320,7 +314,7 @@ class SearchSession {
   int solved_blocks_ = 0;
   // Every signature looked up or provided (but those forgotten); NaN while
   // unknown.
-  absl::flat_hash_map<Signature, CachedLatency> latencies_;
+  LatencyTable latencies_;
   uint32_t pass_ = 0;            // DP passes begun (numbering for the stamps)
   int64_t forget_at_bytes_ = 0;  // the table size that triggers forgetting next
   int64_t caller_bytes_ = 0;
