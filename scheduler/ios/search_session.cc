@@ -185,7 +185,8 @@ class SearchSession::InlineSource : public LatencySource {
 
   // Stores a measured latency (under the mutex when shared) and returns it.
   double Record(Signature signature, bool inserted, double latency) {
-    *session_.latencies_.FindOrInsert(signature, {}).first = {latency, session_.pass_, false};
+    const CachedLatency value{latency, session_.pass_, false};
+    *session_.latencies_.FindOrInsert(signature, value).first = value;
     if (!inserted) session_.requested_.erase(signature);
     return latency;
   }
@@ -463,7 +464,6 @@ std::pair<SearchSession::CachedLatency*, bool> SearchSession::Touch(Signature si
 }
 
 int64_t SearchSession::LatencyTableBytes() const {
-  // absl's flat table: one slot and one control byte per unit of capacity.
   return static_cast<int64_t>(latencies_.memory_bytes());
 }
 

@@ -196,6 +196,8 @@ class SearchSession {
 
  private:
   enum class BlockPhase { kNotStarted, kWaiting, kSolved };
+  // A latency (NaN while unknown), the last DP pass that looked it up, and
+  // whether a thread of SolveInParallel is measuring it.
   using CachedLatency = LatencyTable::Entry;
   // A block of the partition, or a boundary window (after the blocks).
   struct BlockState {
