@@ -39,6 +39,7 @@ struct SearchCommandOptions {
   int threads = 0;
   std::optional<int> search_threads;
   bool cuda_graph_stages = false;
+  bool no_core_bound = false;
   int min_repeats = 10;
   int max_repeats = 200;
 };
@@ -70,6 +71,7 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.enable_merge = !o.no_merge;
   options.exhaustive = o.exhaustive;
   options.threads = o.search_threads.value_or(DefaultSearchThreads(o.backend));
+  options.cores = o.no_core_bound ? 0 : backend->cores();
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
   profile.min_repeats = o.min_repeats;
@@ -128,6 +130,9 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--cuda-graph-stages", o->cuda_graph_stages,
                 "cuda backend: time each stage as a CUDA graph (for a schedule run as one graph, "
                 "`iosfarm run --cuda-graph` or the runtime)");
+  cmd->add_flag("--no-core-bound", o->no_core_bound,
+                "cpu backend: bound stages by their slowest group only, without measuring "
+                "each group on one core (the bounded search's core bound)");
   cmd->add_option("--min-repeats", o->min_repeats, "Profiling: fewest timed runs per stage")
       ->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_option("--max-repeats", o->max_repeats, "Profiling: most timed runs per stage")

@@ -30,6 +30,7 @@ v1::StageSpec EncodeStage(const Stage& stage, scheduler::ios::Signature signatur
   v1::StageSpec spec;
   spec.set_strategy(std::string(scheduler::ios::StrategyName(stage.strategy)));
   spec.set_signature(signature);
+  spec.set_single_core(stage.single_core);
   for (const auto& group : stage.groups) {
     v1::StageGroup* out = spec.add_groups();
     for (graph::NodeId op : group) out->add_ops(op);
@@ -48,6 +49,11 @@ StatusOr<Stage> StageFromSpec(const graph::Graph& graph, const v1::StageSpec& sp
   }
   Stage stage;
   stage.strategy = *strategy;
+  stage.single_core = spec.single_core();
+  if (stage.single_core && stage.strategy != Strategy::kConcurrent) {
+    return absl::InvalidArgumentError(
+        StrCat("stage ", index, ": a single-core stage must be concurrent, not a merge"));
+  }
   std::vector<bool> seen(graph.num_nodes(), false);
   for (int g = 0; g < spec.groups_size(); ++g) {
     const v1::StageGroup& group = spec.groups(g);

@@ -103,6 +103,30 @@ TEST(StageFromSpecTest, MergeStagesGetTheirMergedConv) {
   EXPECT_EQ(stage->merged->branches.size(), 2u);
 }
 
+TEST(StageFromSpecTest, SingleCoreStagesRoundTripAndMustBeConcurrent) {
+  worker::sim::testing::TwoConvs two = worker::sim::testing::MakeTwoConvs(8, 8, 3);
+  Stage single = scheduler::ios::testing::ConcurrentStage({{two.a}, {two.b}});
+  single.single_core = true;
+  const v1::StageSpec spec = SpecOf(two.graph, single);
+  EXPECT_TRUE(spec.single_core());
+  auto decoded = StageFromSpec(two.graph, spec, 0);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_TRUE(decoded->single_core);
+  // Without the flag the signature is another stage's: the worker says so.
+  v1::StageSpec plain = spec;
+  plain.set_single_core(false);
+  EXPECT_EQ(StageFromSpec(two.graph, plain, 0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto merge = scheduler::ios::testing::MergeStage(two.graph, {two.a, two.b});
+  ASSERT_TRUE(merge.ok()) << merge.status();
+  v1::StageSpec merge_spec = SpecOf(two.graph, *merge);
+  merge_spec.set_single_core(true);
+  const Status refused = StageFromSpec(two.graph, merge_spec, 3).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.message()).find("stage 3: a single-core stage"),
+            std::string::npos);
+}
+
 TEST(StageFromSpecTest, RejectsBadSpecsNamingTheStage) {
   graph::Graph graph = graph::testing::SmallBranchyGraph(false);
   const std::vector<Stage> stages = GreedyStages(graph);

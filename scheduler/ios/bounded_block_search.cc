@@ -157,24 +157,43 @@ class Search final : public BoundedBlockSearch {
     if (groups_.empty()) {
       RETURN_IF_ERROR(EnumerateGroups());
       group_latency_.assign(groups_.size(), kNaN);
+      core_latency_.assign(groups_.size(), by_cores() ? kNaN : 0.0);
     }
     for (size_t i = 0; i < groups_.size(); ++i) {
-      if (!std::isnan(group_latency_[i])) continue;
+      if (!std::isnan(group_latency_[i]) && !std::isnan(core_latency_[i])) continue;
       const OpBits<W>& bits = groups_[i];
       const Signature signature = stages_.HashStage(bits);
-      std::optional<double> latency = source.Lookup(signature, [&]() {
-        stages_.HashStage(bits);
-        return stages_.CanonicalStage(Strategy::kConcurrent);
-      });
-      RETURN_IF_ERROR(source.status());
-      if (latency) {
-        group_latency_[i] = *latency;
-      } else {
-        waiting_.push_back(signature);
+      if (std::isnan(group_latency_[i])) {
+        RETURN_IF_ERROR(LookUpGroup(bits, signature, false, source, &group_latency_[i]));
+      }
+      if (std::isnan(core_latency_[i])) {
+        RETURN_IF_ERROR(LookUpGroup(bits, SingleCoreSignature(signature), true, source,
+                                    &core_latency_[i]));
       }
     }
     return absl::OkStatus();
   }
+
+  // Looks up one group alone (single_core: on one core) into *latency, or
+  // queues its signature.
+  Status LookUpGroup(const OpBits<W>& bits, Signature signature, bool single_core,
+                     LatencySource& source, double* latency) {
+    std::optional<double> known = source.Lookup(signature, [&]() {
+      stages_.HashStage(bits);
+      Stage stage = stages_.CanonicalStage(Strategy::kConcurrent);
+      stage.single_core = single_core;
+      return stage;
+    });
+    RETURN_IF_ERROR(source.status());
+    if (known) {
+      *latency = *known;
+    } else {
+      waiting_.push_back(signature);
+    }
+    return absl::OkStatus();
+  }
+
+  bool by_cores() const { return options_.cores >= 2; }
 
   // Every connected set of at most r ops that is convex (no path leaves it
   // and comes back): exactly the groups an ending can have.
@@ -237,7 +256,7 @@ class Search final : public BoundedBlockSearch {
     for (size_t i = 0; i < groups_.size(); ++i) {
       group_index_.Insert(groups_[i], groups_[i].Hash(), static_cast<int32_t>(i));
     }
-    stats_.bound_groups = static_cast<int64_t>(groups_.size());
+    stats_.bound_groups = static_cast<int64_t>(groups_.size()) * (by_cores() ? 2 : 1);
     return absl::OkStatus();
   }
 
@@ -246,12 +265,17 @@ class Search final : public BoundedBlockSearch {
   void Start() {
     const int n = block_.size();
     weight_.assign(n, std::numeric_limits<double>::infinity());
+    work_.assign(n, by_cores() ? std::numeric_limits<double>::infinity() : 0.0);
     single_latency_.assign(n, 0);
     sequential_ms_ = 0;
     for (size_t i = 0; i < groups_.size(); ++i) {
       const int count = groups_[i].Count();
       const double per_op = group_latency_[i] / count;
-      groups_[i].ForEach([&](int v) { weight_[v] = std::min(weight_[v], per_op); });
+      const double work_per_op = core_latency_[i] / count / std::max(options_.cores, 1);
+      groups_[i].ForEach([&](int v) {
+        weight_[v] = std::min(weight_[v], per_op);
+        work_[v] = std::min(work_[v], work_per_op);
+      });
       if (count == 1) {
         sequential_ms_ += group_latency_[i];
         single_latency_[groups_[i].First()] = group_latency_[i];
@@ -273,13 +297,19 @@ class Search final : public BoundedBlockSearch {
     Expand(0);
   }
 
+  // A stage's lower bound: its slowest group alone; with cores, also its
+  // groups' one-core latencies over the cores (not for one group: that
+  // stage is the group, measured).
   double GroupBound(const EndingGroup<W>* groups, int num_groups) {
-    double bound = 0;
+    double bound = 0, work = 0;
     for (int g = 0; g < num_groups; ++g) {
       const int32_t* group = group_index_.Find(groups[g].ops, groups[g].ops.Hash());
       // Every group of an ending was enumerated; 0 stays a valid bound.
-      if (group != nullptr) bound = std::max(bound, group_latency_[*group]);
+      if (group == nullptr) continue;
+      bound = std::max(bound, group_latency_[*group]);
+      work += core_latency_[*group];
     }
+    if (num_groups > 1 && by_cores()) bound = std::max(bound, work / options_.cores);
     return bound;
   }
 
@@ -287,10 +317,12 @@ class Search final : public BoundedBlockSearch {
   // (rounding aside).
   static double Limit(double ms) { return ms * (1 + 1e-9) + 1e-12; }
 
-  // h(S): the heaviest dependency path inside `ops` under weight_.
+  // h(S): the heaviest dependency path inside `ops` under weight_, or with
+  // cores the ops' work over the cores where that is more.
   double CostToGo(const OpBits<W>& ops) {
-    double heaviest = 0;
+    double heaviest = 0, work = 0;
     ops.ForEach([&](int v) {
+      work += work_[v];
       double before = 0;
       for (int p : block_.preds(v)) {
         if (ops.Test(p)) before = std::max(before, path_[p]);
@@ -298,7 +330,7 @@ class Search final : public BoundedBlockSearch {
       path_[v] = before + weight_[v];
       heaviest = std::max(heaviest, path_[v]);
     });
-    return heaviest;
+    return std::max(heaviest, work);
   }
 
   // Puts the endings of closed_[index] of rank `from` on (ordered by key:
@@ -581,8 +613,11 @@ class Search final : public BoundedBlockSearch {
   // The groups, their latencies (NaN while unknown) and index by ops.
   std::vector<OpBits<W>> groups_;
   std::vector<double> group_latency_;
+  std::vector<double> core_latency_;  // on one core (0 without cores)
   OpBitsMap<W, int32_t> group_index_;
-  std::vector<double> weight_, path_, single_latency_;
+  // Per op: the critical-path weight, the work over the cores (0 without
+  // cores), scratch of CostToGo, its latency alone.
+  std::vector<double> weight_, work_, path_, single_latency_;
   double sequential_ms_ = 0, upper_limit_ = 0;
   int32_t incumbent_ = 0;  // the closed state of the best known schedule
   std::vector<Entry> open_;

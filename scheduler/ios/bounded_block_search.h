@@ -21,6 +21,16 @@
 //    the heaviest dependency path inside S. It is consistent: a path's ops
 //    inside the last stage lie in one of its groups, which weigh no more
 //    than that group's latency.
+//  * A core bound (BoundedSearchOptions::cores >= 2, a device that runs a
+//    stage's groups on cores of their own: the cpu backend). Every group is
+//    also measured on one core (Stage::single_core); a stage of two or more
+//    groups is bounded by their one-core latencies added over the P cores
+//    (its lanes cannot finish sooner than that unless some core runs faster
+//    than alone), and the cost to go by the ops' work over P (each op weighs
+//    the least one-core latency per op of any group that holds it), where
+//    that is more than the critical path. On a few cores, where concurrent
+//    groups barely overlap, the slowest-group bound is about half a stage's
+//    latency and this one is close to it.
 //  * Lazy edges. A state's endings enter the open list keyed by their bounds
 //    (in growing slices: a state has thousands of endings and few are ever
 //    taken); a stage is measured only when its entry reaches the top of the
@@ -46,7 +56,10 @@
 // ASSUMPTION (exactness): adding a group to a concurrent stage never makes
 // it faster, so a stage is never faster than its slowest group run alone or
 // than any stage made of some of its groups; a merged convolution is never
-// faster than the slowest of the convolutions it merges run alone. Where
+// faster than the slowest of the convolutions it merges run alone; with
+// cores, P cores never run a group, a stage's lanes or a merged convolution
+// more than P times faster than one core runs its groups (or the
+// convolutions it merges) one after another. Where
 // every measured latency respects that, the schedule's latency equals the
 // exhaustive DP's (ties may pick another schedule of the same latency).
 // Where a measurement breaks it, the schedule is still valid, possibly
@@ -106,6 +119,9 @@ struct BoundedSearchOptions {
   // millions of entries and the search costs more CPU than the exhaustive
   // DP: SearchSession then solves the block with the DP instead.
   int64_t max_open_steps = 0;
+  // The device's cores where it runs a stage's groups on cores of their own
+  // (SearchOptions::cores): with 2 or more, the core bound below. 0: none.
+  int cores = 0;
 };
 
 class BoundedBlockSearch {

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "gtest/gtest.h"
+#include "common/strings.h"
 #include "scheduler/ios/block_solution_checks.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"
@@ -19,9 +20,11 @@ using testing::FnSource;
 using testing::ToSchedule;
 
 StatusOr<BlockSolution> SolveBounded(const BlockGraph& block, const DpOptions& dp,
-                                     LatencySource& source, DpStats* stats = nullptr) {
+                                     LatencySource& source, DpStats* stats = nullptr,
+                                     int cores = 0) {
   BoundedSearchOptions options;
   options.dp = dp;
+  options.cores = cores;
   ASSIGN_OR_RETURN(std::unique_ptr<BoundedBlockSearch> search,
                    BoundedBlockSearch::Create(block, options));
   RETURN_IF_ERROR(search->Advance(source));
@@ -76,6 +79,50 @@ TEST(BoundedBlockSearchTest, EqualsExhaustiveAndBruteForceWhereTheAssumptionHold
   EXPECT_GT(compared, 1000);
   // Small graphs have few stages to skip, but some.
   EXPECT_LT(bounded_measured, exhaustive_measured);
+}
+
+// The same on a device of cores (the core bound: every group also measured
+// on one core, stages bounded by their work over the cores): exact where
+// the latencies keep its assumption, and it measures fewer stages than the
+// slowest-group bound alone where stages are work-bound.
+TEST(BoundedBlockSearchTest, CoreBoundEqualsExhaustiveAndBruteForceAndMeasuresLess) {
+  for (int cores : {2, 4}) {
+    SCOPED_TRACE(StrCat("cores ", cores));
+    int compared = 0;
+    int64_t with_cores = 0, without = 0, single_core_groups = 0;
+    testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+      if (c.n < 5) return;
+      SCOPED_TRACE(c.Describe());
+      const StageLatencyFn oracle = testing::CoresOracle(*c.graph, c.seed, cores);
+      FnSource exhaustive_source(oracle), cores_source(oracle), plain_source(oracle);
+      auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
+      ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+      DpStats stats, plain_stats;
+      auto bounded = SolveBounded(*c.block, c.options, cores_source, &stats, cores);
+      ASSERT_TRUE(bounded.ok()) << bounded.status();
+      auto plain = SolveBounded(*c.block, c.options, plain_source, &plain_stats);
+      ASSERT_TRUE(plain.ok()) << plain.status();
+      auto brute =
+          testing::ExhaustiveOptimum(*c.graph, c.options.bounds.max_group_ops,
+                                     c.options.bounds.max_groups, c.options.enable_merge, oracle);
+      ASSERT_TRUE(brute.ok()) << brute.status();
+      EXPECT_NEAR(bounded->latency_ms, exhaustive->latency_ms, 1e-9);
+      EXPECT_NEAR(bounded->latency_ms, *brute, 1e-9);
+      EXPECT_NEAR(plain->latency_ms, *brute, 1e-9);
+      EXPECT_EQ(stats.lower_bound_misses, 0);
+      // Every group twice (alone, and on one core), all counted.
+      EXPECT_EQ(stats.bound_groups, 2 * plain_stats.bound_groups);
+      EXPECT_LE(cores_source.measured(), stats.distinct_stages);
+      with_cores += cores_source.measured();
+      without += plain_source.measured();
+      single_core_groups += stats.bound_groups / 2;
+      testing::ExpectWellFormed(*c.graph, *bounded, c.options, oracle);
+      ++compared;
+    });
+    EXPECT_GT(compared, 500);
+    // Beyond the extra one-core group measurements, it measures fewer.
+    EXPECT_LT(with_cores - single_core_groups, without);
+  }
 }
 
 // Latencies that break the assumption (independent random values per

@@ -19,6 +19,10 @@ Status ValidateSchedule(const graph::Graph& graph, const Schedule& schedule) {
     }
     previous_block = scheduled.block;
     if (stage.num_ops() == 0) return absl::InvalidArgumentError(StrCat("stage ", s, " is empty"));
+    if (stage.single_core) {
+      return absl::InvalidArgumentError(
+          StrCat("stage ", s, " is a single-core measurement, not a stage of a schedule"));
+    }
     if (Status valid = ValidateStage(graph, stage); !valid.ok()) {
       return absl::InvalidArgumentError(StrCat("stage ", s, ": ", valid.message()));
     }

@@ -31,6 +31,9 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(StrCat("bounded_steps_per_block must be >= 0, got ",
                                              options.bounded_steps_per_block));
   }
+  if (options.cores < 0 || options.cores > 4096) {
+    return absl::InvalidArgumentError(StrCat("cores must be in 0..4096, got ", options.cores));
+  }
   if (options.threads < 1 || options.threads > 256) {
     return absl::InvalidArgumentError(StrCat("threads must be in 1..256, got ", options.threads));
   }

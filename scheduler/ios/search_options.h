@@ -82,6 +82,14 @@ struct SearchOptions {
   // exhaustive DP solves that block instead (where the bounds are too loose
   // to save CPU; the DP measures every candidate stage of it). 0: never.
   int64_t bounded_steps_per_block = 50'000;
+  // Bounded search on a device that runs a stage's groups on cores of their
+  // own (the cpu backend: Backend::cores()), 0 elsewhere (GPUs, sim). With
+  // cores >= 2 the search also measures every group on one core
+  // (Stage::single_core) and bounds a stage by its groups' one-core
+  // latencies over the cores, and the cost to go by the remaining ops' work
+  // over the cores, under the assumption that P cores never run anything
+  // more than P times faster than one (bounded_block_search.h). 0..4096.
+  int cores = 0;
   // Threads that solve blocks side by side when the search measures on the
   // spot (SearchSession::RunInline, RunSearch), 1..256. Each solves whole
   // blocks (and boundary windows; blocks of one shape together, SolveBlocks)

@@ -353,6 +353,7 @@ BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp) const {
   options.dp = dp;
   options.lookahead = options_.lookahead;
   options.max_open_steps = options_.bounded_steps_per_block;
+  options.cores = options_.cores;
   return options;
 }
 

@@ -113,6 +113,44 @@ TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
   }
 }
 
+// With the core bound (a cpu device), batched as a farm does: the direct
+// search's schedule, the exhaustive search's latency where the latencies
+// keep the assumption, and the one-core group measurements among the
+// requests (as single-core stages whose signatures the receiver can check).
+// Without boundary windows: a window re-solved over blocks whose optima tie
+// may differ between any two searches (it does here for seed 2 between the
+// exhaustive and the plain bounded search alike).
+TEST(SearchSessionTest, CoreBoundSearchBatchesAndEqualsExhaustive) {
+  for (uint64_t seed = 1; seed <= 15; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RandomDag(seed, 12);
+    const StageLatencyFn oracle = testing::CoresOracle(graph, seed, 2);
+    SearchOptions options;
+    options.max_block_ops = 5;
+    options.boundary_window_ops = 0;
+    options.exhaustive = true;
+    auto exhaustive = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    options.exhaustive = false;
+    options.cores = 2;
+    auto direct = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    EXPECT_NEAR(direct->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
+    EXPECT_EQ(direct->stats.lower_bound_misses, 0);
+    std::vector<Signature> requested;
+    int single_core = 0;
+    StageLatencyFn counting = [&](const Stage& stage) {
+      single_core += stage.single_core;
+      return oracle(stage);
+    };
+    auto batched = RunBatched(graph, options, counting, 7, &requested);
+    ASSERT_TRUE(batched.ok()) << batched.status();
+    EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
+    EXPECT_GT(single_core, 0);
+    EXPECT_EQ(batched->stats.stages_measured, static_cast<int64_t>(requested.size()));
+  }
+}
+
 TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
   for (const Mode& mode : kModes) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
@@ -269,6 +307,10 @@ TEST(SearchSessionTest, RejectsBadInput) {
   bad = SearchOptions{};
   bad.max_block_ops = 2000;
   EXPECT_FALSE(SearchSession::Create(graph, bad).ok());
+  bad = SearchOptions{};
+  bad.cores = -1;
+  EXPECT_EQ(SearchSession::Create(graph, bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
   auto session = *SearchSession::Create(graph, SearchOptions{});
   EXPECT_FALSE(session->NextUnknown(0).ok());
   EXPECT_FALSE(session->Provide(1, -1.0).ok());

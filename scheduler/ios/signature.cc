@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kExternalTag = 0x65787465726e616cULL;  // "external"
 constexpr uint64_t kGroupTag = 0x67726f7570ULL;           // "group"
 constexpr uint64_t kStageTag = 0x7374616765ULL;           // "stage"
+constexpr uint64_t kSingleCoreTag = 0x73696e676c65ULL;     // "single"
 constexpr uint64_t kSharedTag = 0x736861726564ULL;        // "shared"
 
 uint64_t PortKey(int port, int output) {
@@ -210,7 +211,14 @@ Signature StageHasher::Finish(Strategy strategy) const {
   return HashCombine(h, sharing);
 }
 
+Signature SingleCoreSignature(Signature concurrent) {
+  return Mix64(HashCombine(kSingleCoreTag, concurrent));
+}
+
 StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage) {
+  if (stage.single_core && stage.strategy != Strategy::kConcurrent) {
+    return absl::InvalidArgumentError("a single-core stage must be concurrent, not a merge");
+  }
   std::unordered_map<graph::NodeId, int> group_of;
   for (size_t g = 0; g < stage.groups.size(); ++g) {
     if (stage.groups[g].empty()) {
@@ -302,7 +310,8 @@ StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage) {
   for (const CanonicalGroup& group : groups) {
     hasher.AddGroup(group.hash, group.reads.data(), static_cast<int>(group.reads.size()));
   }
-  const Signature signature = hasher.Finish(stage.strategy);
+  const Signature concurrent = hasher.Finish(stage.strategy);
+  const Signature signature = stage.single_core ? SingleCoreSignature(concurrent) : concurrent;
   std::sort(groups.begin(), groups.end(), [](const CanonicalGroup& a, const CanonicalGroup& b) {
     return a.hash != b.hash ? a.hash < b.hash : a.smallest < b.smallest;
   });

@@ -137,8 +137,15 @@ class StageHasher {
 // signature assumes. For merge stages the merged description is rebuilt in
 // the canonical branch order. InvalidArgument (naming the node) when an op is
 // out of range, a Constant or listed twice, or an edge joins two groups;
-// FailedPrecondition when a merge stage's ops cannot merge.
+// FailedPrecondition when a merge stage's ops cannot merge. A single-core
+// stage (Stage::single_core, concurrent only: InvalidArgument otherwise)
+// gets SingleCoreSignature of its concurrent signature.
 StatusOr<Signature> CanonicalizeStage(const graph::Graph& graph, Stage& stage);
+
+// The signature of a single-core measurement (Stage::single_core) of the
+// concurrent stage whose signature is `concurrent`: what CanonicalizeStage
+// gives a stage with single_core set, without hashing it again.
+Signature SingleCoreSignature(Signature concurrent);
 
 // Signature of a copy of `stage` (see CanonicalizeStage).
 StatusOr<Signature> StageSignature(const graph::Graph& graph, const Stage& stage);

@@ -1,4 +1,5 @@
 #include "scheduler/ios/signature.h"
+#include "scheduler/ios/schedule.h"
 
 #include <algorithm>
 #include <mutex>
@@ -170,6 +171,30 @@ TEST(SignatureTest, RejectsMalformedStages) {
   bad_merge.strategy = Strategy::kMerge;
   bad_merge.groups = {{Node(graph, "add")}, {Node(graph, "conv_b")}};  // Add is no conv
   EXPECT_FALSE(StageSignature(graph, bad_merge).ok());
+}
+
+// A single-core measurement of a stage has a signature of its own, derived
+// from the concurrent one, and exists only for concurrent stages.
+TEST(SignatureTest, SingleCoreStagesAreAMeasurementOfTheirOwn) {
+  const graph::Graph graph = Build({});
+  Stage single = TheStage(graph);
+  single.single_core = true;
+  const Signature concurrent = Sig(graph, TheStage(graph));
+  EXPECT_NE(Sig(graph, single), concurrent);
+  EXPECT_EQ(Sig(graph, single), SingleCoreSignature(concurrent));
+  EXPECT_EQ(StageToString(graph, single).rfind("single-core[", 0), 0u);
+  Stage merge;
+  merge.strategy = Strategy::kMerge;
+  merge.groups = {{Node(graph, "conv_b")}, {Node(graph, "conv_c")}};
+  ASSERT_TRUE(StageSignature(graph, merge).ok());
+  merge.single_core = true;
+  EXPECT_EQ(StageSignature(graph, merge).status().code(), absl::StatusCode::kInvalidArgument);
+  // Never part of a schedule.
+  Schedule schedule;
+  schedule.stages.push_back({single});
+  const Status refused = ValidateSchedule(graph, schedule);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.message()).find("single-core"), std::string::npos);
 }
 
 // The DP computes signatures through its own fast path; they must equal the

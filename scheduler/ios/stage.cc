@@ -13,7 +13,7 @@ std::optional<Strategy> StrategyFromName(std::string_view name) {
 }
 
 std::string StageToString(const graph::Graph& graph, const Stage& stage) {
-  std::string out(StrategyName(stage.strategy));
+  std::string out(stage.single_core ? "single-core" : StrategyName(stage.strategy));
   out += "[";
   const char* group_separator = stage.strategy == Strategy::kMerge ? "+" : " | ";
   for (size_t g = 0; g < stage.groups.size(); ++g) {

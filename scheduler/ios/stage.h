@@ -8,6 +8,11 @@
 // Strategy kMerge: every group is one Conv and all of them read the same
 // tensor; they run as the single convolution `merged` (merge.h), whose output
 // channels are split back into the original ops' outputs.
+// single_core (concurrent stages only): a measurement, never part of a
+// schedule: every group one after another on one core of a device that runs
+// a stage's groups on cores of their own (the cpu backend). The bounded
+// search measures each group so, to bound stages by their work over the
+// device's cores (SearchOptions::cores).
 #ifndef IOSFARM_SCHEDULER_IOS_STAGE_H_
 #define IOSFARM_SCHEDULER_IOS_STAGE_H_
 
@@ -51,6 +56,7 @@ struct Stage {
   Strategy strategy = Strategy::kConcurrent;
   std::vector<std::vector<graph::NodeId>> groups;
   std::optional<MergedConv> merged;  // set iff strategy == kMerge
+  bool single_core = false;          // see above; only with kConcurrent
 
   int num_ops() const {
     int n = 0;
@@ -59,7 +65,8 @@ struct Stage {
   }
 };
 
-// "concurrent[a,b | c]" or "merge[a+b+c]" with node names, for logs and tests.
+// "concurrent[a,b | c]", "merge[a+b+c]" or "single-core[a,b | c]" with node
+// names, for logs and tests.
 std::string StageToString(const graph::Graph& graph, const Stage& stage);
 
 }  // namespace iosfarm::scheduler::ios

@@ -120,7 +120,12 @@ Status ValidateStage(const graph::Graph& graph, const Stage& stage) {
       }
     }
   }
-  if (stage.strategy == Strategy::kMerge) return CheckMerge(graph, stage);
+  if (stage.strategy == Strategy::kMerge) {
+    if (stage.single_core) {
+      return absl::InvalidArgumentError("a single-core stage must be concurrent, not a merge");
+    }
+    return CheckMerge(graph, stage);
+  }
   if (stage.merged) {
     return absl::InvalidArgumentError("concurrent stage with a merged description");
   }

@@ -19,9 +19,9 @@ namespace iosfarm::scheduler::ios {
 // is in range, not a Constant, listed once, and has inferred input and output
 // shapes; an op fed by another op of the stage is in the same group and
 // listed after it; a concurrent stage has no merged description; a merge
-// stage has one op per group and a merged description equal to
-// scheduler::ios::MergeConvs of its groups in order. Otherwise
-// InvalidArgument naming the node (or group) and the rule.
+// stage has one op per group, a merged description equal to
+// scheduler::ios::MergeConvs of its groups in order, and is not single-core.
+// Otherwise InvalidArgument naming the node (or group) and the rule.
 Status ValidateStage(const graph::Graph& graph, const Stage& stage);
 
 // ValidateStage on each stage; the error names the stage ("stage 3: ...").

@@ -163,6 +163,32 @@ StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed) {
   };
 }
 
+StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores) {
+  auto unit = [seed](Signature signature, uint64_t salt) {
+    return static_cast<double>(Mix64(signature ^ Mix64(seed ^ salt)) % 10000) / 10000.0;
+  };
+  const double p = cores;
+  return [&graph, unit, p](const Stage& stage) -> StatusOr<double> {
+    double slowest = 0, work = 0, extra = 0;
+    for (const auto& group : stage.groups) {
+      Stage alone;
+      alone.groups = {group};
+      ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, alone));
+      const double w = 0.1 + 10 * unit(signature, 0);
+      slowest = std::max(slowest, w * (1 / p + (1 - 1 / p) * unit(signature, 3)));
+      work += w;
+      extra += 2 * unit(signature, 1);
+    }
+    if (stage.single_core) return work;
+    const double floor = std::max(slowest, work / p);
+    if (stage.strategy == Strategy::kMerge) {
+      ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, stage));
+      return floor + 3 * unit(signature, 2);
+    }
+    return stage.groups.size() > 1 ? floor + extra : slowest;
+  };
+}
+
 std::optional<double> FnSource::Lookup(Signature signature, absl::FunctionRef<Stage()> stage) {
   auto it = memo_.find(signature);
   if (it != memo_.end()) return it->second;

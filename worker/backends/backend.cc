@@ -62,6 +62,16 @@ Status CheckGraphInputs(const graph::Graph& graph, const std::vector<graph::Tens
 StatusOr<std::vector<std::unique_ptr<StagePlan>>> Backend::Build(
     const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) {
   RETURN_IF_ERROR(scheduler::ios::ValidateStages(graph, stages));
+  if (cores() == 0) {
+    for (size_t s = 0; s < stages.size(); ++s) {
+      if (stages[s].single_core) {
+        return absl::InvalidArgumentError(
+            StrCat("stage ", s, ": the ", name(),
+                   " backend does not run stages on cores, so it cannot time a single-core "
+                   "stage (a measurement for cpu workers)"));
+      }
+    }
+  }
   ASSIGN_OR_RETURN(std::vector<std::unique_ptr<StagePlan>> plans, DoBuild(graph, stages));
   for (const std::unique_ptr<StagePlan>& plan : plans) plan->owner_ = this;
   return plans;

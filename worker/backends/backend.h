@@ -170,6 +170,14 @@ class Backend {
   // Human-readable device, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
   virtual std::string device_description() const = 0;
 
+  // The cores a concurrent stage's groups are spread over, each group on
+  // cores of its own (the cpu backend: its threads); 0 for a backend that
+  // does not run stages on cores (GPUs, sim). Only a backend with cores > 0
+  // builds single-core stages (Stage::single_core), and a search measuring
+  // on it may bound stages by their work over the cores
+  // (scheduler::ios::SearchOptions::cores).
+  virtual int cores() const { return 0; }
+
   // OK if every operator of `graph` can be executed; otherwise Unimplemented
   // naming the first unsupported node and op type. Never executes anything.
   virtual Status CheckSupported(const graph::Graph& graph) const = 0;
@@ -177,8 +185,9 @@ class Backend {
   // Turns stages of `graph` into executable plans (weights laid out, merged
   // conv weights assembled, memory planned, algorithm choices that need no
   // device). CPU only, no device lock. `graph` must outlive the plans.
-  // InvalidArgument naming the stage for a stage ValidateStages refuses;
-  // otherwise DoBuild's errors.
+  // InvalidArgument naming the stage for a stage ValidateStages refuses, and
+  // for a single-core stage on a backend without cores(); otherwise
+  // DoBuild's errors.
   StatusOr<std::vector<std::unique_ptr<StagePlan>>> Build(
       const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages);
 

@@ -110,6 +110,20 @@ TEST_F(BackendTest, BuildStampsItsPlansAndRefusesInvalidStages) {
   EXPECT_EQ(backend.builds, 1);  // the invalid stage never reached DoBuild
 }
 
+// A backend that does not run stages on cores cannot time a single-core
+// stage, and says so before DoBuild.
+TEST_F(BackendTest, BuildRefusesSingleCoreStagesWithoutCores) {
+  FakeBackend backend;
+  ASSERT_EQ(backend.cores(), 0);
+  scheduler::ios::Stage single = scheduler::ios::testing::ConcurrentStage({{0}});
+  single.single_core = true;
+  auto plans = backend.Build(graph_, {stages_[0], single});
+  EXPECT_EQ(plans.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plans.status().message()), HasSubstr("stage 1: "));
+  EXPECT_THAT(std::string(plans.status().message()), HasSubstr("single-core"));
+  EXPECT_EQ(backend.builds, 0);
+}
+
 TEST_F(BackendTest, ProfileRefusesPlansOfAnotherInstance) {
   FakeBackend first;
   FakeBackend second;

@@ -173,7 +173,8 @@ StatusOr<std::vector<std::unique_ptr<StagePlan>>> CpuBackend::DoBuild(
         RETURN_IF_ERROR(plan->values.Write(
             v, RandomTensor(value.shape, WeightSeed(value.name, "stage input")), stream));
       }
-      auto program = StageProgram::Compile(ctx, stage, threads_);
+      // A single-core stage: one lane on one thread (lane_partition.h).
+      auto program = StageProgram::Compile(ctx, stage, stage.single_core ? 1 : threads_);
       if (!program.ok()) {
         return Status(program.status().code(),
                       StrCat("stage ", s, " (", scheduler::ios::StageToString(graph, stage),

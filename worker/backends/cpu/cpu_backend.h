@@ -56,6 +56,7 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   std::string device_description() const override { return description_; }
+  int cores() const override { return threads_; }
 
   Status CheckSupported(const graph::Graph& graph) const override;
 

@@ -139,6 +139,27 @@ TEST(CpuBackendTest, ConcurrentStageRunsGroupsInLanes) {
   EXPECT_LE((*stats)[0].p10_ms, (*stats)[0].p90_ms);
 }
 
+// A single-core stage (a measurement for the search's core bound) runs
+// every group in one lane on one thread; its own latency, not the stage's.
+TEST(CpuBackendTest, SingleCoreStageRunsGroupsOneAfterAnotherOnOneThread) {
+  auto backend = MakeBackend(2);
+  EXPECT_EQ(backend->cores(), 2);
+  const graph::Graph g = ThreeBranchGraph();
+  scheduler::ios::Stage stage;
+  stage.groups = {{0, 1}, {2}, {3}};
+  stage.single_core = true;
+  auto plans = backend->Build(g, {stage});
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  const std::vector<std::string> lines = backend->DescribePlan(*(*plans)[0]);
+  EXPECT_THAT(lines, Contains(HasSubstr("lane 0 (1 threads) a3x3")));
+  EXPECT_THAT(lines, Contains(HasSubstr("lane 0 (1 threads) pool")));
+  EXPECT_THAT(lines, Contains(HasSubstr("lane 0 (1 threads) c1x1")));
+  EXPECT_THAT(lines, Not(Contains(HasSubstr("lane 1"))));
+  auto stats = backend->Profile({(*plans)[0].get()}, Quick());
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_GT((*stats)[0].median_ms, 0);
+}
+
 TEST(CpuBackendTest, MergeStageRunsOneConvolution) {
   auto backend = MakeBackend();
   graph::GraphBuilder b("merge");
