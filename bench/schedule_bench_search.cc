@@ -149,6 +149,7 @@ StatusOr<ios::Schedule> SearchOrLoad(const graph::Graph& graph, const ModelSpec&
   options.max_group_ops = spec.r;
   options.max_groups = spec.s;
   options.max_block_ops = spec.block_size;
+  options.cores = backend.cores();  // the core bound on the cpu backend
   RETURN_IF_ERROR(Prefixed(spec.name, ios::ValidateSearchOptions(options)));
   const std::string stem = settings.schedule_dir.empty() ? "" : ScheduleStem(spec, settings);
   if (!stem.empty()) {

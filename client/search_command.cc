@@ -1,6 +1,6 @@
 // `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
-//  [--block-size B] [--no-merge] [--exhaustive] [--search-threads N] [-o FILE]
-//  [--format text|json] [--stages]`:
+//  [--block-size B] [--no-merge] [--exhaustive] [--no-core-bound]
+//  [--search-threads N] [-o FILE] [--format text|json] [--stages]`:
 // runs the IOS search in-process, measuring stages on the backend (progress
 // on stderr), and prints the predicted sequential, greedy and IOS latencies
 // with the search statistics.

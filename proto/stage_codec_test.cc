@@ -123,8 +123,7 @@ TEST(StageFromSpecTest, SingleCoreStagesRoundTripAndMustBeConcurrent) {
   merge_spec.set_single_core(true);
   const Status refused = StageFromSpec(two.graph, merge_spec, 3).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(refused.message()).find("stage 3: a single-core stage"),
-            std::string::npos);
+  EXPECT_NE(std::string(refused.message()).find("stage 3: a single-core stage"), std::string::npos);
 }
 
 TEST(StageFromSpecTest, RejectsBadSpecsNamingTheStage) {

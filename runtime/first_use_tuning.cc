@@ -57,7 +57,8 @@ StatusOr<TunedSchedule> TuneOnFirstUse(const graph::Graph& graph, worker::Backen
     RETURN_IF_ERROR(db->latencies->UpsertDevice(tuning.device_key, backend.device_description(),
                                                 tuning.backend, NowUnixMs()));
   }
-  const ios::SearchOptions options;
+  ios::SearchOptions options;
+  options.cores = backend.cores();  // the core bound on the cpu backend
   ASSIGN_OR_RETURN(std::unique_ptr<ios::SearchSession> session,
                    ios::SearchSession::Create(graph, options));
   TunedSchedule tuned;

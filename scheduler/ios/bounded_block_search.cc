@@ -167,8 +167,8 @@ class Search final : public BoundedBlockSearch {
         RETURN_IF_ERROR(LookUpGroup(bits, signature, false, source, &group_latency_[i]));
       }
       if (std::isnan(core_latency_[i])) {
-        RETURN_IF_ERROR(LookUpGroup(bits, SingleCoreSignature(signature), true, source,
-                                    &core_latency_[i]));
+        RETURN_IF_ERROR(
+            LookUpGroup(bits, SingleCoreSignature(signature), true, source, &core_latency_[i]));
       }
     }
     return absl::OkStatus();

@@ -73,7 +73,10 @@
 // launch issue): a stage of eight one-op groups of small kernels costs about
 // eight launches but is bounded by one. The critical-path cost to go is
 // loose for the same reason. On inception_v3 it measures about 6x fewer
-// stages than the exhaustive DP, the same latency; on RandWire's and
+// stages than the exhaustive DP (sim:h100), the same latency; on the
+// 2-core build machine's cpu backend, with the core bound, 2.1-2.2x (two
+// lanes share the memory bandwidth there, so the work bound sits at about
+// 0.6 of a stage's latency); on RandWire's and
 // NASNet's wide blocks of small ops the open list grows to millions of
 // entries and it costs more CPU than the DP does: past
 // BoundedSearchOptions::max_open_steps it stops with a SearchBudgetError

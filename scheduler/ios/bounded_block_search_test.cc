@@ -4,8 +4,8 @@
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
-#include "gtest/gtest.h"
 #include "common/strings.h"
+#include "gtest/gtest.h"
 #include "scheduler/ios/block_solution_checks.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"

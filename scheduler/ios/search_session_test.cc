@@ -309,8 +309,7 @@ TEST(SearchSessionTest, RejectsBadInput) {
   EXPECT_FALSE(SearchSession::Create(graph, bad).ok());
   bad = SearchOptions{};
   bad.cores = -1;
-  EXPECT_EQ(SearchSession::Create(graph, bad).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SearchSession::Create(graph, bad).status().code(), absl::StatusCode::kInvalidArgument);
   auto session = *SearchSession::Create(graph, SearchOptions{});
   EXPECT_FALSE(session->NextUnknown(0).ok());
   EXPECT_FALSE(session->Provide(1, -1.0).ok());

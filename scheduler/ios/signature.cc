@@ -15,7 +15,7 @@ namespace {
 constexpr uint64_t kExternalTag = 0x65787465726e616cULL;  // "external"
 constexpr uint64_t kGroupTag = 0x67726f7570ULL;           // "group"
 constexpr uint64_t kStageTag = 0x7374616765ULL;           // "stage"
-constexpr uint64_t kSingleCoreTag = 0x73696e676c65ULL;     // "single"
+constexpr uint64_t kSingleCoreTag = 0x73696e676c65ULL;    // "single"
 constexpr uint64_t kSharedTag = 0x736861726564ULL;        // "shared"
 
 uint64_t PortKey(int port, int output) {

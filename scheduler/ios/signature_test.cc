@@ -1,5 +1,4 @@
 #include "scheduler/ios/signature.h"
-#include "scheduler/ios/schedule.h"
 
 #include <algorithm>
 #include <mutex>
@@ -9,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_report.h"
 #include "scheduler/ios/stable_hash.h"
 #include "scheduler/ios/testing_util.h"
