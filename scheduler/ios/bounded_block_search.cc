@@ -297,20 +297,42 @@ class Search final : public BoundedBlockSearch {
     Expand(0);
   }
 
-  // A stage's lower bound: its slowest group alone; with cores, also its
-  // groups' one-core latencies over the cores (not for one group: that
-  // stage is the group, measured).
+  // A stage's lower bound: its slowest group alone; with cores (not for one
+  // group: that stage is the group, measured), also its groups' one-core
+  // latencies over the cores, and, unless it merges into one convolution on
+  // every core, its slowest group's one-core latency over the most cores
+  // one of k groups gets (the lanes split the P cores evenly: ceil(P / k)).
   double GroupBound(const EndingGroup<W>* groups, int num_groups) {
-    double bound = 0, work = 0;
+    double bound = 0, work = 0, slowest_core = 0;
     for (int g = 0; g < num_groups; ++g) {
       const int32_t* group = group_index_.Find(groups[g].ops, groups[g].ops.Hash());
       // Every group of an ending was enumerated; 0 stays a valid bound.
       if (group == nullptr) continue;
       bound = std::max(bound, group_latency_[*group]);
       work += core_latency_[*group];
+      slowest_core = std::max(slowest_core, core_latency_[*group]);
     }
-    if (num_groups > 1 && by_cores()) bound = std::max(bound, work / options_.cores);
+    if (num_groups > 1 && by_cores()) {
+      bound = std::max(bound, work / options_.cores);
+      if (!Mergeable(groups, num_groups)) {
+        const int lane_cores = (options_.cores + num_groups - 1) / num_groups;
+        bound = std::max(bound, slowest_core / lane_cores);
+      }
+    }
     return bound;
+  }
+
+  // BlockStages::IsMergeable from an ending's groups.
+  bool Mergeable(const EndingGroup<W>* groups, int num_groups) const {
+    if (!options_.dp.enable_merge) return false;
+    const uint64_t key = block_.merge_key(groups[0].ops.First());
+    if (key == 0) return false;
+    for (int g = 0; g < num_groups; ++g) {
+      if (groups[g].ops.Count() != 1 || block_.merge_key(groups[g].ops.First()) != key) {
+        return false;
+      }
+    }
+    return true;
   }
 
   // The open list keeps what can still beat a schedule of latency `ms`

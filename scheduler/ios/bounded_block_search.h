@@ -26,7 +26,9 @@
 //    also measured on one core (Stage::single_core); a stage of two or more
 //    groups is bounded by their one-core latencies added over the P cores
 //    (its lanes cannot finish sooner than that unless some core runs faster
-//    than alone), and the cost to go by the ops' work over P (each op weighs
+//    than alone) and, unless it merges, by its slowest group's one-core
+//    latency over ceil(P / k), the most cores the lanes give one of its k
+//    groups (cpu/lane_partition.h), and the cost to go by the ops' work over P (each op weighs
 //    the least one-core latency per op of any group that holds it), where
 //    that is more than the critical path. On a few cores, where concurrent
 //    groups barely overlap, the slowest-group bound is about half a stage's
@@ -59,7 +61,9 @@
 // faster than the slowest of the convolutions it merges run alone; with
 // cores, P cores never run a group, a stage's lanes or a merged convolution
 // more than P times faster than one core runs its groups (or the
-// convolutions it merges) one after another. Where
+// convolutions it merges) one after another, and a concurrent stage of k
+// groups gives none of them more than ceil(P / k) cores, which run it no
+// more than that many times faster than one. Where
 // every measured latency respects that, the schedule's latency equals the
 // exhaustive DP's (ties may pick another schedule of the same latency).
 // Where a measurement breaks it, the schedule is still valid, possibly

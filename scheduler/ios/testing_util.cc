@@ -1,6 +1,7 @@
 #include "scheduler/ios/testing_util.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <random>
@@ -169,7 +170,7 @@ StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores) 
   };
   const double p = cores;
   return [&graph, unit, p](const Stage& stage) -> StatusOr<double> {
-    double slowest = 0, work = 0, extra = 0;
+    double slowest = 0, work = 0, slowest_core = 0, extra = 0;
     for (const auto& group : stage.groups) {
       Stage alone;
       alone.groups = {group};
@@ -177,6 +178,7 @@ StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores) 
       const double w = 0.1 + 10 * unit(signature, 0);
       slowest = std::max(slowest, w * (1 / p + (1 - 1 / p) * unit(signature, 3)));
       work += w;
+      slowest_core = std::max(slowest_core, w);
       extra += 2 * unit(signature, 1);
     }
     if (stage.single_core) return work;
@@ -185,7 +187,10 @@ StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores) 
       ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, stage));
       return floor + 3 * unit(signature, 2);
     }
-    return stage.groups.size() > 1 ? floor + extra : slowest;
+    if (stage.groups.size() == 1) return slowest;
+    // Each of k groups gets at most ceil(P / k) cores.
+    const double k = static_cast<double>(stage.groups.size());
+    return std::max(floor, slowest_core / std::ceil(p / k)) + extra;
   };
 }
 

@@ -56,9 +56,9 @@ StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed);
 // search's assumption with its core bound: every group takes a
 // pseudo-random w in [0.1, 10.1) ms on one core, and alone on the device
 // between w / cores and w; a single-core stage costs its groups' w added; a
-// concurrent stage of two or more groups, and a merge stage, the larger of
-// its slowest group alone and its groups' w added over the cores, plus
-// extras as in GroupMonotoneOracle. A function of signatures and `seed`.
+// merge stage the larger of its slowest group alone and its groups' w added
+// over the cores, a concurrent stage of k >= 2 groups also at least its
+// largest w over ceil(cores / k), plus extras as in GroupMonotoneOracle. A function of signatures and `seed`.
 StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores);
 
 // A LatencySource over a StageLatencyFn that measures each signature once
