@@ -57,8 +57,9 @@ StatusOr<TunedSchedule> TuneOnFirstUse(const graph::Graph& graph, worker::Backen
     RETURN_IF_ERROR(db->latencies->UpsertDevice(tuning.device_key, backend.device_description(),
                                                 tuning.backend, NowUnixMs()));
   }
-  ios::SearchOptions options;
-  options.cores = backend.cores();  // the core bound on the cpu backend
+  // The farm's options (no core bound, SearchOptions::cores): the stages
+  // `iosfarm tune` stored are then the ones this search asks for.
+  const ios::SearchOptions options;
   ASSIGN_OR_RETURN(std::unique_ptr<ios::SearchSession> session,
                    ios::SearchSession::Create(graph, options));
   TunedSchedule tuned;

@@ -83,8 +83,9 @@ struct DpStats {
   int64_t transitions = 0;      // (state, ending) pairs evaluated
   int64_t distinct_stages = 0;  // distinct candidate stages (concurrent + merge)
   int64_t merge_stages = 0;     // of which merge stages
-  // Bounded search only (bounded_block_search.h): groups measured for the
-  // bounds, and stages measured faster than their lower bound (the
+  // Bounded search only (bounded_block_search.h): group timings for the
+  // bounds (each group alone; with the core bound also on one core), and
+  // stages measured faster than their lower bound (the
   // exactness assumption broken) with the largest shortfall.
   int64_t bound_groups = 0;
   int64_t tightened_bounds = 0;  // raised by a measured sub-stage

@@ -80,8 +80,8 @@ struct SearchStats {
   // stages measured on the spot by RunInline (what a farm profiles, less
   // what its database already knew).
   int64_t stages_measured = 0;
-  // Bounded search (SearchOptions::exhaustive off): groups measured for the
-  // bounds, and measured stages faster than their lower bound (the
+  // Bounded search (SearchOptions::exhaustive off): group timings for the
+  // bounds (twice per group with SearchOptions::cores), and measured stages faster than their lower bound (the
   // exactness assumption broken), with the largest shortfall.
   int64_t bound_groups = 0;
   // Stage bounds raised by a measured sub-stage before the stage was costed
