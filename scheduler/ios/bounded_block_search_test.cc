@@ -33,6 +33,12 @@ StatusOr<BlockSolution> SolveBounded(const BlockGraph& block, const DpOptions& d
   return search->solution();
 }
 
+// The brute-force optimum of a sweep case's graph under its bounds.
+StatusOr<double> BruteForce(const testing::RandomBlockCase& c, const StageLatencyFn& oracle) {
+  return testing::ExhaustiveOptimum(*c.graph, c.options.bounds.max_group_ops,
+                                    c.options.bounds.max_groups, c.options.enable_merge, oracle);
+}
+
 // Knows only what it was given; records what was asked for.
 class PendingSource : public LatencySource {
  public:
@@ -63,9 +69,7 @@ TEST(BoundedBlockSearchTest, EqualsExhaustiveAndBruteForceWhereTheAssumptionHold
     DpStats stats;
     auto bounded = SolveBounded(*c.block, c.options, bounded_source, &stats);
     ASSERT_TRUE(bounded.ok()) << bounded.status();
-    auto brute =
-        testing::ExhaustiveOptimum(*c.graph, c.options.bounds.max_group_ops,
-                                   c.options.bounds.max_groups, c.options.enable_merge, oracle);
+    auto brute = BruteForce(c, oracle);
     ASSERT_TRUE(brute.ok()) << brute.status();
     EXPECT_NEAR(bounded->latency_ms, exhaustive->latency_ms, 1e-9);
     EXPECT_NEAR(bounded->latency_ms, *brute, 1e-9);
@@ -102,9 +106,7 @@ TEST(BoundedBlockSearchTest, CoreBoundEqualsExhaustiveAndBruteForceAndMeasuresLe
       ASSERT_TRUE(bounded.ok()) << bounded.status();
       auto plain = SolveBounded(*c.block, c.options, plain_source, &plain_stats);
       ASSERT_TRUE(plain.ok()) << plain.status();
-      auto brute =
-          testing::ExhaustiveOptimum(*c.graph, c.options.bounds.max_group_ops,
-                                     c.options.bounds.max_groups, c.options.enable_merge, oracle);
+      auto brute = BruteForce(c, oracle);
       ASSERT_TRUE(brute.ok()) << brute.status();
       EXPECT_NEAR(bounded->latency_ms, exhaustive->latency_ms, 1e-9);
       EXPECT_NEAR(bounded->latency_ms, *brute, 1e-9);
