@@ -60,6 +60,11 @@ double MergedTime(const graph::Graph& graph, const MergedConv& merged,
 
 Status CheckStage(const graph::Graph& graph, const Stage& stage) {
   if (stage.num_ops() == 0) return absl::InvalidArgumentError("empty stage");
+  if (stage.single_core) {
+    return absl::InvalidArgumentError(
+        "the analytic model has no cores: it cannot time a single-core stage (a measurement for "
+        "cpu devices, SearchOptions::cores)");
+  }
   for (const auto& group : stage.groups) {
     for (graph::NodeId id : group) {
       if (id < 0 || id >= graph.num_nodes()) {

@@ -33,7 +33,8 @@ struct AnalyticDeviceModel {
 };
 
 // Latency in ms of `stage` of `graph` (shapes inferred). InvalidArgument for
-// an empty stage, ops out of range, or a merge stage without its merged conv.
+// an empty stage, ops out of range, a merge stage without its merged conv,
+// or a single-core stage (the model has no cores).
 StatusOr<double> AnalyticStageLatency(const graph::Graph& graph, const Stage& stage,
                                       const AnalyticDeviceModel& model = {});
 

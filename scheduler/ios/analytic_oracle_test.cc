@@ -72,6 +72,12 @@ TEST(AnalyticOracleTest, RejectsMalformedStages) {
   EXPECT_FALSE(AnalyticStageLatency(graph, bad).ok());
   Stage merge_without{Strategy::kMerge, {{Node(graph, "a")}, {Node(graph, "b")}}, std::nullopt};
   EXPECT_FALSE(AnalyticStageLatency(graph, merge_without).ok());
+  Stage single_core{Strategy::kConcurrent, {{Node(graph, "a")}}, std::nullopt, true};
+  ASSERT_TRUE(AnalyticStageLatency(graph, Stage{Strategy::kConcurrent, {{Node(graph, "a")}}}).ok());
+  const Status refused = AnalyticStageLatency(graph, single_core).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.message()).find("single-core"), std::string::npos);
+  EXPECT_FALSE(MakeAnalyticOracle(graph)(single_core).ok());
 }
 
 }  // namespace
