@@ -144,6 +144,9 @@ StatusOr<RunResult> SimBackend::DoRunSchedule(const graph::Graph& graph,
 
 StatusOr<double> SimBackend::StageLatencyMs(const graph::Graph& graph,
                                             const scheduler::ios::Stage& stage) const {
+  if (stage.single_core) {
+    return absl::InvalidArgumentError("sim backend: a single-core stage needs a device with cores");
+  }
   ASSIGN_OR_RETURN(SimStage sim, BuildSimStage(graph, stage, options_.device, SimStageKey::kNone));
   return sim.time_us / 1e3;
 }

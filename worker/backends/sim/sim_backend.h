@@ -72,7 +72,8 @@ class SimBackend final : public Backend {
   // options.cuda_graph is ignored; RunSchedule never injects failures.
 
   // The noise-free model latency of one stage, ms (what Profile's median
-  // converges to without noise). InvalidArgument for an invalid stage.
+  // converges to without noise). InvalidArgument for an invalid stage or a
+  // single-core one (Build refuses those too: the model has no cores).
   StatusOr<double> StageLatencyMs(const graph::Graph& graph,
                                   const scheduler::ios::Stage& stage) const;
 

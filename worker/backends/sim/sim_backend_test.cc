@@ -87,6 +87,21 @@ TEST(SimBackendTest, RejectsInvalidOptions) {
   EXPECT_EQ(SimBackend::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The model has no cores: single-core stages (a cpu measurement) are
+// refused by name, in Build and in the model.
+TEST(SimBackendTest, RefusesSingleCoreStages) {
+  const testing::TwoConvs g = MakeTwoConvs(64, 8, 3);
+  scheduler::ios::Stage stage = ConcurrentStage({{g.a}, {g.b}});
+  stage.single_core = true;
+  auto backend = MakeBackend();
+  EXPECT_EQ(backend->cores(), 0);
+  const Status built = backend->Build(g.graph, {stage}).status();
+  EXPECT_EQ(built.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(built.message()).find("single-core"), std::string::npos);
+  EXPECT_EQ(backend->StageLatencyMs(g.graph, stage).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SimBackendTest, ProfileWithoutNoiseIsExactAndDeterministic) {
   const testing::TwoConvs g = MakeTwoConvs(64, 8, 3);
   const scheduler::ios::Stage stage = ConcurrentStage({{g.a}, {g.b}});
