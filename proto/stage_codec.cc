@@ -49,11 +49,7 @@ StatusOr<Stage> StageFromSpec(const graph::Graph& graph, const v1::StageSpec& sp
   }
   Stage stage;
   stage.strategy = *strategy;
-  stage.single_core = spec.single_core();
-  if (stage.single_core && stage.strategy != Strategy::kConcurrent) {
-    return absl::InvalidArgumentError(
-        StrCat("stage ", index, ": a single-core stage must be concurrent, not a merge"));
-  }
+  stage.single_core = spec.single_core();  // CanonicalizeStage checks it
   std::vector<bool> seen(graph.num_nodes(), false);
   for (int g = 0; g < spec.groups_size(); ++g) {
     const v1::StageGroup& group = spec.groups(g);

@@ -28,11 +28,12 @@
 //    (its lanes cannot finish sooner than that unless some core runs faster
 //    than alone) and, unless it merges, by its slowest group's one-core
 //    latency over ceil(P / k), the most cores the lanes give one of its k
-//    groups (cpu/lane_partition.h), and the cost to go by the ops' work over P (each op weighs
-//    the least one-core latency per op of any group that holds it), where
-//    that is more than the critical path. On a few cores, where concurrent
-//    groups barely overlap, the slowest-group bound is about half a stage's
-//    latency and this one is close to it.
+//    groups (cpu/lane_partition.h); the cost to go is the ops' work over P
+//    (each op weighs the least one-core latency per op of any group that
+//    holds it) where that is more than the critical path. On a few cores,
+//    where concurrent groups barely overlap, the slowest-group bound is
+//    about half a stage's latency; this one is as tight as the lanes are
+//    free of a shared bottleneck (memory bandwidth: see below).
 //  * Lazy edges. A state's endings enter the open list keyed by their bounds
 //    (in growing slices: a state has thousands of endings and few are ever
 //    taken); a stage is measured only when its entry reaches the top of the
@@ -78,9 +79,10 @@
 // eight launches but is bounded by one. The critical-path cost to go is
 // loose for the same reason. On inception_v3 it measures about 6x fewer
 // stages than the exhaustive DP (sim:h100), the same latency; on the
-// 2-core build machine's cpu backend, with the core bound, 2.1-2.2x (two
-// lanes share the memory bandwidth there, so the work bound sits at about
-// 0.6 of a stage's latency); on RandWire's and
+// 2-core build machine's cpu backend, with the core bound, 2.1-2.4x, no
+// more than without it beyond the run-to-run noise (two lanes share the
+// memory bandwidth there, so the core bound sits at a median 0.82 of a
+// stage's latency); on RandWire's and
 // NASNet's wide blocks of small ops the open list grows to millions of
 // entries and it costs more CPU than the DP does: past
 // BoundedSearchOptions::max_open_steps it stops with a SearchBudgetError

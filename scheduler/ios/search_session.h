@@ -81,8 +81,9 @@ struct SearchStats {
   // what its database already knew).
   int64_t stages_measured = 0;
   // Bounded search (SearchOptions::exhaustive off): group timings for the
-  // bounds (twice per group with SearchOptions::cores), and measured stages faster than their lower bound (the
-  // exactness assumption broken), with the largest shortfall.
+  // bounds (twice per group with SearchOptions::cores), and measured stages
+  // faster than their lower bound (the exactness assumption broken), with
+  // the largest shortfall.
   int64_t bound_groups = 0;
   // Stage bounds raised by a measured sub-stage before the stage was costed
   // (how often the sub-stage bound spared or postponed a measurement).

@@ -136,6 +136,16 @@ graph::Graph RepeatedCells(uint64_t seed, int cells, int ops_per_cell) {
   return *std::move(b).Finish();
 }
 
+namespace {
+
+// A pseudo-random value in [0, 1) (steps of 1e-4) of a signature, a seed
+// and a salt: the oracles' stand-in for a measurement.
+double Unit(uint64_t seed, Signature signature, uint64_t salt) {
+  return static_cast<double>(Mix64(signature ^ Mix64(seed ^ salt)) % 10000) / 10000.0;
+}
+
+}  // namespace
+
 StageLatencyFn RandomOracle(const graph::Graph& graph, uint64_t seed) {
   return [&graph, seed](const Stage& stage) -> StatusOr<double> {
     ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, stage));
@@ -144,9 +154,7 @@ StageLatencyFn RandomOracle(const graph::Graph& graph, uint64_t seed) {
 }
 
 StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed) {
-  auto unit = [seed](Signature signature, uint64_t salt) {
-    return static_cast<double>(Mix64(signature ^ Mix64(seed ^ salt)) % 10000) / 10000.0;
-  };
+  auto unit = [seed](Signature signature, uint64_t salt) { return Unit(seed, signature, salt); };
   return [&graph, unit](const Stage& stage) -> StatusOr<double> {
     double slowest = 0, extra = 0;
     for (const auto& group : stage.groups) {
@@ -165,9 +173,7 @@ StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed) {
 }
 
 StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores) {
-  auto unit = [seed](Signature signature, uint64_t salt) {
-    return static_cast<double>(Mix64(signature ^ Mix64(seed ^ salt)) % 10000) / 10000.0;
-  };
+  auto unit = [seed](Signature signature, uint64_t salt) { return Unit(seed, signature, salt); };
   const double p = cores;
   return [&graph, unit, p](const Stage& stage) -> StatusOr<double> {
     double slowest = 0, work = 0, slowest_core = 0, extra = 0;

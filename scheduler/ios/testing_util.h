@@ -58,7 +58,8 @@ StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed);
 // between w / cores and w; a single-core stage costs its groups' w added; a
 // merge stage the larger of its slowest group alone and its groups' w added
 // over the cores, a concurrent stage of k >= 2 groups also at least its
-// largest w over ceil(cores / k), plus extras as in GroupMonotoneOracle. A function of signatures and `seed`.
+// largest w over ceil(cores / k), plus extras as in GroupMonotoneOracle. A
+// function of signatures and `seed`.
 StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores);
 
 // A LatencySource over a StageLatencyFn that measures each signature once
