@@ -259,7 +259,7 @@ class Runner:
         error_file = os.path.join(self.results, f"ios_{tag}.error.json")
         if self.skip("ios", name, batch):
             return
-        model_arg = name
+        model_arg = MODELS[key][0]  # the row name may carry GRAPH_TIMED
         if tv:
             model_arg = os.path.join(self.onnx_dir, f"{tv}.onnx")
             if not os.path.exists(model_arg):

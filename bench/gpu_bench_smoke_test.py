@@ -121,6 +121,37 @@ def main():
               "graph-timed rows after the eager ones")
         check(f"Batch 1{gpu_bench.GRAPH_TIMED}: geomean" in table,
               f"graph-timed geomean line: {table}")
+
+        # `run --graph-stages` hands schedule_bench the model itself, not the
+        # row's name (the H200 run of 2026-11-27 passed "squeezenet
+        # (graph-timed stages)" as the model). --cuda-graph-stages is
+        # cuda-only, so a wrapper records the arguments and drops that flag.
+        argv_log = os.path.join(tmp, "argv.log")
+        wrapper = os.path.join(tmp, "schedule_bench_wrapper")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\n"
+                    f"printf '%s\\n' \"$*\" >> {argv_log}\n"
+                    "for a in \"$@\"; do shift; [ \"$a\" = --cuda-graph-stages ] || "
+                    "set -- \"$@\" \"$a\"; done\n"
+                    f"exec {binary} \"$@\"\n")
+        os.chmod(wrapper, 0o755)
+        graph_out = os.path.join(tmp, "graph_out")
+        run = subprocess.run(
+            [python, os.path.join(HERE, "gpu_bench.py"), "run", "--backend", "cpu", "--bin",
+             wrapper, "--models", "squeezenet", "--batches", "1", "--rounds", "1", "--repeats",
+             "2", "--no-torch", "--graph-stages", "--work", work, "--out", graph_out,
+             "--deadline-s", "150"], capture_output=True, text=True, timeout=170)
+        check(run.returncode == 0, f"gpu_bench.py run --graph-stages exited {run.returncode}: "
+              f"{run.stderr}{run.stdout[-2000:]}")
+        with open(argv_log) as f:
+            calls = f.read().splitlines()
+        check(calls and all("--models squeezenet:3x8 " in c and "--cuda-graph-stages" in c
+                            for c in calls), f"schedule_bench arguments: {calls}")
+        with open(os.path.join(graph_out, "results.json")) as f:
+            graph_doc = json.load(f)
+        check(not graph_doc["errors"], f"--graph-stages errors: {graph_doc['errors']}")
+        check(any(r["model"] == "squeezenet" + gpu_bench.GRAPH_TIMED for r in graph_doc["ios"]),
+              f"no graph-timed squeezenet row: {[r['model'] for r in graph_doc['ios']]}")
     print("gpu_bench smoke test passed")
     return 0
 

@@ -687,6 +687,9 @@ class Farm:
             result["tune"] = {"exit": code, "output": tail}
             if code != 0:
                 result["status"] = "failed"
+        else:  # say so: a silent absence reads as "not part of the step"
+            result["tune"] = {"exit": "skipped",
+                              "output": [f"not run: {t.remaining():.0f} s left of the deadline"]}
         return result
 
 
