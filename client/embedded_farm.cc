@@ -23,8 +23,8 @@ StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const EmbeddedFarmOp
                    worker::CreateBackend(farm->backend_name_, config));
   farm->device_description_ = backend->device_description();
   farm->device_key_ = options.device_key.empty()
-                          ? DefaultDeviceKey(farm->backend_name_, farm->device_description_) +
-                                (options.cuda_graph_stages ? "-graph-stages" : "")
+                          ? DefaultDeviceKey(farm->backend_name_, farm->device_description_,
+                                             options.cuda_graph_stages)
                           : options.device_key;
 
   if (options.db_path.empty()) {

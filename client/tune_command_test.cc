@@ -49,6 +49,12 @@ TEST(EmbeddedFarmTest, DeviceKeys) {
   EXPECT_EQ(DefaultDeviceKey("cuda", "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, CUDA runtime 13)"),
             "nvidia-h100-80gb-hbm3");
   EXPECT_EQ(DefaultDeviceKey("cuda", ""), "local-cuda");
+  // Graph-timed latencies get a key of their own (the runtime's CUDA-graph
+  // sessions and `iosfarm tune --cuda-graph-stages` share it).
+  EXPECT_EQ(
+      DefaultDeviceKey("cuda", "NVIDIA H200 (sm_90, 132 SMs, stages timed as CUDA graphs)", true),
+      "nvidia-h200-graph-stages");
+  EXPECT_EQ(DefaultDeviceKey("cuda", "", true), "local-cuda-graph-stages");
 }
 
 TEST(TuneCommandTest, EmbeddedSimTunesAZooModelAndReusesTheDatabase) {

@@ -27,7 +27,8 @@ StatusOr<std::string> DefaultDatabasePath(const EnvLookup& env) {
   return (dir / "iosfarm" / "latency.db").string();
 }
 
-std::string DefaultDeviceKey(const std::string& backend, const std::string& description) {
+std::string DefaultDeviceKey(const std::string& backend, const std::string& description,
+                             bool cuda_graph_stages) {
   if (backend != "cuda") {
     std::string key = StrCat("local-", backend);
     for (char& c : key) c = c == ':' ? '-' : c;
@@ -43,7 +44,8 @@ std::string DefaultDeviceKey(const std::string& backend, const std::string& desc
     }
   }
   while (!key.empty() && key.back() == '-') key.pop_back();
-  return key.empty() ? "local-cuda" : key;
+  if (key.empty()) key = "local-cuda";
+  return cuda_graph_stages ? key + "-graph-stages" : key;
 }
 
 Status CreateDatabaseDirectory(const std::string& db_path) {

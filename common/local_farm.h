@@ -27,8 +27,11 @@ StatusOr<std::string> DefaultDatabasePath(const EnvLookup& env = ProcessEnv);
 
 // "local-cpu", "local-sim" (and "local-sim-<preset>" for "sim:<preset>"); for
 // cuda the GPU's name from the backend's description, sanitized ("NVIDIA H100
-// 80GB HBM3 (sm_90, ...)" -> "nvidia-h100-80gb-hbm3"), or "local-cuda".
-std::string DefaultDeviceKey(const std::string& backend, const std::string& description);
+// 80GB HBM3 (sm_90, ...)" -> "nvidia-h100-80gb-hbm3"), or "local-cuda"; with
+// `cuda_graph_stages` (stages timed as CUDA graphs, whose latencies are not
+// eager ones) the cuda key ends in "-graph-stages".
+std::string DefaultDeviceKey(const std::string& backend, const std::string& description,
+                             bool cuda_graph_stages = false);
 
 // Creates the directory of the database file `db_path` (and its parents);
 // Unavailable naming it when that fails.

@@ -197,7 +197,9 @@ schedule: None or "sequential", "greedy", or a schedule file from
 backend: "cpu", "cuda" or "cuda:N".
 latency_db, device_key: where tuning finds and stores stage latencies (by
   default the database and device key of `iosfarm tune` on this machine;
-  latency_db="none" measures every stage and stores nothing). The `tuning`
+  on cuda with cuda_graph=True stages are timed as CUDA graphs, under the key
+  of `iosfarm tune --cuda-graph-stages`; latency_db="none" measures every
+  stage and stores nothing). The `tuning`
   property says what the last tuning measured.)doc")
       .def(py::init([](const py::object& model, const py::object& schedule,
                        const std::string& backend, int64_t batch, int threads, bool cuda_graph,

@@ -1,15 +1,19 @@
 // Device buffers on the cuda backend, through the public API only: inputs
 // read from and outputs written to the GPU's own memory compute what host
 // buffers compute, a producer's stream is waited for, and memory that is not
-// the device's is refused with a message that names the buffer. Skips, saying
+// the device's is refused with a message that names the buffer; tuning on
+// first use times stages the way the session will run them. Skips, saying
 // why, where no GPU answers (built only with the CUDA backend).
 #include <cuda_runtime_api.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <optional>
+#include <string>
 
 #include "iosfarm/runtime.h"
 
@@ -134,6 +138,39 @@ TEST_P(DeviceBuffersTest, HostMemoryPassedAsDeviceMemoryIsNamed) {
   ExpectSameLogits(
       session_->Run({{in.name, TensorView(image_, in.shape)}}).at(session_->outputs()[0].name).data,
       host_logits_);
+}
+
+// A session replayed as one CUDA graph tunes with graph-timed stages under a
+// key of their own ("<gpu>-graph-stages", as `iosfarm tune
+// --cuda-graph-stages`); an eager session under the GPU's plain key. The two
+// never share latencies.
+TEST_P(DeviceBuffersTest, TuningTimesStagesTheWayTheSessionRuns) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("iosfarm_devbuf_tune_" + std::to_string(getpid()) + (GetParam() ? "_graph" : "_eager"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SessionOptions options;
+  options.backend = "cuda";
+  options.cuda_graph = GetParam();
+  options.schedule = (dir / "squeezenet.schedule.json").string();
+  options.tune_if_missing = true;
+  options.latency_db = (dir / "latency.db").string();
+  Session tuned("squeezenet", options);
+  EXPECT_EQ(tuned.schedule_kind(), "ios");
+  EXPECT_GT(tuned.tuning().stages_measured, 0);
+  EXPECT_EQ(tuned.tuning().device_key.ends_with("-graph-stages"), GetParam())
+      << tuned.tuning().device_key;
+
+  // The other mode, same database: nothing of this key is reused.
+  SessionOptions other = options;
+  other.cuda_graph = !GetParam();
+  other.schedule = (dir / "squeezenet.other.schedule.json").string();
+  Session retuned("squeezenet", other);
+  EXPECT_NE(retuned.tuning().device_key, tuned.tuning().device_key);
+  EXPECT_EQ(retuned.tuning().stages_from_database, 0);
+  EXPECT_GT(retuned.tuning().stages_measured, 0);
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(EagerAndCudaGraph, DeviceBuffersTest, ::testing::Bool(),

@@ -71,6 +71,11 @@ StatusOr<std::unique_ptr<worker::Backend>> OpenBackend(const SessionOptions& opt
     config.cuda_device = static_cast<int>(device);
     name = "cuda";
   }
+  // A session replayed as one CUDA graph tunes with stages timed as graphs:
+  // eager stage latencies carry host enqueueing a graph never pays, and
+  // schedules searched with them ran 1.4-1.5x slower as one graph on an H200
+  // (docs/benchmarks.md, second GPU run). Running is the same either way.
+  config.cuda_graph_stages = name == "cuda" && options.cuda_graph;
   if (name != "cpu" && name != "cuda") {
     return absl::InvalidArgumentError(
         StrCat("backend '", options.backend, "': the runtime runs on cpu, cuda or cuda:N"));
@@ -97,7 +102,8 @@ StatusOr<scheduler::ios::Schedule> TuneSchedule(const SessionOptions& options,
     }
   }
   tuning.device_key = options.device_key.empty()
-                          ? DefaultDeviceKey(tuning.backend, backend.device_description())
+                          ? DefaultDeviceKey(tuning.backend, backend.device_description(),
+                                             tuning.backend == "cuda" && options.cuda_graph)
                           : options.device_key;
   ASSIGN_OR_RETURN(runtime::TunedSchedule tuned,
                    runtime::TuneOnFirstUse(graph, backend, tuning, options.schedule));

@@ -32,7 +32,13 @@
 //
 // Backends: "cpu" (oneDNN, every core unless SessionOptions::cpu_threads),
 // "cuda" or "cuda:N" (device N; with SessionOptions::cuda_graph the whole
-// schedule is captured once and replayed as one CUDA graph).
+// schedule is captured once and replayed as one CUDA graph). A cuda session
+// with cuda_graph (the default) tunes with every stage timed as a CUDA graph,
+// under the device key "<gpu>-graph-stages" that `iosfarm tune
+// --cuda-graph-stages` uses: eager stage latencies carry host enqueueing that
+// a graph never pays, and schedules searched with them ran 1.4-1.5x slower as
+// one graph (H200, docs/benchmarks.md). Without cuda_graph it tunes eagerly
+// under the GPU's key, as plain `iosfarm tune` does.
 //
 // Errors: every failure throws iosfarm::Error, whose message names what is
 // wrong (the file, the input and its shape, the operator) and whose code()
@@ -145,7 +151,9 @@ struct SessionOptions {
   // default, $XDG_CACHE_HOME/iosfarm/latency.db or ~/.cache/iosfarm/latency.db;
   // "none" = measure every stage and store nothing), and the device key of
   // the latencies in it ("" = the one `iosfarm tune` uses for this backend on
-  // this machine, e.g. "local-cpu"; latencies of another key are never used).
+  // this machine, e.g. "local-cpu", or on cuda "nvidia-h100-80gb-hbm3" and,
+  // with cuda_graph, "nvidia-h100-80gb-hbm3-graph-stages"; latencies of
+  // another key are never used).
   std::string latency_db;
   std::string device_key;
   int64_t batch = 0;             // 0: the model's own (zoo models: 1); else override it
