@@ -42,6 +42,8 @@ nlohmann::json RowJson(const Row& row, int batch, bool cuda_graph_rows) {
         {"seconds", row.search_seconds},
         {"stages_measured", row.stages_measured},
         {"stages_cached", row.stages_cached},
+        {"lower_bound_misses", row.bound_misses},
+        {"largest_bound_miss_ms", row.largest_bound_miss_ms},
         {"reused", row.search_reused}}},
       {"stages",
        {{"sequential", row.seq_stages}, {"greedy", row.greedy_stages}, {"ios", row.ios_stages}}},

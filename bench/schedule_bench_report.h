@@ -31,6 +31,11 @@ struct Row {
   double search_seconds = 0;
   long long stages_measured = 0;
   long long stages_cached = 0;  // answered by the latency database
+  // Measured stages faster than the bounded search's lower bound (its
+  // exactness assumption broken; scheduler/ios/block_dp.h) and the largest
+  // shortfall, ms.
+  long long bound_misses = 0;
+  double largest_bound_miss_ms = 0;
   bool search_reused = false;
   size_t seq_stages = 0, greedy_stages = 0, ios_stages = 0;
   double pred_seq = 0, pred_greedy = 0, pred_ios = 0;

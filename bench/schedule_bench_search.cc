@@ -60,6 +60,8 @@ StatusOr<std::optional<ios::Schedule>> LoadSaved(const graph::Graph& graph, cons
       row.pred_ios = report.value("/latency_ms/ios"_json_pointer, 0.0);
       row.search_seconds = report.value("search_seconds", 0.0);
       row.stages_measured = report.value("/stats/unique_signatures"_json_pointer, 0LL);
+      row.bound_misses = report.value("/stats/lower_bound_misses"_json_pointer, 0LL);
+      row.largest_bound_miss_ms = report.value("/stats/largest_bound_miss_ms"_json_pointer, 0.0);
       char buf[96];
       std::snprintf(buf, sizeof(buf), "%.0f s, %lld stages (earlier run)", row.search_seconds,
                     row.stages_measured);
@@ -182,13 +184,16 @@ StatusOr<ios::Schedule> SearchOrLoad(const graph::Graph& graph, const ModelSpec&
   row.pred_seq = report->sequential.latency_ms;
   row.pred_greedy = report->greedy.latency_ms;
   row.pred_ios = report->ios.schedule.latency_ms;
+  row.bound_misses = report->ios.stats.lower_bound_misses;
+  row.largest_bound_miss_ms = report->ios.stats.largest_bound_miss_ms;
   std::printf(
       "%s: search %.1f s wall, %lld stages measured, %lld from the latency database (IOS "
-      "search: %lld unique signatures), %d blocks; "
-      "predicted ms: sequential %.3f, greedy %.3f, IOS %.3f\n",
+      "search: %lld unique signatures, %lld below their lower bound, by at most %.4f ms), %d "
+      "blocks; predicted ms: sequential %.3f, greedy %.3f, IOS %.3f\n",
       spec.name.c_str(), report->search_seconds, oracle.measured(), oracle.cached(),
-      static_cast<long long>(report->ios.stats.unique_signatures), report->ios.stats.blocks,
-      row.pred_seq, row.pred_greedy, row.pred_ios);
+      static_cast<long long>(report->ios.stats.unique_signatures), row.bound_misses,
+      row.largest_bound_miss_ms, report->ios.stats.blocks, row.pred_seq, row.pred_greedy,
+      row.pred_ios);
   std::fflush(stdout);
   if (!stem.empty()) SaveSchedule(graph, options, settings, *report, stem);
   return std::move(report->ios.schedule);

@@ -50,6 +50,13 @@ def main():
         with open(result) as f:
             doc = json.load(f)
         check(doc["models"][0]["search"]["stages_measured"] > 0, "JSON: stages_measured")
+        # How often real measurements broke the bounded search's assumption.
+        misses = doc["models"][0]["search"].get("lower_bound_misses")
+        check(isinstance(misses, int) and misses >= 0 and
+              doc["models"][0]["search"].get("largest_bound_miss_ms", -1) >= 0,
+              f"JSON: bound misses: {doc['models'][0]['search']}")
+        check(re.search(r"\d+ below their lower bound, by at most [0-9.]+ ms", first.stdout),
+              f"search line names the bound misses: {first.stdout}")
 
         second = run(binary, *tiny, "--latency-cache", db)
         check(second.returncode == 0, f"second run exited {second.returncode}: {second.stderr}")
