@@ -126,6 +126,9 @@ Status PhaseExecutor::MeasureSchedules(const MeasureOrder& measure, PhaseReport&
   RETURN_IF_ERROR(backend_.CheckSupported(graph));
   RunOptions options;
   options.profile = measure.options;
+  // Schedules searched with graph-timed stages are compared as graphs: run
+  // eagerly they pay host enqueueing their stages were not timed with.
+  options.cuda_graph = backend_.times_stages_as_graphs();
   // Parse everything before running anything: a bad schedule fails at once.
   std::vector<scheduler::ios::Schedule> schedules;
   for (const NamedSchedule& named : measure.schedules) {

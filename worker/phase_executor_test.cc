@@ -136,6 +136,61 @@ TEST_F(PhaseExecutorTest, MeasuresSequentialAndGreedySchedules) {
   EXPECT_EQ(result.stages.size(), 0u);
 }
 
+// A backend that runs schedules on a sim backend and notes how it was asked
+// to run them; it times stages as CUDA graphs when told to say so.
+class RunRecordingBackend : public Backend {
+ public:
+  explicit RunRecordingBackend(bool graph_timed)
+      : sim_(*sim::SimBackend::Create({})), graph_timed_(graph_timed) {}
+  std::string name() const override { return "recording"; }
+  std::string device_description() const override { return "sim, runs recorded"; }
+  Status CheckSupported(const graph::Graph& graph) const override {
+    return sim_->CheckSupported(graph);
+  }
+  bool times_stages_as_graphs() const override { return graph_timed_; }
+  std::vector<bool> cuda_graph_runs;
+
+ protected:
+  StatusOr<std::vector<std::unique_ptr<StagePlan>>> DoBuild(
+      const graph::Graph&, const std::vector<scheduler::ios::Stage>&) override {
+    return absl::UnimplementedError("runs only");
+  }
+  StatusOr<std::vector<LatencyStats>> DoProfile(const std::vector<const StagePlan*>&,
+                                                const ProfileOptions&) override {
+    return absl::UnimplementedError("runs only");
+  }
+  StatusOr<RunResult> DoRunSchedule(const graph::Graph& graph,
+                                    const scheduler::ios::Schedule& schedule,
+                                    const RunOptions& options) override {
+    cuda_graph_runs.push_back(options.cuda_graph);
+    RunOptions plain = options;
+    plain.cuda_graph = false;  // sim takes no CUDA graphs
+    return sim_->RunSchedule(graph, schedule, plain);
+  }
+
+ private:
+  std::unique_ptr<sim::SimBackend> sim_;
+  bool graph_timed_;
+};
+
+// Schedules searched with graph-timed stages are measured as one graph, the
+// way their stages were timed; others eagerly.
+TEST(PhaseExecutorMeasureTest, RunsSchedulesAsGraphsWhereStagesWereTimedAsGraphs) {
+  graph::Graph graph = *graph::models::BuildZooModel("squeezenet", 1);
+  for (bool graph_timed : {false, true}) {
+    SCOPED_TRACE(graph_timed ? "graph-timed stages" : "eager stages");
+    RunRecordingBackend backend(graph_timed);
+    PhaseExecutor executor(backend);
+    PhaseReport result = executor.Execute(
+        MeasurePhase(5, graph,
+                     {NamedSchedule{"sequential", BaselineJson(graph, "sequential")},
+                      NamedSchedule{"greedy", BaselineJson(graph, "greedy")}}));
+    ASSERT_TRUE(result.ok) << result.error;
+    EXPECT_EQ(result.schedules.size(), 2u);
+    EXPECT_EQ(backend.cuda_graph_runs, std::vector<bool>(2, graph_timed));
+  }
+}
+
 TEST_F(PhaseExecutorTest, MeasureOfABadScheduleNamesIt) {
   graph::Graph graph = *graph::models::BuildZooModel("squeezenet", 1);
   graph::Graph other = graph::testing::SmallBranchyGraph(false);

@@ -178,6 +178,12 @@ class Backend {
   // (scheduler::ios::SearchOptions::cores).
   virtual int cores() const { return 0; }
 
+  // Whether Profile times each stage as a captured CUDA graph (cuda with
+  // graph-timed stages): its latencies are for schedules run as one graph,
+  // so schedules measured end to end beside them (the farm's measure phase)
+  // run as one graph too (RunOptions::cuda_graph).
+  virtual bool times_stages_as_graphs() const { return false; }
+
   // OK if every operator of `graph` can be executed; otherwise Unimplemented
   // naming the first unsupported node and op type. Never executes anything.
   virtual Status CheckSupported(const graph::Graph& graph) const = 0;

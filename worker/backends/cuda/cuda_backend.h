@@ -52,6 +52,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string device_description() const override { return description_; }
   bool accepts_device_buffers() const override { return true; }
+  bool times_stages_as_graphs() const override { return options_.execution.graph_stages; }
 
   Status CheckSupported(const graph::Graph& graph) const override;
 
