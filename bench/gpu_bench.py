@@ -93,11 +93,21 @@ GEOMEAN_MODELS = ("inception_v3", "randwire", "nasnet_a", "squeezenet")
 # Rows of `run --graph-stages` (searched with stages timed as CUDA graphs) are
 # named MODEL + this, apart from the eager-timed rows of the same model.
 GRAPH_TIMED = " (graph-timed stages)"
+# Rows of `run --graph-stages --flush-l2`: each replay timed after an L2 flush
+# (schedule_bench --cuda-flush-l2, an experiment on composition).
+FLUSHED = " (graph-timed stages, L2 flushed)"
+SUFFIXES = (GRAPH_TIMED, FLUSHED)
+
+
+def suffix_of(name):
+    """The row name's stage-timing suffix, or ""."""
+    return next((s for s in SUFFIXES if name.endswith(s)), "")
 
 
 def base_model(name):
-    """The display name without GRAPH_TIMED."""
-    return name[:-len(GRAPH_TIMED)] if name.endswith(GRAPH_TIMED) else name
+    """The display name without its stage-timing suffix."""
+    suffix = suffix_of(name)
+    return name[:-len(suffix)] if suffix else name
 PAPER = {"inception_v3": (6.51, 4.03), "randwire": (8.49, 6.02), "nasnet_a": (22.95, 16.04),
          "squeezenet": (0.86, 0.73)}
 
@@ -249,17 +259,20 @@ class Runner:
 
     # -- one schedule_bench item --
     def row_name(self, key):
-        return MODELS[key][0] + (GRAPH_TIMED if self.args.graph_stages else "")
+        if not self.args.graph_stages:
+            return MODELS[key][0]
+        return MODELS[key][0] + (FLUSHED if self.args.flush_l2 else GRAPH_TIMED)
 
     def bench_item(self, key, batch):
         _, tv = MODELS[key]
         name = self.row_name(key)
-        tag = f"{key}_b{batch}" + ("_graphstages" if self.args.graph_stages else "")
+        tag = (f"{key}_b{batch}" + ("_graphstages" if self.args.graph_stages else "") +
+               ("_flushl2" if self.args.flush_l2 else ""))
         result = os.path.join(self.results, f"ios_{tag}.json")
         error_file = os.path.join(self.results, f"ios_{tag}.error.json")
         if self.skip("ios", name, batch):
             return
-        model_arg = MODELS[key][0]  # the row name may carry GRAPH_TIMED
+        model_arg = MODELS[key][0]  # the row name may carry a stage-timing suffix
         if tv:
             model_arg = os.path.join(self.onnx_dir, f"{tv}.onnx")
             if not os.path.exists(model_arg):
@@ -287,6 +300,8 @@ class Runner:
                 argv.append("--verify")
             if self.args.graph_stages:
                 argv.append("--cuda-graph-stages")
+            if self.args.flush_l2:
+                argv.append("--cuda-flush-l2")
             code, tail = self.run_logged(argv, f"ios_{tag}_{attempt}.log",
                                          timeout=left - 5)
             text = "\n".join(tail)
@@ -490,7 +505,9 @@ def row_order(key):
     names = [name for name, _ in MODELS.values()]
     name, batch = key
     base = base_model(name)
-    return (batch, name != base, names.index(base) if base in names else len(names), name)
+    order = ("",) + SUFFIXES
+    return (batch, order.index(suffix_of(name)), names.index(base) if base in names else len(names),
+            name)
 
 
 def fmt(value):
@@ -538,7 +555,7 @@ def markdown(doc):
         # stages against the eager run, graph-timed ones against the graph.
         composed = "-"
         predicted = (row or {}).get("predicted_ms", {}).get("ios")
-        against = cells[4] if model.endswith(GRAPH_TIMED) else cells[2]
+        against = cells[4] if suffix_of(model) else cells[2]
         if predicted and against:
             composed = f"{predicted / against:.2f}"
         vs_eager = "-"
@@ -557,7 +574,7 @@ def markdown(doc):
     lines.append("")
     paper = statistics.geometric_mean(s / i for s, i in PAPER.values())
     for batch in sorted({b for _, b in keys}):
-        for suffix in ("", GRAPH_TIMED):
+        for suffix in ("",) + SUFFIXES:
             if suffix and not any(m.endswith(suffix) for m, b in keys if b == batch):
                 continue
             got = [speedups.get((m + suffix, batch)) for m in GEOMEAN_MODELS]
@@ -651,6 +668,9 @@ def main(argv):
     run.add_argument("--graph-stages", action="store_true",
                      help="search with stages timed as CUDA graphs (schedule_bench "
                      "--cuda-graph-stages); rows are named MODEL" + GRAPH_TIMED)
+    run.add_argument("--flush-l2", action="store_true",
+                     help="with --graph-stages: each replay timed after an L2 flush "
+                     "(schedule_bench --cuda-flush-l2); rows are named MODEL" + FLUSHED)
     run.add_argument("--deadline-s", type=float, default=500,
                      help="end the work after this many seconds (default 500, for the device "
                      "machine's 600 s per command)")
@@ -684,6 +704,8 @@ def main(argv):
     args.torch_modes = args.torch_modes.split(",")
     args.bounds = parse_map(args.bounds, lambda v: v.split("|"))
     args.budgets = parse_map(args.search_budget, float)
+    if args.flush_l2 and not args.graph_stages:
+        parser.error("--flush-l2 needs --graph-stages")
     return cmd_run(args)
 
 

@@ -125,14 +125,15 @@ def main():
         # `run --graph-stages` hands schedule_bench the model itself, not the
         # row's name (the H200 run of 2026-11-27 passed "squeezenet
         # (graph-timed stages)" as the model). --cuda-graph-stages is
-        # cuda-only, so a wrapper records the arguments and drops that flag.
+        # cuda-only, so a wrapper records the arguments and drops the cuda
+        # flags (--cuda-graph-stages, --cuda-flush-l2).
         argv_log = os.path.join(tmp, "argv.log")
         wrapper = os.path.join(tmp, "schedule_bench_wrapper")
         with open(wrapper, "w") as f:
             f.write("#!/bin/sh\n"
                     f"printf '%s\\n' \"$*\" >> {argv_log}\n"
-                    "for a in \"$@\"; do shift; [ \"$a\" = --cuda-graph-stages ] || "
-                    "set -- \"$@\" \"$a\"; done\n"
+                    "for a in \"$@\"; do shift; case \"$a\" in --cuda-graph-stages|"
+                    "--cuda-flush-l2) ;; *) set -- \"$@\" \"$a\";; esac; done\n"
                     f"exec {binary} \"$@\"\n")
         os.chmod(wrapper, 0o755)
         graph_out = os.path.join(tmp, "graph_out")
@@ -152,6 +153,34 @@ def main():
         check(not graph_doc["errors"], f"--graph-stages errors: {graph_doc['errors']}")
         check(any(r["model"] == "squeezenet" + gpu_bench.GRAPH_TIMED for r in graph_doc["ios"]),
               f"no graph-timed squeezenet row: {[r['model'] for r in graph_doc['ios']]}")
+
+        # --flush-l2 (with --graph-stages): rows of their own, the flag passed.
+        os.remove(argv_log)
+        flushed_out = os.path.join(tmp, "flushed_out")
+        run = subprocess.run(
+            [python, os.path.join(HERE, "gpu_bench.py"), "run", "--backend", "cpu", "--bin",
+             wrapper, "--models", "squeezenet", "--batches", "1", "--rounds", "1", "--repeats",
+             "2", "--no-torch", "--graph-stages", "--flush-l2", "--work", work, "--out",
+             flushed_out, "--deadline-s", "150"], capture_output=True, text=True, timeout=170)
+        check(run.returncode == 0, f"gpu_bench.py run --flush-l2 exited {run.returncode}: "
+              f"{run.stderr}{run.stdout[-2000:]}")
+        with open(argv_log) as f:
+            calls = f.read().splitlines()
+        check(calls and all("--cuda-graph-stages" in c and "--cuda-flush-l2" in c for c in calls),
+              f"schedule_bench arguments with --flush-l2: {calls}")
+        with open(os.path.join(flushed_out, "results.json")) as f:
+            rows = [r["model"] for r in json.load(f)["ios"]]
+        check("squeezenet" + gpu_bench.FLUSHED in rows and
+              "squeezenet" + gpu_bench.GRAPH_TIMED in rows, f"flushed rows apart: {rows}")
+        with open(os.path.join(flushed_out, "table.md")) as f:
+            table = f.read()
+        check(table.index(f"| squeezenet{gpu_bench.GRAPH_TIMED} | 1 |") <
+              table.index(f"| squeezenet{gpu_bench.FLUSHED} | 1 |"),
+              f"flushed rows after the graph-timed ones: {table}")
+        alone = subprocess.run([python, os.path.join(HERE, "gpu_bench.py"), "run", "--flush-l2"],
+                               capture_output=True, text=True, timeout=60)
+        check(alone.returncode == 2 and "--flush-l2 needs --graph-stages" in alone.stderr,
+              f"--flush-l2 alone: {alone.returncode} {alone.stderr}")
     print("gpu_bench smoke test passed")
     return 0
 

@@ -92,6 +92,7 @@ Status Run(Settings& settings, const std::vector<ModelSpec>& specs) {
   config.cpu_threads = settings.threads;
   config.cuda_device = settings.cuda_device;
   config.cuda_graph_stages = settings.cuda_graph_stages;
+  config.cuda_flush_l2 = settings.cuda_flush_l2;
   StatusOr<std::unique_ptr<worker::Backend>> backend =
       worker::CreateBackend(settings.backend, config);
   if (!backend.ok()) return Prefixed(settings.backend + " backend", backend.status());
@@ -121,7 +122,9 @@ Status Run(Settings& settings, const std::vector<ModelSpec>& specs) {
       {"rounds", settings.rounds},
       {"repeats", settings.repeats},
       {"warmup", settings.warmup},
-      {"stage_timing", settings.cuda_graph_stages ? "cuda_graph" : "eager"},
+      {"stage_timing", settings.cuda_flush_l2       ? "cuda_graph_flush_l2"
+                       : settings.cuda_graph_stages ? "cuda_graph"
+                                                    : "eager"},
   };
 
   std::vector<Row> rows;

@@ -39,6 +39,9 @@ void AddFlags(CLI::App& app, Settings& settings, std::string& models_text) {
   app.add_flag("--cuda-graph-stages", settings.cuda_graph_stages,
                "cuda: the search times each stage as a CUDA graph (for schedules run as one "
                "graph); its schedules and latencies are kept apart from eager ones");
+  app.add_flag("--cuda-flush-l2", settings.cuda_flush_l2,
+               "cuda, with --cuda-graph-stages: flush the L2 cache before each timed replay "
+               "(do warm caches explain graph-timed stages adding up to less than the graph?)");
   app.add_option("--models", models_text,
                  "comma-separated MODEL[:RxS[:BLOCK]], MODEL a zoo name or an ONNX file");
   app.add_option("--r", settings.global_r, "ops per group (0: per-model default)")
@@ -132,6 +135,10 @@ std::optional<int> ParseScheduleBenchArgs(int argc, const char* const* argv, std
   const bool cuda = settings.backend == "cuda";
   if (settings.cuda_graph_stages && !cuda) {
     err << "schedule_bench: --cuda-graph-stages needs --backend cuda\n";
+    return 2;
+  }
+  if (settings.cuda_flush_l2 && !settings.cuda_graph_stages) {
+    err << "schedule_bench: --cuda-flush-l2 needs --cuda-graph-stages\n";
     return 2;
   }
   if (settings.repeats == 0) settings.repeats = cuda ? 50 : 10;

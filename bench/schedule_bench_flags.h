@@ -28,6 +28,9 @@ struct Settings {
   // cuda: the search times stages as CUDA graphs (schedules for running as
   // one graph; CudaExecutionOptions::graph_stages). Schedules are kept apart.
   bool cuda_graph_stages = false;
+  // cuda, with cuda_graph_stages: each timed replay follows an L2 flush (an
+  // experiment; CudaExecutionOptions::flush_l2). Schedules are kept apart.
+  bool cuda_flush_l2 = false;
   int batch = 1;
   int threads = 0;
   int rounds = 5;

@@ -100,6 +100,9 @@ TEST(ScheduleBenchFlagsTest, UsageErrorsExitTwoNamingTheProblem) {
   Parsed graph_on_cpu = Parse({"--cuda-graph-stages"});
   EXPECT_EQ(graph_on_cpu.exit, 2);
   EXPECT_THAT(graph_on_cpu.err, HasSubstr("--cuda-graph-stages needs --backend cuda"));
+  Parsed flush_alone = Parse({"--backend", "cuda", "--cuda-flush-l2"});
+  EXPECT_EQ(flush_alone.exit, 2);
+  EXPECT_THAT(flush_alone.err, HasSubstr("--cuda-flush-l2 needs --cuda-graph-stages"));
 }
 
 TEST(ScheduleBenchFlagsTest, GraphTimedStagesOnCuda) {
@@ -107,6 +110,9 @@ TEST(ScheduleBenchFlagsTest, GraphTimedStagesOnCuda) {
   ASSERT_FALSE(parsed.exit.has_value()) << parsed.err;
   EXPECT_TRUE(parsed.args.settings.cuda_graph_stages);
   EXPECT_FALSE(Parse({"--backend", "cuda"}).args.settings.cuda_graph_stages);
+  Parsed flushed = Parse({"--backend", "cuda", "--cuda-graph-stages", "--cuda-flush-l2"});
+  ASSERT_FALSE(flushed.exit.has_value()) << flushed.err;
+  EXPECT_TRUE(flushed.args.settings.cuda_flush_l2);
 }
 
 }  // namespace

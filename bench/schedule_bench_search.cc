@@ -38,6 +38,7 @@ std::optional<std::string> ReadFile(const std::string& path) {
 std::string ScheduleStem(const ModelSpec& spec, const Settings& settings) {
   std::string backend_part = settings.backend == "cpu" ? "" : "_" + settings.backend;
   if (settings.cuda_graph_stages) backend_part += "_graphstages";
+  if (settings.cuda_flush_l2) backend_part += "_flushl2";
   return StrCat(settings.schedule_dir, "/", spec.name, backend_part, "_b", settings.batch, "_r",
                 spec.r, "_s", spec.s, "_bs", spec.block_size);
 }

@@ -49,11 +49,16 @@ Status CheckCudaDevice(int index) {
 }
 
 StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendConfig& config) {
+  if (config.cuda_flush_l2 && !config.cuda_graph_stages) {
+    return absl::InvalidArgumentError(
+        "flushing the L2 cache before each timed replay needs stages timed as CUDA graphs");
+  }
   RETURN_IF_ERROR(CheckCudaDevice(config.cuda_device));
 #ifdef IOSFARM_HAVE_CUDA
   cuda::CudaBackendOptions options;
   options.device = config.cuda_device;
   options.execution.graph_stages = config.cuda_graph_stages;
+  options.execution.flush_l2 = config.cuda_flush_l2;
   ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaBackend> backend, cuda::CudaBackend::Create(options));
   return std::unique_ptr<Backend>(std::move(backend));
 #else
@@ -70,7 +75,7 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name,
   if (name == "cuda") return CreateCuda(config);
   const bool is_sim = name == "sim" || name.substr(0, kSimPrefix.size()) == kSimPrefix;
   if (name == "cpu" || is_sim) {
-    if (config.cuda_graph_stages) {
+    if (config.cuda_graph_stages || config.cuda_flush_l2) {
       return absl::InvalidArgumentError(
           StrCat("stages timed as CUDA graphs need the cuda backend, not ", name));
     }

@@ -29,6 +29,9 @@ struct BackendConfig {
   int cuda_device = 0;  // cuda: which GPU (index as CUDA numbers them)
   bool cuda_graph_stages = false;  // cuda: stages timed as CUDA graphs
                                    // (CudaExecutionOptions::graph_stages)
+  bool cuda_flush_l2 = false;      // cuda, with cuda_graph_stages: each replay
+                                   // timed after an L2 flush (an experiment;
+                                   // CudaExecutionOptions::flush_l2)
   int cpu_threads = 0;  // cpu: threads to use, 0 = every hardware thread
   sim::SimOptions sim;  // sim: device model (v100 preset unless set), noise,
                         // failure injection, time scale

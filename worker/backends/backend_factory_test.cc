@@ -67,6 +67,14 @@ TEST(BackendFactoryTest, GraphTimedStagesAreForCudaOnly) {
     EXPECT_THAT(Message(backend.status()),
                 HasSubstr(StrCat("stages timed as CUDA graphs need the cuda backend, not ", name)));
   }
+  // The L2 flush is a variant of graph timing: never alone, never off cuda.
+  BackendConfig flush;
+  flush.cuda_flush_l2 = true;
+  EXPECT_THAT(Message(CreateBackend("cuda", flush).status()),
+              HasSubstr("flushing the L2 cache before each timed replay needs stages timed as "
+                        "CUDA graphs"));
+  EXPECT_THAT(Message(CreateBackend("cpu", flush).status()),
+              HasSubstr("need the cuda backend, not cpu"));
 }
 
 TEST(BackendFactoryTest, CreatesTheOneDnnCpuBackend) {

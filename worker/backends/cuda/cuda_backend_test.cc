@@ -421,6 +421,29 @@ TEST(CudaStageTest, GraphTimedStagesProfileConcurrentAndMergedStages) {
   for (const LatencyStats& s : *stats) EXPECT_GT(s.median_ms, 0.0);
 }
 
+// flush_l2: each replay follows an L2 flush and is timed alone; the
+// description says so, and it needs graph-timed stages.
+TEST(CudaStageTest, FlushedReplaysProfileAndAreKeptApart) {
+  CUDA_BACKEND_OR_SKIP(shared);
+  (void)shared;
+  CudaBackendOptions alone;
+  alone.execution.flush_l2 = true;
+  EXPECT_EQ(CudaBackend::Create(alone).status().code(), absl::StatusCode::kInvalidArgument);
+  CudaBackendOptions flushed = alone;
+  flushed.execution.graph_stages = true;
+  auto backend = CudaBackend::Create(flushed);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_THAT((*backend)->device_description(), HasSubstr("L2 flushed before each replay"));
+  auto three = ThreeBranches(1);
+  ASSERT_TRUE(three.ok());
+  auto plans = (*backend)->Build(*three, {ConcurrentStage({{0, 1}, {2}, {3, 4}})});
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  auto stats = (*backend)->Profile({(*plans)[0].get()}, Quick());
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->size(), 1u);
+  EXPECT_GT((*stats)[0].median_ms, 0.0);
+}
+
 // A sample holds enough back-to-back launches to last about 0.2 ms, 1 to 16.
 TEST(StreamTimerTest, LaunchesPerSampleAmortiseShortWork) {
   EXPECT_EQ(StreamTimer::LaunchesPerSample(1.0), 1);
@@ -463,6 +486,25 @@ TEST(StreamTimerTest, OneSampleEnqueuesEveryLaunch) {
   ASSERT_TRUE(device_only.ok()) << device_only.status();
   EXPECT_EQ(calls, 3);
   EXPECT_GE(*device_only, StreamTimer::kResolutionMs);
+  // Each launch after its own `before_each`, timed alone.
+  calls = 0;
+  int befores = 0;
+  auto each = timer->TimeEachDeviceOnly(
+      stream->get(),
+      [&] {
+        ++befores;
+        return absl::OkStatus();
+      },
+      count, 4);
+  ASSERT_TRUE(each.ok()) << each.status();
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(befores, 4);
+  EXPECT_GE(*each, StreamTimer::kResolutionMs);
+  EXPECT_EQ(
+      timer->TimeEachDeviceOnly(stream->get(), count, count, StreamTimer::kMaxLaunchesPerSample + 1)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CudaStageTest, ProfileRejectsForeignPlans) {

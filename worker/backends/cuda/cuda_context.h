@@ -36,6 +36,13 @@ struct CudaExecutionOptions {
   // for searches whose schedules will run that way. The device description
   // says so, keeping such latencies apart from eager ones.
   bool graph_stages = false;
+  // With graph_stages: every timed replay follows a write over twice the L2
+  // cache and is timed alone (StreamTimer::TimeEachDeviceOnly), so a stage
+  // finds its weights (and inputs) in device memory, not in L2. An
+  // experiment on whether warm caches explain why graph-timed stages add up
+  // to less than the schedule's graph (docs/benchmarks.md, second GPU run).
+  // The device description says so.
+  bool flush_l2 = false;
 };
 
 class CudaDeviceContext {

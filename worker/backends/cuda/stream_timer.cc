@@ -45,6 +45,47 @@ StatusOr<double> StreamTimer::TimeDeviceOnly(cudaStream_t stream,
   return Time(stream, enqueue, launches);
 }
 
+StatusOr<double> StreamTimer::TimeEachDeviceOnly(cudaStream_t stream,
+                                                 const std::function<Status()>& before_each,
+                                                 const std::function<Status()>& enqueue,
+                                                 int launches) {
+  if (launches < 1 || launches > kMaxLaunchesPerSample) {
+    return absl::InvalidArgumentError(
+        StrCat("launches per sample must be in [1, ", kMaxLaunchesPerSample, "], got ", launches));
+  }
+  while (each_.size() < 2 * static_cast<size_t>(launches)) {
+    ASSIGN_OR_RETURN(UniqueEvent event, CreateEvent(/*timing=*/true));
+    each_.push_back(std::move(event));
+  }
+  RETURN_IF_ERROR(
+      CudaCall(LaunchHoldKernel(stream, static_cast<unsigned long long>(kDeviceOnlyHoldMs * 1e6)),
+               "hold kernel"));
+  for (int i = 0; i < launches; ++i) {
+    Status status = before_each();
+    if (status.ok()) {
+      status = CudaCall(cudaEventRecord(each_[2 * i].get(), stream), "cudaEventRecord (start)");
+    }
+    if (status.ok()) status = enqueue();
+    if (status.ok()) {
+      status = CudaCall(cudaEventRecord(each_[2 * i + 1].get(), stream), "cudaEventRecord (stop)");
+    }
+    if (!status.ok()) {
+      (void)cudaStreamSynchronize(stream);
+      return status;
+    }
+  }
+  RETURN_IF_ERROR(
+      CudaCall(cudaEventSynchronize(each_[2 * launches - 1].get()), "cudaEventSynchronize"));
+  double total_ms = 0;
+  for (int i = 0; i < launches; ++i) {
+    float ms = 0.0f;
+    RETURN_IF_ERROR(CudaCall(cudaEventElapsedTime(&ms, each_[2 * i].get(), each_[2 * i + 1].get()),
+                             "cudaEventElapsedTime"));
+    total_ms += ms;
+  }
+  return std::max(total_ms / launches, kResolutionMs);
+}
+
 int StreamTimer::LaunchesPerSample(double single_run_ms) {
   if (!(single_run_ms > 0)) return kMaxLaunchesPerSample;
   const double wanted = std::ceil(kSampleTargetMs / single_run_ms);

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <vector>
 
 #include "common/status.h"
 #include "worker/backends/cuda/cuda_handles.h"
@@ -38,6 +39,14 @@ class StreamTimer {
   // work costs inside a CUDA graph). The launches' host time must stay under
   // the hold.
   static constexpr double kDeviceOnlyHoldMs = 0.25;
+
+  // As TimeDeviceOnly, but `before_each` is enqueued before every launch and
+  // only the launches are timed, each between an event pair of its own:
+  // the mean GPU time of one launch after `before_each` (e.g. a write that
+  // evicts the L2 cache). At most kMaxLaunchesPerSample launches.
+  StatusOr<double> TimeEachDeviceOnly(cudaStream_t stream,
+                                      const std::function<Status()>& before_each,
+                                      const std::function<Status()>& enqueue, int launches);
   StatusOr<double> TimeDeviceOnly(cudaStream_t stream, const std::function<Status()>& enqueue,
                                   int launches) const;
 
@@ -54,6 +63,7 @@ class StreamTimer {
 
   UniqueEvent start_;
   UniqueEvent stop_;
+  std::vector<UniqueEvent> each_;  // TimeEachDeviceOnly's pairs, made on first use
 };
 
 }  // namespace iosfarm::worker::cuda
