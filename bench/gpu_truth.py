@@ -34,7 +34,9 @@ records why):
   farm         iosfarm-server + one iosfarm-worker on this GPU: submit
                squeezenet, again (must profile nothing), inception_v3; the
                timeline must show no two GPU phases at once; then `iosfarm
-               tune squeezenet` (embedded server and worker)
+               tune squeezenet` (embedded server and worker; on cuda with
+               --cuda-graph-stages, so its worker times stages as graphs and
+               its measure phase runs the schedules as one graph each)
   runtime      bench/runtime_bench: Session::Run's cost per call beyond the
                schedule's own time on squeezenet, with host buffers and with
                the input and output in GPU memory (CUDA graph on)
@@ -681,9 +683,12 @@ class Farm:
             with open(worker_log, errors="replace") as f:
                 result["profile_breakdown"] = parse_profile_breakdown(f.read())
         if t.remaining() > 40:
+            # The submissions above used eager stage timing; the tune covers
+            # the graph-timed worker (docs/farm.md).
+            graph_stages = ["--cuda-graph-stages"] if backend == "cuda" else []
             code, tail = t.run([t.bin["iosfarm"], "tune", t.args.farm_models[0], "--backend",
-                                backend, "--db", os.path.join(self.dir, "tune.db")],
-                               "farm_tune.log", t.remaining() - 20)
+                                backend, "--db", os.path.join(self.dir, "tune.db")] +
+                               graph_stages, "farm_tune.log", t.remaining() - 20)
             result["tune"] = {"exit": code, "output": tail}
             if code != 0:
                 result["status"] = "failed"
