@@ -104,7 +104,7 @@ StatusOr<scheduler::ios::Schedule> TuneSchedule(const SessionOptions& options,
   }
   tuning.device_key = options.device_key.empty()
                           ? DefaultDeviceKey(tuning.backend, backend.device_description(),
-                                             tuning.backend == "cuda" && options.cuda_graph)
+                                             backend.times_stages_as_graphs())
                           : options.device_key;
   ASSIGN_OR_RETURN(runtime::TunedSchedule tuned,
                    runtime::TuneOnFirstUse(graph, backend, tuning, options.schedule));

@@ -36,12 +36,16 @@ StatusOr<double> StreamTimer::Time(cudaStream_t stream, const std::function<Stat
   return std::max(static_cast<double>(ms) / launches, kResolutionMs);
 }
 
+Status StreamTimer::Hold(cudaStream_t stream) {
+  return CudaCall(
+      LaunchHoldKernel(stream, static_cast<unsigned long long>(kDeviceOnlyHoldMs * 1e6)),
+      "hold kernel");
+}
+
 StatusOr<double> StreamTimer::TimeDeviceOnly(cudaStream_t stream,
                                              const std::function<Status()>& enqueue,
                                              int launches) const {
-  RETURN_IF_ERROR(CudaCall(
-      LaunchHoldKernel(stream, static_cast<unsigned long long>(kDeviceOnlyHoldMs * 1e6)),
-      "hold kernel"));
+  RETURN_IF_ERROR(Hold(stream));
   return Time(stream, enqueue, launches);
 }
 
@@ -57,9 +61,7 @@ StatusOr<double> StreamTimer::TimeEachDeviceOnly(cudaStream_t stream,
     ASSIGN_OR_RETURN(UniqueEvent event, CreateEvent(/*timing=*/true));
     each_.push_back(std::move(event));
   }
-  RETURN_IF_ERROR(
-      CudaCall(LaunchHoldKernel(stream, static_cast<unsigned long long>(kDeviceOnlyHoldMs * 1e6)),
-               "hold kernel"));
+  RETURN_IF_ERROR(Hold(stream));
   for (int i = 0; i < launches; ++i) {
     Status status = before_each();
     if (status.ok()) {

@@ -61,6 +61,9 @@ class StreamTimer {
   StreamTimer(UniqueEvent start, UniqueEvent stop)
       : start_(std::move(start)), stop_(std::move(stop)) {}
 
+  // Enqueues the kernel that keeps `stream` busy for kDeviceOnlyHoldMs.
+  static Status Hold(cudaStream_t stream);
+
   UniqueEvent start_;
   UniqueEvent stop_;
   std::vector<UniqueEvent> each_;  // TimeEachDeviceOnly's pairs, made on first use
