@@ -136,14 +136,18 @@ def main():
                     "--cuda-flush-l2) ;; *) set -- \"$@\" \"$a\";; esac; done\n"
                     f"exec {binary} \"$@\"\n")
         os.chmod(wrapper, 0o755)
+        def run_wrapped(out_dir, *flags):
+            """gpu_bench.py run of squeezenet through the wrapper, with `flags`."""
+            run = subprocess.run(
+                [python, os.path.join(HERE, "gpu_bench.py"), "run", "--backend", "cpu", "--bin",
+                 wrapper, "--models", "squeezenet", "--batches", "1", "--rounds", "1",
+                 "--repeats", "2", "--no-torch", *flags, "--work", work, "--out", out_dir,
+                 "--deadline-s", "150"], capture_output=True, text=True, timeout=170)
+            check(run.returncode == 0, f"gpu_bench.py run {' '.join(flags)} exited "
+                  f"{run.returncode}: {run.stderr}{run.stdout[-2000:]}")
+
         graph_out = os.path.join(tmp, "graph_out")
-        run = subprocess.run(
-            [python, os.path.join(HERE, "gpu_bench.py"), "run", "--backend", "cpu", "--bin",
-             wrapper, "--models", "squeezenet", "--batches", "1", "--rounds", "1", "--repeats",
-             "2", "--no-torch", "--graph-stages", "--work", work, "--out", graph_out,
-             "--deadline-s", "150"], capture_output=True, text=True, timeout=170)
-        check(run.returncode == 0, f"gpu_bench.py run --graph-stages exited {run.returncode}: "
-              f"{run.stderr}{run.stdout[-2000:]}")
+        run_wrapped(graph_out, "--graph-stages")
         with open(argv_log) as f:
             calls = f.read().splitlines()
         check(calls and all("--models squeezenet:3x8 " in c and "--cuda-graph-stages" in c
@@ -157,13 +161,7 @@ def main():
         # --flush-l2 (with --graph-stages): rows of their own, the flag passed.
         os.remove(argv_log)
         flushed_out = os.path.join(tmp, "flushed_out")
-        run = subprocess.run(
-            [python, os.path.join(HERE, "gpu_bench.py"), "run", "--backend", "cpu", "--bin",
-             wrapper, "--models", "squeezenet", "--batches", "1", "--rounds", "1", "--repeats",
-             "2", "--no-torch", "--graph-stages", "--flush-l2", "--work", work, "--out",
-             flushed_out, "--deadline-s", "150"], capture_output=True, text=True, timeout=170)
-        check(run.returncode == 0, f"gpu_bench.py run --flush-l2 exited {run.returncode}: "
-              f"{run.stderr}{run.stdout[-2000:]}")
+        run_wrapped(flushed_out, "--graph-stages", "--flush-l2")
         with open(argv_log) as f:
             calls = f.read().splitlines()
         check(calls and all("--cuda-graph-stages" in c and "--cuda-flush-l2" in c for c in calls),
