@@ -55,11 +55,13 @@ StatusOr<TunedSchedule> TuneOnFirstUse(const graph::Graph& graph, worker::Backen
   if (!tuning.latency_db.empty()) {
     ASSIGN_OR_RETURN(db, OpenDatabase(tuning.latency_db));
     RETURN_IF_ERROR(db->latencies->UpsertDevice(tuning.device_key, backend.device_description(),
-                                                tuning.backend, NowUnixMs()));
+                                                tuning.backend, NowUnixMs(), backend.cores()));
   }
-  // The farm's options (no core bound, SearchOptions::cores): the stages
-  // `iosfarm tune` stored are then the ones this search asks for.
-  const ios::SearchOptions options;
+  // The farm's options: its jobs bound stages by the cores their key's
+  // worker stated (Backend::cores(), the core bound), so the stages
+  // `iosfarm tune` stored on this backend are the ones this search asks for.
+  ios::SearchOptions options;
+  options.cores = backend.cores();
   ASSIGN_OR_RETURN(std::unique_ptr<ios::SearchSession> session,
                    ios::SearchSession::Create(graph, options));
   TunedSchedule tuned;

@@ -34,7 +34,8 @@ struct TunedSchedule {
   int64_t stages_measured = 0;
 };
 
-// Searches `graph` (default SearchOptions, as `iosfarm tune`) and writes the
+// Searches `graph` (default SearchOptions with the core bound over
+// `backend.cores()`, as `iosfarm tune` on that backend) and writes the
 // schedule to `schedule_path` (metadata: the device key). Errors: the
 // database's (a file that is not an iosfarm database, a newer schema, ...,
 // naming the file), the backend's Build/Profile errors, the search's.

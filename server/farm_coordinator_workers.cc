@@ -25,8 +25,9 @@ Status FarmCoordinator::WorkerJoined(const WorkerRegistration& reported,
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return absl::UnavailableError("the server is shutting down");
   }
-  RETURN_IF_ERROR(latency_db_->UpsertDevice(registration.device_key, registration.device_description,
-                                       registration.backend, clock_.NowUnixMs()));
+  RETURN_IF_ERROR(latency_db_->UpsertDevice(registration.device_key,
+                                            registration.device_description, registration.backend,
+                                            clock_.NowUnixMs(), registration.cores));
   Outbox out;
   {
     absl::MutexLock lock(&mu_);
@@ -44,8 +45,10 @@ Status FarmCoordinator::WorkerJoined(const WorkerRegistration& reported,
       workers_.Remove(registration.worker_id);
       return joined;
     }
-    spdlog::info("worker {} joined ({} backend, device key {}: {})", registration.worker_id,
-                 registration.backend, registration.device_key, registration.device_description);
+    spdlog::info("worker {} joined ({} backend{}, device key {}: {})", registration.worker_id,
+                 registration.backend,
+                 registration.cores > 0 ? StrCat(", ", registration.cores, " cores") : "",
+                 registration.device_key, registration.device_description);
     DispatchLocked(out);
   }
   Deliver(std::move(out));

@@ -1,8 +1,9 @@
 // FarmServer over real gRPC on loopback, the worker side: cancel, worker
 // ids and registrations, sharing the server between jobs, heartbeats,
 // health. (Requests, whole jobs and bad answers: farm_server_test.cc.)
+#include "graph/onnx/onnx_importer.h"
+#include "scheduler/ios/signature.h"
 #include "server/farm_server.h"
-
 #include "server/farm_server_test_util.h"
 
 namespace iosfarm::server {
@@ -186,6 +187,79 @@ TEST_F(FarmServerTest, AWorkersErrorTextIsStoredBounded) {
   auto row = store->jobs->GetJob(job.id());
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_LT((*row)->error.size(), 8192u);
+}
+
+// ---------------------------------------------------------------- cores
+
+// The latency `device_key` holds for each Conv of `onnx` alone, on one core
+// (single_core) or on all: the signatures a core-bound search asks for.
+std::vector<bool> StoredConvLatencies(const std::string& db_path, const std::string& device_key,
+                                      const std::string& onnx, bool single_core) {
+  auto graph = graph::onnx_import::ImportOnnxBytes(onnx, "two_branch.onnx");
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  if (!graph.ok()) return {};
+  std::vector<uint64_t> signatures;
+  for (graph::NodeId id = 0; id < static_cast<graph::NodeId>(graph->nodes().size()); ++id) {
+    if (graph->nodes()[id].type != graph::OpType::kConv) continue;
+    scheduler::ios::Stage stage;
+    stage.groups = {{id}};
+    stage.single_core = single_core;
+    auto signature = scheduler::ios::StageSignature(*graph, stage);
+    EXPECT_TRUE(signature.ok()) << signature.status();
+    if (signature.ok()) signatures.push_back(*signature);
+  }
+  auto store = OpenFarmDatabase(db_path);
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return {};
+  auto found = store->latencies->LookupLatencies(device_key, signatures);
+  EXPECT_TRUE(found.ok()) << found.status();
+  std::vector<bool> stored;
+  for (const uint64_t signature : signatures) {
+    stored.push_back(found.ok() && found->contains(signature) &&
+                     found->at(signature).median_ms > 0);
+  }
+  return stored;
+}
+
+// A cpu worker states its cores when it registers; they are stored with its
+// key, and a job for that key searches with the core bound: each group is
+// also profiled on one core. A sim worker states none, and its jobs time no
+// group on one core.
+TEST_F(FarmServerTest, ACpuWorkersCoresAreStoredWithItsKeyAndBoundItsJobsSearch) {
+  TestFarm farm(Options());
+  ASSERT_TRUE(farm.ok());
+  worker::BackendConfig two_threads;
+  two_threads.cpu_threads = 2;
+  testing::BackendWorker cpu("cpu", two_threads, farm.address(), "cpu-worker", "cpu-test");
+  SimWorker sim(farm.address(), "sim-worker", "sim-test");
+  ASSERT_TRUE(
+      WaitUntil([&] { return farm.HasWorker("cpu-worker") && farm.HasWorker("sim-worker"); }));
+  {
+    auto store = OpenFarmDatabase(DbPath());
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ(*store->latencies->DeviceCores("cpu-test"), 2);
+    EXPECT_EQ(*store->latencies->DeviceCores("sim-test"), 0);
+  }
+
+  const std::string onnx = TwoBranchOnnx();
+  for (const std::string key : {"cpu-test", "sim-test"}) {
+    v1::Job job;
+    grpc::Status status = farm.Submit(OnnxRequest(onnx, key), job);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    const v1::Job done = farm.WaitForFinalState(job.id(), 120s);
+    ASSERT_EQ(done.state(), v1::SUCCEEDED) << key << ": " << done.error();
+  }
+  EXPECT_THAT(StoredConvLatencies(DbPath(), "cpu-test", onnx, /*single_core=*/true),
+              ElementsAre(true, true));
+  EXPECT_THAT(StoredConvLatencies(DbPath(), "cpu-test", onnx, /*single_core=*/false),
+              ElementsAre(true, true));
+  EXPECT_THAT(StoredConvLatencies(DbPath(), "sim-test", onnx, /*single_core=*/true),
+              ElementsAre(false, false));
+  EXPECT_THAT(StoredConvLatencies(DbPath(), "sim-test", onnx, /*single_core=*/false),
+              ElementsAre(true, true));
+  cpu.Stop();
+  sim.Stop();
+  EXPECT_TRUE(cpu.status().ok()) << cpu.status();
 }
 
 // ---------------------------------------------------------------- sharing the server

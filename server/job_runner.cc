@@ -100,7 +100,7 @@ scheduler::ios::SearchBudget FarmSearchBudget() {
 
 StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(JobStore& store, const JobRow& job,
                                                      const scheduler::ios::SearchBudget& budget,
-                                                     const std::atomic<bool>* stop,
+                                                     int cores, const std::atomic<bool>* stop,
                                                      ImportGate* gate) {
   ASSIGN_OR_RETURN(std::optional<ModelRow> model, store.GetModel(job.model_digest));
   if (!model) return absl::NotFoundError(StrCat("model ", job.model_digest, " is not stored"));
@@ -110,17 +110,18 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(JobStore& store, const JobR
   StatusOr<graph::Graph> graph = LoadStoredModel(*model);
   model.reset();  // the model's bytes
   if (!graph.ok()) return graph.status();
-  return Create(job, std::move(*graph), budget, stop);
+  return Create(job, std::move(*graph), budget, cores, stop);
 }
 
 StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph::Graph graph,
-                                                       const ios::SearchBudget& budget,
+                                                       const ios::SearchBudget& budget, int cores,
                                                        const std::atomic<bool>* stop) {
   std::unique_ptr<JobRunner> runner(new JobRunner(job));
   runner->options_.max_group_ops = job.options.r;
   runner->options_.max_groups = job.options.s;
   runner->options_.max_block_ops = job.options.block_size;
   runner->options_.budget = budget;
+  runner->options_.cores = cores;
   RETURN_IF_ERROR(ios::ValidateSearchOptions(runner->options_));
   if (job.options.batch_size_limit < 1) {
     return absl::InvalidArgumentError(

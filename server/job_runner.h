@@ -109,18 +109,21 @@ class JobRunner {
   // its structure; the result still names the full model's digest). The
   // search keeps to `budget` (a job over it fails with a SearchBudgetError
   // naming it; with a latency cache limit the pass budget bounds all the
-  // search holds, the batches handed out included) and
+  // search holds, the batches handed out included), bounds stages by their
+  // work over `cores` where that is 2 or more (SearchOptions::cores: the
+  // device key's workers share a stage's groups over that many cores; the
+  // search then also asks for each group's single-core latency), and
   // stops with Cancelled soon after `*stop` turns true (null: never; it must
   // outlive the runner).
   static StatusOr<std::unique_ptr<JobRunner>> Create(const JobRow& job, graph::Graph graph,
                                                      const scheduler::ios::SearchBudget& budget,
-                                                     const std::atomic<bool>* stop);
+                                                     int cores, const std::atomic<bool>* stop);
   // Create with the job's model loaded from `store` (LoadStoredModel; an
   // ONNX model's import holds its bytes of `gate` while it runs, when not
   // null); NotFound when the model is not stored.
   static StatusOr<std::unique_ptr<JobRunner>> Load(JobStore& store, const JobRow& job,
                                                    const scheduler::ios::SearchBudget& budget,
-                                                   const std::atomic<bool>* stop,
+                                                   int cores, const std::atomic<bool>* stop,
                                                    ImportGate* gate = nullptr);
 
   // The enumerate phase. kBuild: a batch of signatures to measure is full

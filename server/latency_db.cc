@@ -35,20 +35,25 @@ Status CheckLatencyRows(const std::string& device_key,
 // ---------------------------------------------------------------- devices
 
 Status LatencyDb::UpsertDevice(const std::string& key, const std::string& description,
-                               const std::string& backend, int64_t now_unix_ms) {
+                               const std::string& backend, int64_t now_unix_ms, int cores) {
   if (key.empty()) return absl::InvalidArgumentError("UpsertDevice: device key is empty");
+  if (cores < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("UpsertDevice: device key '", key, "' with ", cores, " cores"));
+  }
   Session session(*connection_);
-  ASSIGN_OR_RETURN(CachedStatement stmt,
-                   session.Prepare(
-                       "INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
-                       "last_seen_unix_ms) VALUES (?1, ?2, ?3, ?4, ?4) "
-                       "ON CONFLICT (key) DO UPDATE SET "
-                       "description = CASE WHEN excluded.description <> '' "
-                       "THEN excluded.description ELSE description END, "
-                       "backend = CASE WHEN excluded.backend <> '' "
-                       "THEN excluded.backend ELSE backend END, "
-                       "last_seen_unix_ms = max(last_seen_unix_ms, excluded.last_seen_unix_ms)"));
-  RETURN_IF_ERROR(stmt.Bind(key, description, backend, now_unix_ms));
+  ASSIGN_OR_RETURN(
+      CachedStatement stmt,
+      session.Prepare("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
+                      "last_seen_unix_ms, cores) VALUES (?1, ?2, ?3, ?4, ?4, ?5) "
+                      "ON CONFLICT (key) DO UPDATE SET "
+                      "description = CASE WHEN excluded.description <> '' "
+                      "THEN excluded.description ELSE description END, "
+                      "backend = CASE WHEN excluded.backend <> '' "
+                      "THEN excluded.backend ELSE backend END, "
+                      "last_seen_unix_ms = max(last_seen_unix_ms, excluded.last_seen_unix_ms), "
+                      "cores = excluded.cores"));
+  RETURN_IF_ERROR(stmt.Bind(key, description, backend, now_unix_ms, cores));
   return stmt->Step().status();
 }
 
@@ -56,17 +61,27 @@ StatusOr<std::vector<DeviceRow>> LatencyDb::ListDevices() {
   Session session(*connection_);
   ASSIGN_OR_RETURN(CachedStatement stmt,
                    session.Prepare("SELECT key, description, backend, first_seen_unix_ms, "
-                                   "last_seen_unix_ms, latency_count, ignored_measurements "
-                                   "FROM devices ORDER BY key"));
+                                   "last_seen_unix_ms, latency_count, ignored_measurements, "
+                                   "cores FROM devices ORDER BY key"));
   std::vector<DeviceRow> devices;
   for (DeviceRow d;;) {
     ASSIGN_OR_RETURN(bool row, stmt.StepAndRead(d.key, d.description, d.backend,
                                                 d.first_seen_unix_ms, d.last_seen_unix_ms,
-                                                d.latencies, d.ignored_measurements));
+                                                d.latencies, d.ignored_measurements, d.cores));
     if (!row) break;
     devices.push_back(std::move(d));
   }
   return devices;
+}
+
+StatusOr<int> LatencyDb::DeviceCores(const std::string& key) {
+  Session session(*connection_);
+  ASSIGN_OR_RETURN(CachedStatement stmt,
+                   session.Prepare("SELECT cores FROM devices WHERE key = ?1"));
+  RETURN_IF_ERROR(stmt.Bind(key));
+  int cores = 0;
+  ASSIGN_OR_RETURN(bool row, stmt.StepAndRead(cores));
+  return row ? cores : 0;
 }
 
 StatusOr<bool> LatencyDb::HasDevice(const std::string& key) {

@@ -42,6 +42,9 @@ struct DeviceRow {
   int64_t latencies = 0;  // stored latencies for this key
   // Measurements of an already-stored signature that PutLatencies ignored.
   int64_t ignored_measurements = 0;
+  // Cores its latest worker shares a stage's groups over (RegisterWorker.cores;
+  // 0: GPUs, the sim).
+  int cores = 0;
 };
 
 class LatencyDb {
@@ -53,12 +56,16 @@ class LatencyDb {
   LatencyDb& operator=(const LatencyDb&) = delete;
 
   // --- devices
-  // Inserts or updates (description, backend, last seen) the device key;
-  // first_seen is kept from the first call. InvalidArgument for an empty key.
+  // Inserts or updates (description, backend, last seen, cores) the device
+  // key; first_seen is kept from the first call, and the cores are the
+  // latest call's (a worker registering states its own). InvalidArgument for
+  // an empty key or negative cores.
   Status UpsertDevice(const std::string& key, const std::string& description,
-                      const std::string& backend, int64_t now_unix_ms);
+                      const std::string& backend, int64_t now_unix_ms, int cores = 0);
   StatusOr<std::vector<DeviceRow>> ListDevices();  // by key
   StatusOr<bool> HasDevice(const std::string& key);
+  // The key's DeviceRow::cores; 0 for a key no worker registered.
+  StatusOr<int> DeviceCores(const std::string& key);
 
   // --- latencies (signature = uint64 stage signature, stored bit-cast to int64)
   // Latencies stored for `device_key` among `signatures` (missing ones are

@@ -47,6 +47,31 @@ TEST_F(LatencyDbTest, DevicesRoundTrip) {
   EXPECT_TRUE(absl::IsInvalidArgument(store->UpsertDevice("", "x", "cuda", 1)));
 }
 
+// The cores are the latest registration's: a key whose cpu workers moved to
+// more threads, or whose last worker has no cores, bounds by what it has now.
+TEST_F(LatencyDbTest, DeviceCoresAreTheLatestWorkersAndZeroForAnUnknownKey) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->DeviceCores("local-cpu"), 0);
+  ASSERT_TRUE(store->UpsertDevice("local-cpu", "oneDNN, 2 threads", "cpu", 1000, 2).ok());
+  ASSERT_TRUE(store->UpsertDevice("h100-sxm", "NVIDIA H100", "cuda", 1000).ok());
+  EXPECT_EQ(*store->DeviceCores("local-cpu"), 2);
+  EXPECT_EQ(*store->DeviceCores("h100-sxm"), 0);
+  ASSERT_TRUE(store->UpsertDevice("local-cpu", "oneDNN, 8 threads", "cpu", 2000, 8).ok());
+  EXPECT_EQ(*store->DeviceCores("local-cpu"), 8);
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_EQ((*devices)[1].key, "local-cpu");
+  EXPECT_EQ((*devices)[1].cores, 8);
+  ASSERT_TRUE(store->UpsertDevice("local-cpu", "", "sim", 3000, 0).ok());
+  EXPECT_EQ(*store->DeviceCores("local-cpu"), 0);
+  auto negative = store->UpsertDevice("local-cpu", "", "cpu", 4000, -1);
+  EXPECT_TRUE(absl::IsInvalidArgument(negative)) << negative;
+  EXPECT_THAT(std::string(negative.message()), HasSubstr("local-cpu"));
+  EXPECT_EQ(*store->DeviceCores("local-cpu"), 0);
+}
+
 TEST_F(LatencyDbTest, LatenciesRoundTripWithFullUint64Signatures) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);

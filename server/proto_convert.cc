@@ -157,6 +157,7 @@ WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration)
   out.device_description = registration.device_description();
   out.version = registration.version();
   out.max_built_batches = registration.max_built_batches();
+  out.cores = registration.cores();
   return out;
 }
 

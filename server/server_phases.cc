@@ -2,6 +2,7 @@
 
 #include "common/memory.h"
 #include "common/strings.h"
+#include "spdlog/spdlog.h"
 
 namespace iosfarm::server {
 
@@ -12,11 +13,22 @@ namespace {
 ServerPhaseOutcome Enumerate(JobContext& job, const ServerPhaseEnv& env) {
   ServerPhaseOutcome outcome;
   if (!job.runner) {
-    auto runner = JobRunner::Load(*env.jobs, job.row, env.search_budget, &job.stop,
-                                  env.import_gate);
+    // The core bound over the cores the key's latest worker stated (stored
+    // with the key, so a search resumed after a restart takes the same).
+    StatusOr<int> cores = env.latencies->DeviceCores(job.row.device_key);
+    if (!cores.ok()) {
+      outcome.status = cores.status();
+      return outcome;
+    }
+    auto runner =
+        JobRunner::Load(*env.jobs, job.row, env.search_budget, *cores, &job.stop, env.import_gate);
     if (!runner.ok()) {
       outcome.status = runner.status();
       return outcome;
+    }
+    if (*cores >= 2) {
+      spdlog::info("job {}: the search bounds stages by their work over {} cores (device key {})",
+                   job.row.id, *cores, job.row.device_key);
     }
     job.runner = std::move(*runner);
   }

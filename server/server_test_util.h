@@ -139,11 +139,13 @@ inline v1::SubmitJobRequest ZooRequest(const std::string& zoo_name, const std::s
   return request;
 }
 
-// A sim-backend WorkerDaemon serving `address` on a thread.
-class SimWorker {
+// A WorkerDaemon of the named backend (CreateBackend with `config`)
+// serving `address` on a thread.
+class BackendWorker {
  public:
-  SimWorker(const std::string& address, const std::string& worker_id,
-            const std::string& device_key, const std::string& token = "") {
+  BackendWorker(const std::string& backend_name, const worker::BackendConfig& config,
+                const std::string& address, const std::string& worker_id,
+                const std::string& device_key, const std::string& token = "") {
     worker::WorkerOptions options;
     options.server = address;
     options.token = token;
@@ -151,7 +153,7 @@ class SimWorker {
     options.device_key = device_key;
     options.reconnect_initial_s = 0.05;
     options.reconnect_max_s = 0.5;
-    auto backend = worker::CreateBackend("sim");
+    auto backend = worker::CreateBackend(backend_name, config);
     EXPECT_TRUE(backend.ok()) << backend.status();
     daemon_ = std::make_unique<worker::WorkerDaemon>(std::move(options), *std::move(backend));
     thread_ = std::thread([this] {
@@ -159,7 +161,7 @@ class SimWorker {
       returned_ = true;
     });
   }
-  ~SimWorker() { Stop(); }
+  ~BackendWorker() { Stop(); }
   void Stop() {
     daemon_->Shutdown();
     if (thread_.joinable()) thread_.join();
@@ -175,6 +177,14 @@ class SimWorker {
   Status status_;
   std::atomic<bool> returned_{false};
   std::thread thread_;
+};
+
+// A sim-backend worker (the v100 preset).
+class SimWorker : public BackendWorker {
+ public:
+  SimWorker(const std::string& address, const std::string& worker_id, const std::string& device_key,
+            const std::string& token = "")
+      : BackendWorker("sim", {}, address, worker_id, device_key, token) {}
 };
 
 // A worker written directly against WorkerService.Connect, answering each

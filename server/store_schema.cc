@@ -219,12 +219,21 @@ ALTER TABLE jobs ADD COLUMN opt_max_parallel_batches INTEGER NOT NULL DEFAULT 1
 ALTER TABLE phase_log ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-constexpr std::array<Migration, 5> kMigrations = {{
+// Version 6: the cores a device key's workers share a stage's groups over
+// (RegisterWorker.cores; the cpu backend's threads), which a job's search
+// takes for its core bound. Keys of earlier versions read 0 (no core bound)
+// until a worker registers them again.
+constexpr const char kSchemaV6[] = R"sql(
+ALTER TABLE devices ADD COLUMN cores INTEGER NOT NULL DEFAULT 0 CHECK (cores >= 0);
+)sql";
+
+constexpr std::array<Migration, 6> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
     {4, "jobs.stages_measured, results.stages_measured", kSchemaV4},
     {5, "jobs.opt_max_parallel_batches, phase_log.batch", kSchemaV5},
+    {6, "devices.cores", kSchemaV6},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

@@ -308,6 +308,40 @@ TEST_F(StoreSchemaTest, AVersion4FileGainsMaxParallelBatchesOfOne) {
   ExpectCurrentSchema(path);
 }
 
+// A version-5 file's device keys read 0 cores (no core bound) until a worker
+// registers them again, keeping the rest of their row.
+TEST_F(StoreSchemaTest, AVersion5FileGainsDeviceCoresOfZero) {
+  const std::string path = PathOf("v5.db");
+  {
+    auto v5 = OpenFarmDatabase(path, Migrations().first(5));
+    ASSERT_TRUE(v5.ok()) << v5.status();
+  }
+  {
+    // In SQL: this binary's UpsertDevice writes a column a version-5 file lacks.
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
+                           "last_seen_unix_ms) VALUES ('local-cpu', 'oneDNN, 2 threads', "
+                           "'cpu', 10, 20)")
+                    .ok());
+  }
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*store->latencies->DeviceCores("local-cpu"), 0);
+  auto devices = store->latencies->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].description, "oneDNN, 2 threads");
+  EXPECT_EQ((*devices)[0].backend, "cpu");
+  EXPECT_EQ((*devices)[0].first_seen_unix_ms, 10);
+  EXPECT_EQ((*devices)[0].cores, 0);
+  ASSERT_TRUE(store->latencies->UpsertDevice("local-cpu", "", "cpu", 30, 2).ok());
+  EXPECT_EQ(*store->latencies->DeviceCores("local-cpu"), 2);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
+}
+
 TEST_F(StoreSchemaTest, MigratesFromEmptyThroughEveryStep) {
   const std::string path = PathOf("all.db");
   ASSERT_TRUE(OpenFarmDatabase(path, WithNextStep(kNextStep)).ok());

@@ -20,6 +20,9 @@ namespace iosfarm::server {
 struct WorkerRegistration {
   std::string worker_id, device_key, backend, device_description, version;
   int max_built_batches = 0;  // 0: a worker from before the field (the server assumes 8)
+  // Cores its stages' groups share (the cpu backend); 0: none (GPUs, sim,
+  // workers from before the field).
+  int cores = 0;
 };
 
 // Robust statistics of one timed stage or schedule, as a worker reports them.

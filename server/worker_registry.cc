@@ -15,6 +15,10 @@ StatusOr<WorkerRegistration> WorkerRegistry::Bounded(const WorkerRegistration& r
   RETURN_IF_ERROR(CheckIdentifier("register: device_key", registration.device_key,
                                   kMaxDeviceKeyBytes));
   RETURN_IF_ERROR(CheckIdentifier("register: backend", registration.backend, kMaxBackendBytes));
+  if (registration.cores < 0 || registration.cores > kMaxCores) {
+    return absl::InvalidArgumentError(
+        StrCat("register: cores must be in 0..", kMaxCores, ", got ", registration.cores));
+  }
   WorkerRegistration bounded = registration;
   bounded.device_description =
       Printable(Truncated(registration.device_description, kMaxDescriptionBytes));

@@ -56,10 +56,12 @@ class WorkerRegistry {
   // What a registration may hold: an empty, longer or control-character id,
   // key or backend is refused; longer descriptions and versions are cut. A
   // phase result's error text is cut to kMaxWorkerErrorBytes before it is
-  // logged or stored.
+  // logged or stored. Cores outside 0..kMaxCores (what a search takes:
+  // SearchOptions::cores) are refused.
   static constexpr size_t kMaxWorkerIdBytes = 128, kMaxDeviceKeyBytes = 256,
                           kMaxBackendBytes = 32, kMaxDescriptionBytes = 1024,
                           kMaxVersionBytes = 128, kMaxWorkerErrorBytes = 4096;
+  static constexpr int kMaxCores = 4096;
 
   // The registration within the bounds above; InvalidArgument naming the
   // field ("register: device_key ...") otherwise.

@@ -35,6 +35,17 @@ TEST(WorkerRegistryTest, BoundsNameTheFieldAndCutFreeText) {
   EXPECT_NE(std::string(WorkerRegistry::Bounded(r).status().message()).find("register: device_key"),
             std::string::npos);
 
+  r = Registration("w1", "k");
+  r.cores = 16;
+  ASSERT_TRUE(WorkerRegistry::Bounded(r).ok());
+  EXPECT_EQ(WorkerRegistry::Bounded(r)->cores, 16);
+  for (const int cores : {-1, WorkerRegistry::kMaxCores + 1}) {
+    r.cores = cores;
+    EXPECT_NE(std::string(WorkerRegistry::Bounded(r).status().message()).find("register: cores"),
+              std::string::npos)
+        << cores;
+  }
+
   PhaseReport report;
   report.error = std::string(1 << 20, 'e');
   EXPECT_LE(WorkerRegistry::BoundedReport(report).error.size(),

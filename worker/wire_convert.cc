@@ -131,6 +131,7 @@ v1::WorkerMessage RegisterMessage(const WorkerRegistration& registration) {
   worker->set_device_description(registration.device_description);
   worker->set_version(registration.version);
   worker->set_max_built_batches(registration.max_built_batches);
+  worker->set_cores(registration.cores);
   return message;
 }
 

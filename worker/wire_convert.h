@@ -47,6 +47,7 @@ struct WorkerRegistration {
   std::string device_description;
   std::string version;
   int max_built_batches = 0;       // PhaseExecutor::kMaxBatches
+  int cores = 0;                   // Backend::cores()
 };
 
 // The stream's messages from the worker: RegisterWorker (first, once), a

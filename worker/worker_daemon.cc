@@ -247,6 +247,7 @@ Status WorkerDaemon::RunSession(bool* registered) {
   registration.device_description = backend_->device_description();
   registration.version = IOSFARM_VERSION;
   registration.max_built_batches = PhaseExecutor::kMaxBatches;
+  registration.cores = backend_->cores();
   session->Write(RegisterMessage(registration));  // on failure, Read below returns false at once
 
   Status protocol_error;
