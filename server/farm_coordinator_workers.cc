@@ -24,6 +24,9 @@ Status FarmCoordinator::WorkerJoined(const WorkerRegistration& reported,
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return absl::UnavailableError("the server is shutting down");
+    // A refused worker leaves the key's row as it was (its cores would bound
+    // the key's next searches; a new key would become submittable).
+    RETURN_IF_ERROR(workers_.CheckIdFree(registration.worker_id));
   }
   RETURN_IF_ERROR(latency_db_->UpsertDevice(registration.device_key,
                                             registration.device_description, registration.backend,

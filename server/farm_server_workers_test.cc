@@ -94,6 +94,11 @@ TEST_F(FarmServerTest, RefusesASecondWorkerWithALiveId) {
   const auto workers = farm.ListWorkers();
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_EQ(workers[0].device_key(), "sim-test");
+  {
+    auto store = OpenFarmDatabase(DbPath());
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_FALSE(*store->latencies->HasDevice("other-key")) << "the refused worker's key is stored";
+  }
 
   // A worker daemon refused that way stops instead of retrying forever.
   SimWorker daemon(farm.address(), "dup", "sim-test");

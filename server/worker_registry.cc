@@ -33,12 +33,14 @@ PhaseReport WorkerRegistry::BoundedReport(PhaseReport report) {
   return report;
 }
 
+Status WorkerRegistry::CheckIdFree(const std::string& id) const {
+  if (!workers_.contains(id)) return absl::OkStatus();
+  return absl::AlreadyExistsError(StrCat("a worker with id '", id, "' is already connected"));
+}
+
 Status WorkerRegistry::Add(const WorkerRegistration& registration,
                            std::shared_ptr<WorkerLink> link, int64_t now_unix_ms) {
-  if (workers_.contains(registration.worker_id)) {
-    return absl::AlreadyExistsError(
-        StrCat("a worker with id '", registration.worker_id, "' is already connected"));
-  }
+  RETURN_IF_ERROR(CheckIdFree(registration.worker_id));
   WorkerEntry entry;
   entry.registration = registration;
   entry.link = std::move(link);

@@ -70,6 +70,8 @@ class WorkerRegistry {
   static PhaseReport BoundedReport(PhaseReport report);
 
   // AlreadyExists when a connected worker has the id.
+  Status CheckIdFree(const std::string& id) const;
+  // AlreadyExists as CheckIdFree.
   Status Add(const WorkerRegistration& registration, std::shared_ptr<WorkerLink> link,
              int64_t now_unix_ms);
   // The worker's link, or null when it is not connected.
