@@ -32,6 +32,18 @@
 
 namespace iosfarm::scheduler::ios {
 
+// A merge needs two or more groups of one conv each, all of one merge class:
+// whether the `num_groups` groups whose ops are `ops` are such.
+template <int W>
+bool IsMergeableStage(const BlockGraph& block, const OpBits<W>& ops, int num_groups) {
+  if (num_groups < 2 || ops.Count() != num_groups) return false;
+  const uint64_t key = block.merge_key(ops.First());
+  if (key == 0) return false;
+  bool same = true;
+  ops.ForEach([&](int i) { same = same && block.merge_key(i) == key; });
+  return same;
+}
+
 template <int W>
 class BlockStages {
  public:
@@ -71,16 +83,9 @@ class BlockStages {
   // The merge signature of the last HashStage's ops.
   Signature MergeSignature() const { return hasher_.Finish(Strategy::kMerge); }
 
-  // A merge needs two or more groups of one conv each, all of one merge
-  // class (of the last HashStage's ops, which must be `ops`).
+  // IsMergeableStage of the last HashStage's ops, which must be `ops`.
   bool IsMergeable(const OpBits<W>& ops) const {
-    const int num_groups = static_cast<int>(group_bits_.size());
-    if (num_groups < 2 || ops.Count() != num_groups) return false;
-    const uint64_t key = block_.merge_key(ops.First());
-    if (key == 0) return false;
-    bool same = true;
-    ops.ForEach([&](int i) { same = same && block_.merge_key(i) == key; });
-    return same;
+    return IsMergeableStage(block_, ops, static_cast<int>(group_bits_.size()));
   }
 
   // The canonical stage of the last HashStage's groups (see

@@ -322,17 +322,13 @@ class Search final : public BoundedBlockSearch {
     return bound;
   }
 
-  // BlockStages::IsMergeable from an ending's groups.
+  // IsMergeableStage from an ending's groups (the hot path has not hashed
+  // the stage, which BlockStages::IsMergeable needs).
   bool Mergeable(const EndingGroup<W>* groups, int num_groups) const {
     if (!options_.dp.enable_merge) return false;
-    const uint64_t key = block_.merge_key(groups[0].ops.First());
-    if (key == 0) return false;
-    for (int g = 0; g < num_groups; ++g) {
-      if (groups[g].ops.Count() != 1 || block_.merge_key(groups[g].ops.First()) != key) {
-        return false;
-      }
-    }
-    return true;
+    OpBits<W> ops;
+    for (int g = 0; g < num_groups; ++g) ops |= groups[g].ops;
+    return IsMergeableStage(block_, ops, num_groups);
   }
 
   // The open list keeps what can still beat a schedule of latency `ms`
