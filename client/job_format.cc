@@ -188,6 +188,9 @@ nlohmann::json JobResultJson(const v1::JobResult& result) {
           {"candidates", result.candidates()},
           {"unique_signatures", result.unique_signatures()},
           {"stages_measured", result.stages_measured()},
+          {"lower_bound_misses", result.lower_bound_misses()},
+          {"largest_bound_miss_ms", result.largest_bound_miss_ms()},
+          {"search_cores", result.search_cores()},
           {"noisy", NoisyMeasurements(result)},
           {"choice_uncertain", !NoisyMeasurements(result).empty()},
           {"schedule", schedule}};
@@ -323,6 +326,17 @@ std::string JobResultText(const v1::JobResult& result) {
                 " stages profiled, ", result.cache_hits(), " cache hits, ", result.candidates(),
                 " candidates -> ", result.unique_signatures(), " unique signatures, ",
                 result.stages_measured(), " stages measured\n");
+  if (result.search_cores() >= 2 || result.lower_bound_misses() > 0) {
+    out += StrCat("bounds:    ",
+                  result.search_cores() >= 2
+                      ? StrCat("core bound over ", result.search_cores(), " cores; ")
+                      : "",
+                  result.lower_bound_misses(), " measured stages under their lower bound",
+                  result.lower_bound_misses() > 0
+                      ? StrCat(" (largest by ", Ms(result.largest_bound_miss_ms()), " ms)")
+                      : "",
+                  "\n");
+  }
   return out;
 }
 

@@ -194,6 +194,38 @@ TEST(JobFormatTest, ResultTextHasLatenciesSpeedupsAndStatistics) {
                               "2345 unique signatures, 1801 stages measured\n"));
 }
 
+// The bounds line says the core bound and the stages measured under their
+// lower bound; a search with neither (GPUs, the sim, no miss) has no line.
+TEST(JobFormatTest, ResultSaysTheCoreBoundAndTheBoundMisses) {
+  EXPECT_THAT(JobResultText(MakeResult()), Not(HasSubstr("bounds:")));
+  EXPECT_EQ(JobResultJson(MakeResult())["lower_bound_misses"], 0);
+  EXPECT_EQ(JobResultJson(MakeResult())["search_cores"], 0);
+
+  v1::JobResult cpu = MakeResult();
+  cpu.set_search_cores(2);
+  cpu.set_lower_bound_misses(944);
+  cpu.set_largest_bound_miss_ms(0.9);
+  EXPECT_THAT(JobResultText(cpu),
+              HasSubstr("bounds:    core bound over 2 cores; 944 measured stages under their "
+                        "lower bound (largest by 0.9000 ms)\n"));
+  const nlohmann::json j = JobResultJson(cpu);
+  EXPECT_EQ(j["lower_bound_misses"], 944);
+  EXPECT_DOUBLE_EQ(j["largest_bound_miss_ms"].get<double>(), 0.9);
+  EXPECT_EQ(j["search_cores"], 2);
+
+  v1::JobResult gpu = MakeResult();
+  gpu.set_lower_bound_misses(3);
+  gpu.set_largest_bound_miss_ms(0.0012);
+  EXPECT_THAT(JobResultText(gpu),
+              HasSubstr("bounds:    3 measured stages under their lower bound (largest by "
+                        "0.0012 ms)\n"));
+  v1::JobResult exact = MakeResult();
+  exact.set_search_cores(8);
+  EXPECT_THAT(JobResultText(exact),
+              HasSubstr("bounds:    core bound over 8 cores; 0 measured stages under their lower "
+                        "bound\n"));
+}
+
 TEST(JobFormatTest, ResultSaysWhenABaselineReplacedTheIosSchedule) {
   v1::JobResult ios = MakeResult();  // no `chosen`: an older server's result
   EXPECT_THAT(JobResultText(ios), Not(HasSubstr("not the IOS schedule")));

@@ -253,6 +253,10 @@ TEST_F(FarmServerTest, ACpuWorkersCoresAreStoredWithItsKeyAndBoundItsJobsSearch)
     ASSERT_TRUE(status.ok()) << status.error_message();
     const v1::Job done = farm.WaitForFinalState(job.id(), 120s);
     ASSERT_EQ(done.state(), v1::SUCCEEDED) << key << ": " << done.error();
+    const v1::JobResult result = GetResult(farm, job.id());
+    EXPECT_EQ(result.search_cores(), key == "cpu-test" ? 2 : 0) << key;
+    EXPECT_GE(result.lower_bound_misses(), 0) << key;
+    EXPECT_EQ(result.largest_bound_miss_ms() > 0, result.lower_bound_misses() > 0) << key;
   }
   EXPECT_THAT(StoredConvLatencies(DbPath(), "cpu-test", onnx, /*single_core=*/true),
               ElementsAre(true, true));

@@ -69,6 +69,7 @@ Status CheckResult(const ResultRow& result) {
   };
   RETURN_IF_ERROR(finite("predicted_ms", result.predicted_ms));
   RETURN_IF_ERROR(finite("search_s", result.search_s));
+  RETURN_IF_ERROR(finite("largest_bound_miss_ms", result.largest_bound_miss_ms));
   absl::flat_hash_set<std::string> names;
   for (const MeasuredSchedule& m : result.measured) {
     if (m.name.empty() || !names.insert(m.name).second) {

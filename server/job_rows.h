@@ -85,6 +85,12 @@ struct ResultRow {
   double search_s = 0;         // from submission to the end of the search
   int64_t stages_profiled = 0, cache_hits = 0, candidates = 0, unique_signatures = 0;
   int64_t stages_measured = 0;  // stage latencies the search asked for (JobRow)
+  // Measured stages that came in under the bounded search's lower bound (its
+  // exactness assumption broken; SearchStats), the largest shortfall, and
+  // the cores its core bound used (0: none).
+  int64_t lower_bound_misses = 0;
+  double largest_bound_miss_ms = 0;
+  int64_t search_cores = 0;
   int64_t stages = 0;  // of the chosen schedule
   std::string worker, backend, device_key;  // where it was measured
 };

@@ -365,6 +365,9 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const PhaseReport& result,
   row.candidates = final_stats_.candidate_stages;
   row.unique_signatures = final_stats_.unique_signatures;
   row.stages_measured = final_stats_.stages_measured;
+  row.lower_bound_misses = final_stats_.lower_bound_misses;
+  row.largest_bound_miss_ms = final_stats_.largest_bound_miss_ms;
+  row.search_cores = options_.cores;
   row.stages = static_cast<int64_t>(best.stages.size());
   row.worker = worker;
   row.backend = backend;

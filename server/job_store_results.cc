@@ -29,12 +29,15 @@ Status JobStore::PutResult(const ResultRow& result) {
         CachedStatement stmt,
         session.Prepare("INSERT INTO results (job_id, schedule_json, chosen, "
                         "predicted_ms, search_s, stages_profiled, cache_hits, candidates, "
-                        "unique_signatures, stages_measured, stages, worker, backend, device_key) "
-                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
+                        "unique_signatures, stages_measured, stages, worker, backend, device_key, "
+                        "lower_bound_misses, largest_bound_miss_ms, search_cores) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                        "?15, ?16, ?17)"));
     const ResultRow& r = result;
     RETURN_IF_ERROR(stmt.Bind(r.job_id, r.schedule_json, r.chosen, r.predicted_ms, r.search_s,
                               r.stages_profiled, r.cache_hits, r.candidates, r.unique_signatures,
-                              r.stages_measured, r.stages, r.worker, r.backend, r.device_key));
+                              r.stages_measured, r.stages, r.worker, r.backend, r.device_key,
+                              r.lower_bound_misses, r.largest_bound_miss_ms, r.search_cores));
     RETURN_IF_ERROR(stmt->Step().status());
   }
   for (size_t i = 0; i < result.measured.size(); ++i) {
@@ -75,14 +78,17 @@ StatusOr<std::optional<ResultRow>> JobStore::GetResult(int64_t job_id) {
                      session.Prepare("SELECT schedule_json, chosen, predicted_ms, search_s, "
                                      "stages_profiled, cache_hits, candidates, "
                                      "unique_signatures, stages_measured, stages, worker, "
-                                     "backend, device_key FROM results WHERE job_id = ?1"));
+                                     "backend, device_key, lower_bound_misses, "
+                                     "largest_bound_miss_ms, search_cores "
+                                     "FROM results WHERE job_id = ?1"));
     RETURN_IF_ERROR(stmt.Bind(job_id));
     ResultRow& r = result;
-    ASSIGN_OR_RETURN(bool row, stmt.StepAndRead(r.schedule_json, r.chosen, r.predicted_ms,
-                                                r.search_s, r.stages_profiled, r.cache_hits,
-                                                r.candidates, r.unique_signatures,
-                                                r.stages_measured, r.stages, r.worker,
-                                                r.backend, r.device_key));
+    ASSIGN_OR_RETURN(
+        bool row,
+        stmt.StepAndRead(r.schedule_json, r.chosen, r.predicted_ms, r.search_s, r.stages_profiled,
+                         r.cache_hits, r.candidates, r.unique_signatures, r.stages_measured,
+                         r.stages, r.worker, r.backend, r.device_key, r.lower_bound_misses,
+                         r.largest_bound_miss_ms, r.search_cores));
     if (!row) {
       ASSIGN_OR_RETURN(CachedStatement unreadable,
                        session.Prepare("SELECT reason FROM results_unreadable "

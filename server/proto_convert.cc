@@ -118,6 +118,9 @@ StatusOr<v1::JobResult> ResultToProto(const ResultRow& result) {
   out.set_candidates(result.candidates);
   out.set_unique_signatures(result.unique_signatures);
   out.set_stages_measured(result.stages_measured);
+  out.set_lower_bound_misses(result.lower_bound_misses);
+  out.set_largest_bound_miss_ms(result.largest_bound_miss_ms);
+  out.set_search_cores(static_cast<int32_t>(result.search_cores));
   out.set_stages(static_cast<int32_t>(result.stages));
   out.set_worker(result.worker);
   out.set_backend(result.backend);

@@ -227,13 +227,25 @@ constexpr const char kSchemaV6[] = R"sql(
 ALTER TABLE devices ADD COLUMN cores INTEGER NOT NULL DEFAULT 0 CHECK (cores >= 0);
 )sql";
 
-constexpr std::array<Migration, 6> kMigrations = {{
+// Version 7: how far a job's stage measurements broke the bounded search's
+// assumption (SearchStats::lower_bound_misses, largest_bound_miss_ms) and
+// the cores its core bound used (0: none), in its result. Results of earlier
+// versions read 0.
+constexpr const char kSchemaV7[] = R"sql(
+ALTER TABLE results ADD COLUMN lower_bound_misses INTEGER NOT NULL DEFAULT 0
+  CHECK (lower_bound_misses >= 0);
+ALTER TABLE results ADD COLUMN largest_bound_miss_ms REAL NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN search_cores INTEGER NOT NULL DEFAULT 0 CHECK (search_cores >= 0);
+)sql";
+
+constexpr std::array<Migration, 7> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
     {4, "jobs.stages_measured, results.stages_measured", kSchemaV4},
     {5, "jobs.opt_max_parallel_batches, phase_log.batch", kSchemaV5},
     {6, "devices.cores", kSchemaV6},
+    {7, "results.lower_bound_misses, largest_bound_miss_ms, search_cores", kSchemaV7},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

@@ -194,7 +194,7 @@ TEST_F(StoreSchemaTest, AVersion2FileGainsTypedResultsKeepingEveryFigure) {
   EXPECT_EQ(*store->jobs->CountUnreadableResults(), 0);
   ResultRow want = FullResult(ids[0]);
   want.schedule_json = "{\"job\": 0}";
-  want.stages_measured = 0;  // a version-4 figure
+  ClearFiguresAfterVersion3(want);
   auto first = store->jobs->GetResult(ids[0]);
   ASSERT_TRUE(first.ok() && first->has_value()) << first.status();
   ExpectSameResult(**first, want);
@@ -255,7 +255,7 @@ TEST_F(StoreSchemaTest, AVersion3FileGainsStagesMeasuredKeepingJobsAndResults) {
   auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
   ResultRow want = FullResult(done);  // the figures written above
-  want.stages_measured = 0;
+  ClearFiguresAfterVersion3(want);
   auto result = store->jobs->GetResult(done);
   ASSERT_TRUE(result.ok() && result->has_value()) << result.status();
   ExpectSameResult(**result, want);
@@ -338,6 +338,50 @@ TEST_F(StoreSchemaTest, AVersion5FileGainsDeviceCoresOfZero) {
   EXPECT_EQ((*devices)[0].cores, 0);
   ASSERT_TRUE(store->latencies->UpsertDevice("local-cpu", "", "cpu", 30, 2).ok());
   EXPECT_EQ(*store->latencies->DeviceCores("local-cpu"), 2);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
+}
+
+// A version-6 file's results read no bound misses and no core bound; new
+// results keep theirs.
+TEST_F(StoreSchemaTest, AVersion6FileGainsBoundFiguresOfZeroInItsResults) {
+  const std::string path = PathOf("v6.db");
+  {
+    auto v6 = OpenFarmDatabase(path, Migrations().first(6));
+    ASSERT_TRUE(v6.ok()) << v6.status();
+    ASSERT_TRUE(v6->jobs->PutModel(Model("d1", "squeezenet")).ok());
+  }
+  const int64_t old_job = InsertOldJob(path, "d1", "sim-test");
+  {
+    // In SQL: this binary's PutResult writes columns a version-6 file lacks.
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(
+        (*db)
+            ->Exec(StrCat(
+                "INSERT INTO results (job_id, schedule_json, chosen, predicted_ms, search_s, "
+                "stages_profiled, cache_hits, candidates, unique_signatures, stages_measured, "
+                "stages, "
+                "worker, backend, device_key) VALUES (",
+                old_job,
+                ", '{\"stages\": [1, 2]}', 'ios', "
+                "0.65, 1.25, 120, 30, 900, 150, 140, 11, 'w1', 'sim', 'sim-test');"))
+            .ok());
+  }
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto old_result = store->jobs->GetResult(old_job);
+  ASSERT_TRUE(old_result.ok() && old_result->has_value()) << old_result.status();
+  EXPECT_EQ((*old_result)->stages_measured, 140);
+  EXPECT_EQ((*old_result)->lower_bound_misses, 0);
+  EXPECT_EQ((*old_result)->largest_bound_miss_ms, 0);
+  EXPECT_EQ((*old_result)->search_cores, 0);
+  const int64_t new_job = *store->jobs->CreateJob(Job("d1", "sim-test"));
+  const ResultRow want = FullResult(new_job);
+  ASSERT_TRUE(store->jobs->PutResult(want).ok());
+  auto new_result = store->jobs->GetResult(new_job);
+  ASSERT_TRUE(new_result.ok() && new_result->has_value()) << new_result.status();
+  ExpectSameResult(**new_result, want);
   *store = FarmDatabase();
   ExpectCurrentSchema(path);
 }

@@ -96,11 +96,24 @@ inline ResultRow FullResult(int64_t job_id) {
   result.candidates = 900;
   result.unique_signatures = 150;
   result.stages_measured = 140;
+  result.lower_bound_misses = 7;
+  result.largest_bound_miss_ms = 0.0125;
+  result.search_cores = 2;
   result.stages = 11;
   result.worker = "w1";
   result.backend = "sim";
   result.device_key = "sim-test";
   return result;
+}
+
+// FullResult as a server of schema version 2 or 3 stored it reads in this
+// binary: the figures of later versions (4: stages_measured; 7: the bound
+// figures) read 0.
+inline void ClearFiguresAfterVersion3(ResultRow& want) {
+  want.stages_measured = 0;
+  want.lower_bound_misses = 0;
+  want.largest_bound_miss_ms = 0;
+  want.search_cores = 0;
 }
 
 // Every field of `got` equals `want`'s.
@@ -124,6 +137,9 @@ inline void ExpectSameResult(const ResultRow& got, const ResultRow& want) {
   EXPECT_EQ(got.candidates, want.candidates);
   EXPECT_EQ(got.unique_signatures, want.unique_signatures);
   EXPECT_EQ(got.stages_measured, want.stages_measured);
+  EXPECT_EQ(got.lower_bound_misses, want.lower_bound_misses);
+  EXPECT_DOUBLE_EQ(got.largest_bound_miss_ms, want.largest_bound_miss_ms);
+  EXPECT_EQ(got.search_cores, want.search_cores);
   EXPECT_EQ(got.stages, want.stages);
   EXPECT_EQ(got.worker, want.worker);
   EXPECT_EQ(got.backend, want.backend);
