@@ -108,6 +108,14 @@ std::vector<Migration> WithNextStep(const Migration& next) {
   return steps;
 }
 
+// Creates `path` at schema `version` (this binary's first steps) holding the
+// model d1 (squeezenet), for the jobs a test then writes as that version did.
+void CreateOldFileWithModel(const std::string& path, size_t version) {
+  auto store = OpenFarmDatabase(path, Migrations().first(version));
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE(store->jobs->PutModel(Model("d1", "squeezenet")).ok());
+}
+
 TEST_F(StoreSchemaTest, MigratesStepByStepKeepingData) {
   const std::string path = PathOf("steps.db");
   {
@@ -225,11 +233,7 @@ TEST_F(StoreSchemaTest, AVersion2FileGainsTypedResultsKeepingEveryFigure) {
 TEST_F(StoreSchemaTest, AVersion3FileGainsStagesMeasuredKeepingJobsAndResults) {
   const std::string path = PathOf("v3.db");
   int64_t done = 0, running = 0;
-  {
-    auto v3 = OpenFarmDatabase(path, Migrations().first(3));
-    ASSERT_TRUE(v3.ok()) << v3.status();
-    ASSERT_TRUE(v3->jobs->PutModel(Model("d1", "squeezenet")).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateOldFileWithModel(path, 3));
   done = InsertOldJob(path, "d1", "sim-test");
   running = InsertOldJob(path, "d1", "sim-test");
   {
@@ -288,11 +292,7 @@ TEST_F(StoreSchemaTest, AVersion3FileGainsStagesMeasuredKeepingJobsAndResults) {
 // as 1; new jobs keep theirs (0: as many as the key has idle GPUs).
 TEST_F(StoreSchemaTest, AVersion4FileGainsMaxParallelBatchesOfOne) {
   const std::string path = PathOf("v4.db");
-  {
-    auto v4 = OpenFarmDatabase(path, Migrations().first(4));
-    ASSERT_TRUE(v4.ok()) << v4.status();
-    ASSERT_TRUE(v4->jobs->PutModel(Model("d1", "squeezenet")).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateOldFileWithModel(path, 4));
   const int64_t old_job = InsertOldJob(path, "d1", "k");
   auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
@@ -346,11 +346,7 @@ TEST_F(StoreSchemaTest, AVersion5FileGainsDeviceCoresOfZero) {
 // results keep theirs.
 TEST_F(StoreSchemaTest, AVersion6FileGainsBoundFiguresOfZeroInItsResults) {
   const std::string path = PathOf("v6.db");
-  {
-    auto v6 = OpenFarmDatabase(path, Migrations().first(6));
-    ASSERT_TRUE(v6.ok()) << v6.status();
-    ASSERT_TRUE(v6->jobs->PutModel(Model("d1", "squeezenet")).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateOldFileWithModel(path, 6));
   const int64_t old_job = InsertOldJob(path, "d1", "sim-test");
   {
     // In SQL: this binary's PutResult writes columns a version-6 file lacks.
