@@ -367,7 +367,7 @@ StatusOr<ResultRow> JobRunner::ApplyMeasure(const PhaseReport& result,
   row.stages_measured = final_stats_.stages_measured;
   row.lower_bound_misses = final_stats_.lower_bound_misses;
   row.largest_bound_miss_ms = final_stats_.largest_bound_miss_ms;
-  row.search_cores = options_.cores >= 2 ? options_.cores : 0;  // one core bounds nothing
+  row.search_cores = search_cores();
   row.stages = static_cast<int64_t>(best.stages.size());
   row.worker = worker;
   row.backend = backend;

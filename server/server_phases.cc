@@ -26,11 +26,11 @@ ServerPhaseOutcome Enumerate(JobContext& job, const ServerPhaseEnv& env) {
       outcome.status = runner.status();
       return outcome;
     }
-    if (*cores >= 2) {
-      spdlog::info("job {}: the search bounds stages by their work over {} cores (device key {})",
-                   job.row.id, *cores, job.row.device_key);
-    }
     job.runner = std::move(*runner);
+    if (job.runner->search_cores() > 0) {
+      spdlog::info("job {}: the search bounds stages by their work over {} cores (device key {})",
+                   job.row.id, job.runner->search_cores(), job.row.device_key);
+    }
   }
   const int64_t lookups = job.runner->lookups(), hits = job.runner->cache_hits();
   auto next = job.runner->Enumerate(*env.latencies, *env.claims, env.enumerate_slice_s);
