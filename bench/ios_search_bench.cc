@@ -225,11 +225,12 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_show_blocks) {
     for (size_t b = 0; b < result->blocks.size(); ++b) {
       const ios::BlockReport& br = result->blocks[b];
-      std::printf("  block %3zu: %3d ops  twin %3d  states %9lld  transitions %11lld  stages %9lld  "
-                  "-> %d stages, %.4f ms\n",
-                  b, br.num_ops, br.twin, static_cast<long long>(br.dp.states),
-                  static_cast<long long>(br.dp.transitions),
-                  static_cast<long long>(br.dp.distinct_stages), br.num_stages, br.latency_ms);
+      std::printf(
+          "  block %3zu: %3d ops  twin %3d  prefix %3d  states %9lld  transitions %11lld  "
+          "stages %9lld  -> %d stages, %.4f ms\n",
+          b, br.num_ops, br.twin, br.prefix, static_cast<long long>(br.dp.states),
+          static_cast<long long>(br.dp.transitions), static_cast<long long>(br.dp.distinct_stages),
+          br.num_stages, br.latency_ms);
     }
     std::fflush(stdout);
   }

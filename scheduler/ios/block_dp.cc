@@ -16,22 +16,60 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
+// SolvedStates of a block of width W.
+template <int W>
+class SolvedStatesOf : public SolvedStates {
+ public:
+  struct Entry {
+    double cost = 0;        // of the state's best schedule
+    double latency_ms = 0;  // of its last stage
+    OpBits<W> last;         // the last stage's ops
+    uint8_t merge = 0;      // the last stage is merged
+  };
+
+  explicit SolvedStatesOf(int size) : size_(size) {}
+  int size() const override { return size_; }
+  int words() const override { return W; }
+  int64_t states() const override { return static_cast<int64_t>(table_.size()); }
+
+  void Add(const OpBits<W>& state, const Entry& entry) {
+    table_.Insert(state, state.Hash(), entry);
+  }
+  const Entry* Find(const OpBits<W>& state, uint64_t hash) const {
+    return table_.Find(state, hash);
+  }
+  template <typename F>
+  void ForEach(F&& f) const {
+    table_.ForEach(f);
+  }
+
+ private:
+  int size_;
+  mutable OpBitsMap<W, Entry> table_;  // Find does not change it
+};
+
 // The DP over K blocks of one shape (SameShape) at once: one walk of their
 // common state graph, whose tables hold each block's values side by side
 // (slot k for block k). K = 1 is the plain DP of one block.
 template <int W, int K>
 class BlockDp {
  public:
+  // `prefix` (K = 1 only; may be null): SolveBlock's.
   BlockDp(absl::Span<const BlockGraph* const> blocks, const DpOptions& options,
-          LatencySource& source)
+          LatencySource& source, const SolvedStatesOf<W>* prefix = nullptr)
       : block_(*blocks[0]),
         options_(options),
         source_(source),
+        prefix_(prefix),
         enumerator_(block_, options.bounds),
         scratch_(block_.size() + 2) {
+    static_assert(K >= 1);
     for (int k = 0; k < K; ++k) {
       stages_.emplace_back(*blocks[k]);
       complete_[k] = true;
+    }
+    if (prefix_ != nullptr) {
+      beyond_ = OpBits<W>::FirstN(block_.size()).Minus(OpBits<W>::FirstN(prefix_->size()));
     }
     enumerator_.SetCheck([this](uint64_t) {
       if (status_.ok()) CheckBudget(static_cast<int64_t>(scratch_pending_));
@@ -55,22 +93,17 @@ class BlockDp {
       // Read the schedule back from the argmins (they give the last stage first).
       OpBits<W> remaining = all;
       while (!remaining.Empty()) {
-        const Choice& choice = *choices_.Find(remaining, remaining.Hash());
-        const OpBits<W>& best = choice.best[k];
-        const bool merge = choice.merge[k] != 0;
+        const LastStage last = LastOf(remaining, k);
         PlannedStage planned;
         planned.stage = stages_[k].BuildStage(
-            best, merge ? Strategy::kMerge : Strategy::kConcurrent, &planned.signature);
-        if (const MergeValue* both = mergeable_.Find(best, best.Hash())) {
-          planned.latency_ms = merge ? both->merge_latency[k] : both->latency[k];
-        } else {
-          planned.latency_ms = endings_.Find(best, best.Hash())->v[k];
-        }
+            last.ops, last.merge ? Strategy::kMerge : Strategy::kConcurrent, &planned.signature);
+        planned.latency_ms = last.latency_ms;
         solution.stages.push_back(std::move(planned));
-        remaining = remaining.Minus(best);
+        remaining = remaining.Minus(last.ops);
       }
       std::reverse(solution.stages.begin(), solution.stages.end());
       solution.latency_ms = (*states_.Find(all, all.Hash()))[k];
+      if (options_.keep_states) solution.states = KeepStates(k);
     }
     return solutions;
   }
@@ -105,6 +138,54 @@ class BlockDp {
     double latency[K];        // NaN while unknown
     double merge_latency[K];  // NaN while unknown; +inf where that block cannot merge it
   };
+  // A solved state's last stage in block k's best schedule.
+  struct LastStage {
+    OpBits<W> ops;
+    bool merge = false;
+    double latency_ms = 0;
+  };
+
+  bool InPrefix(const OpBits<W>& state) const {
+    return prefix_ != nullptr && !state.Intersects(beyond_);
+  }
+
+  LastStage LastOf(const OpBits<W>& state, int k) {
+    LastStage last;
+    if (InPrefix(state)) {
+      const typename SolvedStatesOf<W>::Entry& entry = *prefix_->Find(state, state.Hash());
+      last.ops = entry.last;
+      last.merge = entry.merge != 0;
+      last.latency_ms = entry.latency_ms;
+      return last;
+    }
+    const Choice& choice = *choices_.Find(state, state.Hash());
+    last.ops = choice.best[k];
+    last.merge = choice.merge[k] != 0;
+    if (const MergeValue* both = mergeable_.Find(last.ops, last.ops.Hash())) {
+      last.latency_ms = last.merge ? both->merge_latency[k] : both->latency[k];
+    } else {
+      last.latency_ms = endings_.Find(last.ops, last.ops.Hash())->v[k];
+    }
+    return last;
+  }
+
+  // Block k's states (those of the prefix included), for a block that
+  // extends it.
+  std::shared_ptr<const SolvedStates> KeepStates(int k) {
+    auto kept = std::make_shared<SolvedStatesOf<W>>(block_.size());
+    auto add = [&](const OpBits<W>& state, double cost) {
+      const LastStage last = LastOf(state, k);
+      kept->Add(state, {cost, last.latency_ms, last.ops, static_cast<uint8_t>(last.merge)});
+    };
+    states_.ForEach([&](const OpBits<W>& state, const Costs& costs) { add(state, costs[k]); });
+    if (prefix_ != nullptr) {
+      prefix_->ForEach([&](const OpBits<W>& state, const typename SolvedStatesOf<W>::Entry& e) {
+        kept->Add(state, e);
+      });
+    }
+    return kept;
+  }
+
   // Per recursion depth: the state's endings and their children.
   struct Scratch {
     std::vector<OpBits<W>> endings;
@@ -173,7 +254,10 @@ class BlockDp {
     for (size_t i = 0; i < count; ++i) {
       const OpBits<W> child = remaining.Minus(sc.endings[i]);
       Costs child_cost{};
-      if (!child.Empty()) {
+      if (InPrefix(child)) {
+        // K = 1 (SolveBlock): the prefix's cost.
+        if (!child.Empty()) child_cost[0] = prefix_->Find(child, sc.hashes[i])->cost;
+      } else if (!child.Empty()) {
         const Costs* known = states_.Find(child, sc.hashes[i]);
         child_cost = known != nullptr ? *known : Visit(child, depth + 1);
         if (!status_.ok()) return {};
@@ -347,6 +431,8 @@ class BlockDp {
   const BlockGraph& block_;  // the first block (all have its shape)
   const DpOptions& options_;
   LatencySource& source_;
+  const SolvedStatesOf<W>* prefix_;  // K = 1 only; may be null
+  OpBits<W> beyond_;                 // with prefix_: the ops after it
   EndingEnumerator<W> enumerator_;
   std::deque<BlockStages<W>> stages_;  // per block (not movable)
   std::vector<Scratch> scratch_;
@@ -369,8 +455,9 @@ class BlockDp {
 
 template <int W, int K>
 StatusOr<std::vector<BlockSolution>> Solve(absl::Span<const BlockGraph* const> blocks,
-                                           const DpOptions& options, LatencySource& latencies) {
-  BlockDp<W, K> dp(blocks, options, latencies);
+                                           const DpOptions& options, LatencySource& latencies,
+                                           const SolvedStates* prefix = nullptr) {
+  BlockDp<W, K> dp(blocks, options, latencies, static_cast<const SolvedStatesOf<W>*>(prefix));
   return dp.Run();
 }
 
@@ -496,25 +583,30 @@ StatusOr<std::vector<BlockSolution>> SolveBlocks(absl::Span<const BlockGraph* co
 }
 
 StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
-                                   LatencySource& latencies) {
+                                   LatencySource& latencies, const SolvedStates* prefix) {
   RETURN_IF_ERROR(CheckBounds(options));
+  if (prefix != nullptr && (prefix->words() != block.words() || prefix->size() >= block.size())) {
+    return absl::InvalidArgumentError(StrCat("SolveBlock: a prefix of ", prefix->size(), " ops (",
+                                             prefix->words(), " words) for a block of ",
+                                             block.size(), " ops (", block.words(), " words)"));
+  }
   const BlockGraph* const one[] = {&block};
   StatusOr<std::vector<BlockSolution>> solved;
   switch (block.words()) {
     case 1:
-      solved = Solve<1, 1>(one, options, latencies);
+      solved = Solve<1, 1>(one, options, latencies, prefix);
       break;
     case 2:
-      solved = Solve<2, 1>(one, options, latencies);
+      solved = Solve<2, 1>(one, options, latencies, prefix);
       break;
     case 4:
-      solved = Solve<4, 1>(one, options, latencies);
+      solved = Solve<4, 1>(one, options, latencies, prefix);
       break;
     case 8:
-      solved = Solve<8, 1>(one, options, latencies);
+      solved = Solve<8, 1>(one, options, latencies, prefix);
       break;
     default:
-      solved = Solve<16, 1>(one, options, latencies);
+      solved = Solve<16, 1>(one, options, latencies, prefix);
   }
   if (!solved.ok()) return solved.status();
   return std::move(solved->front());

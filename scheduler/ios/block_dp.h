@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -76,6 +77,9 @@ struct DpOptions {
   // When set, read at every state and every 64 Ki endings: true stops the DP
   // with Cancelled (a cancelled job, a server shutting down).
   const std::atomic<bool>* stop = nullptr;
+  // A complete solution then also keeps every state's cost and best last
+  // stage (BlockSolution::states), for a block that extends this one.
+  bool keep_states = false;
 };
 
 struct DpStats {
@@ -113,18 +117,47 @@ struct PlannedStage {
   double latency_ms = 0;
 };
 
+// A solved block's DP table: every state's optimal cost and the last stage
+// of its best schedule (about 40 bytes a state). The cost of a state depends
+// only on the ops it holds, so a block whose first ops are identical to this
+// block (BlockGraph::structure_key) and whose other ops come after them has
+// those costs too for its states made of them alone: SolveBlock's `prefix`
+// (NASNet-A's size cut leaves a cell plus the next cell's first op: that
+// block is this table and one state). Immutable; shared by the solutions
+// that map it (twins).
+class SolvedStates {
+ public:
+  virtual ~SolvedStates() = default;
+  virtual int size() const = 0;   // ops of the block
+  virtual int words() const = 0;  // BlockGraph::words of the block
+  virtual int64_t states() const = 0;
+};
+
 struct BlockSolution {
   bool complete = false;  // every latency was known; the fields below are valid
   double latency_ms = 0;
   std::vector<PlannedStage> stages;  // in execution order
   DpStats stats;
+  // With DpOptions::keep_states, of a complete DP pass (null otherwise).
+  std::shared_ptr<const SolvedStates> states;
 };
 
 // Runs the DP over the whole block. Errors: InvalidArgument for bounds < 1,
 // a SearchBudgetError past a budget (naming the block's first op),
 // Cancelled when `stop` reads true, or the source's error.
+//
+// `prefix` (may be null): the kept states of a block identical to this
+// block's first prefix->size() ops, which no later op of this block
+// precedes (they come first in a topological order). The DP then takes the
+// cost and best last stage of every state made of those ops alone from it
+// instead of walking them, so this pass costs only the states that hold a
+// later op; the solution is the one SolveBlock gives without it (the same
+// states, endings and latencies in the same order, hence the same ties),
+// given a prefix solved with the same bounds, merge setting and latencies.
+// The stats count this pass's own work. InvalidArgument when `prefix` is of
+// another width or not smaller than the block.
 StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
-                                   LatencySource& latencies);
+                                   LatencySource& latencies, const SolvedStates* prefix = nullptr);
 
 // True when `a` and `b` have the same local structure (size and edges op
 // by op; their contents may differ): the same remaining sets and endings,

@@ -278,5 +278,99 @@ TEST(BlockDpTest, SolveBlocksRejectsOtherShapesAndKeepsBudgets) {
   });
 }
 
+// The first m ops of `block` (a down-set: its order is topological) as a
+// block of their own.
+BlockGraph FirstOps(const graph::Graph& graph, const BlockGraph& block, int m) {
+  const std::vector<graph::NodeId> first(block.nodes().begin(), block.nodes().begin() + m);
+  return *BlockGraph::Build(graph, first);
+}
+
+// A block solved on the kept table of its first ops (and on a table that
+// itself took a prefix's) gives exactly what it gives alone: the same
+// schedule, stage by stage, and the same latency, walking only the states
+// that hold a later op. Every random case, prefixes of 1..3 ops fewer and
+// of half the block.
+TEST(BlockDpTest, APrefixTableGivesTheSolutionOfTheWholeWalk) {
+  int compared = 0, chained = 0;
+  int64_t walked = 0, walked_alone = 0;
+  testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+    const int n = c.block->size();
+    DpOptions keep = c.options;
+    keep.keep_states = true;
+    for (int m : {n - 1, n - 2, n - 3, n / 2}) {
+      if (m < 1) continue;
+      SCOPED_TRACE(StrCat(c.Describe(), " prefix ", m));
+      SignatureSource alone_source;
+      auto alone = SolveBlock(*c.block, c.options, alone_source);
+      ASSERT_TRUE(alone.ok()) << alone.status();
+      const BlockGraph first = FirstOps(*c.graph, *c.block, m);
+      SignatureSource source;
+      auto prefix = SolveBlock(first, keep, source);
+      ASSERT_TRUE(prefix.ok()) << prefix.status();
+      ASSERT_NE(prefix->states, nullptr);
+      EXPECT_EQ(prefix->states->states(), prefix->stats.states);
+      auto reused = SolveBlock(*c.block, c.options, source, prefix->states.get());
+      ASSERT_TRUE(reused.ok()) << reused.status();
+      EXPECT_TRUE(reused->complete);
+      EXPECT_EQ(reused->latency_ms, alone->latency_ms);
+      ASSERT_EQ(reused->stages.size(), alone->stages.size());
+      for (size_t i = 0; i < alone->stages.size(); ++i) {
+        EXPECT_EQ(reused->stages[i].signature, alone->stages[i].signature) << "stage " << i;
+        EXPECT_EQ(reused->stages[i].latency_ms, alone->stages[i].latency_ms) << "stage " << i;
+        EXPECT_EQ(reused->stages[i].stage.strategy, alone->stages[i].stage.strategy);
+        EXPECT_EQ(reused->stages[i].stage.groups, alone->stages[i].stage.groups);
+      }
+      // The states made of the first m ops are the prefix's, not walked again.
+      EXPECT_EQ(reused->stats.states + prefix->stats.states, alone->stats.states);
+      walked += reused->stats.transitions;
+      walked_alone += alone->stats.transitions;
+      ++compared;
+      // A table kept on a prefix holds the prefix's states too.
+      if (m >= 2 && m < n - 1) {
+        const BlockGraph middle = FirstOps(*c.graph, *c.block, m + 1);
+        auto mid = SolveBlock(middle, keep, source, prefix->states.get());
+        ASSERT_TRUE(mid.ok()) << mid.status();
+        auto chain = SolveBlock(*c.block, c.options, source, mid->states.get());
+        ASSERT_TRUE(chain.ok()) << chain.status();
+        EXPECT_EQ(chain->latency_ms, alone->latency_ms);
+        EXPECT_EQ(chain->stages.size(), alone->stages.size());
+        ++chained;
+      }
+    }
+  });
+  EXPECT_GT(compared, 3000);
+  EXPECT_GT(chained, 1000);
+  EXPECT_LT(walked, walked_alone);  // (random DAGs: most states hold a late op)
+}
+
+// A prefix table is refused where it cannot be this block's: as large as
+// the block, or of another width; an incomplete pass keeps no table.
+TEST(BlockDpTest, APrefixTableMustBeSmallerAndOfTheBlocksWidth) {
+  const graph::Graph graph = testing::RandomDag(8, 10);
+  const BlockGraph block = *BlockGraph::Build(graph, BuildOpDag(graph)->order);
+  DpOptions keep;
+  keep.keep_states = true;
+  SignatureSource source;
+  auto whole = SolveBlock(block, keep, source);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_NE(whole->states, nullptr);
+  auto same_size = SolveBlock(block, DpOptions{}, source, whole->states.get());
+  EXPECT_EQ(same_size.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(same_size.status().message()), ::testing::HasSubstr("prefix of 10 ops"));
+  const graph::Graph wide = testing::RandomDag(8, 70);
+  const BlockGraph wide_block = *BlockGraph::Build(wide, BuildOpDag(wide)->order);
+  ASSERT_EQ(wide_block.words(), 2);
+  auto other_width = SolveBlock(wide_block, DpOptions{}, source, whole->states.get());
+  EXPECT_EQ(other_width.status().code(), absl::StatusCode::kInvalidArgument);
+  UnknownSource unknown;
+  auto incomplete = SolveBlock(block, keep, unknown);
+  ASSERT_TRUE(incomplete.ok()) << incomplete.status();
+  EXPECT_FALSE(incomplete->complete);
+  EXPECT_EQ(incomplete->states, nullptr);
+  auto not_kept = SolveBlock(block, DpOptions{}, source);
+  ASSERT_TRUE(not_kept.ok());
+  EXPECT_EQ(not_kept->states, nullptr);
+}
+
 }  // namespace
 }  // namespace iosfarm::scheduler::ios

@@ -25,6 +25,7 @@ std::string Ratio(double a, double b) {
 nlohmann::json StatsJson(const SearchStats& s) {
   return {{"blocks", s.blocks},
           {"reused_blocks", s.reused_blocks},
+          {"prefix_blocks", s.prefix_blocks},
           {"dp_states", s.dp_states},
           {"transitions", s.transitions},
           {"candidate_stages", s.candidate_stages},
@@ -85,9 +86,12 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
                 Ratio(report.sequential.latency_ms, ios.latency_ms), "x vs sequential, ",
                 Ratio(report.greedy.latency_ms, ios.latency_ms), "x vs greedy\n");
   out += StrCat(
-      "search: ", s.blocks, " blocks (", s.reused_blocks, " reused), ", s.dp_states, " DP states, ",
-      s.transitions, " transitions, ", s.candidate_stages, " candidate stages -> ",
-      s.unique_signatures, " unique signatures, ", s.stages_measured, " stages measured",
+      "search: ", s.blocks, " blocks (", s.reused_blocks, " reused",
+      s.prefix_blocks > 0 ? StrCat(", ", s.prefix_blocks, " on an earlier block's table")
+                          : std::string(),
+      "), ", s.dp_states, " DP states, ", s.transitions, " transitions, ", s.candidate_stages,
+      " candidate stages -> ", s.unique_signatures, " unique signatures, ", s.stages_measured,
+      " stages measured",
       s.exhaustive_blocks > 0 ? StrCat(" (", s.exhaustive_blocks, " blocks by the exhaustive DP)")
                               : std::string(),
       ", ", s.windows, " boundary windows (", s.improved_windows, " improved), ",

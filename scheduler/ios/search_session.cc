@@ -19,6 +19,11 @@ namespace {
 
 constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
 
+// FindPrefix: the later ops a block may have beyond an earlier block's, and
+// the smallest prefix worth its table (smaller blocks' DP costs little).
+constexpr int kMaxPrefixExtraOps = 3;
+constexpr int kMinPrefixOps = 8;
+
 Status CheckLatency(Signature signature, double latency_ms) {
   if (!std::isfinite(latency_ms) || latency_ms < 0) {
     return absl::InvalidArgumentError(StrCat("latency of signature ", Hex64(signature),
@@ -223,13 +228,34 @@ void SearchSession::AddBlock(BlockState state) {
   if (options_.reuse_identical_blocks) {
     const int index = static_cast<int>(blocks_.size());
     auto [it, inserted] = first_with_structure_.emplace(state.graph.structure_key(), index);
-    if (!inserted) state.twin = it->second;
+    if (!inserted) {
+      state.twin = it->second;
+    } else if (state.right < 0) {
+      FindPrefix(state);
+    }
   }
   blocks_.push_back(std::move(state));
 }
 
+void SearchSession::FindPrefix(BlockState& state) {
+  const std::vector<graph::NodeId>& nodes = state.graph.nodes();
+  const int n = state.graph.size();
+  for (int extra = 1; extra <= kMaxPrefixExtraOps && n - extra >= kMinPrefixOps; ++extra) {
+    const std::vector<graph::NodeId> first(nodes.begin(), nodes.end() - extra);
+    StatusOr<BlockGraph> prefix = BlockGraph::Build(graph_, first);
+    if (!prefix.ok() || prefix->words() != state.graph.words()) continue;
+    const auto it = first_with_structure_.find(prefix->structure_key());
+    if (it == first_with_structure_.end() || blocks_[it->second].right >= 0) continue;
+    state.prefix = it->second;
+    blocks_[it->second].provides_prefix = true;
+    return;
+  }
+}
+
 Status SearchSession::CreateWindows() {
   windows_created_ = true;
+  // Every block is solved: no block needs a prefix block's table any more.
+  for (BlockState& state : blocks_) state.solution.states.reset();
   if (options_.boundary_window_ops <= 0) return absl::OkStatus();
   const int half = std::max(1, options_.boundary_window_ops / 2);
   std::vector<int> claimed(num_blocks_, 0);  // stages taken from each block's start
@@ -397,6 +423,7 @@ Status SearchSession::FinishBounded(int b, const Status& advanced, int64_t trans
 
 Status SearchSession::SolveWith(int b, LatencySource& source) {
   BlockState& state = blocks_[b];
+  if (state.prefix >= 0) return SolvePrefixed(b, source);
   if (!options_.exhaustive && !state.exhaustive) return SolveBounded(b, source);
   const bool first_pass = state.phase == BlockPhase::kNotStarted;
   ++pass_;
@@ -404,14 +431,46 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
   return SolveExhaustive(b, source, first_pass);
 }
 
+Status SearchSession::SolvePrefixed(int b, LatencySource& source) {
+  BlockState& state = blocks_[b];
+  const BlockState& provider = blocks_[state.prefix];
+  if (provider.phase != BlockPhase::kSolved) {
+    state.phase = BlockPhase::kWaiting;  // SolveReadyBlocks comes back to it
+    return absl::OkStatus();
+  }
+  if (provider.solution.states == nullptr) {
+    state.prefix = -1;  // the bounded search solved it: no table
+    state.phase = BlockPhase::kNotStarted;
+    return SolveWith(b, source);
+  }
+  // Waiting for the prefix block ran no pass.
+  const bool first_pass = state.first_pass == 0;
+  ++pass_;
+  if (first_pass) state.first_pass = pass_;
+  RETURN_IF_ERROR(SolveExhaustive(b, source, first_pass));
+  const BlockState& solved = blocks_[b];  // (b is a split's first piece after a split)
+  if (solved.phase == BlockPhase::kSolved && solved.prefix >= 0) {
+    ++stats_.prefix_blocks;
+    // The candidate stages of its states made of the prefix's ops are the
+    // prefix block's (as a twin counts its twin's).
+    stats_.candidate_stages += blocks_[solved.prefix].solution.stats.distinct_stages;
+    stats_.merge_stages += blocks_[solved.prefix].solution.stats.merge_stages;
+  }
+  return absl::OkStatus();
+}
+
 Status SearchSession::SolveExhaustive(int b, LatencySource& source, bool first_pass,
                                       StatusOr<BlockSolution>* precomputed) {
   BlockState& state = blocks_[b];
   state.unknown.clear();
   bool total_binds = false;
-  const DpOptions dp = PassOptions(&total_binds);
-  StatusOr<BlockSolution> solved =
-      precomputed != nullptr ? std::move(*precomputed) : SolveBlock(state.graph, dp, source);
+  DpOptions dp = PassOptions(&total_binds);
+  dp.keep_states = state.provides_prefix;
+  const SolvedStates* prefix =
+      state.prefix >= 0 ? blocks_[state.prefix].solution.states.get() : nullptr;
+  StatusOr<BlockSolution> solved = precomputed != nullptr
+                                       ? std::move(*precomputed)
+                                       : SolveBlock(state.graph, dp, source, prefix);
   if (!solved.ok() && IsSearchBudgetError(solved.status())) {
     return OverBudget(b, solved.status(), total_binds, first_pass);
   }
@@ -421,6 +480,7 @@ Status SearchSession::SolveExhaustive(int b, LatencySource& source, bool first_p
   ++stats_.dp_passes;
   stats_.total_transitions += solution.stats.transitions;
   if (first_pass) CountSolved(solution.stats);
+  if (!state.provides_prefix) solution.states.reset();  // kept for a shared walk's other blocks
   if (solution.complete) {
     state.solution = std::move(solution);
     MarkSolved(b);
@@ -471,7 +531,8 @@ int64_t SearchSession::LatencyTableBytes() const {
 void SearchSession::ForgetSolvedLatencies() {
   uint32_t keep_from = pass_ + 1;
   for (const BlockState& state : blocks_) {
-    if (state.phase == BlockPhase::kWaiting && state.twin < 0) {
+    // A block waiting for its prefix block (first_pass 0) looked nothing up.
+    if (state.phase == BlockPhase::kWaiting && state.twin < 0 && state.first_pass > 0) {
       keep_from = std::min(keep_from, state.first_pass);
     }
   }
@@ -508,7 +569,9 @@ Status SearchSession::SplitBlock(int b) {
       }
       ++stats_.split_blocks;
     } else {
-      old_blocks[i].twin = -1;  // AddBlock finds it again under the new indices
+      // AddBlock finds them again under the new indices.
+      old_blocks[i].twin = old_blocks[i].prefix = -1;
+      old_blocks[i].provides_prefix = false;
       AddBlock(std::move(old_blocks[i]));
       partition_.blocks.push_back(std::move(old_partition[i]));
     }
@@ -708,6 +771,7 @@ StatusOr<SearchResult> SearchSession::Result() const {
     BlockReport report;
     report.num_ops = state.graph.size();
     report.twin = state.twin;
+    report.prefix = state.prefix;
     report.dp = state.solution.stats;
     report.num_stages = static_cast<int>(state.solution.stages.size());
     report.latency_ms = state.solution.latency_ms;

@@ -63,6 +63,10 @@ namespace iosfarm::scheduler::ios {
 struct SearchStats {
   int blocks = 0;
   int reused_blocks = 0;          // solved by mapping an identical earlier block
+  // Solved by the DP over the states that hold their last ops only, their
+  // first ops being identical to an earlier block whose DP table they took
+  // (SearchOptions::reuse_identical_blocks; SolveBlock's prefix).
+  int prefix_blocks = 0;
   int64_t dp_states = 0;          // over the blocks actually solved
   int64_t transitions = 0;        // (state, candidate) pairs evaluated
   // Distinct candidate stages per block (concurrent and merge), summed over
@@ -110,6 +114,9 @@ struct SearchStats {
 struct BlockReport {
   int num_ops = 0;
   int twin = -1;         // the earlier identical block it was mapped from, or -1
+  // The earlier block identical to its first ops whose DP table it reused,
+  // or -1; `dp` then counts only the states holding its later ops.
+  int prefix = -1;
   DpStats dp;            // of the block's first DP pass (its twin's when mapped)
   int num_stages = 0;    // in the block's schedule
   double latency_ms = 0; // of the block's schedule
@@ -205,6 +212,10 @@ class SearchSession {
     BlockGraph graph;
     BlockPhase phase = BlockPhase::kNotStarted;
     int twin = -1;                   // earlier block with an identical structure
+    // The earlier block identical to this block's first ops (FindPrefix),
+    // whose DP table this block's DP takes once it is solved; -1: none.
+    int prefix = -1;
+    bool provides_prefix = false;    // a later block's prefix: its DP keeps its table
     std::vector<Signature> unknown;  // what a waiting block needs
     uint32_t first_pass = 0;         // the pass that started it (pass_ numbering)
     BlockSolution solution;
@@ -226,8 +237,18 @@ class SearchSession {
   SearchSession(const graph::Graph& graph, const SearchOptions& options)
       : graph_(graph), options_(options) {}
 
-  // Appends a block or window, noting an identical earlier one as its twin.
+  // Appends a block or window, noting an identical earlier one as its twin
+  // or, for a block, an earlier one identical to its first ops (FindPrefix).
   void AddBlock(BlockState state);
+  // Sets state.prefix to the first block of the structure of state's ops
+  // but its last 1..kMaxPrefixExtraOps (which no other op precedes: the
+  // block's order is topological), if there is one, and marks that block
+  // as providing its table.
+  void FindPrefix(BlockState& state);
+  // SolveWith for a block with a prefix: waits until the prefix block is
+  // solved, then runs the DP on its table; without one (the bounded search
+  // solved it) the block is solved as any other.
+  Status SolvePrefixed(int b, LatencySource& source);
   // Solves or re-solves block b with `source`; updates its phase.
   Status SolveWith(int b, LatencySource& source);
   // SolveWith for the bounded search: starts or advances it.

@@ -151,6 +151,59 @@ TEST(SearchSessionTest, CoreBoundSearchBatchesAndEqualsExhaustive) {
   }
 }
 
+// A block that is an earlier block and one op more (the last cell and a
+// tail op) takes that block's DP table and walks only its own states:
+// the schedule is the one a search that solves every block on its own
+// finds (the bounded search's blocks all go to the DP here), direct and
+// batched as a farm does, where the block waits for its prefix block's
+// latencies.
+TEST(SearchSessionTest, ABlockExtendingAnEarlierOneWalksOnlyItsOwnStates) {
+  int prefix_blocks = 0;
+  for (const Mode& mode : kModes) {
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      SCOPED_TRACE(StrCat(ModeName(mode), ", seed ", seed));
+      const graph::Graph graph = testing::RepeatedCellsWithTail(seed, 4, 12);
+      const StageLatencyFn oracle = mode.exhaustive ? testing::RandomOracle(graph, seed)
+                                                    : testing::GroupMonotoneOracle(graph, seed);
+      SearchOptions options = ForMode(SearchOptions{}, mode);
+      options.bounded_steps_per_block = 1;  // every block to the DP
+      auto direct = RunSearch(graph, options, oracle);
+      ASSERT_TRUE(direct.ok()) << direct.status();
+      ASSERT_EQ(direct->stats.prefix_blocks, 1);
+      ++prefix_blocks;
+      const BlockReport& last = direct->blocks.back();
+      ASSERT_GE(last.prefix, 0);
+      const BlockReport& provider = direct->blocks[last.prefix];
+      EXPECT_EQ(last.num_ops, provider.num_ops + 1);
+      EXPECT_LT(last.dp.states, provider.dp.states);  // the tail's states only
+
+      SearchOptions apart = options;
+      apart.reuse_identical_blocks = false;
+      auto alone = RunSearch(graph, apart, oracle);
+      ASSERT_TRUE(alone.ok()) << alone.status();
+      EXPECT_EQ(alone->stats.prefix_blocks, 0);
+      EXPECT_EQ(alone->blocks.back().dp.states, provider.dp.states + last.dp.states);
+      EXPECT_EQ(Describe(graph, direct->schedule), Describe(graph, alone->schedule));
+      EXPECT_EQ(direct->schedule.latency_ms, alone->schedule.latency_ms);
+      if (mode.exhaustive) {
+        EXPECT_EQ(direct->stats.unique_signatures, alone->stats.unique_signatures);
+        EXPECT_EQ(direct->stats.candidate_stages, alone->stats.candidate_stages);
+      }
+
+      for (int batch : {1, 64}) {
+        std::vector<Signature> requested;
+        auto batched = RunBatched(graph, options, oracle, batch, &requested);
+        ASSERT_TRUE(batched.ok()) << batched.status();
+        EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
+        EXPECT_EQ(batched->stats.prefix_blocks, 1);
+        EXPECT_EQ(std::set<Signature>(requested.begin(), requested.end()).size(), requested.size());
+        ExpectRequested(mode, static_cast<int64_t>(requested.size()), *direct);
+      }
+    }
+  }
+  EXPECT_EQ(prefix_blocks, 24);
+}
+
 TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
   for (const Mode& mode : kModes) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {

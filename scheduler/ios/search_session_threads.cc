@@ -71,7 +71,11 @@ bool SearchSession::ParallelInline() const {
 Status SearchSession::SolveInParallel(LatencySource& source) {
   std::vector<int> wave;
   for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
-    if (blocks_[b].phase == BlockPhase::kNotStarted && blocks_[b].twin < 0) wave.push_back(b);
+    // Blocks with a prefix wait for its table (the sequential loop).
+    if (blocks_[b].phase == BlockPhase::kNotStarted && blocks_[b].twin < 0 &&
+        blocks_[b].prefix < 0) {
+      wave.push_back(b);
+    }
   }
   if (wave.size() < 2) return absl::OkStatus();  // the sequential loop does it
   bool total_binds = false;
@@ -144,14 +148,18 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   RunOnThreads(pieces.size(), failed, [&](size_t p) {
     const Piece& piece = pieces[p];
     std::vector<const BlockGraph*> graphs;
-    for (size_t i : piece.passes) graphs.push_back(&blocks_[wave[i]].graph);
-    StatusOr<std::vector<BlockSolution>> solved = SolveBlocks(graphs, dp, source);
+    DpOptions piece_dp = dp;  // a later block's prefix keeps its table (SolveExhaustive)
+    for (size_t i : piece.passes) {
+      graphs.push_back(&blocks_[wave[i]].graph);
+      piece_dp.keep_states = piece_dp.keep_states || blocks_[wave[i]].provides_prefix;
+    }
+    StatusOr<std::vector<BlockSolution>> solved = SolveBlocks(graphs, piece_dp, source);
     if (!solved.ok() && IsSearchBudgetError(solved.status()) && graphs.size() > 1) {
       // A shared walk stops where the first of its blocks' passes would
       // (block_dp.h): alone, each gets what the sequential loop gets (a
       // solution within its budget, or the budget error).
       for (size_t i : piece.passes) {
-        passes[i].solved = SolveBlock(blocks_[wave[i]].graph, dp, source);
+        passes[i].solved = SolveBlock(blocks_[wave[i]].graph, piece_dp, source);
       }
     } else {
       for (size_t k = 0; k < piece.passes.size(); ++k) {

@@ -27,6 +27,7 @@ std::string Describe(const graph::Graph& graph, const Schedule& schedule) {
 void ExpectSameStats(const SearchStats& a, const SearchStats& b) {
   EXPECT_EQ(a.blocks, b.blocks);
   EXPECT_EQ(a.reused_blocks, b.reused_blocks);
+  EXPECT_EQ(a.prefix_blocks, b.prefix_blocks);
   EXPECT_EQ(a.dp_states, b.dp_states);
   EXPECT_EQ(a.transitions, b.transitions);
   EXPECT_EQ(a.candidate_stages, b.candidate_stages);
@@ -163,6 +164,29 @@ TEST(SearchSessionThreadsTest, CellsOfOneShapeShareWalksAndGiveWhatOneThreadGive
     }
   }
   EXPECT_GT(shared, 20);
+}
+
+TEST(SearchSessionThreadsTest, ABlockOnAnEarlierBlocksTableGivesWhatOneThreadGives) {
+  // The last block is the cell before it and one op: it waits for that
+  // cell's DP table, after the threads' blocks.
+  int prefix_blocks = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    for (bool exhaustive : {true, false}) {
+      SCOPED_TRACE(StrCat("seed ", seed, exhaustive ? ", exhaustive" : ", handed over"));
+      const graph::Graph graph = testing::RepeatedCellsWithTail(seed, 4, 12);
+      SearchOptions options;
+      options.exhaustive = exhaustive;
+      options.bounded_steps_per_block = 1;
+      const StageLatencyFn oracle = exhaustive ? testing::RandomOracle(graph, seed)
+                                               : testing::GroupMonotoneOracle(graph, seed);
+      ExpectSameAsOneThread(graph, options, oracle);
+      options.threads = 2;
+      auto two = RunSearch(graph, options, oracle);
+      ASSERT_TRUE(two.ok()) << two.status();
+      prefix_blocks += two->stats.prefix_blocks;
+    }
+  }
+  EXPECT_EQ(prefix_blocks, 12);
 }
 
 TEST(SearchSessionThreadsTest, ASplitBlockGivesWhatOneThreadGives) {

@@ -119,21 +119,36 @@ graph::Graph RandomDag(uint64_t seed, int num_ops, int spatial) {
   return *std::move(b).Finish();
 }
 
-graph::Graph RepeatedCells(uint64_t seed, int cells, int ops_per_cell) {
+namespace {
+
+// RepeatedCells, with a tail op after the last cell when `tail`.
+graph::Graph Cells(uint64_t seed, int cells, int ops_per_cell, bool tail) {
   GraphBuilder b(StrCat("cells_", seed));
   ValueId t = b.Input("x", {1, 8, 32, 32});
+  ValueId in = t;
   for (int c = 0; c < cells; ++c) {
     const std::string prefix = StrCat("cell", c, "_");
     if (c > 0 && c % 2 == 0) t = b.MaxPool(t, {2, 2}, {2, 2}, {0, 0, 0, 0}, prefix + "pool");
     graph::ConvSpec to8;
     to8.out_channels = 8;
     to8.kernel = {1, 1};
-    const ValueId in = b.Conv(t, to8, prefix + "in");
+    in = b.Conv(t, to8, prefix + "in");
     const std::vector<ValueId> unread = AddRandomOps(b, in, seed, ops_per_cell, prefix);
     t = unread.size() == 1 ? unread[0] : b.Concat(unread, 1, prefix + "out");
   }
+  if (tail) t = b.Concat({t, in}, 1, "tail");
   b.Output(t);
   return *std::move(b).Finish();
+}
+
+}  // namespace
+
+graph::Graph RepeatedCells(uint64_t seed, int cells, int ops_per_cell) {
+  return Cells(seed, cells, ops_per_cell, /*tail=*/false);
+}
+
+graph::Graph RepeatedCellsWithTail(uint64_t seed, int cells, int ops_per_cell) {
+  return Cells(seed, cells, ops_per_cell, /*tail=*/true);
 }
 
 namespace {

@@ -34,6 +34,12 @@ graph::Graph RandomDag(uint64_t seed, int num_ops, int spatial = 8);
 // cells of one shape at several sizes (and some identical ones).
 graph::Graph RepeatedCells(uint64_t seed, int cells, int ops_per_cell);
 
+// RepeatedCells and a Concat of the last cell's output and its first op's
+// (no articulation point between them): with cells >= 4 the last block is
+// the last cell, identical to the one before, and one op more (NASNet-A's
+// block of a cell and the next cell's first op).
+graph::Graph RepeatedCellsWithTail(uint64_t seed, int cells, int ops_per_cell);
+
 // One input [1, 4, 4, 4] feeding `branches` parallel chains of `depth` Relu
 // ops, joined by one Concat: the widest graphs there are (a hostile model's
 // shape: the DP's state space is 2^branches per block).
