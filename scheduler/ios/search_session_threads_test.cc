@@ -113,6 +113,16 @@ void ExpectSameAsOneThread(const graph::Graph& graph, SearchOptions options,
   }
 }
 
+// ExpectSameAsOneThread, then the statistics of the search on two threads.
+SearchStats TwoThreadStats(const graph::Graph& graph, SearchOptions options,
+                           const StageLatencyFn& oracle) {
+  ExpectSameAsOneThread(graph, options, oracle);
+  options.threads = 2;
+  auto two = RunSearch(graph, options, oracle);
+  EXPECT_TRUE(two.ok()) << two.status();
+  return two.ok() ? two->stats : SearchStats{};
+}
+
 TEST(SearchSessionThreadsTest, RandomDagsGiveWhatOneThreadGives) {
   for (bool exhaustive : {true, false}) {
     for (uint64_t seed = 1; seed <= 30; ++seed) {
@@ -156,11 +166,8 @@ TEST(SearchSessionThreadsTest, CellsOfOneShapeShareWalksAndGiveWhatOneThreadGive
       options.exhaustive = exhaustive;
       options.bounded_steps_per_block = 1;
       options.max_block_ops = 12;
-      ExpectSameAsOneThread(graph, options, testing::RandomOracle(graph, seed));
-      options.threads = 2;
-      auto two = RunSearch(graph, options, testing::RandomOracle(graph, seed));
-      ASSERT_TRUE(two.ok()) << two.status();
-      shared += two->stats.shared_walk_blocks;
+      shared +=
+          TwoThreadStats(graph, options, testing::RandomOracle(graph, seed)).shared_walk_blocks;
     }
   }
   EXPECT_GT(shared, 20);
@@ -179,11 +186,7 @@ TEST(SearchSessionThreadsTest, ABlockOnAnEarlierBlocksTableGivesWhatOneThreadGiv
       options.bounded_steps_per_block = 1;
       const StageLatencyFn oracle = exhaustive ? testing::RandomOracle(graph, seed)
                                                : testing::GroupMonotoneOracle(graph, seed);
-      ExpectSameAsOneThread(graph, options, oracle);
-      options.threads = 2;
-      auto two = RunSearch(graph, options, oracle);
-      ASSERT_TRUE(two.ok()) << two.status();
-      prefix_blocks += two->stats.prefix_blocks;
+      prefix_blocks += TwoThreadStats(graph, options, oracle).prefix_blocks;
     }
   }
   EXPECT_EQ(prefix_blocks, 12);
