@@ -63,7 +63,6 @@ class BlockDp {
         prefix_(prefix),
         enumerator_(block_, options.bounds),
         scratch_(block_.size() + 2) {
-    static_assert(K >= 1);
     for (int k = 0; k < K; ++k) {
       stages_.emplace_back(*blocks[k]);
       complete_[k] = true;
@@ -93,6 +92,10 @@ class BlockDp {
       // Read the schedule back from the argmins (they give the last stage first).
       OpBits<W> remaining = all;
       while (!remaining.Empty()) {
+        if (InPrefix(remaining) && prefix_->Find(remaining, remaining.Hash()) == nullptr) {
+          NotThePrefix();
+          return status_;
+        }
         const LastStage last = LastOf(remaining, k);
         PlannedStage planned;
         planned.stage = stages_[k].BuildStage(
@@ -149,6 +152,7 @@ class BlockDp {
     return prefix_ != nullptr && !state.Intersects(beyond_);
   }
 
+  // A solved state's (one of the prefix's: in its table).
   LastStage LastOf(const OpBits<W>& state, int k) {
     LastStage last;
     if (InPrefix(state)) {
@@ -256,7 +260,11 @@ class BlockDp {
       Costs child_cost{};
       if (InPrefix(child)) {
         // K = 1 (SolveBlock): the prefix's cost.
-        if (!child.Empty()) child_cost[0] = prefix_->Find(child, sc.hashes[i])->cost;
+        if (!child.Empty()) {
+          const auto* entry = prefix_->Find(child, sc.hashes[i]);
+          if (entry == nullptr) return NotThePrefix();
+          child_cost[0] = entry->cost;
+        }
       } else if (!child.Empty()) {
         const Costs* known = states_.Find(child, sc.hashes[i]);
         child_cost = known != nullptr ? *known : Visit(child, depth + 1);
@@ -291,6 +299,18 @@ class BlockDp {
     states_.Insert(remaining, hash, best);
     choices_.Insert(remaining, hash, choice);
     return best;
+  }
+
+  // A state made of the prefix's ops that its table lacks: the table is not
+  // of a block identical to this block's first ops (SolveBlock's contract).
+  Costs NotThePrefix() {
+    status_ = absl::InvalidArgumentError(
+        StrCat("SolveBlock: the prefix table of ", prefix_->size(),
+               " ops lacks a state of the "
+               "block starting at '",
+               block_.graph().node(block_.node(0)).name,
+               "': it is not of a block identical to the block's first ops"));
+    return {};
   }
 
   // Sets status_ when the stop flag is up or the pass is over a budget,

@@ -370,6 +370,16 @@ TEST(BlockDpTest, APrefixTableMustBeSmallerAndOfTheBlocksWidth) {
   auto not_kept = SolveBlock(block, DpOptions{}, source);
   ASSERT_TRUE(not_kept.ok());
   EXPECT_EQ(not_kept->states, nullptr);
+  // The table of a chain's first six ops for a block whose first six are
+  // independent: it lacks their states.
+  const graph::Graph chain = testing::WideGraph(1, 8), fan = testing::WideGraph(8, 1);
+  const BlockGraph chain_block = *BlockGraph::Build(chain, BuildOpDag(chain)->order);
+  const BlockGraph fan_block = *BlockGraph::Build(fan, BuildOpDag(fan)->order);
+  auto chain_table = SolveBlock(FirstOps(chain, chain_block, 6), keep, source);
+  ASSERT_TRUE(chain_table.ok()) << chain_table.status();
+  auto foreign = SolveBlock(fan_block, DpOptions{}, source, chain_table->states.get());
+  EXPECT_EQ(foreign.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(foreign.status().message()), ::testing::HasSubstr("lacks a state"));
 }
 
 }  // namespace
