@@ -304,12 +304,10 @@ class BlockDp {
   // A state made of the prefix's ops that its table lacks: the table is not
   // of a block identical to this block's first ops (SolveBlock's contract).
   Costs NotThePrefix() {
-    status_ = absl::InvalidArgumentError(
-        StrCat("SolveBlock: the prefix table of ", prefix_->size(),
-               " ops lacks a state of the "
-               "block starting at '",
-               block_.graph().node(block_.node(0)).name,
-               "': it is not of a block identical to the block's first ops"));
+    status_ = absl::InvalidArgumentError(StrCat(
+        "SolveBlock: the prefix table of ", prefix_->size(),
+        " ops lacks a state of the block starting at '", block_.graph().node(block_.node(0)).name,
+        "': it is not of a block identical to the block's first ops"));
     return {};
   }
 
