@@ -118,7 +118,7 @@ struct PlannedStage {
 };
 
 // A solved block's DP table: every state's optimal cost and the last stage
-// of its best schedule (about 40 bytes a state). The cost of a state depends
+// of its best schedule (about 40 bytes a state; no pass budget counts it). The cost of a state depends
 // only on the ops it holds, so a block whose first ops are identical to this
 // block (BlockGraph::structure_key) and whose other ops come after them has
 // those costs too for its states made of them alone: SolveBlock's `prefix`
