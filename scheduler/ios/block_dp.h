@@ -118,13 +118,13 @@ struct PlannedStage {
 };
 
 // A solved block's DP table: every state's optimal cost and the last stage
-// of its best schedule (about 40 bytes a state; no pass budget counts it). The cost of a state depends
-// only on the ops it holds, so a block whose first ops are identical to this
-// block (BlockGraph::structure_key) and whose other ops come after them has
-// those costs too for its states made of them alone: SolveBlock's `prefix`
-// (NASNet-A's size cut leaves a cell plus the next cell's first op: that
-// block is this table and one state). Immutable; shared by the solutions
-// that map it (twins).
+// of its best schedule (about 40 bytes a state; no pass budget counts it).
+// The cost of a state depends only on the ops it holds, so a block whose
+// first ops are identical to this block (BlockGraph::structure_key) and
+// whose other ops come after them has those costs too for its states made
+// of them alone: SolveBlock's `prefix` (NASNet-A's size cut leaves a cell
+// plus the next cell's first op: that block is this table and one state).
+// Immutable; shared by the solutions that map it (twins).
 class SolvedStates {
  public:
   virtual ~SolvedStates() = default;
@@ -155,7 +155,8 @@ struct BlockSolution {
 // states, endings and latencies in the same order, hence the same ties),
 // given a prefix solved with the same bounds, merge setting and latencies.
 // The stats count this pass's own work. InvalidArgument when `prefix` is of
-// another width or not smaller than the block.
+// another width, not smaller than the block, or lacks a state made of the
+// block's first ops (it is another block's).
 StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& options,
                                    LatencySource& latencies, const SolvedStates* prefix = nullptr);
 
