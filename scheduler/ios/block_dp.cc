@@ -6,7 +6,6 @@
 #include <deque>
 #include <limits>
 
-#include "absl/container/flat_hash_map.h"
 #include "common/strings.h"
 #include "scheduler/ios/block_stages.h"
 #include "scheduler/ios/op_bits_map.h"
@@ -49,48 +48,6 @@ class SolvedStatesOf : public SolvedStates {
   mutable OpBitsMap<W, Entry> table_;  // Find does not change it
 };
 
-// The ops of `b` whose candidate stages may have other signatures than the
-// same ops' of `a` (SameShape blocks): those whose content, merge class or
-// inputs differ, and those whose external reads would pair a tensor of `a`
-// with two of `b` or the reverse. A stage of the other ops reads equal
-// tensors in the same places in both, so it has one signature in both
-// (signature.h: contents, internal edges, which reads share a tensor).
-template <int W>
-OpBits<W> DifferingOps(const BlockGraph& a, const BlockGraph& b) {
-  OpBits<W> differ;
-  absl::flat_hash_map<graph::ValueId, graph::ValueId> a_to_b, b_to_a;
-  std::vector<std::pair<graph::ValueId, graph::ValueId>> pairs;
-  for (int i = 0; i < a.size(); ++i) {
-    const std::vector<BlockGraph::Input>& in_a = a.inputs(i);
-    const std::vector<BlockGraph::Input>& in_b = b.inputs(i);
-    bool same = a.content_hash(i) == b.content_hash(i) && a.merge_key(i) == b.merge_key(i) &&
-                in_a.size() == in_b.size();
-    pairs.clear();
-    for (size_t j = 0; same && j < in_a.size(); ++j) {
-      same = in_a[j].port == in_b[j].port && in_a[j].producer == in_b[j].producer &&
-             in_a[j].output == in_b[j].output;
-      const graph::ValueId va = in_a[j].value, vb = in_b[j].value;
-      auto pairs_with = [&](const absl::flat_hash_map<graph::ValueId, graph::ValueId>& map,
-                            graph::ValueId key, graph::ValueId value) {
-        const auto it = map.find(key);
-        return it == map.end() || it->second == value;
-      };
-      same = same && pairs_with(a_to_b, va, vb) && pairs_with(b_to_a, vb, va);
-      for (const auto& [pa, pb] : pairs) same = same && (pa == va) == (pb == vb);
-      pairs.emplace_back(va, vb);
-    }
-    if (!same) {
-      differ.Set(i);
-      continue;
-    }
-    for (const auto& [va, vb] : pairs) {
-      a_to_b.emplace(va, vb);
-      b_to_a.emplace(vb, va);
-    }
-  }
-  return differ;
-}
-
 // The DP over K blocks of one shape (SameShape) at once: one walk of their
 // common state graph, whose tables hold each block's values side by side
 // (slot k for block k). K = 1 is the plain DP of one block.
@@ -109,18 +66,6 @@ class BlockDp {
     for (int k = 0; k < K; ++k) {
       stages_.emplace_back(*blocks[k]);
       complete_[k] = true;
-      partner_[k] = -1;
-      // The earlier block of the walk that differs from this one in the
-      // fewest ops: an ending outside those has its stage signatures.
-      int fewest = block_.size();
-      for (int p = 0; p < k; ++p) {
-        const OpBits<W> differ = DifferingOps<W>(*blocks[p], *blocks[k]);
-        if (differ.Count() < fewest) {
-          fewest = differ.Count();
-          partner_[k] = p;
-          differ_[k] = differ;
-        }
-      }
     }
     if (prefix_ != nullptr) {
       beyond_ = OpBits<W>::FirstN(block_.size()).Minus(OpBits<W>::FirstN(prefix_->size()));
@@ -434,10 +379,6 @@ class BlockDp {
     for (size_t f = 0; f < fresh_.size(); ++f) {
       const OpBits<W>& ops = sc.endings[fresh_[f].index];
       for (int k = 0; k < K; ++k) {
-        if (Shares(k, ops)) {
-          fresh_[f].mergeable[k] = fresh_[f].mergeable[partner_[k]];
-          continue;
-        }
         BlockStages<W>& stages = stages_[k];
         batch_signatures_.push_back(HashStage(k, ops));
         batch_items_.push_back({f, k, Strategy::kConcurrent});
@@ -467,20 +408,11 @@ class BlockDp {
       EndingValue value;
       bool mergeable = false;
       for (int k = 0; k < K; ++k) {
-        const bool shares = Shares(k, ops);
-        const int p = partner_[k];
-        auto latency = [&](Strategy strategy) {
-          if (!shares) return Known(batch_latencies_[j++], k);
-          const double known =
-              strategy == Strategy::kMerge ? both.merge_latency[p] : both.latency[p];
-          if (std::isnan(known)) complete_[k] = false;
-          return known;
-        };
-        both.latency[k] = latency(Strategy::kConcurrent);
+        both.latency[k] = Known(batch_latencies_[j++], k);
         value.v[k] = KnownOr0(both.latency[k]);
         both.merge_latency[k] = kInfinity;
         if (fresh.mergeable[k]) {
-          both.merge_latency[k] = latency(Strategy::kMerge);
+          both.merge_latency[k] = Known(batch_latencies_[j++], k);
           value.v[k] = std::min(value.v[k], KnownOr0(both.merge_latency[k]));
           ++merges_[k];
           mergeable = true;
@@ -490,12 +422,6 @@ class BlockDp {
       endings_.Insert(ops, fresh.hash, value);
       sc.values[fresh.index] = value;
     }
-  }
-
-  // Whether block k takes the stage signatures of `ops` from its partner
-  // (an earlier block of the walk), whose stages of `ops` are the same.
-  bool Shares(int k, const OpBits<W>& ops) const {
-    return partner_[k] >= 0 && !ops.Intersects(differ_[k]);
   }
 
   // Block k's concurrent signature of `ops` (its BlockStages then holds
@@ -538,10 +464,6 @@ class BlockDp {
   OpBitsMap<W, EndingValue> endings_;
   OpBitsMap<W, MergeValue> mergeable_;  // the mergeable endings' two latencies
   int64_t merges_[K] = {};
-  // Per block: the earlier block of the walk it shares signatures with (-1:
-  // none) and the ops where the two differ (DifferingOps).
-  int partner_[K];
-  OpBits<W> differ_[K];
   int64_t since_check_ = 0;  // states and endings added since CheckBudget
   size_t scratch_pending_ = 0;  // endings of the state being enumerated
   DpStats stats_;

@@ -184,11 +184,7 @@ std::vector<size_t> SharedPieceEnds(size_t count);
 // to 128 ops share walks of the state graph, in pieces of at most
 // kMaxSharedBlocks: the enumeration and the table probes, the DP's main
 // cost, are paid once per piece, with each block's latencies side by side in
-// the tables; the stages' signatures and latencies stay per block, except
-// that a block whose ops equal an earlier block's of the piece but for a
-// few (NASNet-A's walk of six cells holds three such pairs)
-// takes that block's signatures and latencies for the stages without those
-// ops instead of computing and looking them up again. Every
+// the tables; the stages' signatures and latencies stay per block. Every
 // budget applies as to one block's pass (the walk's states, transitions and
 // steps are each block's; max_bytes is checked against what the largest of
 // its blocks' passes would hold, so the walk stops where one of them would;

@@ -7,7 +7,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/strings.h"
 #include "gmock/gmock.h"
-#include "graph/graph_builder.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/block_solution_checks.h"
 #include "scheduler/ios/op_dag.h"
@@ -233,101 +232,6 @@ TEST(BlockDpTest, SolveBlocksKeepsCompletenessPerBlock) {
   ExpectSameSolution((*shared)[0], *alone);
   EXPECT_FALSE((*shared)[1].complete);
   EXPECT_GT(partial.seen.size(), first.seen.size());  // block_b's were asked for
-}
-
-// Whether `shared` asked for every signature the blocks' own passes asked
-// for (`alone`), and nothing else.
-void ExpectSameRequests(const absl::flat_hash_set<Signature>& shared,
-                        const std::vector<absl::flat_hash_set<Signature>>& alone) {
-  absl::flat_hash_set<Signature> all;
-  for (const auto& seen : alone) all.insert(seen.begin(), seen.end());
-  EXPECT_EQ(shared.size(), all.size());
-  for (Signature signature : all) ASSERT_TRUE(shared.contains(signature)) << signature;
-}
-
-// Blocks of a walk that differ from an earlier one in a few ops (one
-// convolution's activation) take that block's signatures for the stages
-// without those ops, and still give what each block gives alone: the same
-// schedules, and every signature of every block asked for.
-TEST(BlockDpTest, SolveBlocksWithBlocksDifferingInOneOpEqualsSolveBlock) {
-  int compared = 0, shared_requests = 0, alone_requests = 0;
-  for (uint64_t seed = 1; seed <= 60; ++seed) {
-    const int n = 4 + static_cast<int>(seed % 9);
-    // The graph, three variants of it (one conv flipped each: 0, 1, 2 of
-    // its convs, if it has that many), another size, the graph again.
-    std::vector<graph::Graph> graphs = {
-        testing::RandomDag(seed, n, 8),    testing::RandomDag(seed, n, 8, 0),
-        testing::RandomDag(seed, n, 8, 1), testing::RandomDag(seed, n, 6),
-        testing::RandomDag(seed, n, 8, 2), testing::RandomDag(seed, n, 8)};
-    std::vector<BlockGraph> blocks;
-    for (const graph::Graph& g : graphs)
-      blocks.push_back(*BlockGraph::Build(g, BuildOpDag(g)->order));
-    std::vector<const BlockGraph*> pointers;
-    for (const BlockGraph& block : blocks) {
-      ASSERT_TRUE(SameShape(blocks[0], block));
-      pointers.push_back(&block);
-    }
-    for (auto [r, s] : std::vector<std::pair<int, int>>{{2, 2}, {3, 8}}) {
-      for (bool merge : {true, false}) {
-        SCOPED_TRACE(StrCat("seed ", seed, " n ", n, " r ", r, " s ", s, " merge ", merge));
-        DpOptions options;
-        options.bounds = {r, s};
-        options.enable_merge = merge;
-        SignatureSource source;
-        auto shared = SolveBlocks(pointers, options, source);
-        ASSERT_TRUE(shared.ok()) << shared.status();
-        std::vector<absl::flat_hash_set<Signature>> seen;
-        for (size_t k = 0; k < blocks.size(); ++k) {
-          SignatureSource alone_source;
-          auto alone = SolveBlock(blocks[k], options, alone_source);
-          ASSERT_TRUE(alone.ok()) << alone.status();
-          SCOPED_TRACE(StrCat("block ", k));
-          ExpectSameSolution((*shared)[k], *alone);
-          seen.push_back(std::move(alone_source.seen));
-          ++compared;
-        }
-        ExpectSameRequests(source.seen, seen);
-      }
-    }
-  }
-  EXPECT_GT(compared, 1000);
-}
-
-// Blocks of one shape whose ops read the same tensors in other patterns
-// (two ops read two inputs in one block, one input in the other) do not
-// share the signatures of stages that hold both: those differ.
-TEST(BlockDpTest, SolveBlocksDoesNotShareStagesWhoseReadsDiffer) {
-  auto build = [](bool one_input) {
-    graph::GraphBuilder b(one_input ? "one" : "two");
-    const graph::ValueId x = b.Input("x", {1, 8, 8, 8});
-    const graph::ValueId y = one_input ? x : b.Input("y", {1, 8, 8, 8});
-    const graph::ValueId u = b.Relu(x, "u");
-    const graph::ValueId v = b.Relu(y, "v");
-    b.Output(b.Add(u, v, "w"));
-    return *std::move(b).Finish();
-  };
-  const graph::Graph two = build(false), one = build(true);
-  const BlockGraph block_two = *BlockGraph::Build(two, BuildOpDag(two)->order);
-  const BlockGraph block_one = *BlockGraph::Build(one, BuildOpDag(one)->order);
-  for (bool one_first : {false, true}) {
-    SCOPED_TRACE(StrCat("one input first: ", one_first));
-    const BlockGraph* const pair[] = {one_first ? &block_one : &block_two,
-                                      one_first ? &block_two : &block_one};
-    SignatureSource source;
-    auto shared = SolveBlocks(pair, DpOptions{}, source);
-    ASSERT_TRUE(shared.ok()) << shared.status();
-    std::vector<absl::flat_hash_set<Signature>> seen;
-    for (int k = 0; k < 2; ++k) {
-      SignatureSource alone_source;
-      auto alone = SolveBlock(*pair[k], DpOptions{}, alone_source);
-      ASSERT_TRUE(alone.ok()) << alone.status();
-      ExpectSameSolution((*shared)[k], *alone);
-      seen.push_back(std::move(alone_source.seen));
-    }
-    // {u, v} as one stage of two groups: reading one tensor or two.
-    EXPECT_NE(seen[0], seen[1]);
-    ExpectSameRequests(source.seen, seen);
-  }
 }
 
 // A shared walk meets max_bytes where the first of its blocks' own passes

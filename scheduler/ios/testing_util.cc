@@ -37,7 +37,7 @@ namespace {
 // RandomDag's ops, reading `input` (8 channels), named prefix + "op<i>";
 // returns the tensors they make that none of them reads.
 std::vector<ValueId> AddRandomOps(GraphBuilder& b, ValueId input, uint64_t seed, int num_ops,
-                                  const std::string& prefix, int flipped_conv = -1) {
+                                  const std::string& prefix) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
   std::vector<ValueId> tensors = {input};
@@ -75,10 +75,6 @@ std::vector<ValueId> AddRandomOps(GraphBuilder& b, ValueId input, uint64_t seed,
           break;
       }
       spec.activation = uniform(4) == 0 ? graph::Activation::kNone : graph::Activation::kRelu;
-      if (static_cast<int>(conv_inputs.size()) == flipped_conv) {
-        spec.activation = spec.activation == graph::Activation::kNone ? graph::Activation::kRelu
-                                                                      : graph::Activation::kNone;
-      }
       const ValueId in = !conv_inputs.empty() && uniform(2) == 0
                              ? conv_inputs[uniform(static_cast<int>(conv_inputs.size()))]
                              : pick();
@@ -115,11 +111,11 @@ std::vector<ValueId> AddRandomOps(GraphBuilder& b, ValueId input, uint64_t seed,
 
 }  // namespace
 
-graph::Graph RandomDag(uint64_t seed, int num_ops, int spatial, int flipped_conv) {
+graph::Graph RandomDag(uint64_t seed, int num_ops, int spatial) {
   GraphBuilder b(StrCat("random_", seed));
   const ValueId x = b.Input("x", {1, 8, spatial, spatial});
   // Every tensor nobody reads is a graph output.
-  for (ValueId t : AddRandomOps(b, x, seed, num_ops, "", flipped_conv)) b.Output(t);
+  for (ValueId t : AddRandomOps(b, x, seed, num_ops, "")) b.Output(t);
   return *std::move(b).Finish();
 }
 

@@ -25,10 +25,8 @@ namespace iosfarm::scheduler::ios::testing {
 // often several reading one tensor so that merges are legal), Relu, MaxPool,
 // Add and Concat, wired to random earlier tensors. Deterministic in `seed`;
 // graphs of one seed and different `spatial` have the same structure and
-// different op contents. `flipped_conv` >= 0: that convolution (counted
-// from 0 in creation order; none if there are fewer) has the other
-// activation, the rest is the graph of `seed`: one op's content differs.
-graph::Graph RandomDag(uint64_t seed, int num_ops, int spatial = 8, int flipped_conv = -1);
+// different op contents.
+graph::Graph RandomDag(uint64_t seed, int num_ops, int spatial = 8);
 
 // `cells` copies of RandomDag(seed, ops_per_cell)'s structure in a chain
 // (each behind a 1x1 conv to 8 channels, its loose ends concatenated),
