@@ -31,6 +31,10 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(StrCat("bounded_steps_per_block must be >= 0, got ",
                                              options.bounded_steps_per_block));
   }
+  if (options.bounded_max_states < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("bounded_max_states must be >= 0, got ", options.bounded_max_states));
+  }
   if (options.cores < 0 || options.cores > 4096) {
     return absl::InvalidArgumentError(StrCat("cores must be in 0..4096, got ", options.cores));
   }

@@ -82,6 +82,14 @@ struct SearchOptions {
   // exhaustive DP solves that block instead (where the bounds are too loose
   // to save CPU; the DP measures every candidate stage of it). 0: never.
   int64_t bounded_steps_per_block = 50'000;
+  // Bounded search: a block with more DP states than this (CountStates)
+  // goes to the exhaustive DP without an attempt. Every block that large
+  // in the zoo went past bounded_steps_per_block (NASNet's cells, about
+  // 146 k states: the attempts cost about a tenth of NASNet-A's search),
+  // RandWire's blocks, up to 89 k, are attempted and some solved. The
+  // schedule is the same either way (both are exact); a block the
+  // bounded search would have solved costs more measurements. 0: never.
+  int64_t bounded_max_states = 100'000;
   // Bounded search on a device that runs a stage's groups on cores of their
   // own (the cpu backend: Backend::cores()), 0 elsewhere (GPUs, sim). With
   // cores >= 2 the search also measures every group on one core

@@ -424,11 +424,25 @@ Status SearchSession::FinishBounded(int b, const Status& advanced, int64_t trans
 Status SearchSession::SolveWith(int b, LatencySource& source) {
   BlockState& state = blocks_[b];
   if (state.prefix >= 0) return SolvePrefixed(b, source);
+  SizeBlock(b);
   if (!options_.exhaustive && !state.exhaustive) return SolveBounded(b, source);
   const bool first_pass = state.phase == BlockPhase::kNotStarted;
   ++pass_;
   if (first_pass) state.first_pass = pass_;
   return SolveExhaustive(b, source, first_pass);
+}
+
+void SearchSession::SizeBlock(int b) {
+  BlockState& state = blocks_[b];
+  if (state.sized || options_.exhaustive || state.exhaustive) return;
+  state.sized = true;
+  const int64_t limit = options_.bounded_max_states;
+  if (limit <= 0 || state.phase != BlockPhase::kNotStarted ||
+      CountStates(state.graph, limit + 1) <= limit) {
+    return;
+  }
+  state.exhaustive = true;
+  ++stats_.exhaustive_blocks;
 }
 
 Status SearchSession::SolvePrefixed(int b, LatencySource& source) {

@@ -151,6 +151,45 @@ TEST(SearchSessionTest, CoreBoundSearchBatchesAndEqualsExhaustive) {
   }
 }
 
+// A block of more DP states than bounded_max_states goes to the exhaustive
+// DP without a bounded attempt: the schedule is the exhaustive search's,
+// stage for stage; without the limit the bounded search solves these small
+// blocks itself. A negative limit is refused.
+TEST(SearchSessionTest, ABlockOverTheStateLimitGoesStraightToTheDp) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RepeatedCells(seed, 3, 10);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    SearchOptions exhaustive;
+    exhaustive.exhaustive = true;
+    auto reference = RunSearch(graph, exhaustive, oracle);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    SearchOptions limited;
+    limited.bounded_max_states = 1;
+    auto straight = RunSearch(graph, limited, oracle);
+    ASSERT_TRUE(straight.ok()) << straight.status();
+    EXPECT_GT(straight->stats.exhaustive_blocks, 0);
+    EXPECT_EQ(Describe(graph, straight->schedule), Describe(graph, reference->schedule));
+    EXPECT_EQ(straight->schedule.latency_ms, reference->schedule.latency_ms);
+    EXPECT_EQ(straight->stats.unique_signatures, reference->stats.unique_signatures);
+    SearchOptions unlimited;
+    unlimited.bounded_max_states = 0;
+    auto bounded = RunSearch(graph, unlimited, oracle);
+    ASSERT_TRUE(bounded.ok()) << bounded.status();
+    EXPECT_EQ(bounded->stats.exhaustive_blocks, 0);
+    EXPECT_LT(bounded->stats.stages_measured, straight->stats.stages_measured);
+    // (A* adds the same stages in another order.)
+    EXPECT_NEAR(bounded->schedule.latency_ms, reference->schedule.latency_ms, 1e-9);
+  }
+  SearchOptions bad;
+  bad.bounded_max_states = -1;
+  const graph::Graph graph = testing::RandomDag(1, 6);
+  auto refused = RunSearch(graph, bad, testing::GroupMonotoneOracle(graph, 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("bounded_max_states"), std::string::npos)
+      << refused.status();
+}
+
 // A block that is an earlier block and one op more (the last cell and a
 // tail op) takes that block's DP table and walks only its own states:
 // the schedule is the one a search that solves every block on its own

@@ -88,6 +88,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   };
 
   // Round 1: the bounded searches; what the DP must solve, with its states.
+  for (int b : wave) SizeBlock(b);
   std::vector<int64_t> states(wave.size(), 0);
   RunOnThreads(wave.size(), failed, [&](size_t i) {
     const BlockState& state = blocks_[wave[i]];
