@@ -434,11 +434,9 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
 
 void SearchSession::SizeBlock(int b) {
   BlockState& state = blocks_[b];
-  if (state.sized || options_.exhaustive || state.exhaustive) return;
-  state.sized = true;
   const int64_t limit = options_.bounded_max_states;
-  if (limit <= 0 || state.phase != BlockPhase::kNotStarted ||
-      CountStates(state.graph, limit + 1) <= limit) {
+  if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
+      limit <= 0 || CountStates(state.graph, limit + 1) <= limit) {
     return;
   }
   state.exhaustive = true;

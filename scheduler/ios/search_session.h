@@ -223,7 +223,6 @@ class SearchSession {
     std::unique_ptr<BoundedBlockSearch> bounded;
     // The bounded search went over its budget: the exhaustive DP solves it.
     bool exhaustive = false;
-    bool sized = false;  // SizeBlock ran
     // Windows: the boundary between blocks right - 1 and right, the number
     // of stages taken from the end of the left block and from the start of
     // the right one, and their latency before re-solving.
@@ -254,7 +253,7 @@ class SearchSession {
   Status SolveWith(int b, LatencySource& source);
   // Before block b's first pass in the bounded search: hands a block of
   // more than SearchOptions::bounded_max_states states to the exhaustive DP
-  // (counted in exhaustive_blocks). Once per block.
+  // (counted in exhaustive_blocks). Only a block not started yet.
   void SizeBlock(int b);
   // SolveWith for the bounded search: starts or advances it.
   Status SolveBounded(int b, LatencySource& source);
