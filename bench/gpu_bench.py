@@ -14,10 +14,13 @@ Three subcommands (how to use them on the device machine: docs/benchmarks.md,
   run     (on the device machine) One command, bounded by --deadline-s:
           exports the torchvision ONNX files (tests/onnx/export_torchvision.py)
           if a tv_* model is selected, then works through its list in order,
-          batch by batch (all of batch 1 first): for each batch the PyTorch
+          batch by batch (all of batch 1 first): for each batch
+          schedule_bench --backend cuda for each model and then the PyTorch
           items (bench/torch_bench.py: eager, CUDA graph, torch.compile; one
-          process per model) and then schedule_bench --backend cuda for each
-          model (the search uses the cuda backend as oracle; schedules cached
+          process per model, 45-50 s each on an H200 with torch.compile; by
+          default only the torchvision networks among --models, the ones a
+          torch figure is compared with; --torch-models names others) (the
+          search uses the cuda backend as oracle; schedules cached
           in WORK/schedules, stage latencies in the SQLite latency database
           WORK/latency.db (schedule_bench --latency-db), so a
           later search never measures a stage twice). Items done by an earlier
@@ -97,6 +100,12 @@ GRAPH_TIMED = " (graph-timed stages)"
 # (schedule_bench --cuda-flush-l2, an experiment on composition).
 FLUSHED = " (graph-timed stages, L2 flushed)"
 SUFFIXES = (GRAPH_TIMED, FLUSHED)
+
+
+def default_torch_models(keys):
+    """torch_bench's models for --models KEYS: the torchvision networks among
+    them (their rows are the ones PyTorch's figures stand beside)."""
+    return [MODELS[key][1] for key in keys if key.startswith("tv_")]
 
 
 def suffix_of(name):
@@ -412,11 +421,13 @@ def cmd_run(args):
     runner.setup_binary()
     runner.export_onnx(args.models)
     for batch in args.batches:
+        # Ours first: under a deadline, PyTorch's reference figures (slow to
+        # take, with torch.compile) are the ones to lose.
+        for key in args.models:
+            runner.bench_item(key, batch)
         if not args.no_torch:
             for model in args.torch_models:
                 runner.torch_item(model, batch)
-        for key in args.models:
-            runner.bench_item(key, batch)
     doc = merge_files(runner.result_files())
     table = markdown(doc)
     with open(os.path.join(runner.work, "results.json"), "w") as f:
@@ -650,7 +661,8 @@ def main(argv):
                      help="comma-separated, in this order by default: " + ", ".join(MODELS))
     run.add_argument("--batches", default="1,16")
     run.add_argument("--no-torch", action="store_true", help="skip torch_bench")
-    run.add_argument("--torch-models", default="googlenet,inception_v3")
+    run.add_argument("--torch-models", help="torchvision models for torch_bench (default: "
+                     "those of the tv_* keys in --models)")
     run.add_argument("--torch-modes", default="eager,cuda_graph,compile")
     run.add_argument("--torch-repeats", type=int, default=50)
     run.add_argument("--torch-warmup", type=int, default=5)
@@ -700,7 +712,8 @@ def main(argv):
         if key not in MODELS:
             parser.error(f"unknown model {key!r} (want {', '.join(MODELS)})")
     args.batches = [int(b) for b in args.batches.split(",")]
-    args.torch_models = args.torch_models.split(",")
+    args.torch_models = (args.torch_models.split(",") if args.torch_models is not None
+                         else default_torch_models(args.models))
     args.torch_modes = args.torch_modes.split(",")
     args.bounds = parse_map(args.bounds, lambda v: v.split("|"))
     args.budgets = parse_map(args.search_budget, float)

@@ -122,6 +122,14 @@ def main():
         check(f"Batch 1{gpu_bench.GRAPH_TIMED}: geomean" in table,
               f"graph-timed geomean line: {table}")
 
+        # PyTorch runs by default only for the torchvision networks selected
+        # (the third H200 run spent 100 of 121 s on torch figures no row
+        # of its --models used).
+        check(gpu_bench.default_torch_models(["squeezenet", "tv_googlenet", "resnet50",
+                                              "tv_inception_v3"]) == ["googlenet", "inception_v3"]
+              and gpu_bench.default_torch_models(["squeezenet", "inception_v3"]) == [],
+              "default torch models follow the tv_* keys of --models")
+
         # `run --graph-stages` hands schedule_bench the model itself, not the
         # row's name (the H200 run of 2026-11-27 passed "squeezenet
         # (graph-timed stages)" as the model). --cuda-graph-stages is
