@@ -24,7 +24,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gpu_bundle  # noqa: E402
-import gpu_truth  # noqa: E402
+import gpu_truth_farm  # noqa: E402
+import gpu_truth_kernels  # noqa: E402
 
 
 def check(condition, message):
@@ -41,7 +42,7 @@ def main():
     # The farm check names a GPU worker's phases by "/gpu" (the first H200 run
     # looked for "/device" only, a CPU worker's, and found none).
     check([r for r in ("w/gpu", "w/device", "w/cpu", "server-cpu/0")
-           if gpu_truth.is_device_resource(r)] == ["w/gpu", "w/device"],
+           if gpu_truth_farm.is_device_resource(r)] == ["w/gpu", "w/device"],
           "is_device_resource tells measuring devices from CPUs")
     # The cuda backend's debug line (profile_breakdown.h), the last one wins.
     log = ("[debug] cuda profile breakdown: 256 stages, ms per stage: instantiate 2.000 "
@@ -50,10 +51,10 @@ def main():
            "[2026-11-26 07:00:00.000] [debug] cuda profile breakdown: 300 stages, ms per stage: "
            "instantiate 1.000 capture 0.000 sizing 0.100 samples 1.000 release 0.250 "
            "total 2.350\n")
-    breakdown = gpu_truth.parse_profile_breakdown(log)
+    breakdown = gpu_truth_farm.parse_profile_breakdown(log)
     check(breakdown == {"stages": 300, "instantiate": 1.0, "capture": 0.0, "sizing": 0.1,
                         "samples": 1.0, "release": 0.25, "total": 2.35}, f"breakdown {breakdown}")
-    check(gpu_truth.parse_profile_breakdown("[info] no such line\n") is None,
+    check(gpu_truth_farm.parse_profile_breakdown("[info] no such line\n") is None,
           "no breakdown without the line")
     # The kernels step's parser, on ncu's CSV layout (--csv --print-units
     # base), after the lines a profiled program prints first.
@@ -69,14 +70,14 @@ def main():
         '"Command line profiler metrics","gpu__time_duration.sum","usecond","2.5"',
         '"2","1","iosfarm","h","sm90_xmma_fprop","1","13","(128, 1, 1)","(8, 1, 1)","0","9.0",'
         '"Command line profiler metrics","gpu__time_duration.sum","nsecond","3872"'])
-    kernels = gpu_truth.parse_ncu_kernel_times(ncu_csv)
+    kernels = gpu_truth_kernels.parse_ncu_kernel_times(ncu_csv)
     check(kernels == [("sm90_xmma_fprop", 4128.0), ("pool_kernel", 2500.0),
                       ("sm90_xmma_fprop", 3872.0)], f"ncu CSV parsed: {kernels}")
-    summary = gpu_truth.summarize_kernels(kernels)
+    summary = gpu_truth_kernels.summarize_kernels(kernels)
     check(summary["count"] == 3 and summary["total_us"] == 10.5 and
           summary["top"][0] == {"kernel": "sm90_xmma_fprop", "count": 2, "total_us": 8.0},
           f"kernel summary: {summary}")
-    check(gpu_truth.parse_ncu_kernel_times("no profile here") == [], "no CSV, no kernels")
+    check(gpu_truth_kernels.parse_ncu_kernel_times("no profile here") == [], "no CSV, no kernels")
     with tempfile.TemporaryDirectory() as tmp:
         bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
         manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))
