@@ -712,7 +712,8 @@ def main(argv):
         if key not in MODELS:
             parser.error(f"unknown model {key!r} (want {', '.join(MODELS)})")
     args.batches = [int(b) for b in args.batches.split(",")]
-    args.torch_models = (args.torch_models.split(",") if args.torch_models is not None
+    args.torch_models = ([m for m in args.torch_models.split(",") if m]
+                         if args.torch_models is not None
                          else default_torch_models(args.models))
     args.torch_modes = args.torch_modes.split(",")
     args.bounds = parse_map(args.bounds, lambda v: v.split("|"))
