@@ -6,6 +6,7 @@
 //                    [--block-size B] [--window OPS] [--no-reuse] [--blocks]
 //                    [--walk-only] [--search exhaustive|bounded]
 //                    [--farm-batch N [--lookahead L]] [--bounded-steps N] [--bounded-max-states N]
+//                    [--bound-dp-max-states N]
 //                    [--threads T]
 //                    [--markdown]
 //
@@ -92,6 +93,7 @@ int g_farm_batch = 0;
 int g_lookahead = -1;
 int64_t g_bounded_steps = -1;
 int64_t g_bounded_max_states = -1;
+int64_t g_bound_dp_max_states = -1;
 int g_threads = 1;
 
 // Drives a search as a farm job does: batches of at most g_farm_batch
@@ -200,6 +202,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_lookahead >= 0) options.lookahead = g_lookahead;
   if (g_bounded_steps >= 0) options.bounded_steps_per_block = g_bounded_steps;
   if (g_bounded_max_states >= 0) options.bounded_max_states = g_bounded_max_states;
+  if (g_bound_dp_max_states >= 0) options.bound_dp_max_states = g_bound_dp_max_states;
   options.threads = g_threads;
   const double start = CpuSeconds();
   const double wall_start = WallSeconds();
@@ -341,6 +344,10 @@ int main(int argc, char** argv) {
   app.add_option("--bounded-max-states", g_bounded_max_states,
                  "bounded search: a block of more DP states goes to the DP without an attempt "
                  "(0: never; default: the search option's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--bound-dp-max-states", g_bound_dp_max_states,
+                 "bounded search: a block of at most this many DP states takes the DP over its "
+                 "group bounds as cost to go (0: never; default: the search option's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--threads", g_threads,
                  "threads that solve blocks side by side (SearchOptions::threads; cpu_s is "

@@ -503,25 +503,9 @@ StatusOr<std::vector<BlockSolution>> SolveShared(absl::Span<const BlockGraph* co
 // time (every remaining set is reached so: a single sink is an ending).
 template <int W>
 int64_t Count(const BlockGraph& block, int64_t cap) {
-  if (block.size() == 0) return 0;
-  std::vector<OpBits<W>> succ(block.size());
-  for (int i = 0; i < block.size(); ++i) succ[i] = OpBits<W>::FromWords(block.succ_words(i));
-  OpBitsMap<W, char> seen;
-  std::vector<OpBits<W>> stack = {OpBits<W>::FirstN(block.size())};
-  seen.Insert(stack[0], stack[0].Hash(), 1);
-  while (!stack.empty() && static_cast<int64_t>(seen.size()) < cap) {
-    const OpBits<W> remaining = stack.back();
-    stack.pop_back();
-    remaining.ForEach([&](int i) {
-      if (succ[i].Intersects(remaining)) return;
-      OpBits<W> child = remaining;
-      child.Reset(i);
-      if (child.Empty() || seen.Find(child, child.Hash()) != nullptr) return;
-      seen.Insert(child, child.Hash(), 1);
-      stack.push_back(child);
-    });
-  }
-  return std::min<int64_t>(static_cast<int64_t>(seen.size()), cap);
+  int64_t count = 0;
+  ForEachRemainingSet<W>(block, cap, [&](const OpBits<W>&) { ++count; });
+  return count;
 }
 
 Status CheckBounds(const DpOptions& options) {

@@ -283,6 +283,7 @@ class Search final : public BoundedBlockSearch {
     }
     upper_limit_ = Limit(sequential_ms_);
     path_.assign(n, 0);
+    BoundCostToGo();
     phase_ = Phase::kSearch;
     if (n == 0) {
       Finish(-1);
@@ -335,6 +336,33 @@ class Search final : public BoundedBlockSearch {
   // (rounding aside).
   static double Limit(double ms) { return ms * (1 + 1e-9) + 1e-12; }
 
+  // The bound DP (a block of at most bound_dp_max_states states): every
+  // state's shortest remaining schedule where each ending costs its group
+  // bound, in order of growing size (an ending's child is smaller). Its
+  // states are ForEachRemainingSet's.
+  void BoundCostToGo() {
+    const int64_t cap = options_.bound_dp_max_states;
+    if (cap <= 0) return;
+    std::vector<OpBits<W>> states;
+    ForEachRemainingSet<W>(block_, cap + 1, [&](const OpBits<W>& set) { states.push_back(set); });
+    if (static_cast<int64_t>(states.size()) > cap) return;
+    std::stable_sort(states.begin(), states.end(),
+                     [](const OpBits<W>& a, const OpBits<W>& b) { return a.Count() < b.Count(); });
+    for (const OpBits<W>& state : states) {
+      double best = std::numeric_limits<double>::infinity();
+      enumerator_.Enumerate(
+          state, [&](const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups) {
+            ++stats_.transitions;
+            const OpBits<W> child = state.Minus(ops);
+            const double* rest = child.Empty() ? nullptr : bound_cost_.Find(child, child.Hash());
+            best = std::min(best, GroupBound(groups, num_groups) + (rest ? *rest : 0.0));
+          });
+      if (!status_.ok()) return;  // a budget ran out: Advance reports it
+      bound_cost_.Insert(state, state.Hash(), best);
+    }
+    has_bound_cost_ = true;
+  }
+
   // h(S): the heaviest dependency path inside `ops` under weight_, or with
   // cores the ops' work over the cores where that is more.
   double CostToGo(const OpBits<W>& ops) {
@@ -348,7 +376,8 @@ class Search final : public BoundedBlockSearch {
       path_[v] = before + weight_[v];
       heaviest = std::max(heaviest, path_[v]);
     });
-    return std::max(heaviest, work);
+    const double bound = has_bound_cost_ ? *bound_cost_.Find(ops, ops.Hash()) : 0.0;
+    return std::max({heaviest, work, bound});
   }
 
   // Puts the endings of closed_[index] of rank `from` on (ordered by key:
@@ -636,6 +665,8 @@ class Search final : public BoundedBlockSearch {
   // Per op: the critical-path weight, the work over the cores (0 without
   // cores), scratch of CostToGo, its latency alone.
   std::vector<double> weight_, work_, path_, single_latency_;
+  OpBitsMap<W, double> bound_cost_;
+  bool has_bound_cost_ = false;
   double sequential_ms_ = 0, upper_limit_ = 0;
   int32_t incumbent_ = 0;  // the closed state of the best known schedule
   std::vector<Entry> open_;

@@ -21,6 +21,20 @@
 //    the heaviest dependency path inside S. It is consistent: a path's ops
 //    inside the last stage lie in one of its groups, which weigh no more
 //    than that group's latency.
+//  * The bound DP for the cost to go of a small block
+//    (BoundedSearchOptions::bound_dp_max_states, 20 k states by default):
+//    before the search, the DP over the block's whole state graph with
+//    every ending weighed by its group bound (with cores, the core bound
+//    too) gives each state the shortest remaining schedule if every stage
+//    cost its bound, and h(S) is the larger of that and the critical path.
+//    It is consistent (the DP's own recurrence, over weights that are lower
+//    bounds under the assumption), and far tighter where a state has many
+//    orders of one branch's ops: a path bound sees one branch, the DP every
+//    op. It is what a lazy shortest path over the same bounds gets in its
+//    first round, for one walk of the block (inception_v3's blocks: 637
+//    states in all): on inception_v3 the search measures 21 % fewer stages
+//    under the analytic oracle, 41 % fewer under sim:h100 and about half
+//    on the cpu backend (docs/benchmarks.md, 2026-11-27).
 //  * A core bound (BoundedSearchOptions::cores >= 2, a device that runs a
 //    stage's groups on cores of their own: the cpu backend). Every group is
 //    also measured on one core (Stage::single_core); a stage of two or more
@@ -52,9 +66,11 @@
 // CPU for NASNet-A) and, measured, asks for about as many stages (13-17 %
 // fewer on inception_v3, 84-99 % of a RandWire block's signatures:
 // docs/benchmarks.md), and branch and bound needs a good schedule before it can
-// prune, which costs measurements of its own. (A cost to go from the whole
-// DP over group bounds was tried: on RandWire it is only 10-15 % above the
-// critical path, 56 % of the optimum, and costs the full walk.)
+// prune, which costs measurements of its own. A* with the bound DP as its
+// cost to go takes a lazy shortest path's first-round knowledge for one
+// walk; on large blocks that walk costs as much as the search (RandWire's:
+// only 10-15 % above the critical path, 56 % of the optimum), so only small
+// blocks get it.
 //
 // ASSUMPTION (exactness): adding a group to a concurrent stage never makes
 // it faster, so a stage is never faster than its slowest group run alone or
@@ -131,6 +147,10 @@ struct BoundedSearchOptions {
   // The device's cores where it runs a stage's groups on cores of their own
   // (SearchOptions::cores): with 2 or more, the core bound below. 0: none.
   int cores = 0;
+  // A block of at most this many DP states (CountStates) takes as its cost
+  // to go the bound DP (see "Cost to go" above) where it is more than the
+  // critical path. 0: the critical path (and work) bound only.
+  int64_t bound_dp_max_states = 0;
 };
 
 class BoundedBlockSearch {

@@ -19,12 +19,16 @@ using testing::FnSource;
 
 using testing::ToSchedule;
 
+// The bound DP's cost to go for every block of these tests (they are small).
+constexpr int64_t kBoundDp = 1'000'000;
+
 StatusOr<BlockSolution> SolveBounded(const BlockGraph& block, const DpOptions& dp,
-                                     LatencySource& source, DpStats* stats = nullptr,
-                                     int cores = 0) {
+                                     LatencySource& source, DpStats* stats = nullptr, int cores = 0,
+                                     int64_t bound_dp_max_states = 0) {
   BoundedSearchOptions options;
   options.dp = dp;
   options.cores = cores;
+  options.bound_dp_max_states = bound_dp_max_states;
   ASSIGN_OR_RETURN(std::unique_ptr<BoundedBlockSearch> search,
                    BoundedBlockSearch::Create(block, options));
   RETURN_IF_ERROR(search->Advance(source));
@@ -56,33 +60,44 @@ class PendingSource : public LatencySource {
 
 // On random graphs whose latencies keep the assumption, the bounded search
 // finds the exhaustive DP's latency, which is the brute-force optimum, and
-// never measures more stages than the DP looks up.
+// never measures more stages than the DP looks up; with the bound DP as its
+// cost to go the same, from fewer measurements in all.
 TEST(BoundedBlockSearchTest, EqualsExhaustiveAndBruteForceWhereTheAssumptionHolds) {
   int compared = 0;
-  int64_t bounded_measured = 0, exhaustive_measured = 0;
+  int64_t bounded_measured = 0, bound_dp_measured = 0, exhaustive_measured = 0;
   testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
     SCOPED_TRACE(c.Describe());
     const StageLatencyFn oracle = testing::GroupMonotoneOracle(*c.graph, c.seed);
-    FnSource exhaustive_source(oracle), bounded_source(oracle);
+    FnSource exhaustive_source(oracle), bounded_source(oracle), bound_dp_source(oracle);
     auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
     ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
-    DpStats stats;
+    DpStats stats, bound_dp_stats;
     auto bounded = SolveBounded(*c.block, c.options, bounded_source, &stats);
     ASSERT_TRUE(bounded.ok()) << bounded.status();
+    auto bound_dp =
+        SolveBounded(*c.block, c.options, bound_dp_source, &bound_dp_stats, 0, kBoundDp);
+    ASSERT_TRUE(bound_dp.ok()) << bound_dp.status();
     auto brute = BruteForce(c, oracle);
     ASSERT_TRUE(brute.ok()) << brute.status();
     EXPECT_NEAR(bounded->latency_ms, exhaustive->latency_ms, 1e-9);
     EXPECT_NEAR(bounded->latency_ms, *brute, 1e-9);
+    EXPECT_NEAR(bound_dp->latency_ms, *brute, 1e-9);
     EXPECT_EQ(stats.lower_bound_misses, 0);
+    EXPECT_EQ(bound_dp_stats.lower_bound_misses, 0);
     EXPECT_LE(bounded_source.measured(), exhaustive_source.measured());
+    EXPECT_LE(bound_dp_source.measured(), exhaustive_source.measured());
     bounded_measured += bounded_source.measured();
+    bound_dp_measured += bound_dp_source.measured();
     exhaustive_measured += exhaustive_source.measured();
     testing::ExpectWellFormed(*c.graph, *bounded, c.options, oracle);
+    testing::ExpectWellFormed(*c.graph, *bound_dp, c.options, oracle);
     ++compared;
   });
   EXPECT_GT(compared, 1000);
-  // Small graphs have few stages to skip, but some.
+  // Small graphs have few stages to skip, but some; the tighter cost to go
+  // skips more.
   EXPECT_LT(bounded_measured, exhaustive_measured);
+  EXPECT_LT(bound_dp_measured, bounded_measured);
 }
 
 // The same on a device of cores (the core bound: every group also measured
@@ -104,6 +119,10 @@ TEST(BoundedBlockSearchTest, CoreBoundEqualsExhaustiveAndBruteForceAndMeasuresLe
       DpStats stats, plain_stats;
       auto bounded = SolveBounded(*c.block, c.options, cores_source, &stats, cores);
       ASSERT_TRUE(bounded.ok()) << bounded.status();
+      FnSource bound_dp_source(oracle);
+      auto bound_dp = SolveBounded(*c.block, c.options, bound_dp_source, nullptr, cores, kBoundDp);
+      ASSERT_TRUE(bound_dp.ok()) << bound_dp.status();
+      EXPECT_NEAR(bound_dp->latency_ms, exhaustive->latency_ms, 1e-9);
       auto plain = SolveBounded(*c.block, c.options, plain_source, &plain_stats);
       ASSERT_TRUE(plain.ok()) << plain.status();
       auto brute = BruteForce(c, oracle);
@@ -142,11 +161,15 @@ TEST(BoundedBlockSearchTest, BrokenAssumptionStillGivesAValidScheduleAndSaysSo) 
     const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
     DpOptions options;
     options.bounds = {3, 8};
-    FnSource exhaustive_source(oracle), bounded_source(oracle);
+    FnSource exhaustive_source(oracle), bounded_source(oracle), bound_dp_source(oracle);
     auto exhaustive = SolveBlock(block, options, exhaustive_source);
     DpStats stats;
     auto bounded = SolveBounded(block, options, bounded_source, &stats);
     ASSERT_TRUE(exhaustive.ok() && bounded.ok());
+    auto bound_dp = SolveBounded(block, options, bound_dp_source, nullptr, 0, kBoundDp);
+    ASSERT_TRUE(bound_dp.ok()) << bound_dp.status();
+    EXPECT_GE(bound_dp->latency_ms, exhaustive->latency_ms - 1e-9);
+    EXPECT_TRUE(ValidateSchedule(graph, ToSchedule(*bound_dp)).ok());
     EXPECT_GE(bounded->latency_ms, exhaustive->latency_ms - 1e-9);
     worse += bounded->latency_ms > exhaustive->latency_ms + 1e-9;
     EXPECT_TRUE(ValidateSchedule(graph, ToSchedule(*bounded)).ok());
@@ -171,46 +194,76 @@ TEST(BoundedBlockSearchTest, WaitingForLatenciesChangesNothing) {
     const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
     DpOptions dp;
     dp.bounds = {3, 8};
-    FnSource inline_source(oracle);
-    auto direct = SolveBounded(block, dp, inline_source);
-    ASSERT_TRUE(direct.ok());
-    for (int lookahead : {0, 8}) {
-      SCOPED_TRACE(::testing::Message() << "seed " << seed << " lookahead " << lookahead);
-      BoundedSearchOptions options;
-      options.dp = dp;
-      options.lookahead = lookahead;
-      auto search = *BoundedBlockSearch::Create(block, options);
-      PendingSource source;
-      size_t answered = 0;
-      int rounds = 0;
-      while (true) {
-        ASSERT_TRUE(search->Advance(source).ok());
-        if (search->solved()) break;
-        ASSERT_FALSE(search->waiting_for().empty());
-        for (Signature signature : search->waiting_for()) {
-          EXPECT_TRUE(source.stages.contains(signature));
+    for (int64_t bound_dp : {int64_t{0}, kBoundDp}) {
+      FnSource inline_source(oracle);
+      auto direct = SolveBounded(block, dp, inline_source, nullptr, 0, bound_dp);
+      ASSERT_TRUE(direct.ok());
+      for (int lookahead : {0, 8}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "seed " << seed << " lookahead " << lookahead << " bound DP " << bound_dp);
+        BoundedSearchOptions options;
+        options.dp = dp;
+        options.lookahead = lookahead;
+        options.bound_dp_max_states = bound_dp;
+        auto search = *BoundedBlockSearch::Create(block, options);
+        PendingSource source;
+        size_t answered = 0;
+        int rounds = 0;
+        while (true) {
+          ASSERT_TRUE(search->Advance(source).ok());
+          if (search->solved()) break;
+          ASSERT_FALSE(search->waiting_for().empty());
+          for (Signature signature : search->waiting_for()) {
+            EXPECT_TRUE(source.stages.contains(signature));
+          }
+          ASSERT_LT(answered, source.requested.size()) << "waits for nothing new";
+          for (; answered < source.requested.size(); ++answered) {
+            const Signature signature = source.requested[answered];
+            source.known[signature] = *oracle(source.stages.at(signature));
+          }
+          ++rounds;
         }
-        ASSERT_LT(answered, source.requested.size()) << "waits for nothing new";
-        for (; answered < source.requested.size(); ++answered) {
-          const Signature signature = source.requested[answered];
-          source.known[signature] = *oracle(source.stages.at(signature));
+        EXPECT_GT(rounds, 0);
+        ASSERT_EQ(search->solution().stages.size(), direct->stages.size());
+        for (size_t i = 0; i < direct->stages.size(); ++i) {
+          EXPECT_EQ(search->solution().stages[i].signature, direct->stages[i].signature);
+          EXPECT_EQ(search->solution().stages[i].stage.groups, direct->stages[i].stage.groups);
         }
-        ++rounds;
-      }
-      EXPECT_GT(rounds, 0);
-      ASSERT_EQ(search->solution().stages.size(), direct->stages.size());
-      for (size_t i = 0; i < direct->stages.size(); ++i) {
-        EXPECT_EQ(search->solution().stages[i].signature, direct->stages[i].signature);
-        EXPECT_EQ(search->solution().stages[i].stage.groups, direct->stages[i].stage.groups);
-      }
-      EXPECT_DOUBLE_EQ(search->solution().latency_ms, direct->latency_ms);
-      if (lookahead == 0) {
-        EXPECT_EQ(static_cast<int64_t>(source.requested.size()), inline_source.measured());
-      } else {
-        EXPECT_GE(static_cast<int64_t>(source.requested.size()), inline_source.measured());
+        EXPECT_DOUBLE_EQ(search->solution().latency_ms, direct->latency_ms);
+        if (lookahead == 0) {
+          EXPECT_EQ(static_cast<int64_t>(source.requested.size()), inline_source.measured());
+        } else {
+          EXPECT_GE(static_cast<int64_t>(source.requested.size()), inline_source.measured());
+        }
       }
     }
   }
+}
+
+// A block of more states than bound_dp_max_states keeps the critical-path
+// cost to go: the search it makes is the one without the bound DP.
+TEST(BoundedBlockSearchTest, ABlockOverTheBoundDpStatesKeepsTheCriticalPath) {
+  int differs = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const graph::Graph graph = testing::RandomDag(seed * 7919, 10);
+    const OpDag dag = *BuildOpDag(graph);
+    const BlockGraph block = *BlockGraph::Build(graph, dag.order);
+    const int64_t states = CountStates(block, 1'000'000);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    DpOptions dp;
+    dp.bounds = {3, 8};
+    FnSource plain(oracle), over(oracle), within(oracle);
+    DpStats plain_stats, over_stats, within_stats;
+    ASSERT_TRUE(SolveBounded(block, dp, plain, &plain_stats).ok());
+    ASSERT_TRUE(SolveBounded(block, dp, over, &over_stats, 0, states - 1).ok());
+    ASSERT_TRUE(SolveBounded(block, dp, within, &within_stats, 0, states).ok());
+    EXPECT_EQ(over.measured(), plain.measured());
+    EXPECT_EQ(over_stats.transitions, plain_stats.transitions);
+    // The bound DP enumerates every state's endings once more.
+    EXPECT_GT(within_stats.transitions, plain_stats.transitions);
+    differs += within.measured() != plain.measured();
+  }
+  EXPECT_GT(differs, 0);
 }
 
 TEST(BoundedBlockSearchTest, BudgetAndStopFlag) {

@@ -30,6 +30,7 @@
 #include "common/status.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/op_bits.h"
+#include "scheduler/ios/op_bits_map.h"
 
 namespace iosfarm::scheduler::ios {
 
@@ -160,6 +161,34 @@ class EndingEnumerator {
   OpBits<W> remaining_;
   std::vector<EndingGroup<W>> groups_;  // stack of per-level group lists
 };
+
+// Calls visit(set) for the non-empty remaining sets of `block` (the op sets
+// closed under successors: the block DP's states), the whole block first,
+// each once, until `cap` are visited. Removing one sink at a time from the
+// whole block reaches every one of them (a single sink is an ending).
+template <int W, typename Visit>
+void ForEachRemainingSet(const BlockGraph& block, int64_t cap, Visit&& visit) {
+  if (block.size() == 0 || cap <= 0) return;
+  std::vector<OpBits<W>> succ(block.size());
+  for (int i = 0; i < block.size(); ++i) succ[i] = OpBits<W>::FromWords(block.succ_words(i));
+  OpBitsMap<W, char> seen;
+  std::vector<OpBits<W>> stack = {OpBits<W>::FirstN(block.size())};
+  seen.Insert(stack[0], stack[0].Hash(), 1);
+  visit(stack[0]);
+  while (!stack.empty() && static_cast<int64_t>(seen.size()) < cap) {
+    const OpBits<W> remaining = stack.back();
+    stack.pop_back();
+    remaining.ForEach([&](int i) {
+      if (succ[i].Intersects(remaining) || static_cast<int64_t>(seen.size()) >= cap) return;
+      OpBits<W> child = remaining;
+      child.Reset(i);
+      if (child.Empty() || seen.Find(child, child.Hash()) != nullptr) return;
+      seen.Insert(child, child.Hash(), 1);
+      visit(child);
+      stack.push_back(child);
+    });
+  }
+}
 
 // A materialised ending: its ops (ascending block-local indices) and groups
 // (each ascending, groups ordered by their smallest op).

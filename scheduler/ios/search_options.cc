@@ -35,6 +35,10 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(
         StrCat("bounded_max_states must be >= 0, got ", options.bounded_max_states));
   }
+  if (options.bound_dp_max_states < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("bound_dp_max_states must be >= 0, got ", options.bound_dp_max_states));
+  }
   if (options.cores < 0 || options.cores > 4096) {
     return absl::InvalidArgumentError(StrCat("cores must be in 0..4096, got ", options.cores));
   }

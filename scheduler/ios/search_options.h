@@ -90,6 +90,18 @@ struct SearchOptions {
   // schedule is the same either way (both are exact); a block the
   // bounded search would have solved costs more measurements. 0: never.
   int64_t bounded_max_states = 100'000;
+  // Bounded search: a block of at most this many DP states (CountStates)
+  // takes as its cost to go the DP over its state graph with every stage
+  // weighed by its group bound (the shortest remaining schedule if every
+  // stage cost its bound), not only the critical path: one walk of the
+  // block before the search, which then measures far fewer stages
+  // (inception_v3, 2 cores: 3.6x fewer than exhaustive under the analytic
+  // oracle, 10x under sim:h100, 4.9x on the cpu backend; docs/benchmarks.md)
+  // and finds the same latency (the bound is consistent under the same
+  // assumption). Larger blocks (RandWire's, NASNet's cells) keep the
+  // critical path: there the walk costs a search's worth of CPU and saves
+  // little (bounded_block_search.h). 0: never.
+  int64_t bound_dp_max_states = 20'000;
   // Bounded search on a device that runs a stage's groups on cores of their
   // own (the cpu backend: Backend::cores()), 0 elsewhere (GPUs, sim). With
   // cores >= 2 the search also measures every group on one core

@@ -380,6 +380,7 @@ BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp) const {
   options.lookahead = options_.lookahead;
   options.max_open_steps = options_.bounded_steps_per_block;
   options.cores = options_.cores;
+  options.bound_dp_max_states = options_.bound_dp_max_states;
   return options;
 }
 

@@ -206,6 +206,9 @@ TEST(SearchSessionTest, ABlockExtendingAnEarlierOneWalksOnlyItsOwnStates) {
                                                     : testing::GroupMonotoneOracle(graph, seed);
       SearchOptions options = ForMode(SearchOptions{}, mode);
       options.bounded_steps_per_block = 1;  // every block to the DP
+      // (the bound DP's cost to go would solve these small blocks within
+      // the steps between two budget checks)
+      options.bound_dp_max_states = 0;
       auto direct = RunSearch(graph, options, oracle);
       ASSERT_TRUE(direct.ok()) << direct.status();
       ASSERT_EQ(direct->stats.prefix_blocks, 1);
