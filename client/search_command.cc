@@ -1,5 +1,5 @@
 // `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
-//  [--block-size B] [--no-merge] [--exhaustive] [--no-core-bound]
+//  [--block-size B] [--no-merge] [--exhaustive] [--no-core-bound] [--no-bound-dp]
 //  [--search-threads N] [-o FILE] [--format text|json] [--stages]`:
 // runs the IOS search in-process, measuring stages on the backend (progress
 // on stderr), and prints the predicted sequential, greedy and IOS latencies
@@ -40,6 +40,7 @@ struct SearchCommandOptions {
   std::optional<int> search_threads;
   bool cuda_graph_stages = false;
   bool no_core_bound = false;
+  bool no_bound_dp = false;
   int min_repeats = 10;
   int max_repeats = 200;
 };
@@ -72,6 +73,7 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.exhaustive = o.exhaustive;
   options.threads = o.search_threads.value_or(DefaultSearchThreads(o.backend));
   options.cores = o.no_core_bound ? 0 : backend->cores();
+  if (o.no_bound_dp) options.bound_dp_max_states = 0;
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
   profile.min_repeats = o.min_repeats;
@@ -133,6 +135,9 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--no-core-bound", o->no_core_bound,
                 "cpu backend: bound stages by their slowest group only, without measuring "
                 "each group on one core (the bounded search's core bound)");
+  cmd->add_flag("--no-bound-dp", o->no_bound_dp,
+                "Bounded search: take the critical path as every block's cost to go, not the "
+                "DP over its group bounds (which small blocks get; it measures fewer stages)");
   cmd->add_option("--min-repeats", o->min_repeats, "Profiling: fewest timed runs per stage")
       ->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_option("--max-repeats", o->max_repeats, "Profiling: most timed runs per stage")
