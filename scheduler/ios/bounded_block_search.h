@@ -93,9 +93,12 @@
 // groups) and low where a stage's kernels queue behind each other (host
 // launch issue): a stage of eight one-op groups of small kernels costs about
 // eight launches but is bounded by one. The critical-path cost to go is
-// loose for the same reason. On inception_v3 it measures about 6x fewer
-// stages than the exhaustive DP (sim:h100), the same latency; on the
-// 2-core build machine's cpu backend, with the core bound, 2.1-2.4x, no
+// loose for the same reason. With the bound DP as cost to go, inception_v3
+// measures 10x fewer stages than the exhaustive DP under sim:h100, 3.6x
+// under the analytic oracle and 3.9-4.9x on the 2-core build machine's cpu
+// backend, with the same latency under the two models (without it: 6x,
+// 2.8x and 2.1-2.4x); on the cpu
+// backend the core bound alone gave 2.1-2.4x, no
 // more than without it beyond the run-to-run noise (two lanes share the
 // memory bandwidth there, so the core bound sits at a median 0.82 of a
 // stage's latency); on RandWire's and
