@@ -644,7 +644,7 @@ class Search final : public BoundedBlockSearch {
 
   int64_t MemoryBytes() const {
     const size_t bytes = open_.capacity() * sizeof(Entry) + closed_.capacity() * sizeof(Closed) +
-                         closed_index_.memory_bytes() +
+                         closed_index_.memory_bytes() + bound_cost_.memory_bytes() +
                          group_index_.memory_bytes() + stages_.memory_bytes() +
                          groups_.capacity() * sizeof(OpBits<W>);
     return static_cast<int64_t>(bytes);

@@ -22,7 +22,8 @@
 //    inside the last stage lie in one of its groups, which weigh no more
 //    than that group's latency.
 //  * The bound DP for the cost to go of a small block
-//    (BoundedSearchOptions::bound_dp_max_states, 20 k states by default):
+//    (BoundedSearchOptions::bound_dp_max_states; SearchSession passes
+//    SearchOptions::bound_dp_max_states, 20 k states by default):
 //    before the search, the DP over the block's whole state graph with
 //    every ending weighed by its group bound (with cores, the core bound
 //    too) gives each state the shortest remaining schedule if every stage
@@ -151,8 +152,8 @@ struct BoundedSearchOptions {
   // (SearchOptions::cores): with 2 or more, the core bound below. 0: none.
   int cores = 0;
   // A block of at most this many DP states (CountStates) takes as its cost
-  // to go the bound DP (see "Cost to go" above) where it is more than the
-  // critical path. 0: the critical path (and work) bound only.
+  // to go the bound DP (above) where it is more than the critical path.
+  // 0: the critical path (and work) bound only.
   int64_t bound_dp_max_states = 0;
 };
 
