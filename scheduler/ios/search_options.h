@@ -96,7 +96,8 @@ struct SearchOptions {
   // stage cost its bound), not only the critical path: one walk of the
   // block before the search, which then measures far fewer stages
   // (inception_v3, 2 cores: 3.6x fewer than exhaustive under the analytic
-  // oracle, 10x under sim:h100, 4.9x on the cpu backend; docs/benchmarks.md)
+  // oracle, 10x under sim:h100, 3.9-4.9x on the cpu backend in three runs;
+  // docs/benchmarks.md)
   // and finds the same latency (the bound is consistent under the same
   // assumption). Larger blocks (RandWire's, NASNet's cells) keep the
   // critical path: there the walk costs a search's worth of CPU and saves
