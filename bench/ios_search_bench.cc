@@ -94,6 +94,7 @@ int g_lookahead = -1;
 int64_t g_bounded_steps = -1;
 int64_t g_bounded_max_states = -1;
 int64_t g_bound_dp_max_states = -1;
+int g_floor_samples = -1;
 int g_threads = 1;
 
 // Drives a search as a farm job does: batches of at most g_farm_batch
@@ -203,6 +204,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_bounded_steps >= 0) options.bounded_steps_per_block = g_bounded_steps;
   if (g_bounded_max_states >= 0) options.bounded_max_states = g_bounded_max_states;
   if (g_bound_dp_max_states >= 0) options.bound_dp_max_states = g_bound_dp_max_states;
+  if (g_floor_samples >= 0) options.floor_samples = g_floor_samples;
   options.threads = g_threads;
   const double start = CpuSeconds();
   const double wall_start = WallSeconds();
@@ -349,6 +351,10 @@ int main(int argc, char** argv) {
                  "bounded search: a block of at most this many DP states takes the DP over its "
                  "group bounds as cost to go (0: never; default: the search option's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--floor-samples", g_floor_samples,
+                 "bounded search: stages sampled per block for the calibrated floor (0: off; "
+                 "default: the search option's)")
+      ->check(CLI::Range(0, 100'000));
   app.add_option("--threads", g_threads,
                  "threads that solve blocks side by side (SearchOptions::threads; cpu_s is "
                  "then the process's CPU over all of them)")

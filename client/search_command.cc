@@ -1,5 +1,6 @@
 // `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
 //  [--block-size B] [--no-merge] [--exhaustive] [--no-core-bound] [--no-bound-dp]
+//  [--floor-samples N]
 //  [--search-threads N] [-o FILE] [--format text|json] [--stages]`:
 // runs the IOS search in-process, measuring stages on the backend (progress
 // on stderr), and prints the predicted sequential, greedy and IOS latencies
@@ -41,6 +42,7 @@ struct SearchCommandOptions {
   bool cuda_graph_stages = false;
   bool no_core_bound = false;
   bool no_bound_dp = false;
+  int floor_samples = 0;
   int min_repeats = 10;
   int max_repeats = 200;
 };
@@ -74,6 +76,7 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.threads = o.search_threads.value_or(DefaultSearchThreads(o.backend));
   options.cores = o.no_core_bound ? 0 : backend->cores();
   if (o.no_bound_dp) options.bound_dp_max_states = 0;
+  options.floor_samples = o.floor_samples;
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
   profile.min_repeats = o.min_repeats;
@@ -138,6 +141,11 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--no-bound-dp", o->no_bound_dp,
                 "Bounded search: take the critical path as every block's cost to go, not the "
                 "DP over its group bounds (which small blocks get; it measures fewer stages)");
+  cmd->add_option("--floor-samples", o->floor_samples,
+                  "Bounded search of large blocks: measure this many sampled stages per block and "
+                  "bound the others by a floor fitted to them (far fewer measurements, not exact; "
+                  "0: off)")
+      ->check(CLI::Range(0, 100000));
   cmd->add_option("--min-repeats", o->min_repeats, "Profiling: fewest timed runs per stage")
       ->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_option("--max-repeats", o->max_repeats, "Profiling: most timed runs per stage")

@@ -93,6 +93,8 @@ struct DpStats {
   // exactness assumption broken) with the largest shortfall.
   int64_t bound_groups = 0;
   int64_t tightened_bounds = 0;  // raised by a measured sub-stage
+  // Stages sampled and measured for the calibrated floor (floor_samples).
+  int64_t floor_samples = 0;
   int64_t lower_bound_misses = 0;
   double largest_bound_miss_ms = 0;
 
@@ -103,6 +105,7 @@ struct DpStats {
     merge_stages += o.merge_stages;
     bound_groups += o.bound_groups;
     tightened_bounds += o.tightened_bounds;
+    floor_samples += o.floor_samples;
     lower_bound_misses += o.lower_bound_misses;
     largest_bound_miss_ms = largest_bound_miss_ms > o.largest_bound_miss_ms
                                 ? largest_bound_miss_ms

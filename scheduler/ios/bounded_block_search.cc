@@ -10,6 +10,7 @@
 #include "scheduler/ios/endings.h"
 #include "scheduler/ios/op_bits_map.h"
 #include "scheduler/ios/search_options.h"
+#include "scheduler/ios/stage_floor.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -34,6 +35,12 @@ class Search final : public BoundedBlockSearch {
       if (status_.ok()) CheckBudget();
       return status_.ok();
     });
+    if (options_.floor_samples > 0) {
+      for (int v = 0; v < block_.size(); ++v) {
+        op_features_.push_back(
+            ComputeOpFeatures(block_.graph(), block_.graph().node(block_.node(v))));
+      }
+    }
   }
 
   Status Advance(LatencySource& source) override {
@@ -42,6 +49,18 @@ class Search final : public BoundedBlockSearch {
     if (phase_ == Phase::kGroups) {
       RETURN_IF_ERROR(MeasureGroups(source));
       if (!waiting_.empty()) return absl::OkStatus();
+      if (options_.floor_samples > 0) {
+        ChooseSamples();
+        RETURN_IF_ERROR(status_);
+        phase_ = Phase::kCalibrate;
+      } else {
+        Start();
+      }
+    }
+    if (phase_ == Phase::kCalibrate) {
+      RETURN_IF_ERROR(MeasureSamples(source));
+      if (!waiting_.empty()) return absl::OkStatus();
+      FitFloor();
       Start();
     }
     while (phase_ == Phase::kSearch && status_.ok()) {
@@ -111,7 +130,7 @@ class Search final : public BoundedBlockSearch {
   }
 
  private:
-  enum class Phase { kGroups, kSearch, kSolved };
+  enum class Phase { kGroups, kCalibrate, kSearch, kSolved };
   // An open-list entry: the stage `stage` as the last one of state
   // closed_[parent]. kUnevaluated: the stage's cost is its lower bound;
   // kEvaluated: its latency. kMoreEndings: the parent's endings from rank
@@ -194,6 +213,105 @@ class Search final : public BoundedBlockSearch {
   }
 
   bool by_cores() const { return options_.cores >= 2; }
+
+  // Random walks from the whole block (seeded by the block's size only, so
+  // the same block draws the same samples): at each state one ending of two
+  // or more groups that does not merge is sampled (the widest such half of
+  // the time), and the walk goes on through a random ending.
+  void ChooseSamples() {
+    const int n = block_.size();
+    const size_t wanted = static_cast<size_t>(options_.floor_samples);
+    uint64_t rng = 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(n);
+    auto next = [&rng]() {  // splitmix64
+      uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    };
+    OpBitsMap<W, char> chosen;
+    struct Candidate {
+      OpBits<W> ops;
+      int groups;
+      bool sample;
+    };
+    std::vector<Candidate> endings;
+    for (size_t walk = 0; walk < 4 * wanted && samples_.size() < wanted && n > 0; ++walk) {
+      OpBits<W> state = OpBits<W>::FirstN(n);
+      while (!state.Empty() && samples_.size() < wanted) {
+        endings.clear();
+        int widest = 0;
+        enumerator_.Enumerate(
+            state, [&](const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups) {
+              const bool sample = num_groups > 1 && !Mergeable(groups, num_groups);
+              endings.push_back({ops, num_groups, sample});
+              if (sample) widest = std::max(widest, num_groups);
+            });
+        if (!status_.ok() || endings.empty()) return;
+        if (widest > 0) {
+          const bool wide_only = next() & 1;
+          std::vector<size_t> pool;
+          for (size_t i = 0; i < endings.size(); ++i) {
+            if (endings[i].sample && (!wide_only || endings[i].groups == widest)) pool.push_back(i);
+          }
+          const OpBits<W>& pick = endings[pool[next() % pool.size()]].ops;
+          const uint64_t hash = pick.Hash();
+          if (chosen.Find(pick, hash) == nullptr) {
+            chosen.Insert(pick, hash, 1);
+            samples_.push_back(pick);
+          }
+        }
+        state = state.Minus(endings[next() % endings.size()].ops);
+      }
+    }
+    sample_latency_.assign(samples_.size(), kNaN);
+    stats_.floor_samples = static_cast<int64_t>(samples_.size());
+  }
+
+  // Looks up the samples' concurrent latencies (queueing the unknown ones).
+  Status MeasureSamples(LatencySource& source) {
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      if (!std::isnan(sample_latency_[i])) continue;
+      const OpBits<W>& ops = samples_[i];
+      const Signature signature = stages_.HashStage(ops);
+      const uint64_t hash = ops.Hash();
+      if (looked_up_.Find(ops, hash) == nullptr) {
+        looked_up_.Insert(ops, hash, 1);
+        ++stats_.distinct_stages;
+      }
+      std::optional<double> known = Lookup(ops, signature, Strategy::kConcurrent, source);
+      RETURN_IF_ERROR(source.status());
+      if (known) {
+        sample_latency_[i] = *known;
+        if (evaluated_.Find(ops, hash) == nullptr) evaluated_.Insert(ops, hash, *known);
+      } else {
+        waiting_.push_back(signature);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  OpFeatures SumFeatures(const OpBits<W>& ops) const {
+    OpFeatures sum;
+    ops.ForEach([&](int v) {
+      const OpFeatures& op = op_features_[v];
+      sum.kernels += op.kernels;
+      sum.gflops += op.gflops;
+      sum.mbytes += op.mbytes;
+      sum.roofline_ms += op.roofline_ms;
+    });
+    return sum;
+  }
+
+  void FitFloor() {
+    std::vector<StageFloor::Features> x;
+    for (const OpBits<W>& ops : samples_) {
+      stages_.HashStage(ops);
+      x.push_back(
+          StageFloor::StageFeatures(SumFeatures(ops), static_cast<int>(stages_.groups().size())));
+    }
+    floor_.Fit(x, sample_latency_);
+    has_floor_ = floor_.fitted();
+  }
 
   // Every connected set of at most r ops that is convex (no path leaves it
   // and comes back): exactly the groups an ending can have.
@@ -312,6 +430,11 @@ class Search final : public BoundedBlockSearch {
       bound = std::max(bound, group_latency_[*group]);
       work += core_latency_[*group];
       slowest_core = std::max(slowest_core, core_latency_[*group]);
+    }
+    if (has_floor_ && num_groups > 1 && !Mergeable(groups, num_groups)) {
+      OpBits<W> ops;
+      for (int g = 0; g < num_groups; ++g) ops |= groups[g].ops;
+      bound = std::max(bound, floor_(StageFloor::StageFeatures(SumFeatures(ops), num_groups)));
     }
     if (num_groups > 1 && by_cores()) {
       bound = std::max(bound, work / options_.cores);
@@ -667,6 +790,13 @@ class Search final : public BoundedBlockSearch {
   std::vector<double> weight_, work_, path_, single_latency_;
   OpBitsMap<W, double> bound_cost_;
   bool has_bound_cost_ = false;
+  // The calibrated floor (floor_samples): per-op features, the sampled
+  // stages and their latencies (NaN while unknown), the fitted envelope.
+  std::vector<OpFeatures> op_features_;
+  std::vector<OpBits<W>> samples_;
+  std::vector<double> sample_latency_;
+  StageFloor floor_;
+  bool has_floor_ = false;
   double sequential_ms_ = 0, upper_limit_ = 0;
   int32_t incumbent_ = 0;  // the closed state of the best known schedule
   std::vector<Entry> open_;

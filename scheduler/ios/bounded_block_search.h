@@ -155,6 +155,13 @@ struct BoundedSearchOptions {
   // to go the bound DP (above) where it is more than the critical path.
   // 0: the critical path (and work) bound only.
   int64_t bound_dp_max_states = 0;
+  // Calibrated floor (0: off): after the groups, this many stages of two or
+  // more groups (none mergeable), drawn by random walks from the whole
+  // block, are measured, and a lower envelope of their latencies over the
+  // stages' features (stage_floor.h) raises every concurrent stage's bound.
+  // Exact only where no stage falls below the envelope fitted to the
+  // samples; the misses are counted as any other bound's.
+  int floor_samples = 0;
 };
 
 class BoundedBlockSearch {

@@ -10,6 +10,7 @@
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_options.h"
+#include "scheduler/ios/stage_floor.h"
 #include "scheduler/ios/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
@@ -24,11 +25,12 @@ constexpr int64_t kBoundDp = 1'000'000;
 
 StatusOr<BlockSolution> SolveBounded(const BlockGraph& block, const DpOptions& dp,
                                      LatencySource& source, DpStats* stats = nullptr, int cores = 0,
-                                     int64_t bound_dp_max_states = 0) {
+                                     int64_t bound_dp_max_states = 0, int floor_samples = 0) {
   BoundedSearchOptions options;
   options.dp = dp;
   options.cores = cores;
   options.bound_dp_max_states = bound_dp_max_states;
+  options.floor_samples = floor_samples;
   ASSIGN_OR_RETURN(std::unique_ptr<BoundedBlockSearch> search,
                    BoundedBlockSearch::Create(block, options));
   RETURN_IF_ERROR(search->Advance(source));
@@ -98,6 +100,59 @@ TEST(BoundedBlockSearchTest, EqualsExhaustiveAndBruteForceWhereTheAssumptionHold
   // skips more.
   EXPECT_LT(bounded_measured, exhaustive_measured);
   EXPECT_LT(bound_dp_measured, bounded_measured);
+}
+
+// The calibrated floor, where latencies are linear in its features: the
+// floor fitted to the samples is exact on every stage their features span,
+// and can lie above a stage outside that span (a feature the samples never
+// varied apart from another). On random graphs the floored search finds the
+// exhaustive DP's latency in all but a few cases, and never more than 1 %
+// above it; the floor is fitted in many of them.
+TEST(BoundedBlockSearchTest, CalibratedFloorIsNearlyExactWhereLatenciesAreLinearInItsFeatures) {
+  int compared = 0, fitted = 0, inexact = 0;
+  double worst = 1;
+  testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+    SCOPED_TRACE(c.Describe());
+    const StageLatencyFn oracle = testing::FeatureLinearOracle(*c.graph, c.seed);
+    FnSource exhaustive_source(oracle), floor_source(oracle);
+    auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    DpStats stats;
+    auto floored = SolveBounded(*c.block, c.options, floor_source, &stats, 0, kBoundDp, 16);
+    ASSERT_TRUE(floored.ok()) << floored.status();
+    EXPECT_GE(floored->latency_ms, exhaustive->latency_ms - 1e-9);
+    inexact += floored->latency_ms > exhaustive->latency_ms + 1e-9;
+    worst = std::max(worst, floored->latency_ms / exhaustive->latency_ms);
+    EXPECT_LE(stats.floor_samples, 16);
+    testing::ExpectWellFormed(*c.graph, *floored, c.options, oracle);
+    fitted += stats.floor_samples >= StageFloor::kFeatures + 2;
+    ++compared;
+  });
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(fitted, 100);
+  EXPECT_LE(inexact, compared / 100);
+  EXPECT_LT(worst, 1.01);
+}
+
+// Where stages stray from the floor's line (a noisy linear oracle), the
+// floored search still gives a well-formed schedule, never cheaper than the
+// exhaustive DP's, and counts the stages it measured below their floor.
+TEST(BoundedBlockSearchTest, CalibratedFloorStaysValidWhereStagesFallBelowIt) {
+  int64_t misses = 0;
+  testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+    SCOPED_TRACE(c.Describe());
+    const StageLatencyFn oracle = testing::FeatureLinearOracle(*c.graph, c.seed, 0.3);
+    FnSource exhaustive_source(oracle), floor_source(oracle);
+    auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    DpStats stats;
+    auto floored = SolveBounded(*c.block, c.options, floor_source, &stats, 0, kBoundDp, 16);
+    ASSERT_TRUE(floored.ok()) << floored.status();
+    EXPECT_GE(floored->latency_ms, exhaustive->latency_ms - 1e-9);
+    misses += stats.lower_bound_misses;
+    testing::ExpectWellFormed(*c.graph, *floored, c.options, oracle);
+  });
+  EXPECT_GT(misses, 0);
 }
 
 // The same on a device of cores (the core bound: every group also measured

@@ -39,6 +39,14 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(
         StrCat("bound_dp_max_states must be >= 0, got ", options.bound_dp_max_states));
   }
+  if (options.floor_samples < 0 || options.floor_samples > 100'000) {
+    return absl::InvalidArgumentError(
+        StrCat("floor_samples must be in 0..100000, got ", options.floor_samples));
+  }
+  if (options.floor_min_states < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("floor_min_states must be >= 0, got ", options.floor_min_states));
+  }
   if (options.cores < 0 || options.cores > 4096) {
     return absl::InvalidArgumentError(StrCat("cores must be in 0..4096, got ", options.cores));
   }

@@ -35,6 +35,7 @@ nlohmann::json StatsJson(const SearchStats& s) {
           {"bound_groups", s.bound_groups},
           {"tightened_bounds", s.tightened_bounds},
           {"exhaustive_blocks", s.exhaustive_blocks},
+          {"floored_blocks", s.floored_blocks},
           {"shared_walk_blocks", s.shared_walk_blocks},
           {"lower_bound_misses", s.lower_bound_misses},
           {"largest_bound_miss_ms", s.largest_bound_miss_ms},
@@ -94,6 +95,10 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
       " stages measured",
       s.exhaustive_blocks > 0 ? StrCat(" (", s.exhaustive_blocks, " blocks by the exhaustive DP)")
                               : std::string(),
+      s.floored_blocks > 0
+          ? StrCat(" (", s.floored_blocks, " blocks bounded by a fitted floor, not exact: ",
+                   s.lower_bound_misses, " measured stages below their bound)")
+          : std::string(),
       ", ", s.windows, " boundary windows (", s.improved_windows, " improved), ",
       Ms(report.search_seconds * 1e3), " ms",
       report.search_threads > 1 ? StrCat(" on ", report.search_threads, " threads") : std::string(),

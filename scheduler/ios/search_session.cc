@@ -364,8 +364,9 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   if (state.phase == BlockPhase::kNotStarted) state.first_pass = pass_;
   bool total_binds = false;
   if (state.bounded == nullptr) {
-    ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(
-                                        state.graph, BoundedOptions(PassOptions(&total_binds))));
+    ASSIGN_OR_RETURN(state.bounded,
+                     BoundedBlockSearch::Create(
+                         state.graph, BoundedOptions(PassOptions(&total_binds), state.floored)));
   } else if (options_.budget.max_transitions_total > 0) {
     total_binds = true;  // created with what was left of it
   }
@@ -374,13 +375,19 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   return FinishBounded(b, advanced, transitions_before, total_binds, source, nullptr);
 }
 
-BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp) const {
+BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool floored) const {
   BoundedSearchOptions options;
   options.dp = dp;
   options.lookahead = options_.lookahead;
   options.max_open_steps = options_.bounded_steps_per_block;
   options.cores = options_.cores;
   options.bound_dp_max_states = options_.bound_dp_max_states;
+  if (floored) {
+    // The floor pays off through the bound DP: it weighs every state.
+    options.floor_samples = options_.floor_samples;
+    options.bound_dp_max_states = std::max<int64_t>(
+        options.bound_dp_max_states, dp.max_states > 0 ? dp.max_states : int64_t{1} << 40);
+  }
   return options;
 }
 
@@ -436,10 +443,19 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
 void SearchSession::SizeBlock(int b) {
   BlockState& state = blocks_[b];
   const int64_t limit = options_.bounded_max_states;
+  const bool floor = options_.floor_samples > 0;
   if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
-      limit <= 0 || CountStates(state.graph, limit + 1) <= limit) {
+      (limit <= 0 && !floor)) {
     return;
   }
+  const int64_t states =
+      CountStates(state.graph, std::max(limit, floor ? options_.floor_min_states : 0) + 1);
+  if (floor && states > options_.floor_min_states) {
+    state.floored = true;
+    ++stats_.floored_blocks;
+    return;
+  }
+  if (limit <= 0 || states <= limit) return;
   state.exhaustive = true;
   ++stats_.exhaustive_blocks;
 }

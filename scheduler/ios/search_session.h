@@ -101,6 +101,9 @@ struct SearchStats {
   // Blocks and windows the bounded search handed to the exhaustive DP (over
   // SearchOptions::bounded_steps_per_block).
   int exhaustive_blocks = 0;
+  // Blocks whose bounded search took the calibrated floor
+  // (SearchOptions::floor_samples, floor_min_states).
+  int floored_blocks = 0;
   // Of the blocks the exhaustive DP solved, those that shared a walk with
   // blocks of the same shape (SolveBlocks; searches on several threads).
   int shared_walk_blocks = 0;
@@ -223,6 +226,8 @@ class SearchSession {
     std::unique_ptr<BoundedBlockSearch> bounded;
     // The bounded search went over its budget: the exhaustive DP solves it.
     bool exhaustive = false;
+    // Its bounded search takes the calibrated floor (SizeBlock).
+    bool floored = false;
     // Windows: the boundary between blocks right - 1 and right, the number
     // of stages taken from the end of the left block and from the start of
     // the right one, and their latency before re-solving.
@@ -251,9 +256,11 @@ class SearchSession {
   Status SolvePrefixed(int b, LatencySource& source);
   // Solves or re-solves block b with `source`; updates its phase.
   Status SolveWith(int b, LatencySource& source);
-  // Before block b's first pass in the bounded search: hands a block of
-  // more than SearchOptions::bounded_max_states states to the exhaustive DP
-  // (counted in exhaustive_blocks). Only a block not started yet.
+  // Before block b's first pass in the bounded search: marks a block of
+  // more than SearchOptions::floor_min_states states for the calibrated
+  // floor (with floor_samples), else hands a block of more than
+  // bounded_max_states states to the exhaustive DP (counted in
+  // exhaustive_blocks). Only a block not started yet.
   void SizeBlock(int b);
   // SolveWith for the bounded search: starts or advances it.
   Status SolveBounded(int b, LatencySource& source);
@@ -264,8 +271,9 @@ class SearchSession {
   // when it already ran (SolveInParallel), else null.
   Status FinishBounded(int b, const Status& advanced, int64_t transitions_before, bool total_binds,
                        LatencySource& source, StatusOr<BlockSolution>* dp_solution);
-  // The bounded search's options for a pass with DP options `dp`.
-  BoundedSearchOptions BoundedOptions(const DpOptions& dp) const;
+  // The bounded search's options for a pass with DP options `dp`, of a
+  // block marked for the calibrated floor or not.
+  BoundedSearchOptions BoundedOptions(const DpOptions& dp, bool floored) const;
   // Whether a bounded search that stopped with `advanced` goes to the
   // exhaustive DP (rather than over the search's total budget).
   static bool HandsOverToDp(const Status& advanced, bool total_binds);

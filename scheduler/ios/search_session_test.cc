@@ -190,6 +190,50 @@ TEST(SearchSessionTest, ABlockOverTheStateLimitGoesStraightToTheDp) {
       << refused.status();
 }
 
+// Blocks of more than floor_min_states states take the calibrated floor
+// (counted in floored_blocks): with latencies linear in its features the
+// exhaustive search's latency, and batched as a farm does (no lookahead)
+// the direct search's schedule from exactly its requests. Smaller blocks
+// (a higher floor_min_states) keep the exact search.
+TEST(SearchSessionTest, LargeBlocksTakeTheCalibratedFloorAndBatchAsTheDirectSearch) {
+  int floored = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RandomDag(seed, 14);
+    const StageLatencyFn oracle = testing::FeatureLinearOracle(graph, seed);
+    SearchOptions options;
+    options.max_block_ops = 14;
+    options.boundary_window_ops = 0;
+    options.exhaustive = true;
+    auto exhaustive = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    options.exhaustive = false;
+    options.lookahead = 0;
+    options.floor_samples = 12;
+    options.floor_min_states = 0;
+    auto direct = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    EXPECT_NEAR(direct->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
+    floored += direct->stats.floored_blocks;
+    std::vector<Signature> requested;
+    auto batched = RunBatched(graph, options, oracle, 7, &requested);
+    ASSERT_TRUE(batched.ok()) << batched.status();
+    EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
+    EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.stages_measured);
+    options.floor_min_states = int64_t{1} << 40;
+    auto exact = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    EXPECT_EQ(exact->stats.floored_blocks, 0);
+  }
+  EXPECT_GT(floored, 0);
+  SearchOptions bad;
+  bad.floor_min_states = -1;
+  const graph::Graph graph = testing::RandomDag(1, 6);
+  auto refused = RunSearch(graph, bad, testing::GroupMonotoneOracle(graph, 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("floor_min_states"), std::string::npos);
+}
+
 // A block that is an earlier block and one op more (the last cell and a
 // tail op) takes that block's DP table and walks only its own states:
 // the schedule is the one a search that solves every block on its own

@@ -80,7 +80,6 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   if (wave.size() < 2) return absl::OkStatus();  // the sequential loop does it
   bool total_binds = false;
   const DpOptions dp = PassOptions(&total_binds);  // the same for every pass of the wave
-  const BoundedSearchOptions bounded = BoundedOptions(dp);
   std::vector<ThreadPass> passes(wave.size());
   std::atomic<bool> failed{false};
   auto failing = [&](const Status& status) {
@@ -98,7 +97,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
     pass.dp_needed = !pass.bounded;
     if (pass.bounded) {
       StatusOr<std::unique_ptr<BoundedBlockSearch>> created =
-          BoundedBlockSearch::Create(state.graph, bounded);
+          BoundedBlockSearch::Create(state.graph, BoundedOptions(dp, state.floored));
       if (created.ok()) {
         pass.search = *std::move(created);
         pass.advanced = pass.search->Advance(source);

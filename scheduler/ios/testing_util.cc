@@ -13,6 +13,7 @@
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/signature.h"
 #include "scheduler/ios/stable_hash.h"
+#include "scheduler/ios/stage_floor.h"
 
 namespace iosfarm::scheduler::ios::testing {
 
@@ -184,6 +185,30 @@ StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed) {
       return slowest + 3 * unit(signature, 2);
     }
     return stage.groups.size() > 1 ? slowest + extra : slowest;
+  };
+}
+
+StageLatencyFn FeatureLinearOracle(const graph::Graph& graph, uint64_t seed, double noise) {
+  const double c0 = 0.002 + 0.003 * Unit(seed, 0, 10), c1 = 0.002 * Unit(seed, 0, 11);
+  const double c2 = 0.003 + 0.002 * Unit(seed, 0, 12), c5 = 500 * Unit(seed, 0, 13);
+  const double c6 = 100 * Unit(seed, 0, 14);
+  return [&graph, seed, noise, c0, c1, c2, c5, c6](const Stage& stage) -> StatusOr<double> {
+    OpFeatures sum;
+    for (const auto& group : stage.groups) {
+      for (graph::NodeId id : group) {
+        const OpFeatures op = ComputeOpFeatures(graph, graph.node(id));
+        sum.kernels += op.kernels;
+        sum.roofline_ms += op.roofline_ms;
+      }
+    }
+    const double k = static_cast<double>(stage.groups.size());
+    double latency = c0 + c1 * k + c2 * sum.kernels + (c5 + c6 * k) * sum.roofline_ms;
+    if (stage.strategy == Strategy::kMerge) return latency + 1;
+    if (noise > 0 && stage.groups.size() > 1) {
+      ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, stage));
+      latency *= 1 + noise * (2 * Unit(seed, signature, 15) - 1);
+    }
+    return latency;
   };
 }
 

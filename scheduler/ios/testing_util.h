@@ -68,6 +68,16 @@ StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed);
 // function of signatures and `seed`.
 StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores);
 
+// An oracle linear in the calibrated floor's features (stage_floor.h) with
+// pseudo-random non-negative coefficients drawn from `seed`: a concurrent
+// stage of k groups costs c0 + c1 k + c2 kernels + c5 roofline + c6 k
+// roofline (a group alone the same with k = 1, so adding a group never
+// makes a stage faster), a merge stage 1 ms more than its concurrent one.
+// With `noise` > 0 each concurrent stage of two or more groups is also
+// multiplied by 1 + noise * u, u in [-1, 1) from its signature: then the
+// floor fitted to samples can lie above stages it did not sample.
+StageLatencyFn FeatureLinearOracle(const graph::Graph& graph, uint64_t seed, double noise = 0);
+
 // A LatencySource over a StageLatencyFn that measures each signature once
 // (a memo) and counts the measurements.
 class FnSource : public LatencySource {
