@@ -104,15 +104,17 @@ struct SearchOptions {
   // little (bounded_block_search.h). 0: never.
   int64_t bound_dp_max_states = 20'000;
   // Bounded search, calibrated floor (BoundedSearchOptions::floor_samples;
-  // 0: off): a block of more than floor_min_states DP states first measures
+  // 0: off): a block of more than floor_min_states DP states, or one whose
+  // exact bounded search went over bounded_steps_per_block, first measures
   // this many sampled stages and bounds every concurrent stage also by a
   // lower envelope fitted to them (stage_floor.h). Such a block is not
-  // handed to the exhaustive DP for its size (bounded_max_states), and its
-  // cost to go is the bound DP whatever its size (bound_dp_max_states), up
-  // to the pass budget. It gives up exactness: a stage the envelope
-  // overestimates can be kept off the schedule. Measured (analytic
-  // oracle, docs/benchmarks.md, 2026-11-28): RandWire 4,085 stages instead
-  // of 1.07 M at 0.2 % more latency, 128 samples. 0..100'000.
+  // handed to the exhaustive DP for its size (bounded_max_states), its cost
+  // to go is the bound DP whatever its size (bound_dp_max_states), up to
+  // the pass budget, and it may take 10 times bounded_steps_per_block
+  // before the DP solves it. The search then runs on one thread. It gives up exactness: a stage the
+  // envelope overestimates can be kept off the schedule. Measured (analytic oracle,
+  // docs/benchmarks.md, 2026-11-28): RandWire 4,085 stages instead of 1.07 M at 0.2 % more latency,
+  // 128 samples. 0..100'000.
   int floor_samples = 0;
   int64_t floor_min_states = 2'000;
   // Bounded search on a device that runs a stage's groups on cores of their

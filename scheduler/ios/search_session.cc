@@ -383,8 +383,10 @@ BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool flo
   options.cores = options_.cores;
   options.bound_dp_max_states = options_.bound_dp_max_states;
   if (floored) {
-    // The floor pays off through the bound DP: it weighs every state.
+    // The floor pays off through the bound DP: it weighs every state. Its
+    // steps are cheap next to the DP's millions of measurements.
     options.floor_samples = options_.floor_samples;
+    options.max_open_steps *= 10;
     options.bound_dp_max_states = std::max<int64_t>(
         options.bound_dp_max_states, dp.max_states > 0 ? dp.max_states : int64_t{1} << 40);
   }
@@ -405,9 +407,15 @@ Status SearchSession::FinishBounded(int b, const Status& advanced, int64_t trans
     if (!HandsOverToDp(advanced, total_binds)) {
       return OverBudget(b, advanced, total_binds, /*can_split=*/true);
     }
+    state.bounded.reset();
+    if (options_.floor_samples > 0 && !state.floored && dp_solution == nullptr) {
+      // Too loose bounds for the exact search: the calibrated floor next.
+      state.floored = true;
+      ++stats_.floored_blocks;
+      return SolveBounded(b, source);
+    }
     // Too loose bounds (or too large a block) for the bounded search: the
     // exhaustive DP solves the block, splitting it over its own budget.
-    state.bounded.reset();
     state.exhaustive = true;
     ++stats_.exhaustive_blocks;
     return SolveExhaustive(b, source, /*first_pass=*/true, dp_solution);

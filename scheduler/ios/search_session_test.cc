@@ -194,7 +194,8 @@ TEST(SearchSessionTest, ABlockOverTheStateLimitGoesStraightToTheDp) {
 // (counted in floored_blocks): with latencies linear in its features the
 // exhaustive search's latency, and batched as a farm does (no lookahead)
 // the direct search's schedule from exactly its requests. Smaller blocks
-// (a higher floor_min_states) keep the exact search.
+// (a higher floor_min_states) that the exact search solves within its
+// steps keep it.
 TEST(SearchSessionTest, LargeBlocksTakeTheCalibratedFloorAndBatchAsTheDirectSearch) {
   int floored = 0;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
@@ -221,6 +222,7 @@ TEST(SearchSessionTest, LargeBlocksTakeTheCalibratedFloorAndBatchAsTheDirectSear
     EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
     EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.stages_measured);
     options.floor_min_states = int64_t{1} << 40;
+    options.bounded_steps_per_block = 0;  // nor handed over by the exact search
     auto exact = RunSearch(graph, options, oracle);
     ASSERT_TRUE(exact.ok()) << exact.status();
     EXPECT_EQ(exact->stats.floored_blocks, 0);

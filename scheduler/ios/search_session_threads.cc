@@ -64,8 +64,10 @@ void SearchSession::RunOnThreads(size_t count, const std::atomic<bool>& failed,
 
 bool SearchSession::ParallelInline() const {
   const SearchBudget& budget = options_.budget;
+  // (A block the exact search hands over takes the calibrated floor on the
+  // main thread: floor_samples searches use one thread.)
   return options_.threads > 1 && budget.max_transitions_total == 0 &&
-         budget.latency_cache_bytes == 0;
+         budget.latency_cache_bytes == 0 && options_.floor_samples == 0;
 }
 
 Status SearchSession::SolveInParallel(LatencySource& source) {
