@@ -109,6 +109,15 @@
 // and SearchSession solves that block with the exhaustive DP instead
 // (docs/profiling.md, docs/benchmarks.md).
 //
+// Calibrated floor (BoundedSearchOptions::floor_samples; off by default,
+// SearchSession uses it for large blocks only): after the groups, sampled
+// stages are measured and a lower envelope of their latencies over op
+// features (stage_floor.h) raises every concurrent, non-mergeable stage's
+// bound. It is not a bound under the assumption above, so the search is
+// then exact only where no stage falls below the envelope; those measured
+// below it count as misses. RandWire under the analytic oracle: 50x fewer
+// stages than the exhaustive DP at its latency (docs/benchmarks.md).
+//
 // Batches for a farm: when the search stops at an unknown latency it also
 // looks up the latencies of the next `lookahead` entries of its open list,
 // so that a caller queueing requests (SearchSession) hands out batches that

@@ -102,6 +102,15 @@ TEST(BoundedBlockSearchTest, EqualsExhaustiveAndBruteForceWhereTheAssumptionHold
   EXPECT_LT(bound_dp_measured, bounded_measured);
 }
 
+// The exhaustive DP's solution of a sweep case and the bounded search's with
+// the calibrated floor (16 samples, the bound DP).
+std::pair<StatusOr<BlockSolution>, StatusOr<BlockSolution>> SolveExhaustiveAndFloored(
+    const testing::RandomBlockCase& c, const StageLatencyFn& oracle, DpStats* stats) {
+  FnSource exhaustive_source(oracle), floor_source(oracle);
+  return {SolveBlock(*c.block, c.options, exhaustive_source),
+          SolveBounded(*c.block, c.options, floor_source, stats, 0, kBoundDp, 16)};
+}
+
 // The calibrated floor, where latencies are linear in its features: the
 // floor fitted to the samples is exact on every stage their features span,
 // and can lie above a stage outside that span (a feature the samples never
@@ -114,11 +123,9 @@ TEST(BoundedBlockSearchTest, CalibratedFloorIsNearlyExactWhereLatenciesAreLinear
   testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
     SCOPED_TRACE(c.Describe());
     const StageLatencyFn oracle = testing::FeatureLinearOracle(*c.graph, c.seed);
-    FnSource exhaustive_source(oracle), floor_source(oracle);
-    auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
-    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
     DpStats stats;
-    auto floored = SolveBounded(*c.block, c.options, floor_source, &stats, 0, kBoundDp, 16);
+    auto [exhaustive, floored] = SolveExhaustiveAndFloored(c, oracle, &stats);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
     ASSERT_TRUE(floored.ok()) << floored.status();
     EXPECT_GE(floored->latency_ms, exhaustive->latency_ms - 1e-9);
     inexact += floored->latency_ms > exhaustive->latency_ms + 1e-9;
@@ -142,11 +149,9 @@ TEST(BoundedBlockSearchTest, CalibratedFloorStaysValidWhereStagesFallBelowIt) {
   testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
     SCOPED_TRACE(c.Describe());
     const StageLatencyFn oracle = testing::FeatureLinearOracle(*c.graph, c.seed, 0.3);
-    FnSource exhaustive_source(oracle), floor_source(oracle);
-    auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
-    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
     DpStats stats;
-    auto floored = SolveBounded(*c.block, c.options, floor_source, &stats, 0, kBoundDp, 16);
+    auto [exhaustive, floored] = SolveExhaustiveAndFloored(c, oracle, &stats);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
     ASSERT_TRUE(floored.ok()) << floored.status();
     EXPECT_GE(floored->latency_ms, exhaustive->latency_ms - 1e-9);
     misses += stats.lower_bound_misses;

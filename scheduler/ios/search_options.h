@@ -111,10 +111,13 @@ struct SearchOptions {
   // handed to the exhaustive DP for its size (bounded_max_states), its cost
   // to go is the bound DP whatever its size (bound_dp_max_states), up to
   // the pass budget, and it may take 10 times bounded_steps_per_block
-  // before the DP solves it. The search then runs on one thread. It gives up exactness: a stage the
-  // envelope overestimates can be kept off the schedule. Measured (analytic oracle,
-  // docs/benchmarks.md, 2026-11-28): RandWire 4,085 stages instead of 1.07 M at 0.2 % more latency,
-  // 128 samples. 0..100'000.
+  // before the DP solves it. The search then runs on one thread. It gives
+  // up exactness: a stage the envelope overestimates can be kept off the
+  // schedule. Measured with 128 samples (analytic oracle,
+  // docs/benchmarks.md, 2026-11-28): RandWire 21,299 stages instead of
+  // 1.07 M at the exhaustive latency, nasnet_a_mobile 2.3 M instead of
+  // 7.9 M at 0.68 % more; 1.2x fewer on RandWire under sim:h100.
+  // 0..100'000.
   int floor_samples = 0;
   int64_t floor_min_states = 2'000;
   // Bounded search on a device that runs a stage's groups on cores of their
