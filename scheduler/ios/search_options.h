@@ -110,7 +110,7 @@ struct SearchOptions {
   // lower envelope fitted to them (stage_floor.h). Such a block is not
   // handed to the exhaustive DP for its size (bounded_max_states), its cost
   // to go is the bound DP whatever its size (bound_dp_max_states), up to
-  // the pass budget, and it may take 10 times bounded_steps_per_block
+  // the pass budget, and it may take 40 times bounded_steps_per_block
   // before the DP solves it. The search then runs on one thread. It gives
   // up exactness: a stage the envelope overestimates can be kept off the
   // schedule. Measured with 128 samples (analytic oracle,

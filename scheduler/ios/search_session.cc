@@ -24,6 +24,11 @@ constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
 constexpr int kMaxPrefixExtraOps = 3;
 constexpr int kMinPrefixOps = 8;
 
+// A block's floored search may take this many times bounded_steps_per_block
+// (2 M by default: NASNet's cells take about that, and hand to the DP
+// millions of measurements at 0.5 M; docs/benchmarks.md, 2026-11-28).
+constexpr int64_t kFloorStepsFactor = 40;
+
 Status CheckLatency(Signature signature, double latency_ms) {
   if (!std::isfinite(latency_ms) || latency_ms < 0) {
     return absl::InvalidArgumentError(StrCat("latency of signature ", Hex64(signature),
@@ -386,7 +391,7 @@ BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool flo
     // The floor pays off through the bound DP: it weighs every state. Its
     // steps are cheap next to the DP's millions of measurements.
     options.floor_samples = options_.floor_samples;
-    options.max_open_steps *= 10;
+    options.max_open_steps *= kFloorStepsFactor;
     options.bound_dp_max_states = std::max<int64_t>(
         options.bound_dp_max_states, dp.max_states > 0 ? dp.max_states : int64_t{1} << 40);
   }
