@@ -115,8 +115,9 @@ struct SearchOptions {
   // up exactness: a stage the envelope overestimates can be kept off the
   // schedule. Measured with 128 samples (analytic oracle,
   // docs/benchmarks.md, 2026-11-28): RandWire 21,299 stages instead of
-  // 1.07 M at the exhaustive latency, nasnet_a_mobile 2.3 M instead of
-  // 7.9 M at 0.68 % more; 1.2x fewer on RandWire under sim:h100.
+  // 1.07 M at the exhaustive latency, nasnet_a 27,714 instead of 8.0 M,
+  // nasnet_a_mobile 79,833 instead of 7.9 M at 0.68 % more; 1.2x fewer on
+  // RandWire under sim:h100.
   // 0..100'000.
   int floor_samples = 0;
   int64_t floor_min_states = 2'000;
