@@ -120,6 +120,10 @@ struct SearchOptions {
   // RandWire under sim:h100.
   // 0..100'000.
   int floor_samples = 0;
+  // With floor_samples: blocks of more DP states than this take the floor
+  // from the start (0: every block); smaller ones only when the exact search
+  // hands them over. inception_v3's blocks (at most a few hundred states)
+  // stay exact. >= 0.
   int64_t floor_min_states = 2'000;
   // Bounded search on a device that runs a stage's groups on cores of their
   // own (the cpu backend: Backend::cores()), 0 elsewhere (GPUs, sim). With
