@@ -113,4 +113,17 @@ OpCost ComputeGraphCost(const Graph& graph) {
   return total;
 }
 
+bool LaunchesNoKernel(OpType type) {
+  switch (type) {
+    case OpType::kConstant:
+    case OpType::kReshape:
+    case OpType::kFlatten:
+    case OpType::kIdentity:
+    case OpType::kDropout:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace iosfarm::graph

@@ -26,6 +26,10 @@ struct OpCost {
 // Cost of one node; input/output shapes must be inferred.
 OpCost ComputeOpCost(const Graph& graph, const Node& node);
 
+// True for ops that launch no kernel on a device: Constant and the view ops
+// (Reshape, Flatten, Identity, Dropout).
+bool LaunchesNoKernel(OpType type);
+
 // Sum over all nodes.
 OpCost ComputeGraphCost(const Graph& graph);
 

@@ -242,7 +242,7 @@ class Search final : public BoundedBlockSearch {
         int widest = 0;
         enumerator_.Enumerate(
             state, [&](const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups) {
-              const bool sample = num_groups > 1 && !Mergeable(groups, num_groups);
+              const bool sample = num_groups > 1 && !Mergeable(ops, num_groups);
               endings.push_back({ops, num_groups, sample});
               if (sample) widest = std::max(widest, num_groups);
             });
@@ -420,8 +420,10 @@ class Search final : public BoundedBlockSearch {
   // group: that stage is the group, measured), also its groups' one-core
   // latencies over the cores, and, unless it merges into one convolution on
   // every core, its slowest group's one-core latency over the most cores
-  // one of k groups gets (the lanes split the P cores evenly: ceil(P / k)).
-  double GroupBound(const EndingGroup<W>* groups, int num_groups) {
+  // one of k groups gets (the lanes split the P cores evenly: ceil(P / k));
+  // with the calibrated floor, unless it merges, also the floor. `ops`: the
+  // ending's ops (its groups together).
+  double GroupBound(const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups) {
     double bound = 0, work = 0, slowest_core = 0;
     for (int g = 0; g < num_groups; ++g) {
       const int32_t* group = group_index_.Find(groups[g].ops, groups[g].ops.Hash());
@@ -431,14 +433,14 @@ class Search final : public BoundedBlockSearch {
       work += core_latency_[*group];
       slowest_core = std::max(slowest_core, core_latency_[*group]);
     }
-    if (has_floor_ && num_groups > 1 && !Mergeable(groups, num_groups)) {
-      OpBits<W> ops;
-      for (int g = 0; g < num_groups; ++g) ops |= groups[g].ops;
+    if (num_groups < 2 || !(has_floor_ || by_cores())) return bound;
+    const bool merges = Mergeable(ops, num_groups);
+    if (has_floor_ && !merges) {
       bound = std::max(bound, floor_(StageFloor::StageFeatures(SumFeatures(ops), num_groups)));
     }
-    if (num_groups > 1 && by_cores()) {
+    if (by_cores()) {
       bound = std::max(bound, work / options_.cores);
-      if (!Mergeable(groups, num_groups)) {
+      if (!merges) {
         const int lane_cores = (options_.cores + num_groups - 1) / num_groups;
         bound = std::max(bound, slowest_core / lane_cores);
       }
@@ -446,13 +448,10 @@ class Search final : public BoundedBlockSearch {
     return bound;
   }
 
-  // IsMergeableStage from an ending's groups (the hot path has not hashed
-  // the stage, which BlockStages::IsMergeable needs).
-  bool Mergeable(const EndingGroup<W>* groups, int num_groups) const {
-    if (!options_.dp.enable_merge) return false;
-    OpBits<W> ops;
-    for (int g = 0; g < num_groups; ++g) ops |= groups[g].ops;
-    return IsMergeableStage(block_, ops, num_groups);
+  // IsMergeableStage of an ending (its ops, its number of groups): the hot
+  // path has not hashed the stage, which BlockStages::IsMergeable needs.
+  bool Mergeable(const OpBits<W>& ops, int num_groups) const {
+    return options_.dp.enable_merge && IsMergeableStage(block_, ops, num_groups);
   }
 
   // The open list keeps what can still beat a schedule of latency `ms`
@@ -478,7 +477,7 @@ class Search final : public BoundedBlockSearch {
             ++stats_.transitions;
             const OpBits<W> child = state.Minus(ops);
             const double* rest = child.Empty() ? nullptr : bound_cost_.Find(child, child.Hash());
-            best = std::min(best, GroupBound(groups, num_groups) + (rest ? *rest : 0.0));
+            best = std::min(best, GroupBound(ops, groups, num_groups) + (rest ? *rest : 0.0));
           });
       if (!status_.ok()) return;  // a budget ran out: Advance reports it
       bound_cost_.Insert(state, state.Hash(), best);
@@ -515,7 +514,7 @@ class Search final : public BoundedBlockSearch {
     ranked_.clear();
     enumerator_.Enumerate(parent.ops, [&](const OpBits<W>& ops, const EndingGroup<W>* groups,
                                           int num_groups) {
-      const double bound = GroupBound(groups, num_groups);
+      const double bound = GroupBound(ops, groups, num_groups);
       if (std::max(parent_f, parent.g + bound) > upper_limit_) return;  // before h
       const OpBits<W> child = parent.ops.Minus(ops);
       const double h = child.Empty() ? 0 : CostToGo(child);

@@ -68,15 +68,7 @@ double Dot(const StageFloor::Features& beta, const StageFloor::Features& x) {
 
 OpFeatures ComputeOpFeatures(const graph::Graph& graph, const graph::Node& node) {
   OpFeatures features;
-  switch (node.type) {
-    case graph::OpType::kReshape:
-    case graph::OpType::kFlatten:
-    case graph::OpType::kIdentity:
-    case graph::OpType::kDropout:
-      return features;  // views: no kernel
-    default:
-      break;
-  }
+  if (graph::LaunchesNoKernel(node.type)) return features;
   const graph::OpCost cost = graph::ComputeOpCost(graph, node);
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
   const double flops = static_cast<double>(cost.flops);

@@ -48,22 +48,9 @@ SimKernel KernelFromCounts(double flops, double bytes, double elements_read,
   return kernel;
 }
 
-bool LaunchesNoKernel(const graph::Node& node) {
-  switch (node.type) {
-    case graph::OpType::kConstant:
-    case graph::OpType::kReshape:
-    case graph::OpType::kFlatten:
-    case graph::OpType::kIdentity:
-    case graph::OpType::kDropout:
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::optional<SimKernel> OpKernel(const graph::Graph& graph, const graph::Node& node,
                                   const SimDeviceModel& model) {
-  if (LaunchesNoKernel(node)) return std::nullopt;
+  if (graph::LaunchesNoKernel(node.type)) return std::nullopt;
   const graph::OpCost cost = graph::ComputeOpCost(graph, node);
   double outputs = 0;
   for (graph::ValueId v : node.outputs) outputs += Elements(graph, v);

@@ -36,10 +36,8 @@ struct SimKernel {
 SimKernel KernelFromCounts(double flops, double bytes, double elements_read,
                            double output_elements, const SimDeviceModel& model);
 
-// True for nodes that launch no kernel (Constant and view ops).
-bool LaunchesNoKernel(const graph::Node& node);
-
-// The kernel of `node` (shapes inferred), nullopt when LaunchesNoKernel.
+// The kernel of `node` (shapes inferred), nullopt when it launches none
+// (graph::LaunchesNoKernel).
 std::optional<SimKernel> OpKernel(const graph::Graph& graph, const graph::Node& node,
                                   const SimDeviceModel& model);
 
