@@ -42,6 +42,7 @@ struct SearchCommandOptions {
   bool cuda_graph_stages = false;
   bool no_core_bound = false;
   bool no_bound_dp = false;
+  bool no_device_floor = false;
   int floor_samples = 0;
   int min_repeats = 10;
   int max_repeats = 200;
@@ -76,7 +77,11 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.threads = o.search_threads.value_or(DefaultSearchThreads(o.backend));
   options.cores = o.no_core_bound ? 0 : backend->cores();
   if (o.no_bound_dp) options.bound_dp_max_states = 0;
+  if (!o.no_device_floor) options.device_floor = backend->device_floor();
   options.floor_samples = o.floor_samples;
+  if (getenv("DBG_STEPS")) options.bounded_steps_per_block = atoll(getenv("DBG_STEPS"));
+  if (getenv("DBG_MAXST")) options.bounded_max_states = atoll(getenv("DBG_MAXST"));
+  if (getenv("DBG_BDP")) options.bound_dp_max_states = atoll(getenv("DBG_BDP"));
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
   profile.min_repeats = o.min_repeats;
@@ -141,6 +146,9 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--no-bound-dp", o->no_bound_dp,
                 "Bounded search: take the critical path as every block's cost to go, not the "
                 "DP over its group bounds (which small blocks get; it measures fewer stages)");
+  cmd->add_flag("--no-device-floor", o->no_device_floor,
+                "Bounded search: do not bound stages by the device's floor (its launches and "
+                "work; the sim backend declares one)");
   cmd->add_option("--floor-samples", o->floor_samples,
                   "Bounded search of large blocks: measure this many sampled stages per block and "
                   "bound the others by a floor fitted to them (far fewer measurements, not exact; "

@@ -73,6 +73,7 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
   ASSIGN_OR_RETURN(report.ios, session->Result());
   report.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.search_threads = options.threads;
+  report.device_floor = options.device_floor;
   ASSIGN_OR_RETURN(report.sequential, ios::SequentialSchedule(graph));
   RETURN_IF_ERROR(ios::CostSchedule(graph, report.sequential, oracle));
   ASSIGN_OR_RETURN(report.greedy, ios::GreedySchedule(graph, options.max_groups));

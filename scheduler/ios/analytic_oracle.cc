@@ -105,6 +105,16 @@ double StageTime(const graph::Graph& graph, const Stage& stage, const AnalyticDe
 
 }  // namespace
 
+DeviceFloor AnalyticDeviceFloor(const AnalyticDeviceModel& model) {
+  DeviceFloor floor;
+  floor.stage_ms = model.stage_sync_us / 1e3;
+  floor.launch_ms = model.issue_us / 1e3;
+  floor.peak_gflops = model.peak_gflops;
+  floor.bandwidth_gbps = model.bandwidth_gbps;
+  floor.issue_overlaps_work = false;  // device_bound adds them
+  return floor;
+}
+
 StatusOr<double> AnalyticStageLatency(const graph::Graph& graph, const Stage& stage,
                                       const AnalyticDeviceModel& model) {
   RETURN_IF_ERROR(CheckStage(graph, stage));

@@ -16,6 +16,7 @@
 
 #include "common/status.h"
 #include "graph/graph.h"
+#include "scheduler/ios/device_floor.h"
 #include "scheduler/ios/latency_oracle.h"
 #include "scheduler/ios/stage.h"
 
@@ -37,6 +38,10 @@ struct AnalyticDeviceModel {
 // or a single-core stage (the model has no cores).
 StatusOr<double> AnalyticStageLatency(const graph::Graph& graph, const Stage& stage,
                                       const AnalyticDeviceModel& model = {});
+
+// The model's exact floor (device_floor.h): stage_sync_us per stage,
+// issue_us per kernel added to the work at peak and bandwidth.
+DeviceFloor AnalyticDeviceFloor(const AnalyticDeviceModel& model = {});
 
 // An oracle over AnalyticStageLatency with per-op costs precomputed. Keeps a
 // reference to `graph`, which must outlive it. Thread-compatible (const).

@@ -16,6 +16,7 @@ namespace iosfarm::scheduler::ios {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kNever = std::numeric_limits<double>::infinity();
 // Endings a state first puts on the open list (then as many again as are
 // on it, each time its kMoreEndings entry comes up).
 constexpr int32_t kFirstSlice = 4;
@@ -41,6 +42,7 @@ class Search final : public BoundedBlockSearch {
             ComputeOpFeatures(block_.graph(), block_.graph().node(block_.node(v))));
       }
     }
+    if (options_.device_floor.bounds_anything()) ComputeOpFloors();
   }
 
   Status Advance(LatencySource& source) override {
@@ -102,6 +104,12 @@ class Search final : public BoundedBlockSearch {
           evaluated_.Insert(top.stage, stage_hash, concurrent_ms);
         }
         if (*cost < top.cost - 1e-12) {
+          if (getenv("DBG")) {
+            stages_.HashStage(top.stage);
+            fprintf(stderr, "MISS ops=%d groups=%d merge=%d mergeable=%d cost=%g bound=%g\n",
+                    top.stage.Count(), (int)stages_.groups().size(), (int)top.merge,
+                    (int)stages_.IsMergeable(top.stage), *cost, top.cost);
+          }
           ++stats_.lower_bound_misses;
           stats_.largest_bound_miss_ms =
               std::max(stats_.largest_bound_miss_ms, top.cost - *cost);
@@ -290,6 +298,69 @@ class Search final : public BoundedBlockSearch {
     return absl::OkStatus();
   }
 
+  // Per op: its share of a non-merged stage's device floor (stage_floor_)
+  // and of a cost to go that may merge it with the other convolutions of its
+  // input, up to s of them (togo_floor_; their work counts their FLOPs, or
+  // their bytes, whichever all of them together take longer for).
+  void ComputeOpFloors() {
+    const int n = block_.size();
+    has_device_floor_ = true;
+    const DeviceFloor& device = options_.device_floor;
+    std::vector<OpFloor> shares(n);
+    std::vector<bool> merges(n, false);
+    for (int v = 0; v < n; ++v) {
+      const graph::Node& node = block_.graph().node(block_.node(v));
+      const OpFloor alone = ComputeOpFloor(block_.graph(), node, device);
+      stage_floor_.push_back({alone.kernels, alone.work_ms()});
+      shares[v] = alone;
+      const uint64_t key = block_.merge_key(v);
+      if (!options_.dp.enable_merge || key == 0) continue;
+      int same = 0;
+      for (int u = 0; u < n; ++u) same += block_.merge_key(u) == key;
+      const int width = std::min(same, options_.dp.bounds.max_groups);
+      if (width < 2) continue;
+      merges[v] = true;
+      shares[v] = ComputeOpFloor(block_.graph(), node, device, width);
+    }
+    togo_floor_.resize(n);
+    std::vector<bool> done(n, false);
+    for (int v = 0; v < n; ++v) {
+      if (done[v]) continue;
+      if (!merges[v]) {
+        togo_floor_[v] = stage_floor_[v];
+        continue;
+      }
+      double compute = 0, memory = 0;
+      for (int u = v; u < n; ++u) {
+        if (!merges[u] || block_.merge_key(u) != block_.merge_key(v)) continue;
+        compute += shares[u].compute_ms;
+        memory += shares[u].memory_ms;
+      }
+      for (int u = v; u < n; ++u) {
+        if (!merges[u] || block_.merge_key(u) != block_.merge_key(v)) continue;
+        togo_floor_[u] = {shares[u].kernels,
+                          memory > compute ? shares[u].memory_ms : shares[u].compute_ms};
+        done[u] = true;
+      }
+    }
+  }
+
+  // OpShare::last_kernel_ms from the ops measured alone.
+  void LastKernelTimes() {
+    const DeviceFloor& device = options_.device_floor;
+    for (int v = 0; v < block_.size(); ++v) {
+      OpShare& alone = stage_floor_[v];
+      if (alone.kernels <= 0) {
+        alone.last_kernel_ms = togo_floor_[v].last_kernel_ms = kNever;
+        continue;
+      }
+      alone.last_kernel_ms =
+          std::max(0.0, single_latency_[v] - device.stage_ms - alone.kernels * device.launch_ms);
+      togo_floor_[v].last_kernel_ms =
+          togo_floor_[v].kernels < alone.kernels ? 0.0 : alone.last_kernel_ms;
+    }
+  }
+
   OpFeatures SumFeatures(const OpBits<W>& ops) const {
     OpFeatures sum;
     ops.ForEach([&](int v) {
@@ -401,6 +472,9 @@ class Search final : public BoundedBlockSearch {
     }
     upper_limit_ = Limit(sequential_ms_);
     path_.assign(n, 0);
+    depth_.assign(n, 0);
+    kernel_depth_.assign(n, 0);
+    if (has_device_floor_) LastKernelTimes();
     BoundCostToGo();
     phase_ = Phase::kSearch;
     if (n == 0) {
@@ -433,10 +507,20 @@ class Search final : public BoundedBlockSearch {
       work += core_latency_[*group];
       slowest_core = std::max(slowest_core, core_latency_[*group]);
     }
-    if (num_groups < 2 || !(has_floor_ || by_cores())) return bound;
+    if (num_groups < 2 || !(has_floor_ || has_device_floor_ || by_cores())) return bound;
     const bool merges = Mergeable(ops, num_groups);
     if (has_floor_ && !merges) {
       bound = std::max(bound, floor_(StageFloor::StageFeatures(SumFeatures(ops), num_groups)));
+    }
+    if (has_device_floor_ && !merges) {
+      double kernels = 0, work_ms = 0, last = kNever;
+      ops.ForEach([&](int v) {
+        kernels += stage_floor_[v].kernels;
+        work_ms += stage_floor_[v].work_ms;
+        last = std::min(last, stage_floor_[v].last_kernel_ms);
+      });
+      bound = std::max(bound, StageFloorMs(options_.device_floor, kernels, work_ms,
+                                           last == kNever ? 0.0 : last));
     }
     if (by_cores()) {
       bound = std::max(bound, work / options_.cores);
@@ -486,7 +570,12 @@ class Search final : public BoundedBlockSearch {
   }
 
   // h(S): the heaviest dependency path inside `ops` under weight_, or with
-  // cores the ops' work over the cores where that is more.
+  // cores the ops' work over the cores where that is more, or the bound DP's,
+  // or the device floor's: the ops' kernels and work (togo_floor_) and a
+  // stage's floor for each stage they need at least (a stage holds at most
+  // r*s ops and, its groups being independent, at most r ops of a path).
+  // Each term drops by no more than one stage's bound along an edge, so the
+  // largest is consistent too.
   double CostToGo(const OpBits<W>& ops) {
     double heaviest = 0, work = 0;
     ops.ForEach([&](int v) {
@@ -499,7 +588,50 @@ class Search final : public BoundedBlockSearch {
       heaviest = std::max(heaviest, path_[v]);
     });
     const double bound = has_bound_cost_ ? *bound_cost_.Find(ops, ops.Hash()) : 0.0;
-    return std::max({heaviest, work, bound});
+    const double floor = has_device_floor_ ? FloorCostToGo(ops) : 0.0;
+    return std::max({heaviest, work, bound, floor});
+  }
+
+  // The device floor's cost to go: the ops' kernels and work (togo_floor_),
+  // a stage's floor for each stage they need at least (a stage holds at
+  // most r*s ops and, its groups being independent, at most r ops of a
+  // path), and for each stage that must hold one of their kernels (counted
+  // the same way over the ops that launch one) the least time a last kernel
+  // of theirs runs once issued. Along an edge each term drops by no more
+  // than that stage's floor.
+  double FloorCostToGo(const OpBits<W>& ops) {
+    if (ops.Empty()) return 0;
+    int deepest = 0, deepest_kernels = 0, launching = 0;
+    double kernels = 0, work = 0, last = kNever;
+    ops.ForEach([&](int v) {
+      int depth = 0, kernel_depth = 0;
+      for (int p : block_.preds(v)) {
+        if (ops.Test(p)) {
+          depth = std::max(depth, depth_[p]);
+          kernel_depth = std::max(kernel_depth, kernel_depth_[p]);
+        }
+      }
+      const OpShare& op = togo_floor_[v];
+      const bool launches = stage_floor_[v].kernels > 0;
+      depth_[v] = depth + 1;
+      kernel_depth_[v] = kernel_depth + (launches ? 1 : 0);
+      deepest = std::max(deepest, depth_[v]);
+      deepest_kernels = std::max(deepest_kernels, kernel_depth_[v]);
+      launching += launches ? 1 : 0;
+      kernels += op.kernels;
+      work += op.work_ms;
+      last = std::min(last, op.last_kernel_ms);
+    });
+    const int r = options_.dp.bounds.max_group_ops;
+    const int per_stage = r * options_.dp.bounds.max_groups;
+    auto stages_for = [&](int depth, int count) {
+      return std::max((depth + r - 1) / r, (count + per_stage - 1) / per_stage);
+    };
+    const int stages = stages_for(deepest, ops.Count());
+    const int kernel_stages = stages_for(deepest_kernels, launching);
+    const DeviceFloor& device = options_.device_floor;
+    return StageFloorMs(device, kernels, work, last == kNever ? 0.0 : kernel_stages * last) +
+           (stages - 1) * device.stage_ms;
   }
 
   // Puts the endings of closed_[index] of rank `from` on (ordered by key:
@@ -787,6 +919,22 @@ class Search final : public BoundedBlockSearch {
   // Per op: the critical-path weight, the work over the cores (0 without
   // cores), scratch of CostToGo, its latency alone.
   std::vector<double> weight_, work_, path_, single_latency_;
+  // Scratch of FloorCostToGo: ops, and ops that launch a kernel, on the
+  // longest path.
+  std::vector<int> depth_, kernel_depth_;
+  // The device floor (BoundedSearchOptions::device_floor), per op: in a
+  // stage that does not merge, and in the cost to go.
+  struct OpShare {
+    double kernels = 0;
+    double work_ms = 0;
+    // Run time once issued (its latency alone less the stage and its
+    // launches) where it may be a stage's last kernel; infinity for an op
+    // that launches none, 0 for a convolution that may merge (the merged
+    // kernel is another). Known once the groups are (Start).
+    double last_kernel_ms = 0;
+  };
+  std::vector<OpShare> stage_floor_, togo_floor_;
+  bool has_device_floor_ = false;
   OpBitsMap<W, double> bound_cost_;
   bool has_bound_cost_ = false;
   // The calibrated floor (floor_samples): per-op features, the sampled

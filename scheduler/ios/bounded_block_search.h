@@ -138,6 +138,7 @@
 #include "common/status.h"
 #include "scheduler/ios/block_dp.h"
 #include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/device_floor.h"
 #include "scheduler/ios/signature.h"
 
 namespace iosfarm::scheduler::ios {
@@ -172,6 +173,12 @@ struct BoundedSearchOptions {
   // Exact only where no stage falls below the envelope fitted to the
   // samples; the misses are counted as any other bound's.
   int floor_samples = 0;
+  // What the device never beats (device_floor.h; all zeros: nothing): a
+  // concurrent stage of two or more groups that does not merge is bounded by
+  // its floor too, and the cost to go by the remaining ops' floor (their
+  // kernels' issue and work, and a stage's floor for each stage they need at
+  // least). Exact under the assumption that no stage beats it.
+  DeviceFloor device_floor;
 };
 
 class BoundedBlockSearch {

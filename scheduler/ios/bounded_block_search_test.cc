@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/strings.h"
 #include "gtest/gtest.h"
+#include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/block_solution_checks.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"
@@ -25,12 +26,14 @@ constexpr int64_t kBoundDp = 1'000'000;
 
 StatusOr<BlockSolution> SolveBounded(const BlockGraph& block, const DpOptions& dp,
                                      LatencySource& source, DpStats* stats = nullptr, int cores = 0,
-                                     int64_t bound_dp_max_states = 0, int floor_samples = 0) {
+                                     int64_t bound_dp_max_states = 0, int floor_samples = 0,
+                                     const DeviceFloor& device_floor = {}) {
   BoundedSearchOptions options;
   options.dp = dp;
   options.cores = cores;
   options.bound_dp_max_states = bound_dp_max_states;
   options.floor_samples = floor_samples;
+  options.device_floor = device_floor;
   ASSIGN_OR_RETURN(std::unique_ptr<BoundedBlockSearch> search,
                    BoundedBlockSearch::Create(block, options));
   RETURN_IF_ERROR(search->Advance(source));
@@ -158,6 +161,62 @@ TEST(BoundedBlockSearchTest, CalibratedFloorStaysValidWhereStagesFallBelowIt) {
     testing::ExpectWellFormed(*c.graph, *floored, c.options, oracle);
   });
   EXPECT_GT(misses, 0);
+}
+
+// The analytic oracle, except that a merged convolution costs at least its
+// slowest branch alone (the search's assumption; the analytic model runs a
+// merged convolution at the utilisation of its larger output, which can be
+// faster).
+StageLatencyFn AnalyticMergeKeepingOracle(const graph::Graph& graph) {
+  return [&graph, analytic = MakeAnalyticOracle(graph)](const Stage& stage) -> StatusOr<double> {
+    ASSIGN_OR_RETURN(double latency, analytic(stage));
+    if (stage.strategy != Strategy::kMerge) return latency;
+    for (const auto& group : stage.groups) {
+      ASSIGN_OR_RETURN(double alone, analytic(testing::ConcurrentStage({group})));
+      latency = std::max(latency, alone);
+    }
+    return latency;
+  };
+}
+
+// The device floor where the latencies come from the model that declares
+// it (the analytic oracle and its AnalyticDeviceFloor): exact, never a
+// stage below its bound, with the critical path and with the bound DP as
+// cost to go, and fewer stages measured than without it.
+TEST(BoundedBlockSearchTest, DeviceFloorEqualsExhaustiveAndBruteForceAndMeasuresLess) {
+  int compared = 0;
+  int64_t with_floor = 0, without = 0;
+  const DeviceFloor floor = AnalyticDeviceFloor();
+  testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+    SCOPED_TRACE(c.Describe());
+    const StageLatencyFn oracle = AnalyticMergeKeepingOracle(*c.graph);
+    FnSource exhaustive_source(oracle), plain_source(oracle), floor_source(oracle),
+        floor_dp_source(oracle);
+    auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    DpStats stats, dp_stats;
+    auto plain = SolveBounded(*c.block, c.options, plain_source);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    auto floored = SolveBounded(*c.block, c.options, floor_source, &stats, 0, 0, 0, floor);
+    ASSERT_TRUE(floored.ok()) << floored.status();
+    auto floored_dp =
+        SolveBounded(*c.block, c.options, floor_dp_source, &dp_stats, 0, kBoundDp, 0, floor);
+    ASSERT_TRUE(floored_dp.ok()) << floored_dp.status();
+    auto brute = BruteForce(c, oracle);
+    ASSERT_TRUE(brute.ok()) << brute.status();
+    EXPECT_NEAR(exhaustive->latency_ms, *brute, 1e-9);
+    EXPECT_NEAR(floored->latency_ms, *brute, 1e-9);
+    EXPECT_NEAR(floored_dp->latency_ms, *brute, 1e-9);
+    EXPECT_EQ(stats.lower_bound_misses, 0);
+    EXPECT_EQ(dp_stats.lower_bound_misses, 0);
+    EXPECT_LE(floor_source.measured(), plain_source.measured());
+    with_floor += floor_source.measured();
+    without += plain_source.measured();
+    testing::ExpectWellFormed(*c.graph, *floored, c.options, oracle);
+    ++compared;
+  });
+  EXPECT_GT(compared, 1000);
+  EXPECT_LT(with_floor, without);
 }
 
 // The same on a device of cores (the core bound: every group also measured

@@ -50,6 +50,7 @@ Status ValidateSearchOptions(const SearchOptions& options) {
   if (options.cores < 0 || options.cores > 4096) {
     return absl::InvalidArgumentError(StrCat("cores must be in 0..4096, got ", options.cores));
   }
+  RETURN_IF_ERROR(ValidateDeviceFloor(options.device_floor));
   if (options.threads < 1 || options.threads > 256) {
     return absl::InvalidArgumentError(StrCat("threads must be in 1..256, got ", options.threads));
   }

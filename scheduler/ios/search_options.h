@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "scheduler/ios/device_floor.h"
 
 namespace iosfarm::scheduler::ios {
 
@@ -133,6 +134,18 @@ struct SearchOptions {
   // over the cores, under the assumption that P cores never run anything
   // more than P times faster than one (bounded_block_search.h). 0..4096.
   int cores = 0;
+  // Bounded search: what the device never beats (device_floor.h), declared
+  // by the latency source's device model (the sim backend, the analytic
+  // oracle) or measured; all zeros (the default): no such bound. A stage of
+  // two or more groups that does not merge is bounded by its launches and
+  // work, the cost to go by the remaining ops', so that stages of many small
+  // kernels, which the slowest group bounds badly, are bounded well.
+  // Exact under the assumption that no stage beats the floor
+  // (bounded_block_search.h). With a floor, every block is attempted
+  // (bounded_max_states does not apply), with the bound DP as its cost to go
+  // at any size (unless bound_dp_max_states is 0) and 40 times
+  // bounded_steps_per_block before the exhaustive DP takes it.
+  DeviceFloor device_floor;
   // Threads that solve blocks side by side when the search measures on the
   // spot (SearchSession::RunInline, RunSearch), 1..256. Each solves whole
   // blocks (and boundary windows; blocks of one shape together, SolveBlocks)

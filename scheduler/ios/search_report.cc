@@ -60,6 +60,7 @@ StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph, const Sear
   report.search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.search_threads = options.threads;
+  report.device_floor = options.device_floor;
   ASSIGN_OR_RETURN(report.sequential, SequentialSchedule(graph));
   RETURN_IF_ERROR(CostSchedule(graph, report.sequential, oracle));
   ASSIGN_OR_RETURN(report.greedy, GreedySchedule(graph, options.max_groups));
@@ -103,6 +104,10 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
       Ms(report.search_seconds * 1e3), " ms",
       report.search_threads > 1 ? StrCat(" on ", report.search_threads, " threads") : std::string(),
       "\n");
+  if (report.device_floor.bounds_anything()) {
+    out += StrCat("device floor: ", DescribeDeviceFloor(report.device_floor), " (",
+                  s.lower_bound_misses, " measured stages below their bound)\n");
+  }
   if (list_stages) {
     for (size_t i = 0; i < ios.stages.size(); ++i) {
       const ScheduledStage& stage = ios.stages[i];
@@ -129,6 +134,12 @@ nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& r
           {"stats", StatsJson(report.ios.stats)},
           {"search_seconds", report.search_seconds},
           {"search_threads", report.search_threads},
+          {"device_floor",
+           {{"stage_ms", report.device_floor.stage_ms},
+            {"launch_ms", report.device_floor.launch_ms},
+            {"peak_gflops", report.device_floor.peak_gflops},
+            {"bandwidth_gbps", report.device_floor.bandwidth_gbps},
+            {"issue_overlaps_work", report.device_floor.issue_overlaps_work}}},
           {"schedule", ScheduleToJson(graph, report.ios.schedule, metadata)}};
 }
 

@@ -4,13 +4,13 @@
 #ifndef IOSFARM_SCHEDULER_IOS_SEARCH_REPORT_H_
 #define IOSFARM_SCHEDULER_IOS_SEARCH_REPORT_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "common/status.h"
 #include "graph/graph.h"
+#include "scheduler/ios/device_floor.h"
 #include "scheduler/ios/latency_oracle.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/schedule_json.h"
@@ -25,6 +25,7 @@ struct SearchReport {
   Schedule greedy;      // at most options.max_groups groups per stage
   double search_seconds = 0;  // wall time of the IOS search (oracle included)
   int search_threads = 1;     // SearchOptions::threads it ran with
+  DeviceFloor device_floor;   // SearchOptions::device_floor it ran with
 };
 
 // Runs RunSearch(graph, options, oracle) and costs both baselines with

@@ -386,14 +386,18 @@ BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool flo
   options.lookahead = options_.lookahead;
   options.max_open_steps = options_.bounded_steps_per_block;
   options.cores = options_.cores;
+  options.device_floor = options_.device_floor;
   options.bound_dp_max_states = options_.bound_dp_max_states;
-  if (floored) {
-    // The floor pays off through the bound DP: it weighs every state. Its
-    // steps are cheap next to the DP's millions of measurements.
-    options.floor_samples = options_.floor_samples;
+  if (floored || options_.device_floor.bounds_anything()) {
+    // A floor pays off through the bound DP: it weighs every state. Its
+    // steps are cheap next to the DP's millions of measurements. (Without
+    // the bound DP, bound_dp_max_states 0, a device floor only bounds.)
+    if (floored) options.floor_samples = options_.floor_samples;
     options.max_open_steps *= kFloorStepsFactor;
-    options.bound_dp_max_states = std::max<int64_t>(
-        options.bound_dp_max_states, dp.max_states > 0 ? dp.max_states : int64_t{1} << 40);
+    if (floored || options.bound_dp_max_states > 0) {
+      options.bound_dp_max_states = std::max<int64_t>(
+          options.bound_dp_max_states, dp.max_states > 0 ? dp.max_states : int64_t{1} << 40);
+    }
   }
   return options;
 }
@@ -455,7 +459,8 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
 
 void SearchSession::SizeBlock(int b) {
   BlockState& state = blocks_[b];
-  const int64_t limit = options_.bounded_max_states;
+  // With a device floor every block is attempted (BoundedOptions).
+  const int64_t limit = options_.device_floor.bounds_anything() ? 0 : options_.bounded_max_states;
   const bool floor = options_.floor_samples > 0;
   if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
       (limit <= 0 && !floor)) {

@@ -51,6 +51,7 @@
 #include "common/status.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
+#include "scheduler/ios/device_floor.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/stage.h"
 
@@ -177,6 +178,15 @@ class Backend {
   // on it may bound stages by their work over the cores
   // (scheduler::ios::SearchOptions::cores).
   virtual int cores() const { return 0; }
+
+  // What this device never beats (scheduler/ios/device_floor.h: a stage's
+  // synchronisation, each kernel's serial launch, peak FLOP/s and
+  // bandwidth), for the bounded search's floor bound
+  // (scheduler::ios::SearchOptions::device_floor); all zeros where it is not
+  // known. Only a backend whose figures are lower bounds of its own
+  // measurements declares one: sim (its model's); cuda and cpu declare none
+  // until a microbenchmark of the device gives them.
+  virtual scheduler::ios::DeviceFloor device_floor() const { return {}; }
 
   // Whether Profile times each stage as a captured CUDA graph (cuda with
   // graph-timed stages): its latencies are for schedules run as one graph,

@@ -60,6 +60,15 @@ std::optional<SimKernel> OpKernel(const graph::Graph& graph, const graph::Node& 
                           model);
 }
 
+scheduler::ios::DeviceFloor SimDeviceFloor(const SimDeviceModel& model, double scale) {
+  scheduler::ios::DeviceFloor floor;
+  floor.stage_ms = scale * model.stage_sync_us / 1e3;
+  floor.launch_ms = scale * model.kernel_launch_us / 1e3;
+  floor.peak_gflops = model.efficiency * model.peak_gflops / scale;
+  floor.bandwidth_gbps = model.efficiency * model.bandwidth_gbps / scale;
+  return floor;
+}
+
 SimKernel MergedConvKernel(const graph::Graph& graph, const scheduler::ios::MergedConv& merged,
                            const SimDeviceModel& model) {
   const graph::ConvAttrs& a = merged.attrs;

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "graph/graph.h"
+#include "scheduler/ios/device_floor.h"
 #include "scheduler/ios/stage.h"
 #include "worker/backends/sim/device_model.h"
 
@@ -46,6 +47,14 @@ std::optional<SimKernel> OpKernel(const graph::Graph& graph, const graph::Node& 
 // `merged` must describe convs of `graph` (checked by the caller).
 SimKernel MergedConvKernel(const graph::Graph& graph, const scheduler::ios::MergedConv& merged,
                            const SimDeviceModel& model);
+
+// The model's floor (scheduler/ios/device_floor.h): stage_sync_us per
+// stage, kernel_launch_us per kernel (issued one after another), and the
+// efficiency times the peak and bandwidth for the work (the SMs share the
+// device, so a stage never does its kernels' work_us faster than their
+// sum). Exact lower bounds of SimulateStageUs; scaled by `scale` (< 1 where
+// noise may take a measurement below the model).
+scheduler::ios::DeviceFloor SimDeviceFloor(const SimDeviceModel& model, double scale = 1.0);
 
 }  // namespace iosfarm::worker::sim
 

@@ -7,6 +7,7 @@
 #include "common/strings.h"
 #include "scheduler/ios/stable_hash.h"
 #include "worker/backends/profiling.h"
+#include "worker/backends/sim/kernel_model.h"
 #include "worker/backends/sim/noise.h"
 #include "worker/backends/sim/sim_stage.h"
 
@@ -53,6 +54,10 @@ StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(SimOptions options) {
 }
 
 std::string SimBackend::device_description() const { return DescribeSimDevice(options_.device); }
+
+scheduler::ios::DeviceFloor SimBackend::device_floor() const {
+  return SimDeviceFloor(options_.device, std::exp(-3 * options_.noise_sigma));
+}
 
 Status SimBackend::CheckSupported(const graph::Graph& /*graph*/) const {
   return absl::OkStatus();

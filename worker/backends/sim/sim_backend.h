@@ -61,6 +61,10 @@ class SimBackend final : public Backend {
   std::string device_description() const override;
   const SimOptions& options() const { return options_; }
 
+  // The device model's floor (SimDeviceFloor); with noise, lowered to
+  // exp(-3 sigma) of it (a sample falls below that once in 740).
+  scheduler::ios::DeviceFloor device_floor() const override;
+
   // Always OK: the model costs every op type (graph/cost.h).
   Status CheckSupported(const graph::Graph& graph) const override;
 

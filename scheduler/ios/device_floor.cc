@@ -1,0 +1,78 @@
+#include "scheduler/ios/device_floor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <variant>
+
+#include "common/strings.h"
+#include "graph/cost.h"
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+constexpr double kBytesPerElement = 4.0;  // fp32, as graph::ComputeOpCost counts
+
+std::string Number(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.4g", x);
+  return buffer;
+}
+
+}  // namespace
+
+Status ValidateDeviceFloor(const DeviceFloor& floor) {
+  const struct {
+    const char* name;
+    double value;
+  } fields[] = {{"stage_ms", floor.stage_ms},
+                {"launch_ms", floor.launch_ms},
+                {"peak_gflops", floor.peak_gflops},
+                {"bandwidth_gbps", floor.bandwidth_gbps}};
+  for (const auto& field : fields) {
+    if (!(field.value >= 0 && std::isfinite(field.value))) {
+      return absl::InvalidArgumentError(
+          StrCat("device floor: ", field.name, " must be finite and >= 0, got ", field.value));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string DescribeDeviceFloor(const DeviceFloor& floor) {
+  std::string text = StrCat("stage ", Number(floor.stage_ms * 1e3), " us, launch ",
+                            Number(floor.launch_ms * 1e3), " us");
+  if (floor.peak_gflops > 0) text += StrCat(", ", Number(floor.peak_gflops / 1e3), " TFLOP/s");
+  if (floor.bandwidth_gbps > 0) text += StrCat(", ", Number(floor.bandwidth_gbps), " GB/s");
+  text += floor.issue_overlaps_work ? ", issue overlaps work" : ", issue adds to work";
+  return text;
+}
+
+OpFloor ComputeOpFloor(const graph::Graph& graph, const graph::Node& node, const DeviceFloor& floor,
+                       int merge_width) {
+  OpFloor op;
+  if (graph::LaunchesNoKernel(node.type)) return op;
+  const double width = std::max(merge_width, 1);
+  op.kernels = 1 / width;
+  if (floor.peak_gflops <= 0 && floor.bandwidth_gbps <= 0) return op;
+  const graph::OpCost cost = graph::ComputeOpCost(graph, node);
+  double flops = static_cast<double>(cost.flops);
+  double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
+  if (width > 1 && !node.inputs.empty()) {
+    // Its share of a merged convolution: the input read once, and only the
+    // multiply-accumulates and weights (a model may leave bias and
+    // activation out of the merged kernel's count).
+    flops = 2 * static_cast<double>(cost.macs);
+    const double input = static_cast<double>(graph::NumElements(graph.value(node.inputs[0]).shape));
+    double shared = input * (1 - 1 / width);
+    if (const auto* conv = std::get_if<graph::ConvAttrs>(&node.attrs); conv && conv->has_bias) {
+      shared += static_cast<double>(conv->out_channels);
+    }
+    bytes = std::max(0.0, bytes - kBytesPerElement * shared);
+  }
+  // GFLOP/s * 1e6 = FLOP/ms; GB/s * 1e6 = bytes/ms.
+  if (floor.peak_gflops > 0) op.compute_ms = flops / (floor.peak_gflops * 1e6);
+  if (floor.bandwidth_gbps > 0) op.memory_ms = bytes / (floor.bandwidth_gbps * 1e6);
+  return op;
+}
+
+}  // namespace iosfarm::scheduler::ios

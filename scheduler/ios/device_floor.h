@@ -1,0 +1,93 @@
+// DeviceFloor: what a device never beats, for the bounded search's floor
+// bound (BoundedSearchOptions::device_floor, bounded_block_search.h).
+//
+// A stage's groups run on one device whose kernels one host thread issues
+// one after another. Whatever the device overlaps, a concurrent stage that
+// launches K kernels doing work W (each op's FLOPs at the device's peak, or
+// its bytes at its bandwidth, whichever takes longer) costs at least
+//   stage_ms + max(K * launch_ms, W)
+// (stage_ms + K * launch_ms + W where the device cannot overlap issue with
+// work: issue_overlaps_work false). Unlike a stage's slowest group, this
+// grows with every group added, which is what a stage of many small
+// kernels costs: its launches, one after another. Where issue overlaps
+// work, a kernel still starts only once issued: the stage lasts until its
+// last kernel is issued and has run, at least as long as its fastest kernel
+// alone (which the search knows from each op measured alone).
+//
+// Who declares it: the device's model where latencies come from one (the
+// sim backend's SimDeviceModel, the analytic oracle's AnalyticDeviceModel:
+// exact lower bounds of those models), or a microbenchmark of the device
+// (launch cost of an empty kernel, an empty stage's synchronisation, peak
+// FLOP/s and bandwidth). A backend that fuses ops into one kernel must not
+// declare launch_ms with these kernel counts: an op launches one kernel
+// unless graph::LaunchesNoKernel says it launches none. A floor of all
+// zeros (the default) bounds nothing.
+#ifndef IOSFARM_SCHEDULER_IOS_DEVICE_FLOOR_H_
+#define IOSFARM_SCHEDULER_IOS_DEVICE_FLOOR_H_
+
+#include <algorithm>
+#include <string>
+
+#include "common/status.h"
+#include "graph/graph.h"
+
+namespace iosfarm::scheduler::ios {
+
+struct DeviceFloor {
+  double stage_ms = 0;   // every stage, at least (waiting for its groups)
+  double launch_ms = 0;  // per kernel: its serial host issue
+  // Never reached faster; 0: no bound from it.
+  double peak_gflops = 0;     // GFLOP/s
+  double bandwidth_gbps = 0;  // GB/s
+  // Issue overlaps the device's work (a GPU: kernels run while later ones
+  // are issued). False: they add up (the analytic oracle's model).
+  bool issue_overlaps_work = true;
+
+  bool bounds_anything() const {
+    return stage_ms > 0 || launch_ms > 0 || peak_gflops > 0 || bandwidth_gbps > 0;
+  }
+};
+
+// InvalidArgument naming the field for a negative or non-finite value.
+Status ValidateDeviceFloor(const DeviceFloor& floor);
+
+// "stage 2.5 us, launch 3 us, 26.8 TFLOP/s, 1340 GB/s, issue overlaps work".
+std::string DescribeDeviceFloor(const DeviceFloor& floor);
+
+// One op's share of a stage's floor: its kernels, and the time its FLOPs
+// take at peak and its bytes at the bandwidth; its work is the larger.
+struct OpFloor {
+  double kernels = 0;
+  double compute_ms = 0;
+  double memory_ms = 0;
+  double work_ms() const { return compute_ms > memory_ms ? compute_ms : memory_ms; }
+};
+
+// The op's kernels (0 or 1, graph::LaunchesNoKernel) and the least time its
+// FLOPs and bytes take on the device (0 for an op that launches none).
+// With merge_width m > 1 (a convolution that a merge stage may run as one
+// kernel with up to m - 1 others of the same input): its share of that
+// kernel, 1 / m, of the input read once, and of the multiply-accumulates
+// and weights only. The merged kernel's work is at least the sum of its
+// convolutions' compute_ms shares, and at least the sum of their memory_ms
+// shares (not the sum of their work_ms: one may be compute-bound, another
+// memory-bound); a cost to go summed over ops takes one of the two for all
+// convolutions of one input, so that it stays a lower bound through merge
+// stages.
+OpFloor ComputeOpFloor(const graph::Graph& graph, const graph::Node& node, const DeviceFloor& floor,
+                       int merge_width = 1);
+
+// The floor of one stage of `kernels` kernels and `work_ms` of work whose
+// last kernel issued runs for at least `last_kernel_ms` once issued (where
+// issue overlaps work a kernel still starts only once issued; a kernel never
+// runs faster than alone, so the least time alone of the stage's kernels).
+inline double StageFloorMs(const DeviceFloor& floor, double kernels, double work_ms,
+                           double last_kernel_ms = 0) {
+  const double issue = kernels * floor.launch_ms;
+  if (!floor.issue_overlaps_work) return floor.stage_ms + issue + work_ms;
+  return floor.stage_ms + std::max(issue + last_kernel_ms, work_ms);
+}
+
+}  // namespace iosfarm::scheduler::ios
+
+#endif  // IOSFARM_SCHEDULER_IOS_DEVICE_FLOOR_H_

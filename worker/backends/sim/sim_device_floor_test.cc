@@ -1,0 +1,142 @@
+// The sim backend's device floor (SimDeviceFloor) against the model it
+// bounds: no candidate stage of a zoo model's search is faster than it, and
+// the bounded search that uses it finds the exhaustive DP's schedule.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/strings.h"
+#include "graph/models/zoo.h"
+#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/direct_oracle.h"
+#include "worker/backends/sim/kernel_model.h"
+#include "worker/backends/sim/sim_backend.h"
+
+namespace iosfarm::worker::sim {
+namespace {
+
+namespace ios = scheduler::ios;
+
+std::unique_ptr<SimBackend> MakeBackend(std::string_view preset, double noise_sigma = 0) {
+  SimOptions options;
+  options.device = *SimDevicePreset(preset);
+  options.noise_sigma = noise_sigma;
+  StatusOr<std::unique_ptr<SimBackend>> backend = SimBackend::Create(std::move(options));
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  return *std::move(backend);
+}
+
+// The floor of a concurrent stage, each op weighed alone.
+double ConcurrentFloorMs(const graph::Graph& graph, const ios::Stage& stage,
+                         const ios::DeviceFloor& floor) {
+  double kernels = 0, work = 0;
+  for (const auto& group : stage.groups) {
+    for (graph::NodeId id : group) {
+      const ios::OpFloor op = ios::ComputeOpFloor(graph, graph.node(id), floor);
+      kernels += op.kernels;
+      work += op.work_ms();
+    }
+  }
+  return ios::StageFloorMs(floor, kernels, work);
+}
+
+// The least a merged convolution of m branches costs by the shares a cost to
+// go weighs them with (each branch 1/m of the kernel; their FLOPs, or their
+// bytes).
+double MergedShareFloorMs(const graph::Graph& graph, const ios::Stage& stage,
+                          const ios::DeviceFloor& floor) {
+  const int m = static_cast<int>(stage.groups.size());
+  double kernels = 0, compute = 0, memory = 0;
+  for (const auto& group : stage.groups) {
+    const ios::OpFloor op = ios::ComputeOpFloor(graph, graph.node(group[0]), floor, m);
+    kernels += op.kernels;
+    compute += op.compute_ms;
+    memory += op.memory_ms;
+  }
+  return ios::StageFloorMs(floor, kernels, std::max(compute, memory));
+}
+
+// Every candidate stage the exhaustive DP looks up (concurrent and merged)
+// of two zoo models on two devices at batch 1 and 8 costs at least its
+// floor; on stages of many small kernels the floor is close (their launches
+// are what they cost).
+TEST(SimDeviceFloorTest, NoCandidateStageBeatsTheFloor) {
+  for (const char* model : {"inception_v3", "squeezenet"}) {
+    for (const char* preset : {"h100", "t4"}) {
+      for (int batch : {1, 8}) {
+        SCOPED_TRACE(StrCat(model, " ", preset, " batch ", batch));
+        StatusOr<graph::Graph> graph = graph::models::BuildZooModel(model, batch);
+        ASSERT_TRUE(graph.ok()) << graph.status();
+        auto backend = MakeBackend(preset);
+        const ios::DeviceFloor floor = backend->device_floor();
+        ASSERT_TRUE(floor.bounds_anything());
+        int64_t stages = 0, below = 0, close = 0, wide = 0;
+        ios::SearchOptions options;
+        options.exhaustive = true;
+        auto result =
+            ios::RunSearch(*graph, options, [&](const ios::Stage& stage) -> StatusOr<double> {
+              ASSIGN_OR_RETURN(double ms, backend->StageLatencyMs(*graph, stage));
+              const double bound = stage.strategy == ios::Strategy::kMerge
+                                       ? MergedShareFloorMs(*graph, stage, floor)
+                                       : ConcurrentFloorMs(*graph, stage, floor);
+              ++stages;
+              below += ms < bound * (1 - 1e-9);
+              if (stage.groups.size() >= 4 && stage.strategy == ios::Strategy::kConcurrent) {
+                ++wide;
+                close += bound >= 0.5 * ms;
+              }
+              return ms;
+            });
+        ASSERT_TRUE(result.ok()) << result.status();
+        EXPECT_GT(stages, 100);
+        EXPECT_EQ(below, 0);
+        if (std::string(model) == "inception_v3" && batch == 1) {
+          EXPECT_GT(wide, 100);
+          EXPECT_GT(close, wide / 2) << "the floor should be at least half of most wide stages";
+        }
+      }
+    }
+  }
+}
+
+// With noise the backend lowers its floor: exp(-3 sigma) of the model's.
+TEST(SimDeviceFloorTest, NoiseLowersTheDeclaredFloor) {
+  const ios::DeviceFloor exact = MakeBackend("h100")->device_floor();
+  const ios::DeviceFloor noisy = MakeBackend("h100", 0.1)->device_floor();
+  EXPECT_NEAR(noisy.launch_ms, exact.launch_ms * std::exp(-0.3), 1e-12);
+  EXPECT_NEAR(noisy.stage_ms, exact.stage_ms * std::exp(-0.3), 1e-12);
+  EXPECT_NEAR(noisy.peak_gflops, exact.peak_gflops / std::exp(-0.3), 1e-6);
+  EXPECT_DOUBLE_EQ(exact.launch_ms, SimDevicePreset("h100")->kernel_launch_us / 1e3);
+}
+
+// The bounded search with the floor (and the bound DP as cost to go on every
+// block) finds the exhaustive DP's latency on RandWire under sim:h100 from
+// far fewer measurements: its stages of many small kernels are what the
+// slowest group bounds badly and the floor well.
+TEST(SimDeviceFloorTest, BoundedSearchWithTheFloorIsExactAndMeasuresFarLess) {
+  StatusOr<graph::Graph> graph = graph::models::BuildZooModel("randwire", 1);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto backend = MakeBackend("h100");
+  auto oracle = [&](const ios::Stage& stage) { return backend->StageLatencyMs(*graph, stage); };
+  ios::SearchOptions exhaustive_options;
+  exhaustive_options.exhaustive = true;
+  exhaustive_options.boundary_window_ops = 0;  // windows depend on ties
+  exhaustive_options.threads = 2;
+  ios::SearchOptions floor_options = exhaustive_options;
+  floor_options.exhaustive = false;
+  floor_options.device_floor = backend->device_floor();
+  auto exhaustive = ios::RunSearch(*graph, exhaustive_options, oracle);
+  ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+  auto floored = ios::RunSearch(*graph, floor_options, oracle);
+  ASSERT_TRUE(floored.ok()) << floored.status();
+  EXPECT_NEAR(floored->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
+  std::printf("randwire sim:h100: %lld stages measured with the floor, %lld exhaustive\n",
+              static_cast<long long>(floored->stats.stages_measured),
+              static_cast<long long>(exhaustive->stats.stages_measured));
+  EXPECT_LT(floored->stats.stages_measured * 5, exhaustive->stats.stages_measured);
+}
+
+}  // namespace
+}  // namespace iosfarm::worker::sim
