@@ -66,7 +66,7 @@ namespace ios = iosfarm::scheduler::ios;
 struct Row {
   int blocks = 0, reused = 0;
   long long states = 0, transitions = 0, candidates = 0, merges = 0, signatures = 0;
-  long long measured = 0, batches = 0;
+  long long measured = 0, batches = 0, misses = 0;
   int stages = 0, merged_stages = 0, exhaustive_blocks = 0;
   double cpu_s = 0, wall_s = 0, seq_ms = 0, greedy_ms = 0, ios_ms = 0;
   int ok = 0;
@@ -254,10 +254,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   row.signatures = st.unique_signatures;
   row.measured = st.stages_measured;
   row.exhaustive_blocks = st.exhaustive_blocks;
-  if (getenv("DBG"))
-    fprintf(stderr, "windows %d improved %d skipped %d gain %g misses %lld\n", st.windows,
-            st.improved_windows, st.skipped_windows, st.window_gain_ms,
-            (long long)st.lower_bound_misses);
+  row.misses = st.lower_bound_misses;
   row.seq_ms = sequential->latency_ms;
   row.greedy_ms = greedy->latency_ms;
   row.ios_ms = result->schedule.latency_ms;
@@ -427,7 +424,10 @@ int main(int argc, char** argv) {
       }
       const std::string blocks = StrCat(row.blocks, " (", row.reused, ")");
       const std::string stages = StrCat(row.candidates, " (", row.merges, ")");
-      const std::string measured = StrCat(row.measured, " (", row.exhaustive_blocks, ")");
+      // Stages measured below their bound, if any, after the exhaustive blocks.
+      const std::string measured =
+          StrCat(row.measured, " (", row.exhaustive_blocks,
+                 row.misses > 0 ? StrCat("; ", row.misses, " misses") : std::string(), ")");
       const std::string batches = g_farm_batch > 0 ? StrCat(row.batches) : std::string("-");
       if (markdown) {
         std::printf(

@@ -153,6 +153,7 @@ StatusOr<ios::Schedule> SearchOrLoad(const graph::Graph& graph, const ModelSpec&
   options.max_groups = spec.s;
   options.max_block_ops = spec.block_size;
   options.cores = backend.cores();  // the core bound on the cpu backend
+  options.device_floor = backend.device_floor();  // the sim backend's
   RETURN_IF_ERROR(Prefixed(spec.name, ios::ValidateSearchOptions(options)));
   const std::string stem = settings.schedule_dir.empty() ? "" : ScheduleStem(spec, settings);
   if (!stem.empty()) {

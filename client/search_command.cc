@@ -79,9 +79,6 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   if (o.no_bound_dp) options.bound_dp_max_states = 0;
   if (!o.no_device_floor) options.device_floor = backend->device_floor();
   options.floor_samples = o.floor_samples;
-  if (getenv("DBG_STEPS")) options.bounded_steps_per_block = atoll(getenv("DBG_STEPS"));
-  if (getenv("DBG_MAXST")) options.bounded_max_states = atoll(getenv("DBG_MAXST"));
-  if (getenv("DBG_BDP")) options.bound_dp_max_states = atoll(getenv("DBG_BDP"));
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
   profile.min_repeats = o.min_repeats;

@@ -55,13 +55,16 @@ StatusOr<TunedSchedule> TuneOnFirstUse(const graph::Graph& graph, worker::Backen
   if (!tuning.latency_db.empty()) {
     ASSIGN_OR_RETURN(db, OpenDatabase(tuning.latency_db));
     RETURN_IF_ERROR(db->latencies->UpsertDevice(tuning.device_key, backend.device_description(),
-                                                tuning.backend, NowUnixMs(), backend.cores()));
+                                                tuning.backend, NowUnixMs(), backend.cores(),
+                                                backend.device_floor()));
   }
-  // The farm's options: its jobs bound stages by the cores their key's
-  // worker stated (Backend::cores(), the core bound), so the stages
-  // `iosfarm tune` stored on this backend are the ones this search asks for.
+  // The farm's options: its jobs bound stages by the cores and the device
+  // floor their key's worker stated (Backend::cores(), the core bound;
+  // Backend::device_floor()), so the stages `iosfarm tune` stored on this
+  // backend are the ones this search asks for.
   ios::SearchOptions options;
   options.cores = backend.cores();
+  options.device_floor = backend.device_floor();
   ASSIGN_OR_RETURN(std::unique_ptr<ios::SearchSession> session,
                    ios::SearchSession::Create(graph, options));
   TunedSchedule tuned;

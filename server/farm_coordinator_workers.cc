@@ -28,9 +28,9 @@ Status FarmCoordinator::WorkerJoined(const WorkerRegistration& reported,
     // the key's next searches; a new key would become submittable).
     RETURN_IF_ERROR(workers_.CheckIdFree(registration.worker_id));
   }
-  RETURN_IF_ERROR(latency_db_->UpsertDevice(registration.device_key,
-                                            registration.device_description, registration.backend,
-                                            clock_.NowUnixMs(), registration.cores));
+  RETURN_IF_ERROR(latency_db_->UpsertDevice(
+      registration.device_key, registration.device_description, registration.backend,
+      clock_.NowUnixMs(), registration.cores, registration.device_floor));
   Outbox out;
   {
     absl::MutexLock lock(&mu_);

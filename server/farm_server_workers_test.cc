@@ -5,6 +5,7 @@
 #include "scheduler/ios/signature.h"
 #include "server/farm_server.h"
 #include "server/farm_server_test_util.h"
+#include "worker/backends/sim/device_model.h"
 
 namespace iosfarm::server {
 namespace {
@@ -244,6 +245,13 @@ TEST_F(FarmServerTest, ACpuWorkersCoresAreStoredWithItsKeyAndBoundItsJobsSearch)
     ASSERT_TRUE(store.ok()) << store.status();
     EXPECT_EQ(*store->latencies->DeviceCores("cpu-test"), 2);
     EXPECT_EQ(*store->latencies->DeviceCores("sim-test"), 0);
+    // The sim states its model's device floor, which bounds its key's
+    // searches too; the cpu backend none.
+    EXPECT_FALSE(store->latencies->DeviceFloorOf("cpu-test")->bounds_anything());
+    auto floor = store->latencies->DeviceFloorOf("sim-test");
+    ASSERT_TRUE(floor.ok()) << floor.status();
+    EXPECT_DOUBLE_EQ(floor->launch_ms,
+                     worker::sim::SimDevicePreset("v100")->kernel_launch_us / 1e3);
   }
 
   const std::string onnx = TwoBranchOnnx();

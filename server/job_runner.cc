@@ -98,10 +98,9 @@ scheduler::ios::SearchBudget FarmSearchBudget() {
   return budget;
 }
 
-StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(JobStore& store, const JobRow& job,
-                                                     const scheduler::ios::SearchBudget& budget,
-                                                     int cores, const std::atomic<bool>* stop,
-                                                     ImportGate* gate) {
+StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(
+    JobStore& store, const JobRow& job, const scheduler::ios::SearchBudget& budget, int cores,
+    const ios::DeviceFloor& device_floor, const std::atomic<bool>* stop, ImportGate* gate) {
   ASSIGN_OR_RETURN(std::optional<ModelRow> model, store.GetModel(job.model_digest));
   if (!model) return absl::NotFoundError(StrCat("model ", job.model_digest, " is not stored"));
   // Zoo models have no bytes and take nothing of the gate.
@@ -110,11 +109,12 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Load(JobStore& store, const JobR
   StatusOr<graph::Graph> graph = LoadStoredModel(*model);
   model.reset();  // the model's bytes
   if (!graph.ok()) return graph.status();
-  return Create(job, std::move(*graph), budget, cores, stop);
+  return Create(job, std::move(*graph), budget, cores, device_floor, stop);
 }
 
 StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph::Graph graph,
                                                        const ios::SearchBudget& budget, int cores,
+                                                       const ios::DeviceFloor& device_floor,
                                                        const std::atomic<bool>* stop) {
   std::unique_ptr<JobRunner> runner(new JobRunner(job));
   runner->options_.max_group_ops = job.options.r;
@@ -122,6 +122,7 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph:
   runner->options_.max_block_ops = job.options.block_size;
   runner->options_.budget = budget;
   runner->options_.cores = cores;
+  runner->options_.device_floor = device_floor;
   RETURN_IF_ERROR(ios::ValidateSearchOptions(runner->options_));
   if (job.options.batch_size_limit < 1) {
     return absl::InvalidArgumentError(

@@ -112,18 +112,22 @@ class JobRunner {
   // search holds, the batches handed out included), bounds stages by their
   // work over `cores` where that is 2 or more (SearchOptions::cores: the
   // device key's workers share a stage's groups over that many cores; the
-  // search then also asks for each group's single-core latency), and
+  // search then also asks for each group's single-core latency) and by
+  // `device_floor` where it bounds anything (SearchOptions::device_floor:
+  // what the key's workers' device never beats), and
   // stops with Cancelled soon after `*stop` turns true (null: never; it must
   // outlive the runner).
-  static StatusOr<std::unique_ptr<JobRunner>> Create(const JobRow& job, graph::Graph graph,
-                                                     const scheduler::ios::SearchBudget& budget,
-                                                     int cores, const std::atomic<bool>* stop);
+  static StatusOr<std::unique_ptr<JobRunner>> Create(
+      const JobRow& job, graph::Graph graph, const scheduler::ios::SearchBudget& budget, int cores,
+      const scheduler::ios::DeviceFloor& device_floor, const std::atomic<bool>* stop);
   // Create with the job's model loaded from `store` (LoadStoredModel; an
   // ONNX model's import holds its bytes of `gate` while it runs, when not
   // null); NotFound when the model is not stored.
   static StatusOr<std::unique_ptr<JobRunner>> Load(JobStore& store, const JobRow& job,
                                                    const scheduler::ios::SearchBudget& budget,
-                                                   int cores, const std::atomic<bool>* stop,
+                                                   int cores,
+                                                   const scheduler::ios::DeviceFloor& device_floor,
+                                                   const std::atomic<bool>* stop,
                                                    ImportGate* gate = nullptr);
 
   // The enumerate phase. kBuild: a batch of signatures to measure is full

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <utility>
 
 #include "common/strings.h"
 
@@ -35,25 +36,49 @@ Status CheckLatencyRows(const std::string& device_key,
 // ---------------------------------------------------------------- devices
 
 Status LatencyDb::UpsertDevice(const std::string& key, const std::string& description,
-                               const std::string& backend, int64_t now_unix_ms, int cores) {
+                               const std::string& backend, int64_t now_unix_ms, int cores,
+                               const scheduler::ios::DeviceFloor& device_floor) {
   if (key.empty()) return absl::InvalidArgumentError("UpsertDevice: device key is empty");
   if (cores < 0) {
     return absl::InvalidArgumentError(
         StrCat("UpsertDevice: device key '", key, "' with ", cores, " cores"));
   }
+  // As scheduler::ios::ValidateDeviceFloor (this library stays below the
+  // search's), which registrations have passed already.
+  const std::pair<const char*, double> floor_fields[] = {
+      {"stage_ms", device_floor.stage_ms},
+      {"launch_ms", device_floor.launch_ms},
+      {"peak_gflops", device_floor.peak_gflops},
+      {"bandwidth_gbps", device_floor.bandwidth_gbps}};
+  for (const auto& [name, value] : floor_fields) {
+    if (!(value >= 0 && std::isfinite(value))) {
+      return absl::InvalidArgumentError(StrCat("UpsertDevice: device key '", key,
+                                               "': device floor ", name,
+                                               " must be finite and >= 0, got ", value));
+    }
+  }
   Session session(*connection_);
   ASSIGN_OR_RETURN(
       CachedStatement stmt,
       session.Prepare("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
-                      "last_seen_unix_ms, cores) VALUES (?1, ?2, ?3, ?4, ?4, ?5) "
+                      "last_seen_unix_ms, cores, floor_stage_ms, floor_launch_ms, "
+                      "floor_peak_gflops, floor_bandwidth_gbps, floor_issue_adds) "
+                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
                       "ON CONFLICT (key) DO UPDATE SET "
                       "description = CASE WHEN excluded.description <> '' "
                       "THEN excluded.description ELSE description END, "
                       "backend = CASE WHEN excluded.backend <> '' "
                       "THEN excluded.backend ELSE backend END, "
                       "last_seen_unix_ms = max(last_seen_unix_ms, excluded.last_seen_unix_ms), "
-                      "cores = excluded.cores"));
-  RETURN_IF_ERROR(stmt.Bind(key, description, backend, now_unix_ms, cores));
+                      "cores = excluded.cores, floor_stage_ms = excluded.floor_stage_ms, "
+                      "floor_launch_ms = excluded.floor_launch_ms, "
+                      "floor_peak_gflops = excluded.floor_peak_gflops, "
+                      "floor_bandwidth_gbps = excluded.floor_bandwidth_gbps, "
+                      "floor_issue_adds = excluded.floor_issue_adds"));
+  RETURN_IF_ERROR(stmt.Bind(key, description, backend, now_unix_ms, cores, device_floor.stage_ms,
+                            device_floor.launch_ms, device_floor.peak_gflops,
+                            device_floor.bandwidth_gbps,
+                            int64_t{device_floor.issue_overlaps_work ? 0 : 1}));
   return stmt->Step().status();
 }
 
@@ -62,16 +87,39 @@ StatusOr<std::vector<DeviceRow>> LatencyDb::ListDevices() {
   ASSIGN_OR_RETURN(CachedStatement stmt,
                    session.Prepare("SELECT key, description, backend, first_seen_unix_ms, "
                                    "last_seen_unix_ms, latency_count, ignored_measurements, "
-                                   "cores FROM devices ORDER BY key"));
+                                   "cores, floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
+                                   "floor_bandwidth_gbps, floor_issue_adds "
+                                   "FROM devices ORDER BY key"));
   std::vector<DeviceRow> devices;
   for (DeviceRow d;;) {
-    ASSIGN_OR_RETURN(bool row, stmt.StepAndRead(d.key, d.description, d.backend,
-                                                d.first_seen_unix_ms, d.last_seen_unix_ms,
-                                                d.latencies, d.ignored_measurements, d.cores));
+    int64_t issue_adds = 0;
+    scheduler::ios::DeviceFloor& f = d.device_floor;
+    ASSIGN_OR_RETURN(
+        bool row,
+        stmt.StepAndRead(d.key, d.description, d.backend, d.first_seen_unix_ms, d.last_seen_unix_ms,
+                         d.latencies, d.ignored_measurements, d.cores, f.stage_ms, f.launch_ms,
+                         f.peak_gflops, f.bandwidth_gbps, issue_adds));
     if (!row) break;
+    f.issue_overlaps_work = issue_adds == 0;
     devices.push_back(std::move(d));
   }
   return devices;
+}
+
+StatusOr<scheduler::ios::DeviceFloor> LatencyDb::DeviceFloorOf(const std::string& key) {
+  Session session(*connection_);
+  ASSIGN_OR_RETURN(CachedStatement stmt,
+                   session.Prepare("SELECT floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
+                                   "floor_bandwidth_gbps, floor_issue_adds FROM devices "
+                                   "WHERE key = ?1"));
+  RETURN_IF_ERROR(stmt.Bind(key));
+  scheduler::ios::DeviceFloor floor;
+  int64_t issue_adds = 0;
+  ASSIGN_OR_RETURN(bool row, stmt.StepAndRead(floor.stage_ms, floor.launch_ms, floor.peak_gflops,
+                                              floor.bandwidth_gbps, issue_adds));
+  if (!row) return scheduler::ios::DeviceFloor{};
+  floor.issue_overlaps_work = issue_adds == 0;
+  return floor;
 }
 
 StatusOr<int> LatencyDb::DeviceCores(const std::string& key) {

@@ -25,6 +25,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/status.h"
+#include "scheduler/ios/device_floor.h"
 #include "server/store_connection.h"
 
 namespace iosfarm::server {
@@ -45,6 +46,9 @@ struct DeviceRow {
   // Cores its latest worker shares a stage's groups over (RegisterWorker.cores;
   // 0: GPUs, the sim).
   int cores = 0;
+  // What its latest worker's device never beats (RegisterWorker.device_floor;
+  // all zeros: none).
+  scheduler::ios::DeviceFloor device_floor;
 };
 
 class LatencyDb {
@@ -56,16 +60,21 @@ class LatencyDb {
   LatencyDb& operator=(const LatencyDb&) = delete;
 
   // --- devices
-  // Inserts or updates (description, backend, last seen, cores) the device
-  // key; first_seen is kept from the first call, and the cores are the
-  // latest call's (a worker registering states its own). InvalidArgument for
-  // an empty key or negative cores.
+  // Inserts or updates (description, backend, last seen, cores, device
+  // floor) the device key; first_seen is kept from the first call, and the
+  // cores and floor are the latest call's (a worker registering states its
+  // own). InvalidArgument for an empty key, negative cores or a floor
+  // ValidateDeviceFloor refuses.
   Status UpsertDevice(const std::string& key, const std::string& description,
-                      const std::string& backend, int64_t now_unix_ms, int cores = 0);
+                      const std::string& backend, int64_t now_unix_ms, int cores = 0,
+                      const scheduler::ios::DeviceFloor& device_floor = {});
   StatusOr<std::vector<DeviceRow>> ListDevices();  // by key
   StatusOr<bool> HasDevice(const std::string& key);
   // The key's DeviceRow::cores; 0 for a key no worker registered.
   StatusOr<int> DeviceCores(const std::string& key);
+  // The key's DeviceRow::device_floor; all zeros for a key no worker
+  // registered.
+  StatusOr<scheduler::ios::DeviceFloor> DeviceFloorOf(const std::string& key);
 
   // --- latencies (signature = uint64 stage signature, stored bit-cast to int64)
   // Latencies stored for `device_key` among `signatures` (missing ones are

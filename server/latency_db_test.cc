@@ -47,6 +47,43 @@ TEST_F(LatencyDbTest, DevicesRoundTrip) {
   EXPECT_TRUE(absl::IsInvalidArgument(store->UpsertDevice("", "x", "cuda", 1)));
 }
 
+// The device floor is the latest registration's, all zeros for a key no
+// worker registered or whose worker declares none; a floor that is negative
+// or not finite is refused and changes nothing.
+TEST_F(LatencyDbTest, DeviceFloorIsTheLatestWorkersAndNoneForAnUnknownKey) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->bounds_anything());
+  scheduler::ios::DeviceFloor floor;
+  floor.stage_ms = 0.0025;
+  floor.launch_ms = 0.003;
+  floor.peak_gflops = 26800;
+  floor.bandwidth_gbps = 1340;
+  ASSERT_TRUE(store->UpsertDevice("sim-h100", "sim h100", "sim", 1000, 0, floor).ok());
+  auto stored = store->DeviceFloorOf("sim-h100");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_DOUBLE_EQ(stored->stage_ms, 0.0025);
+  EXPECT_DOUBLE_EQ(stored->launch_ms, 0.003);
+  EXPECT_DOUBLE_EQ(stored->peak_gflops, 26800);
+  EXPECT_DOUBLE_EQ(stored->bandwidth_gbps, 1340);
+  EXPECT_TRUE(stored->issue_overlaps_work);
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_DOUBLE_EQ((*devices)[0].device_floor.launch_ms, 0.003);
+  floor.issue_overlaps_work = false;
+  ASSERT_TRUE(store->UpsertDevice("sim-h100", "", "sim", 2000, 0, floor).ok());
+  EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->issue_overlaps_work);
+  scheduler::ios::DeviceFloor bad = floor;
+  bad.stage_ms = -1;
+  auto refused = store->UpsertDevice("sim-h100", "", "sim", 3000, 0, bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
+  EXPECT_NE(std::string(refused.message()).find("stage_ms"), std::string::npos) << refused;
+  EXPECT_DOUBLE_EQ(store->DeviceFloorOf("sim-h100")->stage_ms, 0.0025);
+  ASSERT_TRUE(store->UpsertDevice("sim-h100", "", "sim", 4000).ok());  // declares none
+  EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->bounds_anything());
+}
+
 // The cores are the latest registration's: a key whose cpu workers moved to
 // more threads, or whose last worker has no cores, bounds by what it has now.
 TEST_F(LatencyDbTest, DeviceCoresAreTheLatestWorkersAndZeroForAnUnknownKey) {

@@ -107,7 +107,8 @@ TEST(PhaseStepsTest, OrdersCarryTheSettingsAndRefuseServerPhasesAndEarlyMeasures
   JobRow job;
   job.id = 7;
   job.device_key = "k";
-  auto runner = JobRunner::Create(job, std::move(*graph), FarmSearchBudget(), /*cores=*/0, nullptr);
+  auto runner =
+      JobRunner::Create(job, std::move(*graph), FarmSearchBudget(), /*cores=*/0, {}, nullptr);
   ASSERT_TRUE(runner.ok()) << runner.status();
   ProfileSettings profile, measure;
   profile.min_repeats = 5;

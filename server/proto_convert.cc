@@ -161,6 +161,14 @@ WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration)
   out.version = registration.version();
   out.max_built_batches = registration.max_built_batches();
   out.cores = registration.cores();
+  if (registration.has_device_floor()) {
+    const v1::DeviceFloor& floor = registration.device_floor();
+    out.device_floor.stage_ms = floor.stage_ms();
+    out.device_floor.launch_ms = floor.launch_ms();
+    out.device_floor.peak_gflops = floor.peak_gflops();
+    out.device_floor.bandwidth_gbps = floor.bandwidth_gbps();
+    out.device_floor.issue_overlaps_work = !floor.issue_adds_to_work();
+  }
   return out;
 }
 

@@ -262,6 +262,19 @@ TEST(ProtoConvertTest, WorkerReportsAndRegistrationsKeepEveryField) {
   EXPECT_EQ(r.device_description, "NVIDIA H100");
   EXPECT_EQ(r.version, "0.1");
   EXPECT_EQ(r.max_built_batches, 4);
+  EXPECT_FALSE(r.device_floor.bounds_anything());  // a worker from before the field
+  v1::DeviceFloor* floor = registration.mutable_device_floor();
+  floor->set_stage_ms(0.002);
+  floor->set_launch_ms(0.001);
+  floor->set_peak_gflops(14000);
+  floor->set_bandwidth_gbps(800);
+  floor->set_issue_adds_to_work(true);
+  const WorkerRegistration floored = RegistrationFromProto(registration);
+  EXPECT_DOUBLE_EQ(floored.device_floor.stage_ms, 0.002);
+  EXPECT_DOUBLE_EQ(floored.device_floor.launch_ms, 0.001);
+  EXPECT_DOUBLE_EQ(floored.device_floor.peak_gflops, 14000);
+  EXPECT_DOUBLE_EQ(floored.device_floor.bandwidth_gbps, 800);
+  EXPECT_FALSE(floored.device_floor.issue_overlaps_work);
 
   v1::PhaseResult result;
   result.set_phase_id(12);

@@ -20,8 +20,14 @@ ServerPhaseOutcome Enumerate(JobContext& job, const ServerPhaseEnv& env) {
       outcome.status = cores.status();
       return outcome;
     }
-    auto runner =
-        JobRunner::Load(*env.jobs, job.row, env.search_budget, *cores, &job.stop, env.import_gate);
+    // The floor the key's latest worker declared, likewise.
+    StatusOr<scheduler::ios::DeviceFloor> floor = env.latencies->DeviceFloorOf(job.row.device_key);
+    if (!floor.ok()) {
+      outcome.status = floor.status();
+      return outcome;
+    }
+    auto runner = JobRunner::Load(*env.jobs, job.row, env.search_budget, *cores, *floor, &job.stop,
+                                  env.import_gate);
     if (!runner.ok()) {
       outcome.status = runner.status();
       return outcome;
@@ -30,6 +36,10 @@ ServerPhaseOutcome Enumerate(JobContext& job, const ServerPhaseEnv& env) {
     if (job.runner->search_cores() > 0) {
       spdlog::info("job {}: the search bounds stages by their work over {} cores (device key {})",
                    job.row.id, job.runner->search_cores(), job.row.device_key);
+    }
+    if (floor->bounds_anything()) {
+      spdlog::info("job {}: the search bounds stages by the device floor of key {} ({})",
+                   job.row.id, job.row.device_key, scheduler::ios::DescribeDeviceFloor(*floor));
     }
   }
   const int64_t lookups = job.runner->lookups(), hits = job.runner->cache_hits();

@@ -238,7 +238,24 @@ ALTER TABLE results ADD COLUMN largest_bound_miss_ms REAL NOT NULL DEFAULT 0;
 ALTER TABLE results ADD COLUMN search_cores INTEGER NOT NULL DEFAULT 0 CHECK (search_cores >= 0);
 )sql";
 
-constexpr std::array<Migration, 7> kMigrations = {{
+// Version 8: what a device key's latest worker's device never beats
+// (RegisterWorker.device_floor: per stage, per kernel launch, peak FLOP/s
+// and bandwidth, whether issue adds to the work), which a job's search
+// bounds stages by. Keys of earlier versions read all zeros (no floor) until
+// a worker registers them again.
+constexpr const char kSchemaV8[] = R"sql(
+ALTER TABLE devices ADD COLUMN floor_stage_ms REAL NOT NULL DEFAULT 0 CHECK (floor_stage_ms >= 0);
+ALTER TABLE devices ADD COLUMN floor_launch_ms REAL NOT NULL DEFAULT 0
+  CHECK (floor_launch_ms >= 0);
+ALTER TABLE devices ADD COLUMN floor_peak_gflops REAL NOT NULL DEFAULT 0
+  CHECK (floor_peak_gflops >= 0);
+ALTER TABLE devices ADD COLUMN floor_bandwidth_gbps REAL NOT NULL DEFAULT 0
+  CHECK (floor_bandwidth_gbps >= 0);
+ALTER TABLE devices ADD COLUMN floor_issue_adds INTEGER NOT NULL DEFAULT 0
+  CHECK (floor_issue_adds IN (0, 1));
+)sql";
+
+constexpr std::array<Migration, 8> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
@@ -246,6 +263,7 @@ constexpr std::array<Migration, 7> kMigrations = {{
     {5, "jobs.opt_max_parallel_batches, phase_log.batch", kSchemaV5},
     {6, "devices.cores", kSchemaV6},
     {7, "results.lower_bound_misses, largest_bound_miss_ms, search_cores", kSchemaV7},
+    {8, "devices.floor_*", kSchemaV8},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

@@ -342,6 +342,40 @@ TEST_F(StoreSchemaTest, AVersion5FileGainsDeviceCoresOfZero) {
   ExpectCurrentSchema(path);
 }
 
+// A version-7 file's device keys read no device floor until a worker
+// registers them again, keeping the rest of their row.
+TEST_F(StoreSchemaTest, AVersion7FileGainsNoDeviceFloor) {
+  const std::string path = PathOf("v7.db");
+  {
+    auto v7 = OpenFarmDatabase(path, Migrations().first(7));
+    ASSERT_TRUE(v7.ok()) << v7.status();
+  }
+  {
+    // In SQL: this binary's UpsertDevice writes columns a version-7 file lacks.
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
+                           "last_seen_unix_ms, cores) VALUES ('sim-h100', 'sim h100', 'sim', 10, "
+                           "20, 0)")
+                    .ok());
+  }
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_FALSE(store->latencies->DeviceFloorOf("sim-h100")->bounds_anything());
+  auto devices = store->latencies->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].description, "sim h100");
+  EXPECT_EQ((*devices)[0].first_seen_unix_ms, 10);
+  scheduler::ios::DeviceFloor floor;
+  floor.launch_ms = 0.003;
+  ASSERT_TRUE(store->latencies->UpsertDevice("sim-h100", "", "sim", 30, 0, floor).ok());
+  EXPECT_DOUBLE_EQ(store->latencies->DeviceFloorOf("sim-h100")->launch_ms, 0.003);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
+}
+
 // A version-6 file's results read no bound misses and no core bound; new
 // results keep theirs.
 TEST_F(StoreSchemaTest, AVersion6FileGainsBoundFiguresOfZeroInItsResults) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "scheduler/farm/phase.h"
+#include "scheduler/ios/device_floor.h"
 #include "scheduler/ios/search_session.h"
 
 namespace iosfarm::server {
@@ -23,6 +24,8 @@ struct WorkerRegistration {
   // Cores its stages' groups share (the cpu backend); 0: none (GPUs, sim,
   // workers from before the field).
   int cores = 0;
+  // What its device never beats (Backend::device_floor()); all zeros: none.
+  scheduler::ios::DeviceFloor device_floor;
 };
 
 // Robust statistics of one timed stage or schedule, as a worker reports them.

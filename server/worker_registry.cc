@@ -4,6 +4,7 @@
 
 #include "common/strings.h"
 #include "common/text.h"
+#include "scheduler/ios/device_floor.h"
 
 namespace iosfarm::server {
 
@@ -18,6 +19,9 @@ StatusOr<WorkerRegistration> WorkerRegistry::Bounded(const WorkerRegistration& r
   if (registration.cores < 0 || registration.cores > kMaxCores) {
     return absl::InvalidArgumentError(
         StrCat("register: cores must be in 0..", kMaxCores, ", got ", registration.cores));
+  }
+  if (Status floor = scheduler::ios::ValidateDeviceFloor(registration.device_floor); !floor.ok()) {
+    return absl::InvalidArgumentError(StrCat("register: ", floor.message()));
   }
   WorkerRegistration bounded = registration;
   bounded.device_description =

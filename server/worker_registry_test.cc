@@ -1,5 +1,7 @@
 #include "server/worker_registry.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace iosfarm::server {
@@ -45,6 +47,17 @@ TEST(WorkerRegistryTest, BoundsNameTheFieldAndCutFreeText) {
               std::string::npos)
         << cores;
   }
+
+  r.cores = 0;
+  r.device_floor.launch_ms = -0.001;  // a hostile or broken worker's floor
+  EXPECT_NE(std::string(WorkerRegistry::Bounded(r).status().message())
+                .find("register: device floor: launch_ms"),
+            std::string::npos);
+  r.device_floor.launch_ms = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(WorkerRegistry::Bounded(r).ok());
+  r.device_floor.launch_ms = 0.003;
+  ASSERT_TRUE(WorkerRegistry::Bounded(r).ok());
+  EXPECT_DOUBLE_EQ(WorkerRegistry::Bounded(r)->device_floor.launch_ms, 0.003);
 
   PhaseReport report;
   report.error = std::string(1 << 20, 'e');

@@ -132,6 +132,15 @@ v1::WorkerMessage RegisterMessage(const WorkerRegistration& registration) {
   worker->set_version(registration.version);
   worker->set_max_built_batches(registration.max_built_batches);
   worker->set_cores(registration.cores);
+  const scheduler::ios::DeviceFloor& floor = registration.device_floor;
+  if (floor.bounds_anything()) {
+    v1::DeviceFloor* out = worker->mutable_device_floor();
+    out->set_stage_ms(floor.stage_ms);
+    out->set_launch_ms(floor.launch_ms);
+    out->set_peak_gflops(floor.peak_gflops);
+    out->set_bandwidth_gbps(floor.bandwidth_gbps);
+    out->set_issue_adds_to_work(!floor.issue_overlaps_work);
+  }
   return message;
 }
 

@@ -48,6 +48,7 @@ struct WorkerRegistration {
   std::string version;
   int max_built_batches = 0;       // PhaseExecutor::kMaxBatches
   int cores = 0;                   // Backend::cores()
+  scheduler::ios::DeviceFloor device_floor;  // Backend::device_floor()
 };
 
 // The stream's messages from the worker: RegisterWorker (first, once), a

@@ -293,6 +293,20 @@ TEST(WorkerMessagesTest, RegistrationAndHeartbeat) {
   EXPECT_EQ(hello.register_().device_description(), "simulated V100");
   EXPECT_EQ(hello.register_().version(), "1.2.3");
   EXPECT_EQ(hello.register_().max_built_batches(), PhaseExecutor::kMaxBatches);
+  EXPECT_FALSE(hello.register_().has_device_floor());  // none declared: none sent
+
+  registration.device_floor.stage_ms = 0.0025;
+  registration.device_floor.launch_ms = 0.003;
+  registration.device_floor.peak_gflops = 26800;
+  registration.device_floor.bandwidth_gbps = 1340;
+  const v1::WorkerMessage floored = RegisterMessage(registration);
+  ASSERT_TRUE(floored.register_().has_device_floor());
+  const v1::DeviceFloor& floor = floored.register_().device_floor();
+  EXPECT_DOUBLE_EQ(floor.stage_ms(), 0.0025);
+  EXPECT_DOUBLE_EQ(floor.launch_ms(), 0.003);
+  EXPECT_DOUBLE_EQ(floor.peak_gflops(), 26800);
+  EXPECT_DOUBLE_EQ(floor.bandwidth_gbps(), 1340);
+  EXPECT_FALSE(floor.issue_adds_to_work());
 
   const v1::WorkerMessage beat = HeartbeatMessage(1234567);
   ASSERT_TRUE(beat.has_heartbeat());

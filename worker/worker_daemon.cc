@@ -248,6 +248,7 @@ Status WorkerDaemon::RunSession(bool* registered) {
   registration.version = IOSFARM_VERSION;
   registration.max_built_batches = PhaseExecutor::kMaxBatches;
   registration.cores = backend_->cores();
+  registration.device_floor = backend_->device_floor();
   session->Write(RegisterMessage(registration));  // on failure, Read below returns false at once
 
   Status protocol_error;

@@ -104,12 +104,6 @@ class Search final : public BoundedBlockSearch {
           evaluated_.Insert(top.stage, stage_hash, concurrent_ms);
         }
         if (*cost < top.cost - 1e-12) {
-          if (getenv("DBG")) {
-            stages_.HashStage(top.stage);
-            fprintf(stderr, "MISS ops=%d groups=%d merge=%d mergeable=%d cost=%g bound=%g\n",
-                    top.stage.Count(), (int)stages_.groups().size(), (int)top.merge,
-                    (int)stages_.IsMergeable(top.stage), *cost, top.cost);
-          }
           ++stats_.lower_bound_misses;
           stats_.largest_bound_miss_ms =
               std::max(stats_.largest_bound_miss_ms, top.cost - *cost);

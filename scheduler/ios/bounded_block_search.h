@@ -49,6 +49,22 @@
 //    where concurrent groups barely overlap, the slowest-group bound is
 //    about half a stage's latency; this one is as tight as the lanes are
 //    free of a shared bottleneck (memory bandwidth: see below).
+//  * A device floor (BoundedSearchOptions::device_floor, device_floor.h:
+//    what the device never beats, declared by the latency source's device
+//    model or measured). A stage of two or more groups that does not merge
+//    costs at least stage_ms + max(K * launch_ms + its last kernel's time,
+//    its work at peak): one host thread issues its K kernels one after
+//    another, the last starts only once issued and runs at least as long as
+//    the fastest of the stage's kernels alone (their groups' measurements),
+//    and the device does the work no faster than its peak. Unlike the
+//    slowest group it grows with each group added, which is what stages of
+//    many small kernels cost. The cost to go takes the same over the
+//    remaining ops (a stage's floor for each stage they need at least, a
+//    merge-capable convolution weighed as its share of a merged kernel).
+//    Under sim:h100, RandWire measures 44,553 stages instead of 1.07 M at the
+//    exhaustive DP's latency (docs/benchmarks.md, 2026-11-28); under the
+//    analytic oracle, whose stages are ruled by their longest group's
+//    launches, it changes little.
 //  * Lazy edges. A state's endings enter the open list keyed by their bounds
 //    (in growing slices: a state has thousands of endings and few are ever
 //    taken); a stage is measured only when its entry reaches the top of the
@@ -76,7 +92,10 @@
 // ASSUMPTION (exactness): adding a group to a concurrent stage never makes
 // it faster, so a stage is never faster than its slowest group run alone or
 // than any stage made of some of its groups; a merged convolution is never
-// faster than the slowest of the convolutions it merges run alone; with
+// faster than the slowest of the convolutions it merges run alone; with a
+// device floor, no stage is faster than its floor (above), a kernel never
+// runs faster than alone, and a merged convolution does at least its
+// branches' multiply-accumulates and reads their weights; with
 // cores, P cores never run a group, a stage's lanes or a merged convolution
 // more than P times faster than one core runs its groups (or the
 // convolutions it merges) one after another, and a concurrent stage of k

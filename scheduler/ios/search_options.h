@@ -141,9 +141,9 @@ struct SearchOptions {
   // work, the cost to go by the remaining ops', so that stages of many small
   // kernels, which the slowest group bounds badly, are bounded well.
   // Exact under the assumption that no stage beats the floor
-  // (bounded_block_search.h). With a floor, every block is attempted
-  // (bounded_max_states does not apply), with the bound DP as its cost to go
-  // at any size (unless bound_dp_max_states is 0) and 40 times
+  // (bounded_block_search.h). With a floor, a block the search attempts
+  // (of at most bounded_max_states) takes the bound DP as its cost to go at
+  // any size (unless bound_dp_max_states is 0) and 40 times
   // bounded_steps_per_block before the exhaustive DP takes it.
   DeviceFloor device_floor;
   // Threads that solve blocks side by side when the search measures on the

@@ -459,8 +459,7 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
 
 void SearchSession::SizeBlock(int b) {
   BlockState& state = blocks_[b];
-  // With a device floor every block is attempted (BoundedOptions).
-  const int64_t limit = options_.device_floor.bounds_anything() ? 0 : options_.bounded_max_states;
+  const int64_t limit = options_.bounded_max_states;
   const bool floor = options_.floor_samples > 0;
   if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
       (limit <= 0 && !floor)) {
