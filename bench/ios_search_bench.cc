@@ -95,7 +95,7 @@ int64_t g_bounded_steps = -1;
 int64_t g_bounded_max_states = -1;
 int64_t g_bound_dp_max_states = -1;
 int g_floor_samples = -1;
-bool g_no_device_floor = false;
+bool g_device_floor = false;
 int g_threads = 1;
 
 // Drives a search as a farm job does: batches of at most g_farm_batch
@@ -206,7 +206,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_bounded_max_states >= 0) options.bounded_max_states = g_bounded_max_states;
   if (g_bound_dp_max_states >= 0) options.bound_dp_max_states = g_bound_dp_max_states;
   if (g_floor_samples >= 0) options.floor_samples = g_floor_samples;
-  if (!g_no_device_floor) options.device_floor = ios::AnalyticDeviceFloor();
+  if (g_device_floor) options.device_floor = ios::AnalyticDeviceFloor();
   options.threads = g_threads;
   const double start = CpuSeconds();
   const double wall_start = WallSeconds();
@@ -358,8 +358,9 @@ int main(int argc, char** argv) {
                  "bounded search: stages sampled per block for the calibrated floor (0: off; "
                  "default: the search option's)")
       ->check(CLI::Range(0, 100'000));
-  app.add_flag("--no-device-floor", g_no_device_floor,
-               "bounded search: without the analytic model's device floor (launches and work)");
+  app.add_flag("--device-floor", g_device_floor,
+               "bounded search: bound stages by the analytic model's device floor (its launches "
+               "and work; off by default: under this oracle it saves few stages for much CPU)");
   app.add_option("--threads", g_threads,
                  "threads that solve blocks side by side (SearchOptions::threads; cpu_s is "
                  "then the process's CPU over all of them)")
