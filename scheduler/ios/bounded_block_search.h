@@ -126,7 +126,9 @@
 // entries and it costs more CPU than the DP does: past
 // BoundedSearchOptions::max_open_steps it stops with a SearchBudgetError
 // and SearchSession solves that block with the exhaustive DP instead
-// (docs/profiling.md, docs/benchmarks.md).
+// (docs/profiling.md, docs/benchmarks.md). A device floor changes that on
+// RandWire under sim:h100 (every block solved, 24x fewer stages), not on
+// NASNet's cells, which SearchSession still gives the DP for their size.
 //
 // Calibrated floor (BoundedSearchOptions::floor_samples; off by default,
 // SearchSession uses it for large blocks only): after the groups, sampled
