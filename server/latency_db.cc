@@ -2,7 +2,6 @@
 
 #include <bit>
 #include <cmath>
-#include <utility>
 
 #include "common/strings.h"
 
@@ -43,19 +42,9 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
     return absl::InvalidArgumentError(
         StrCat("UpsertDevice: device key '", key, "' with ", cores, " cores"));
   }
-  // As scheduler::ios::ValidateDeviceFloor (this library stays below the
-  // search's), which registrations have passed already.
-  const std::pair<const char*, double> floor_fields[] = {
-      {"stage_ms", device_floor.stage_ms},
-      {"launch_ms", device_floor.launch_ms},
-      {"peak_gflops", device_floor.peak_gflops},
-      {"bandwidth_gbps", device_floor.bandwidth_gbps}};
-  for (const auto& [name, value] : floor_fields) {
-    if (!(value >= 0 && std::isfinite(value))) {
-      return absl::InvalidArgumentError(StrCat("UpsertDevice: device key '", key,
-                                               "': device floor ", name,
-                                               " must be finite and >= 0, got ", value));
-    }
+  if (Status floor = scheduler::ios::ValidateDeviceFloor(device_floor); !floor.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("UpsertDevice: device key '", key, "': ", floor.message()));
   }
   Session session(*connection_);
   ASSIGN_OR_RETURN(

@@ -21,23 +21,6 @@ std::string Number(double x) {
 
 }  // namespace
 
-Status ValidateDeviceFloor(const DeviceFloor& floor) {
-  const struct {
-    const char* name;
-    double value;
-  } fields[] = {{"stage_ms", floor.stage_ms},
-                {"launch_ms", floor.launch_ms},
-                {"peak_gflops", floor.peak_gflops},
-                {"bandwidth_gbps", floor.bandwidth_gbps}};
-  for (const auto& field : fields) {
-    if (!(field.value >= 0 && std::isfinite(field.value))) {
-      return absl::InvalidArgumentError(
-          StrCat("device floor: ", field.name, " must be finite and >= 0, got ", field.value));
-    }
-  }
-  return absl::OkStatus();
-}
-
 std::string DescribeDeviceFloor(const DeviceFloor& floor) {
   std::string text = StrCat("stage ", Number(floor.stage_ms * 1e3), " us, launch ",
                             Number(floor.launch_ms * 1e3), " us");

@@ -26,9 +26,11 @@
 #define IOSFARM_SCHEDULER_IOS_DEVICE_FLOOR_H_
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "common/status.h"
+#include "common/strings.h"
 #include "graph/graph.h"
 
 namespace iosfarm::scheduler::ios {
@@ -49,7 +51,23 @@ struct DeviceFloor {
 };
 
 // InvalidArgument naming the field for a negative or non-finite value.
-Status ValidateDeviceFloor(const DeviceFloor& floor);
+// Inline: the latency store, below the search's library, checks floors too.
+inline Status ValidateDeviceFloor(const DeviceFloor& floor) {
+  const struct {
+    const char* name;
+    double value;
+  } fields[] = {{"stage_ms", floor.stage_ms},
+                {"launch_ms", floor.launch_ms},
+                {"peak_gflops", floor.peak_gflops},
+                {"bandwidth_gbps", floor.bandwidth_gbps}};
+  for (const auto& field : fields) {
+    if (!(field.value >= 0 && std::isfinite(field.value))) {
+      return absl::InvalidArgumentError(
+          StrCat("device floor: ", field.name, " must be finite and >= 0, got ", field.value));
+    }
+  }
+  return absl::OkStatus();
+}
 
 // "stage 2.5 us, launch 3 us, 26.8 TFLOP/s, 1340 GB/s, issue overlaps work".
 std::string DescribeDeviceFloor(const DeviceFloor& floor);
