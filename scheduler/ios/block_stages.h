@@ -137,6 +137,20 @@ class BlockStages {
     return CanonicalStage(strategy);
   }
 
+  // The canonical hash of the group `bits` (one connected group) and its
+  // ops in the order CanonicalStage gives them (block-local indices),
+  // appended to *order. CanonicalStage orders a stage's groups by this hash,
+  // then by their first op's node id.
+  uint64_t GroupOrder(const OpBits<W>& bits, std::vector<int>* order) {
+    const GroupInfo info = GroupFor(bits);
+    std::vector<int> by_k;
+    bits.ForEach([&](int i) { by_k.push_back(i); });
+    for (uint32_t j = 0; j < info.order_count; ++j) {
+      order->push_back(by_k[orders_[info.order_begin + j]]);
+    }
+    return info.hash;
+  }
+
   // Bytes of the per-block group cache.
   size_t memory_bytes() const {
     return groups_.memory_bytes() + reads_.capacity() * sizeof(StageHasher::PreparedRead) +

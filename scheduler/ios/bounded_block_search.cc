@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <span>
 
 #include "common/strings.h"
 #include "scheduler/ios/block_stages.h"
@@ -243,7 +244,7 @@ class Search final : public BoundedBlockSearch {
         endings.clear();
         int widest = 0;
         enumerator_.Enumerate(
-            state, [&](const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups) {
+            state, [&](const OpBits<W>& ops, const EndingGroup<W>* /*groups*/, int num_groups) {
               const bool sample = num_groups > 1 && !Mergeable(ops, num_groups);
               endings.push_back({ops, num_groups, sample});
               if (sample) widest = std::max(widest, num_groups);
@@ -468,7 +469,13 @@ class Search final : public BoundedBlockSearch {
     path_.assign(n, 0);
     depth_.assign(n, 0);
     kernel_depth_.assign(n, 0);
-    if (has_device_floor_) LastKernelTimes();
+    if (has_device_floor_) {
+      LastKernelTimes();
+      if (options_.device_floor.issue_order != DeviceFloor::IssueOrder::kUnknown &&
+          options_.device_floor.issue_overlaps_work) {
+        IssueChains();
+      }
+    }
     BoundCostToGo();
     phase_ = Phase::kSearch;
     if (n == 0) {
@@ -489,14 +496,21 @@ class Search final : public BoundedBlockSearch {
   // latencies over the cores, and, unless it merges into one convolution on
   // every core, its slowest group's one-core latency over the most cores
   // one of k groups gets (the lanes split the P cores evenly: ceil(P / k));
-  // with the calibrated floor, unless it merges, also the floor. `ops`: the
-  // ending's ops (its groups together).
-  double GroupBound(const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups) {
+  // with the calibrated floor, unless it merges, also the floor; with the
+  // device floor, unless it merges, also its floor (StageFloorMs) and, with
+  // a known issue order, its kernels' chains (IssuedChainsFloorMs; only
+  // where the rest leaves the bound below `cutoff`: a caller that drops or
+  // ignores an ending at or above it needs no more). `ops`: the ending's
+  // ops (its groups together).
+  double GroupBound(const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups,
+                    double cutoff = kNever) {
     double bound = 0, work = 0, slowest_core = 0;
+    by_rank_.clear();
     for (int g = 0; g < num_groups; ++g) {
       const int32_t* group = group_index_.Find(groups[g].ops, groups[g].ops.Hash());
       // Every group of an ending was enumerated; 0 stays a valid bound.
       if (group == nullptr) continue;
+      by_rank_.push_back(*group);
       bound = std::max(bound, group_latency_[*group]);
       work += core_latency_[*group];
       slowest_core = std::max(slowest_core, core_latency_[*group]);
@@ -515,6 +529,9 @@ class Search final : public BoundedBlockSearch {
       });
       bound = std::max(bound, StageFloorMs(options_.device_floor, kernels, work_ms,
                                            last == kNever ? 0.0 : last));
+      if (has_issue_order_ && bound < cutoff && static_cast<int>(by_rank_.size()) == num_groups) {
+        bound = std::max(bound, ChainsBound());
+      }
     }
     if (by_cores()) {
       bound = std::max(bound, work / options_.cores);
@@ -524,6 +541,44 @@ class Search final : public BoundedBlockSearch {
       }
     }
     return bound;
+  }
+
+  // IssuedChainsFloorMs of the ending whose groups GroupBound put in
+  // by_rank_, issued in the order the stage CanonicalStage builds has them.
+  double ChainsBound() {
+    std::sort(by_rank_.begin(), by_rank_.end(),
+              [&](int32_t a, int32_t b) { return issue_rank_[a] < issue_rank_[b]; });
+    chains_.clear();
+    for (int32_t group : by_rank_) {
+      chains_.emplace_back(chain_runs_.data() + chain_begin_[group],
+                           chain_begin_[group + 1] - chain_begin_[group]);
+    }
+    return IssuedChainsFloorMs(options_.device_floor, chains_);
+  }
+
+  // Per group (has_issue_order_): its rank in the order CanonicalStage
+  // sorts groups by, and the run times of its kernels in its canonical op
+  // order (each op's time alone less the stage and its launch).
+  void IssueChains() {
+    std::vector<std::pair<uint64_t, graph::NodeId>> keys(groups_.size());
+    std::vector<int> order;
+    chain_begin_.assign(1, 0);
+    chain_runs_.clear();
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      order.clear();
+      keys[i] = {stages_.GroupOrder(groups_[i], &order), block_.node(groups_[i].First())};
+      for (int v : order) {
+        if (stage_floor_[v].kernels > 0) chain_runs_.push_back(stage_floor_[v].last_kernel_ms);
+      }
+      chain_begin_.push_back(static_cast<int32_t>(chain_runs_.size()));
+    }
+    std::vector<int32_t> sorted(groups_.size());
+    for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = static_cast<int32_t>(i);
+    std::sort(sorted.begin(), sorted.end(),
+              [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
+    issue_rank_.assign(groups_.size(), 0);
+    for (size_t r = 0; r < sorted.size(); ++r) issue_rank_[sorted[r]] = static_cast<int32_t>(r);
+    has_issue_order_ = true;
   }
 
   // IsMergeableStage of an ending (its ops, its number of groups): the hot
@@ -555,7 +610,8 @@ class Search final : public BoundedBlockSearch {
             ++stats_.transitions;
             const OpBits<W> child = state.Minus(ops);
             const double* rest = child.Empty() ? nullptr : bound_cost_.Find(child, child.Hash());
-            best = std::min(best, GroupBound(ops, groups, num_groups) + (rest ? *rest : 0.0));
+            const double after = rest ? *rest : 0.0;
+            best = std::min(best, GroupBound(ops, groups, num_groups, best - after) + after);
           });
       if (!status_.ok()) return;  // a budget ran out: Advance reports it
       bound_cost_.Insert(state, state.Hash(), best);
@@ -591,8 +647,9 @@ class Search final : public BoundedBlockSearch {
   // most r*s ops and, its groups being independent, at most r ops of a
   // path), and for each stage that must hold one of their kernels (counted
   // the same way over the ops that launch one) the least time a last kernel
-  // of theirs runs once issued. Along an edge each term drops by no more
-  // than that stage's floor.
+  // of theirs runs once issued; where issue overlaps work, also their work
+  // after one launch for each such stage (StageFloorMs).
+  // Along an edge each term drops by no more than that stage's floor.
   double FloorCostToGo(const OpBits<W>& ops) {
     if (ops.Empty()) return 0;
     int deepest = 0, deepest_kernels = 0, launching = 0;
@@ -624,8 +681,12 @@ class Search final : public BoundedBlockSearch {
     const int stages = stages_for(deepest, ops.Count());
     const int kernel_stages = stages_for(deepest_kernels, launching);
     const DeviceFloor& device = options_.device_floor;
-    return StageFloorMs(device, kernels, work, last == kNever ? 0.0 : kernel_stages * last) +
-           (stages - 1) * device.stage_ms;
+    const double issue =
+        StageFloorMs(device, kernels, work, last == kNever ? 0.0 : kernel_stages * last) +
+        (stages - 1) * device.stage_ms;
+    if (!device.issue_overlaps_work) return issue;
+    // Each stage that holds a kernel does its work after its first launch.
+    return std::max(issue, stages * device.stage_ms + kernel_stages * device.launch_ms + work);
   }
 
   // Puts the endings of closed_[index] of rank `from` on (ordered by key:
@@ -640,7 +701,7 @@ class Search final : public BoundedBlockSearch {
     ranked_.clear();
     enumerator_.Enumerate(parent.ops, [&](const OpBits<W>& ops, const EndingGroup<W>* groups,
                                           int num_groups) {
-      const double bound = GroupBound(ops, groups, num_groups);
+      const double bound = GroupBound(ops, groups, num_groups, upper_limit_ - parent.g);
       if (std::max(parent_f, parent.g + bound) > upper_limit_) return;  // before h
       const OpBits<W> child = parent.ops.Minus(ops);
       const double h = child.Empty() ? 0 : CostToGo(child);
@@ -929,6 +990,13 @@ class Search final : public BoundedBlockSearch {
   };
   std::vector<OpShare> stage_floor_, togo_floor_;
   bool has_device_floor_ = false;
+  // With a known issue order (IssueChains): per group its rank and kernel
+  // run times (chain_runs_[chain_begin_[i] .. chain_begin_[i + 1])), and
+  // the scratch of GroupBound and ChainsBound (an ending's groups).
+  std::vector<int32_t> issue_rank_, chain_begin_, by_rank_;
+  std::vector<double> chain_runs_;
+  std::vector<std::span<const double>> chains_;
+  bool has_issue_order_ = false;
   OpBitsMap<W, double> bound_cost_;
   bool has_bound_cost_ = false;
   // The calibrated floor (floor_samples): per-op features, the sampled

@@ -27,7 +27,53 @@ std::string DescribeDeviceFloor(const DeviceFloor& floor) {
   if (floor.peak_gflops > 0) text += StrCat(", ", Number(floor.peak_gflops / 1e3), " TFLOP/s");
   if (floor.bandwidth_gbps > 0) text += StrCat(", ", Number(floor.bandwidth_gbps), " GB/s");
   text += floor.issue_overlaps_work ? ", issue overlaps work" : ", issue adds to work";
+  if (floor.issue_order != DeviceFloor::IssueOrder::kUnknown) {
+    text += StrCat(", ", IssueOrderName(floor.issue_order), " issue");
+  }
   return text;
+}
+
+std::string_view IssueOrderName(DeviceFloor::IssueOrder order) {
+  switch (order) {
+    case DeviceFloor::IssueOrder::kRoundRobin:
+      return "round-robin";
+    case DeviceFloor::IssueOrder::kGroupByGroup:
+      return "group by group";
+    case DeviceFloor::IssueOrder::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+double IssuedChainsFloorMs(const DeviceFloor& floor,
+                           std::span<const std::span<const double>> chains) {
+  constexpr size_t kMaxGroups = 64;
+  double finish[kMaxGroups] = {};
+  const size_t groups = std::min(chains.size(), kMaxGroups);
+  double clock = 0, end = 0;
+  auto issue = [&](size_t g, size_t i) {
+    clock += floor.launch_ms;
+    finish[g] = std::max(finish[g], clock) + chains[g][i];
+    end = std::max(end, finish[g]);
+  };
+  if (floor.issue_order == DeviceFloor::IssueOrder::kGroupByGroup) {
+    for (size_t g = 0; g < groups; ++g) {
+      for (size_t i = 0; i < chains[g].size(); ++i) issue(g, i);
+    }
+  } else if (floor.issue_order == DeviceFloor::IssueOrder::kRoundRobin) {
+    for (size_t i = 0;; ++i) {
+      bool any = false;
+      for (size_t g = 0; g < groups; ++g) {
+        if (i >= chains[g].size()) continue;
+        any = true;
+        issue(g, i);
+      }
+      if (!any) break;
+    }
+  } else {
+    return 0;  // no order, no bound from it
+  }
+  return floor.stage_ms + end;
 }
 
 OpFloor ComputeOpFloor(const graph::Graph& graph, const graph::Node& node, const DeviceFloor& floor,

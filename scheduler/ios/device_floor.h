@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <span>
 #include <string>
 
 #include "common/status.h"
@@ -44,6 +46,19 @@ struct DeviceFloor {
   // Issue overlaps the device's work (a GPU: kernels run while later ones
   // are issued). False: they add up (the analytic oracle's model).
   bool issue_overlaps_work = true;
+  // The order the backend issues a concurrent stage's kernels in, where it
+  // is fixed: groups in the stage's order (Stage::groups, canonical), each
+  // group's ops in its order. Then each kernel's issue slot is known, and a
+  // stage lasts at least as long as its groups' kernels take run one after
+  // another, each from its slot on and no faster than alone
+  // (IssuedChainsFloorMs). kUnknown: only the bounds that hold whatever the
+  // order.
+  enum class IssueOrder : uint8_t {
+    kUnknown,
+    kRoundRobin,    // the first kernel of each group, then the second, ...
+    kGroupByGroup,  // every kernel of the first group, then of the second, ...
+  };
+  IssueOrder issue_order = IssueOrder::kUnknown;
 
   bool bounds_anything() const {
     return stage_ms > 0 || launch_ms > 0 || peak_gflops > 0 || bandwidth_gbps > 0;
@@ -96,15 +111,37 @@ OpFloor ComputeOpFloor(const graph::Graph& graph, const graph::Node& node, const
                        int merge_width = 1);
 
 // The floor of one stage of `kernels` kernels and `work_ms` of work whose
-// last kernel issued runs for at least `last_kernel_ms` once issued (where
-// issue overlaps work a kernel still starts only once issued; a kernel never
-// runs faster than alone, so the least time alone of the stage's kernels).
+// last kernel issued runs for at least `last_kernel_ms` once issued (a
+// kernel never runs faster than alone, so the least time alone of the
+// stage's kernels). Where issue overlaps work, a kernel still starts only
+// once issued: the kernels issued j-th or later start no sooner than
+// j * launch_ms and the device does their work no faster than its peak, so
+// the stage lasts at least j * launch_ms plus their work, for every j. The
+// order of issue is not known, and the least such bound over the orders
+// issues the kernels of least work last; as a function of j that is convex
+// (each step back adds a launch and drops a kernel of less work than the
+// one before), so it is largest at j = K (the last launch and the last
+// kernel) or at j = 1 (one launch, then the whole work): the two terms.
 inline double StageFloorMs(const DeviceFloor& floor, double kernels, double work_ms,
                            double last_kernel_ms = 0) {
   const double issue = kernels * floor.launch_ms;
   if (!floor.issue_overlaps_work) return floor.stage_ms + issue + work_ms;
-  return floor.stage_ms + std::max(issue + last_kernel_ms, work_ms);
+  const double first = kernels > 0 ? floor.launch_ms : 0.0;
+  return floor.stage_ms + std::max(issue + last_kernel_ms, first + work_ms);
 }
+
+// The floor of a concurrent stage from the order its kernels are issued in
+// (floor.issue_order, not kUnknown): `chains[g]` holds the least time each
+// kernel of the stage's g-th group runs once issued (its time alone less
+// its launch and the stage), in the group's order. The i-th kernel issued
+// is issued at i * launch_ms at the earliest; a kernel starts once issued
+// and once the one before it in its group has finished, and runs no faster
+// than alone: stage_ms + the last kernel's end. At most 64 groups.
+double IssuedChainsFloorMs(const DeviceFloor& floor,
+                           std::span<const std::span<const double>> chains);
+
+// "round-robin", "group by group" or "unknown".
+std::string_view IssueOrderName(DeviceFloor::IssueOrder order);
 
 }  // namespace iosfarm::scheduler::ios
 

@@ -28,6 +28,10 @@ constexpr int kMinPrefixOps = 8;
 // (2 M by default: NASNet's cells take about that, and hand to the DP
 // millions of measurements at 0.5 M; docs/benchmarks.md, 2026-11-28).
 constexpr int64_t kFloorStepsFactor = 40;
+// With a device floor, blocks of up to this many times bounded_max_states
+// are attempted (NASNet's cells, about 146 k states: the bound DP over a
+// cell and the floor leave about 10 k of its stages to measure).
+constexpr int64_t kDeviceFloorStatesFactor = 4;
 
 Status CheckLatency(Signature signature, double latency_ms) {
   if (!std::isfinite(latency_ms) || latency_ms < 0) {
@@ -459,7 +463,8 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
 
 void SearchSession::SizeBlock(int b) {
   BlockState& state = blocks_[b];
-  const int64_t limit = options_.bounded_max_states;
+  const int64_t limit = options_.bounded_max_states *
+                        (options_.device_floor.bounds_anything() ? kDeviceFloorStatesFactor : 1);
   const bool floor = options_.floor_samples > 0;
   if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
       (limit <= 0 && !floor)) {

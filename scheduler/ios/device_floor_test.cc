@@ -1,0 +1,63 @@
+// The device floor's stage bounds (device_floor.h) on hand-worked stages.
+#include "scheduler/ios/device_floor.h"
+
+#include <gtest/gtest.h>
+
+#include <span>
+#include <vector>
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+DeviceFloor Floor(DeviceFloor::IssueOrder order = DeviceFloor::IssueOrder::kUnknown) {
+  DeviceFloor floor;
+  floor.stage_ms = 2.5;
+  floor.launch_ms = 3;
+  floor.issue_order = order;
+  return floor;
+}
+
+// Where issue overlaps work: the last launch and the last kernel, or one
+// launch and then the whole work, whichever is longer.
+TEST(DeviceFloorTest, StageFloorTakesTheLastKernelOrOneLaunchAndTheWork) {
+  const DeviceFloor floor = Floor();
+  // 4 kernels, 10 of work, last kernel 1: 4 * 3 + 1 = 13 against 3 + 10.
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 4, 10, 1), 2.5 + 13);
+  // 2 kernels, 20 of work: nothing runs before the first launch.
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 2, 20, 1), 2.5 + 3 + 20);
+  // No kernel: no launch before the (zero) work.
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 0, 0, 0), 2.5);
+  DeviceFloor adds = floor;
+  adds.issue_overlaps_work = false;
+  EXPECT_DOUBLE_EQ(StageFloorMs(adds, 2, 20, 1), 2.5 + 6 + 20);
+}
+
+// Two groups: A runs 5 then 1, B runs 4. Round-robin issues A1 at 3, B1 at
+// 6, A2 at 9: A1 ends at 8, B1 at 10, A2 starts at 9 and ends at 10. Group
+// by group issues A1 at 3 (ends 8), A2 at 6 (waits for A1: 8 to 9), B1 at
+// 9 (ends 13).
+TEST(DeviceFloorTest, ChainsFollowTheIssueOrder) {
+  const std::vector<double> a = {5, 1}, b = {4};
+  const std::vector<std::span<const double>> chains = {a, b};
+  EXPECT_DOUBLE_EQ(IssuedChainsFloorMs(Floor(DeviceFloor::IssueOrder::kRoundRobin), chains),
+                   2.5 + 10);
+  EXPECT_DOUBLE_EQ(IssuedChainsFloorMs(Floor(DeviceFloor::IssueOrder::kGroupByGroup), chains),
+                   2.5 + 13);
+  // A long first kernel holds its group's next one back.
+  const std::vector<double> slow = {20, 1};
+  const std::vector<std::span<const double>> held = {slow, b};
+  EXPECT_DOUBLE_EQ(IssuedChainsFloorMs(Floor(DeviceFloor::IssueOrder::kRoundRobin), held),
+                   2.5 + 24);
+  // Without an order there is no such bound.
+  EXPECT_DOUBLE_EQ(IssuedChainsFloorMs(Floor(), chains), 0);
+}
+
+TEST(DeviceFloorTest, DescribesTheIssueOrder) {
+  EXPECT_EQ(DescribeDeviceFloor(Floor(DeviceFloor::IssueOrder::kRoundRobin)),
+            "stage 2500 us, launch 3000 us, issue overlaps work, round-robin issue");
+  EXPECT_EQ(DescribeDeviceFloor(Floor()), "stage 2500 us, launch 3000 us, issue overlaps work");
+  EXPECT_EQ(IssueOrderName(DeviceFloor::IssueOrder::kGroupByGroup), "group by group");
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::ios
