@@ -30,6 +30,16 @@ Status CheckLatencyRows(const std::string& device_key,
   return absl::OkStatus();
 }
 
+// The floor's issue columns (floor_issue_adds 0/1, floor_issue_order 0..2:
+// the schema's CHECKs) into `floor`.
+void SetIssue(int64_t issue_adds, int64_t issue_order, scheduler::ios::DeviceFloor& floor) {
+  using Order = scheduler::ios::DeviceFloor::IssueOrder;
+  floor.issue_overlaps_work = issue_adds == 0;
+  floor.issue_order = issue_order == 1   ? Order::kRoundRobin
+                      : issue_order == 2 ? Order::kGroupByGroup
+                                         : Order::kUnknown;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- devices
@@ -51,8 +61,9 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
       CachedStatement stmt,
       session.Prepare("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
                       "last_seen_unix_ms, cores, floor_stage_ms, floor_launch_ms, "
-                      "floor_peak_gflops, floor_bandwidth_gbps, floor_issue_adds) "
-                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+                      "floor_peak_gflops, floor_bandwidth_gbps, floor_issue_adds, "
+                      "floor_issue_order) "
+                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
                       "ON CONFLICT (key) DO UPDATE SET "
                       "description = CASE WHEN excluded.description <> '' "
                       "THEN excluded.description ELSE description END, "
@@ -63,11 +74,13 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
                       "floor_launch_ms = excluded.floor_launch_ms, "
                       "floor_peak_gflops = excluded.floor_peak_gflops, "
                       "floor_bandwidth_gbps = excluded.floor_bandwidth_gbps, "
-                      "floor_issue_adds = excluded.floor_issue_adds"));
+                      "floor_issue_adds = excluded.floor_issue_adds, "
+                      "floor_issue_order = excluded.floor_issue_order"));
   RETURN_IF_ERROR(stmt.Bind(key, description, backend, now_unix_ms, cores, device_floor.stage_ms,
                             device_floor.launch_ms, device_floor.peak_gflops,
                             device_floor.bandwidth_gbps,
-                            int64_t{device_floor.issue_overlaps_work ? 0 : 1}));
+                            int64_t{device_floor.issue_overlaps_work ? 0 : 1},
+                            static_cast<int64_t>(device_floor.issue_order)));
   return stmt->Step().status();
 }
 
@@ -77,19 +90,19 @@ StatusOr<std::vector<DeviceRow>> LatencyDb::ListDevices() {
                    session.Prepare("SELECT key, description, backend, first_seen_unix_ms, "
                                    "last_seen_unix_ms, latency_count, ignored_measurements, "
                                    "cores, floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
-                                   "floor_bandwidth_gbps, floor_issue_adds "
+                                   "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order "
                                    "FROM devices ORDER BY key"));
   std::vector<DeviceRow> devices;
   for (DeviceRow d;;) {
-    int64_t issue_adds = 0;
+    int64_t issue_adds = 0, issue_order = 0;
     scheduler::ios::DeviceFloor& f = d.device_floor;
     ASSIGN_OR_RETURN(
         bool row,
         stmt.StepAndRead(d.key, d.description, d.backend, d.first_seen_unix_ms, d.last_seen_unix_ms,
                          d.latencies, d.ignored_measurements, d.cores, f.stage_ms, f.launch_ms,
-                         f.peak_gflops, f.bandwidth_gbps, issue_adds));
+                         f.peak_gflops, f.bandwidth_gbps, issue_adds, issue_order));
     if (!row) break;
-    f.issue_overlaps_work = issue_adds == 0;
+    SetIssue(issue_adds, issue_order, f);
     devices.push_back(std::move(d));
   }
   return devices;
@@ -99,15 +112,15 @@ StatusOr<scheduler::ios::DeviceFloor> LatencyDb::DeviceFloorOf(const std::string
   Session session(*connection_);
   ASSIGN_OR_RETURN(CachedStatement stmt,
                    session.Prepare("SELECT floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
-                                   "floor_bandwidth_gbps, floor_issue_adds FROM devices "
-                                   "WHERE key = ?1"));
+                                   "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order "
+                                   "FROM devices WHERE key = ?1"));
   RETURN_IF_ERROR(stmt.Bind(key));
   scheduler::ios::DeviceFloor floor;
-  int64_t issue_adds = 0;
+  int64_t issue_adds = 0, issue_order = 0;
   ASSIGN_OR_RETURN(bool row, stmt.StepAndRead(floor.stage_ms, floor.launch_ms, floor.peak_gflops,
-                                              floor.bandwidth_gbps, issue_adds));
+                                              floor.bandwidth_gbps, issue_adds, issue_order));
   if (!row) return scheduler::ios::DeviceFloor{};
-  floor.issue_overlaps_work = issue_adds == 0;
+  SetIssue(issue_adds, issue_order, floor);
   return floor;
 }
 

@@ -59,6 +59,7 @@ TEST_F(LatencyDbTest, DeviceFloorIsTheLatestWorkersAndNoneForAnUnknownKey) {
   floor.launch_ms = 0.003;
   floor.peak_gflops = 26800;
   floor.bandwidth_gbps = 1340;
+  floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin;
   ASSERT_TRUE(store->UpsertDevice("sim-h100", "sim h100", "sim", 1000, 0, floor).ok());
   auto stored = store->DeviceFloorOf("sim-h100");
   ASSERT_TRUE(stored.ok()) << stored.status();
@@ -67,13 +68,19 @@ TEST_F(LatencyDbTest, DeviceFloorIsTheLatestWorkersAndNoneForAnUnknownKey) {
   EXPECT_DOUBLE_EQ(stored->peak_gflops, 26800);
   EXPECT_DOUBLE_EQ(stored->bandwidth_gbps, 1340);
   EXPECT_TRUE(stored->issue_overlaps_work);
+  EXPECT_EQ(stored->issue_order, scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
   auto devices = store->ListDevices();
   ASSERT_TRUE(devices.ok()) << devices.status();
   ASSERT_EQ(devices->size(), 1u);
   EXPECT_DOUBLE_EQ((*devices)[0].device_floor.launch_ms, 0.003);
+  EXPECT_EQ((*devices)[0].device_floor.issue_order,
+            scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
   floor.issue_overlaps_work = false;
+  floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kGroupByGroup;
   ASSERT_TRUE(store->UpsertDevice("sim-h100", "", "sim", 2000, 0, floor).ok());
   EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->issue_overlaps_work);
+  EXPECT_EQ(store->DeviceFloorOf("sim-h100")->issue_order,
+            scheduler::ios::DeviceFloor::IssueOrder::kGroupByGroup);
   scheduler::ios::DeviceFloor bad = floor;
   bad.stage_ms = -1;
   auto refused = store->UpsertDevice("sim-h100", "", "sim", 3000, 0, bad);

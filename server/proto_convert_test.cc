@@ -275,6 +275,13 @@ TEST(ProtoConvertTest, WorkerReportsAndRegistrationsKeepEveryField) {
   EXPECT_DOUBLE_EQ(floored.device_floor.peak_gflops, 14000);
   EXPECT_DOUBLE_EQ(floored.device_floor.bandwidth_gbps, 800);
   EXPECT_FALSE(floored.device_floor.issue_overlaps_work);
+  EXPECT_EQ(floored.device_floor.issue_order, scheduler::ios::DeviceFloor::IssueOrder::kUnknown);
+  floor->set_issue_order(v1::DeviceFloor::ISSUE_ORDER_ROUND_ROBIN);
+  EXPECT_EQ(RegistrationFromProto(registration).device_floor.issue_order,
+            scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
+  floor->set_issue_order(v1::DeviceFloor::ISSUE_ORDER_GROUP_BY_GROUP);
+  EXPECT_EQ(RegistrationFromProto(registration).device_floor.issue_order,
+            scheduler::ios::DeviceFloor::IssueOrder::kGroupByGroup);
 
   v1::PhaseResult result;
   result.set_phase_id(12);

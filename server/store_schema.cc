@@ -255,7 +255,16 @@ ALTER TABLE devices ADD COLUMN floor_issue_adds INTEGER NOT NULL DEFAULT 0
   CHECK (floor_issue_adds IN (0, 1));
 )sql";
 
-constexpr std::array<Migration, 8> kMigrations = {{
+// Version 9: the order a device key's latest worker issues a concurrent
+// stage's kernels in (DeviceFloor::IssueOrder: 0 unknown, 1 round-robin, 2
+// group by group), which tightens its floor. Keys of earlier versions read
+// 0 until a worker registers them again.
+constexpr const char kSchemaV9[] = R"sql(
+ALTER TABLE devices ADD COLUMN floor_issue_order INTEGER NOT NULL DEFAULT 0
+  CHECK (floor_issue_order IN (0, 1, 2));
+)sql";
+
+constexpr std::array<Migration, 9> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
@@ -264,6 +273,7 @@ constexpr std::array<Migration, 8> kMigrations = {{
     {6, "devices.cores", kSchemaV6},
     {7, "results.lower_bound_misses, largest_bound_miss_ms, search_cores", kSchemaV7},
     {8, "devices.floor_*", kSchemaV8},
+    {9, "devices.floor_issue_order", kSchemaV9},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

@@ -376,6 +376,38 @@ TEST_F(StoreSchemaTest, AVersion7FileGainsNoDeviceFloor) {
   ExpectCurrentSchema(path);
 }
 
+// A version-8 file's device floors read no issue order (their bound left
+// out) until a worker registers them again, keeping the rest of the floor.
+TEST_F(StoreSchemaTest, AVersion8FileGainsNoIssueOrder) {
+  const std::string path = PathOf("v8.db");
+  {
+    auto v8 = OpenFarmDatabase(path, Migrations().first(8));
+    ASSERT_TRUE(v8.ok()) << v8.status();
+  }
+  {
+    // In SQL: this binary's UpsertDevice writes a column a version-8 file lacks.
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
+                           "last_seen_unix_ms, cores, floor_launch_ms) VALUES ('sim-h100', "
+                           "'sim h100', 'sim', 10, 20, 0, 0.003)")
+                    .ok());
+  }
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto floor = store->latencies->DeviceFloorOf("sim-h100");
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_DOUBLE_EQ(floor->launch_ms, 0.003);
+  EXPECT_EQ(floor->issue_order, scheduler::ios::DeviceFloor::IssueOrder::kUnknown);
+  floor->issue_order = scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin;
+  ASSERT_TRUE(store->latencies->UpsertDevice("sim-h100", "", "sim", 30, 0, *floor).ok());
+  EXPECT_EQ(store->latencies->DeviceFloorOf("sim-h100")->issue_order,
+            scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
+}
+
 // A version-6 file's results read no bound misses and no core bound; new
 // results keep theirs.
 TEST_F(StoreSchemaTest, AVersion6FileGainsBoundFiguresOfZeroInItsResults) {

@@ -299,6 +299,7 @@ TEST(WorkerMessagesTest, RegistrationAndHeartbeat) {
   registration.device_floor.launch_ms = 0.003;
   registration.device_floor.peak_gflops = 26800;
   registration.device_floor.bandwidth_gbps = 1340;
+  registration.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin;
   const v1::WorkerMessage floored = RegisterMessage(registration);
   ASSERT_TRUE(floored.register_().has_device_floor());
   const v1::DeviceFloor& floor = floored.register_().device_floor();
@@ -307,6 +308,7 @@ TEST(WorkerMessagesTest, RegistrationAndHeartbeat) {
   EXPECT_DOUBLE_EQ(floor.peak_gflops(), 26800);
   EXPECT_DOUBLE_EQ(floor.bandwidth_gbps(), 1340);
   EXPECT_FALSE(floor.issue_adds_to_work());
+  EXPECT_EQ(floor.issue_order(), v1::DeviceFloor::ISSUE_ORDER_ROUND_ROBIN);
 
   const v1::WorkerMessage beat = HeartbeatMessage(1234567);
   ASSERT_TRUE(beat.has_heartbeat());

@@ -53,18 +53,24 @@
 //    what the device never beats, declared by the latency source's device
 //    model or measured). A stage of two or more groups that does not merge
 //    costs at least stage_ms + max(K * launch_ms + its last kernel's time,
-//    its work at peak): one host thread issues its K kernels one after
-//    another, the last starts only once issued and runs at least as long as
-//    the fastest of the stage's kernels alone (their groups' measurements),
-//    and the device does the work no faster than its peak. Unlike the
-//    slowest group it grows with each group added, which is what stages of
-//    many small kernels cost. The cost to go takes the same over the
-//    remaining ops (a stage's floor for each stage they need at least, a
-//    merge-capable convolution weighed as its share of a merged kernel).
-//    Under sim:h100, RandWire measures 44,553 stages instead of 1.07 M at the
-//    exhaustive DP's latency (docs/benchmarks.md, 2026-11-28); under the
-//    analytic oracle, whose stages are ruled by their longest group's
-//    launches, it changes little.
+//    one launch + its work at peak): one host thread issues its K kernels
+//    one after another, the last starts only once issued and runs at least
+//    as long as the fastest of the stage's kernels alone (their groups'
+//    measurements), nothing runs before the first is issued, and the device
+//    does the work no faster than its peak. Where the backend issues a
+//    stage's kernels in a known order (DeviceFloor::issue_order; the sim:
+//    round-robin over the groups CanonicalStage orders), also as long as its
+//    groups' kernels take one after another from their issue slots, each at
+//    its time alone (IssuedChainsFloorMs). Unlike the slowest group these
+//    grow with each group added, which is what stages of many small kernels
+//    cost. The cost to go takes the same over the remaining ops (a stage's
+//    floor for each stage they need at least, a merge-capable convolution
+//    weighed as its share of a merged kernel); the bound DP takes the
+//    stages' floors. Under sim:h100, RandWire measures 5,143 stages instead
+//    of 1.04 M and NASNet-A 71,523 instead of 7.95 M, at the exhaustive DP's
+//    latency per block (docs/benchmarks.md, 2026-11-28, "The issue order");
+//    under the analytic oracle, whose stages are ruled by their longest
+//    group's launches, it changes little.
 //  * Lazy edges. A state's endings enter the open list keyed by their bounds
 //    (in growing slices: a state has thousands of endings and few are ever
 //    taken); a stage is measured only when its entry reaches the top of the
@@ -126,9 +132,11 @@
 // entries and it costs more CPU than the DP does: past
 // BoundedSearchOptions::max_open_steps it stops with a SearchBudgetError
 // and SearchSession solves that block with the exhaustive DP instead
-// (docs/profiling.md, docs/benchmarks.md). A device floor changes that on
-// RandWire under sim:h100 (every block solved, 24x fewer stages), not on
-// NASNet's cells, which SearchSession still gives the DP for their size.
+// (docs/profiling.md, docs/benchmarks.md). A device floor changes that
+// under sim:h100: every block of RandWire and NASNet-A is solved, with
+// 111-203x fewer stages measured (SearchSession attempts blocks of up to
+// four times bounded_max_states with a floor: NASNet's cells, 146 k states,
+// whose bound DP walk costs about 12 s of CPU each).
 //
 // Calibrated floor (BoundedSearchOptions::floor_samples; off by default,
 // SearchSession uses it for large blocks only): after the groups, sampled

@@ -5,14 +5,21 @@
 // one after another. Whatever the device overlaps, a concurrent stage that
 // launches K kernels doing work W (each op's FLOPs at the device's peak, or
 // its bytes at its bandwidth, whichever takes longer) costs at least
-//   stage_ms + max(K * launch_ms, W)
+//   stage_ms + max(K * launch_ms + t, launch_ms + W)
 // (stage_ms + K * launch_ms + W where the device cannot overlap issue with
 // work: issue_overlaps_work false). Unlike a stage's slowest group, this
 // grows with every group added, which is what a stage of many small
 // kernels costs: its launches, one after another. Where issue overlaps
 // work, a kernel still starts only once issued: the stage lasts until its
-// last kernel is issued and has run, at least as long as its fastest kernel
-// alone (which the search knows from each op measured alone).
+// last kernel is issued and has run, at least t, as long as its fastest
+// kernel alone (which the search knows from each op measured alone), and
+// no work starts before the first launch (StageFloorMs). Where the backend
+// issues a stage's kernels in a fixed order (issue_order: the sim's
+// round-robin), each kernel's issue slot is known, and the stage lasts at
+// least as long as its groups' kernels take one after another, each from
+// its slot on at its time alone (IssuedChainsFloorMs): the bound that
+// holds where kernels are too small to share the device, which the work
+// term misses.
 //
 // Who declares it: the device's model where latencies come from one (the
 // sim backend's SimDeviceModel, the analytic oracle's AnalyticDeviceModel:

@@ -89,7 +89,9 @@ struct SearchOptions {
   // 146 k states: the attempts cost about a tenth of NASNet-A's search),
   // RandWire's blocks, up to 89 k, are attempted and some solved. The
   // schedule is the same either way (both are exact); a block the
-  // bounded search would have solved costs more measurements. 0: never.
+  // bounded search would have solved costs more measurements. With a device
+  // floor the limit is four times this (its bound DP solves NASNet's cells
+  // from about 1-30 k measurements each under sim:h100). 0: never.
   int64_t bounded_max_states = 100'000;
   // Bounded search: a block of at most this many DP states (CountStates)
   // takes as its cost to go the DP over its state graph with every stage

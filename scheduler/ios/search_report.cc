@@ -139,7 +139,8 @@ nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& r
             {"launch_ms", report.device_floor.launch_ms},
             {"peak_gflops", report.device_floor.peak_gflops},
             {"bandwidth_gbps", report.device_floor.bandwidth_gbps},
-            {"issue_overlaps_work", report.device_floor.issue_overlaps_work}}},
+            {"issue_overlaps_work", report.device_floor.issue_overlaps_work},
+            {"issue_order", std::string(IssueOrderName(report.device_floor.issue_order))}}},
           {"schedule", ScheduleToJson(graph, report.ios.schedule, metadata)}};
 }
 
