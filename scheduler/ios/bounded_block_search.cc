@@ -498,10 +498,10 @@ class Search final : public BoundedBlockSearch {
   // one of k groups gets (the lanes split the P cores evenly: ceil(P / k));
   // with the calibrated floor, unless it merges, also the floor; with the
   // device floor, unless it merges, also its floor (StageFloorMs) and, with
-  // a known issue order, its kernels' chains (IssuedChainsFloorMs; only
-  // where the rest leaves the bound below `cutoff`: a caller that drops or
-  // ignores an ending at or above it needs no more). `ops`: the ending's
-  // ops (its groups together).
+  // a known issue order, its kernels' chains (IssuedChainsFloorMs). The
+  // floors are taken only while the bound is below `cutoff`: a caller that
+  // drops or ignores an ending at or above it needs no more. `ops`: the
+  // ending's ops (its groups together).
   double GroupBound(const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups,
                     double cutoff = kNever) {
     double bound = 0, work = 0, slowest_core = 0;
@@ -515,7 +515,9 @@ class Search final : public BoundedBlockSearch {
       work += core_latency_[*group];
       slowest_core = std::max(slowest_core, core_latency_[*group]);
     }
-    if (num_groups < 2 || !(has_floor_ || has_device_floor_ || by_cores())) return bound;
+    if (num_groups < 2 || !(has_floor_ || has_device_floor_ || by_cores()) || bound >= cutoff) {
+      return bound;
+    }
     const bool merges = Mergeable(ops, num_groups);
     if (has_floor_ && !merges) {
       bound = std::max(bound, floor_(StageFloor::StageFeatures(SumFeatures(ops), num_groups)));
