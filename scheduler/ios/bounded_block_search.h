@@ -134,9 +134,10 @@
 // and SearchSession solves that block with the exhaustive DP instead
 // (docs/profiling.md, docs/benchmarks.md). A device floor changes that
 // under sim:h100: every block of RandWire and NASNet-A is solved, with
-// 111-203x fewer stages measured (SearchSession attempts blocks of up to
-// four times bounded_max_states with a floor: NASNet's cells, 146 k states,
-// whose bound DP walk costs about 12 s of CPU each).
+// 111-205x fewer stages measured (SearchSession attempts blocks of up to
+// four times bounded_max_states with a floor that knows the issue order:
+// NASNet's cells, 146 k states, whose bound DP walk costs about 12 s of CPU
+// each).
 //
 // Calibrated floor (BoundedSearchOptions::floor_samples; off by default,
 // SearchSession uses it for large blocks only): after the groups, sampled

@@ -90,8 +90,9 @@ struct SearchOptions {
   // RandWire's blocks, up to 89 k, are attempted and some solved. The
   // schedule is the same either way (both are exact); a block the
   // bounded search would have solved costs more measurements. With a device
-  // floor the limit is four times this (its bound DP solves NASNet's cells
-  // from about 1-30 k measurements each under sim:h100). 0: never.
+  // floor that knows the backend's issue order the limit is four times this
+  // (its bound DP solves NASNet's cells from about 1-170 k measurements each
+  // under sim:h100). 0: never.
   int64_t bounded_max_states = 100'000;
   // Bounded search: a block of at most this many DP states (CountStates)
   // takes as its cost to go the DP over its state graph with every stage
@@ -144,7 +145,8 @@ struct SearchOptions {
   // kernels, which the slowest group bounds badly, are bounded well.
   // Exact under the assumption that no stage beats the floor
   // (bounded_block_search.h). With a floor, a block the search attempts
-  // (of at most bounded_max_states) takes the bound DP as its cost to go at
+  // (of at most bounded_max_states, four times that with an issue order)
+  // takes the bound DP as its cost to go at
   // any size (unless bound_dp_max_states is 0) and 40 times
   // bounded_steps_per_block before the exhaustive DP takes it.
   DeviceFloor device_floor;

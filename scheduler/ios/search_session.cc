@@ -28,9 +28,12 @@ constexpr int kMinPrefixOps = 8;
 // (2 M by default: NASNet's cells take about that, and hand to the DP
 // millions of measurements at 0.5 M; docs/benchmarks.md, 2026-11-28).
 constexpr int64_t kFloorStepsFactor = 40;
-// With a device floor, blocks of up to this many times bounded_max_states
-// are attempted (NASNet's cells, about 146 k states: the bound DP over a
-// cell and the floor leave about 10 k of its stages to measure).
+// With a device floor that knows the backend's issue order, blocks of up to
+// this many times bounded_max_states are attempted (NASNet's cells, about
+// 146 k states: under sim:h100 the bound DP over a cell and the floor leave
+// 1-170 k of its stages to measure, against about 440 k for the DP). A
+// floor without an order (the analytic oracle's) bounds those cells too
+// loosely to pay for the bound DP's walk.
 constexpr int64_t kDeviceFloorStatesFactor = 4;
 
 Status CheckLatency(Signature signature, double latency_ms) {
@@ -463,8 +466,9 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
 
 void SearchSession::SizeBlock(int b) {
   BlockState& state = blocks_[b];
-  const int64_t limit = options_.bounded_max_states *
-                        (options_.device_floor.bounds_anything() ? kDeviceFloorStatesFactor : 1);
+  const bool ordered = options_.device_floor.bounds_anything() &&
+                       options_.device_floor.issue_order != DeviceFloor::IssueOrder::kUnknown;
+  const int64_t limit = options_.bounded_max_states * (ordered ? kDeviceFloorStatesFactor : 1);
   const bool floor = options_.floor_samples > 0;
   if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
       (limit <= 0 && !floor)) {
