@@ -33,11 +33,8 @@ Status CheckLatencyRows(const std::string& device_key,
 // The floor's issue columns (floor_issue_adds 0/1, floor_issue_order 0..2:
 // the schema's CHECKs) into `floor`.
 void SetIssue(int64_t issue_adds, int64_t issue_order, scheduler::ios::DeviceFloor& floor) {
-  using Order = scheduler::ios::DeviceFloor::IssueOrder;
   floor.issue_overlaps_work = issue_adds == 0;
-  floor.issue_order = issue_order == 1   ? Order::kRoundRobin
-                      : issue_order == 2 ? Order::kGroupByGroup
-                                         : Order::kUnknown;
+  floor.issue_order = scheduler::ios::IssueOrderFromNumber(issue_order);
 }
 
 }  // namespace

@@ -169,16 +169,7 @@ WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration)
     out.device_floor.bandwidth_gbps = floor.bandwidth_gbps();
     out.device_floor.issue_overlaps_work = !floor.issue_adds_to_work();
     // An order this server does not know reads as none: its bound is left out.
-    switch (floor.issue_order()) {
-      case v1::DeviceFloor::ISSUE_ORDER_ROUND_ROBIN:
-        out.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin;
-        break;
-      case v1::DeviceFloor::ISSUE_ORDER_GROUP_BY_GROUP:
-        out.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kGroupByGroup;
-        break;
-      default:
-        break;
-    }
+    out.device_floor.issue_order = scheduler::ios::IssueOrderFromNumber(floor.issue_order());
   }
   return out;
 }

@@ -282,6 +282,10 @@ TEST(ProtoConvertTest, WorkerReportsAndRegistrationsKeepEveryField) {
   floor->set_issue_order(v1::DeviceFloor::ISSUE_ORDER_GROUP_BY_GROUP);
   EXPECT_EQ(RegistrationFromProto(registration).device_floor.issue_order,
             scheduler::ios::DeviceFloor::IssueOrder::kGroupByGroup);
+  // A newer worker's order this server does not know: none.
+  floor->set_issue_order(static_cast<v1::DeviceFloor::IssueOrder>(7));
+  EXPECT_EQ(RegistrationFromProto(registration).device_floor.issue_order,
+            scheduler::ios::DeviceFloor::IssueOrder::kUnknown);
 
   v1::PhaseResult result;
   result.set_phase_id(12);

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -102,10 +103,7 @@ class BlockStages {
     }
     for (int g = 0; g < num_groups; ++g) sorted[g] = g;
     std::sort(sorted, sorted + num_groups, [&](int a, int b) {
-      if (group_infos_[a].hash != group_infos_[b].hash) {
-        return group_infos_[a].hash < group_infos_[b].hash;
-      }
-      return block_.node(group_bits_[a].First()) < block_.node(group_bits_[b].First());
+      return SortKey(group_infos_[a], group_bits_[a]) < SortKey(group_infos_[b], group_bits_[b]);
     });
     Stage stage;
     stage.strategy = strategy;
@@ -137,18 +135,18 @@ class BlockStages {
     return CanonicalStage(strategy);
   }
 
-  // The canonical hash of the group `bits` (one connected group) and its
-  // ops in the order CanonicalStage gives them (block-local indices),
-  // appended to *order. CanonicalStage orders a stage's groups by this hash,
-  // then by their first op's node id.
-  uint64_t GroupOrder(const OpBits<W>& bits, std::vector<int>* order) {
+  // The key CanonicalStage orders a stage's groups by (its canonical hash,
+  // then its first op's node id) of the group `bits` (one connected group),
+  // and its ops in the order CanonicalStage gives them (block-local
+  // indices), appended to *order.
+  std::pair<uint64_t, graph::NodeId> GroupOrder(const OpBits<W>& bits, std::vector<int>* order) {
     const GroupInfo info = GroupFor(bits);
     std::vector<int> by_k;
     bits.ForEach([&](int i) { by_k.push_back(i); });
     for (uint32_t j = 0; j < info.order_count; ++j) {
       order->push_back(by_k[orders_[info.order_begin + j]]);
     }
-    return info.hash;
+    return SortKey(info, bits);
   }
 
   // Bytes of the per-block group cache.
@@ -168,6 +166,11 @@ class BlockStages {
   };
   // CanonicalStage sorts this many groups on the stack.
   static constexpr int kMaxSortedGroups = 64;
+
+  // Where a group goes in its stage's canonical order.
+  std::pair<uint64_t, graph::NodeId> SortKey(const GroupInfo& info, const OpBits<W>& bits) const {
+    return {info.hash, block_.node(bits.First())};
+  }
 
   // The canonical hash and external reads of a group, cached per block.
   GroupInfo GroupFor(const OpBits<W>& bits) {

@@ -510,7 +510,7 @@ class Search final : public BoundedBlockSearch {
       const int32_t* group = group_index_.Find(groups[g].ops, groups[g].ops.Hash());
       // Every group of an ending was enumerated; 0 stays a valid bound.
       if (group == nullptr) continue;
-      by_rank_.push_back(*group);
+      if (has_issue_order_) by_rank_.push_back(*group);
       bound = std::max(bound, group_latency_[*group]);
       work += core_latency_[*group];
       slowest_core = std::max(slowest_core, core_latency_[*group]);
@@ -568,7 +568,7 @@ class Search final : public BoundedBlockSearch {
     chain_runs_.clear();
     for (size_t i = 0; i < groups_.size(); ++i) {
       order.clear();
-      keys[i] = {stages_.GroupOrder(groups_[i], &order), block_.node(groups_[i].First())};
+      keys[i] = stages_.GroupOrder(groups_[i], &order);
       for (int v : order) {
         if (stage_floor_[v].kernels > 0) chain_runs_.push_back(stage_floor_[v].last_kernel_ms);
       }

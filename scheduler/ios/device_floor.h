@@ -60,10 +60,12 @@ struct DeviceFloor {
   // another, each from its slot on and no faster than alone
   // (IssuedChainsFloorMs). kUnknown: only the bounds that hold whatever the
   // order.
+  // The numbers are the stored and wire ones (schema v9, proto
+  // DeviceFloor.IssueOrder).
   enum class IssueOrder : uint8_t {
-    kUnknown,
-    kRoundRobin,    // the first kernel of each group, then the second, ...
-    kGroupByGroup,  // every kernel of the first group, then of the second, ...
+    kUnknown = 0,
+    kRoundRobin = 1,    // the first kernel of each group, then the second, ...
+    kGroupByGroup = 2,  // every kernel of the first group, then of the second, ...
   };
   IssueOrder issue_order = IssueOrder::kUnknown;
 
@@ -149,6 +151,13 @@ double IssuedChainsFloorMs(const DeviceFloor& floor,
 
 // "round-robin", "group by group" or "unknown".
 std::string_view IssueOrderName(DeviceFloor::IssueOrder order);
+
+// The order of a stored or wire number; kUnknown for one this build does not
+// know (its bound is then left out).
+inline DeviceFloor::IssueOrder IssueOrderFromNumber(int64_t number) {
+  using Order = DeviceFloor::IssueOrder;
+  return number == 1 ? Order::kRoundRobin : number == 2 ? Order::kGroupByGroup : Order::kUnknown;
+}
 
 }  // namespace iosfarm::scheduler::ios
 

@@ -59,5 +59,14 @@ TEST(DeviceFloorTest, DescribesTheIssueOrder) {
   EXPECT_EQ(IssueOrderName(DeviceFloor::IssueOrder::kGroupByGroup), "group by group");
 }
 
+// The stored and wire numbers: 0, 1, 2; any other reads as unknown.
+TEST(DeviceFloorTest, IssueOrderFromItsNumber) {
+  EXPECT_EQ(IssueOrderFromNumber(0), DeviceFloor::IssueOrder::kUnknown);
+  EXPECT_EQ(IssueOrderFromNumber(1), DeviceFloor::IssueOrder::kRoundRobin);
+  EXPECT_EQ(IssueOrderFromNumber(2), DeviceFloor::IssueOrder::kGroupByGroup);
+  EXPECT_EQ(IssueOrderFromNumber(3), DeviceFloor::IssueOrder::kUnknown);
+  EXPECT_EQ(IssueOrderFromNumber(-1), DeviceFloor::IssueOrder::kUnknown);
+}
+
 }  // namespace
 }  // namespace iosfarm::scheduler::ios
