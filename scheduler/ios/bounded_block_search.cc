@@ -1,6 +1,7 @@
 #include "scheduler/ios/bounded_block_search.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -18,6 +19,11 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// Endings whose child's entry in the bound DP's table is prefetched before
+// it is read (the table is far larger than the caches).
+constexpr int kInFlight = 8;
+// GroupIndex of a set that is no group of the block.
+constexpr int32_t kNoGroup = std::numeric_limits<int32_t>::max();
 // Endings a state first puts on the open list (then as many again as are
 // on it, each time its kMoreEndings entry comes up).
 constexpr int32_t kFirstSlice = 4;
@@ -32,7 +38,8 @@ class Search final : public BoundedBlockSearch {
       : block_(block),
         options_(options),
         enumerator_(block_, options.dp.bounds),
-        stages_(block_) {
+        stages_(block_),
+        ending_ids_(options.dp.bounds.max_groups) {
     enumerator_.SetCheck([this](uint64_t) {
       if (status_.ok()) CheckBudget();
       return status_.ok();
@@ -356,6 +363,20 @@ class Search final : public BoundedBlockSearch {
     }
   }
 
+  // Each group's kernels, work and least last-kernel time (its ops'
+  // stage_floor_ together): a stage's floor from its groups.
+  void GroupFloors() {
+    group_floor_.assign(groups_.size(), OpShare{0, 0, kNever});
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      OpShare& group = group_floor_[i];
+      groups_[i].ForEach([&](int v) {
+        group.kernels += stage_floor_[v].kernels;
+        group.work_ms += stage_floor_[v].work_ms;
+        group.last_kernel_ms = std::min(group.last_kernel_ms, stage_floor_[v].last_kernel_ms);
+      });
+    }
+  }
+
   OpFeatures SumFeatures(const OpBits<W>& ops) const {
     OpFeatures sum;
     ops.ForEach([&](int v) {
@@ -471,6 +492,7 @@ class Search final : public BoundedBlockSearch {
     kernel_depth_.assign(n, 0);
     if (has_device_floor_) {
       LastKernelTimes();
+      GroupFloors();
       if (options_.device_floor.issue_order != DeviceFloor::IssueOrder::kUnknown &&
           options_.device_floor.issue_overlaps_work) {
         IssueChains();
@@ -502,18 +524,35 @@ class Search final : public BoundedBlockSearch {
   // floors are taken only while the bound is below `cutoff`: a caller that
   // drops or ignores an ending at or above it needs no more. `ops`: the
   // ending's ops (its groups together).
-  double GroupBound(const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups,
+  double GroupBound(const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups,
                     double cutoff = kNever) {
-    double bound = 0, work = 0, slowest_core = 0;
-    by_rank_.clear();
+    const int found = GroupIds(groups, num_groups, ending_ids_.data());
+    return IdsBound(ops, ending_ids_.data(), found, num_groups, cutoff);
+  }
+
+  // The indices in groups_ of an ending's groups, into `ids` (room for
+  // num_groups): how many were found (every group of an ending was
+  // enumerated). Tags the groups with them, for the larger endings that
+  // hold them too.
+  int GroupIds(EndingGroup<W>* groups, int num_groups, int32_t* ids) {
+    int found = 0;
     for (int g = 0; g < num_groups; ++g) {
-      const int32_t* group = group_index_.Find(groups[g].ops, groups[g].ops.Hash());
-      // Every group of an ending was enumerated; 0 stays a valid bound.
-      if (group == nullptr) continue;
-      if (has_issue_order_) by_rank_.push_back(*group);
-      bound = std::max(bound, group_latency_[*group]);
-      work += core_latency_[*group];
-      slowest_core = std::max(slowest_core, core_latency_[*group]);
+      if (groups[g].tag < 0) groups[g].tag = GroupIndex(groups[g].ops);
+      if (groups[g].tag != kNoGroup) ids[found++] = groups[g].tag;
+    }
+    return found;
+  }
+
+  // GroupBound of the ending of ops `ops` and num_groups groups, of which
+  // GroupIds found `found`, ids[0..found); a group not found adds nothing
+  // (0 stays a valid bound).
+  double IdsBound(const OpBits<W>& ops, const int32_t* ids, int found, int num_groups,
+                  double cutoff) {
+    double bound = 0, work = 0, slowest_core = 0;
+    for (int g = 0; g < found; ++g) {
+      bound = std::max(bound, group_latency_[ids[g]]);
+      work += core_latency_[ids[g]];
+      slowest_core = std::max(slowest_core, core_latency_[ids[g]]);
     }
     if (num_groups < 2 || !(has_floor_ || has_device_floor_ || by_cores()) || bound >= cutoff) {
       return bound;
@@ -524,15 +563,16 @@ class Search final : public BoundedBlockSearch {
     }
     if (has_device_floor_ && !merges) {
       double kernels = 0, work_ms = 0, last = kNever;
-      ops.ForEach([&](int v) {
-        kernels += stage_floor_[v].kernels;
-        work_ms += stage_floor_[v].work_ms;
-        last = std::min(last, stage_floor_[v].last_kernel_ms);
-      });
+      for (int g = 0; g < found; ++g) {
+        const OpShare& group = group_floor_[ids[g]];
+        kernels += group.kernels;
+        work_ms += group.work_ms;
+        last = std::min(last, group.last_kernel_ms);
+      }
       bound = std::max(bound, StageFloorMs(options_.device_floor, kernels, work_ms,
                                            last == kNever ? 0.0 : last));
-      if (has_issue_order_ && bound < cutoff && static_cast<int>(by_rank_.size()) == num_groups) {
-        bound = std::max(bound, ChainsBound());
+      if (has_issue_order_ && bound < cutoff && found == num_groups) {
+        bound = std::max(bound, ChainsBound(ids, found));
       }
     }
     if (by_cores()) {
@@ -545,15 +585,23 @@ class Search final : public BoundedBlockSearch {
     return bound;
   }
 
-  // IssuedChainsFloorMs of the ending whose groups GroupBound put in
-  // by_rank_, issued in the order the stage CanonicalStage builds has them.
-  double ChainsBound() {
-    std::sort(by_rank_.begin(), by_rank_.end(),
+  // The index of a group in groups_, or kNoGroup.
+  int32_t GroupIndex(const OpBits<W>& group) {
+    const int32_t* index = group_index_.Find(group, group.Hash());
+    return index == nullptr ? kNoGroup : *index;
+  }
+
+  // IssuedChainsFloorMs of the ending of groups ids[0..count), issued in
+  // the order the stage CanonicalStage builds has them.
+  double ChainsBound(const int32_t* ids, int count) {
+    std::copy(ids, ids + count, by_rank_.begin());
+    const auto end = by_rank_.begin() + count;
+    std::sort(by_rank_.begin(), end,
               [&](int32_t a, int32_t b) { return issue_rank_[a] < issue_rank_[b]; });
     chains_.clear();
-    for (int32_t group : by_rank_) {
-      chains_.emplace_back(chain_runs_.data() + chain_begin_[group],
-                           chain_begin_[group + 1] - chain_begin_[group]);
+    for (auto group = by_rank_.begin(); group != end; ++group) {
+      chains_.emplace_back(chain_runs_.data() + chain_begin_[*group],
+                           chain_begin_[*group + 1] - chain_begin_[*group]);
     }
     return IssuedChainsFloorMs(options_.device_floor, chains_);
   }
@@ -580,6 +628,7 @@ class Search final : public BoundedBlockSearch {
               [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
     issue_rank_.assign(groups_.size(), 0);
     for (size_t r = 0; r < sorted.size(); ++r) issue_rank_[sorted[r]] = static_cast<int32_t>(r);
+    by_rank_.assign(options_.dp.bounds.max_groups, 0);
     has_issue_order_ = true;
   }
 
@@ -595,8 +644,9 @@ class Search final : public BoundedBlockSearch {
 
   // The bound DP (a block of at most bound_dp_max_states states): every
   // state's shortest remaining schedule where each ending costs its group
-  // bound, in order of growing size (an ending's child is smaller). Its
-  // states are ForEachRemainingSet's.
+  // bound, raised to the other terms of the cost to go (PathCostToGo) where
+  // they are larger, in order of growing size (an ending's child is
+  // smaller). Its states are ForEachRemainingSet's.
   void BoundCostToGo() {
     const int64_t cap = options_.bound_dp_max_states;
     if (cap <= 0) return;
@@ -605,30 +655,68 @@ class Search final : public BoundedBlockSearch {
     if (static_cast<int64_t>(states.size()) > cap) return;
     std::stable_sort(states.begin(), states.end(),
                      [](const OpBits<W>& a, const OpBits<W>& b) { return a.Count() < b.Count(); });
+    // An ending's child's cost is read kInFlight endings after its slot is
+    // prefetched (the table is far larger than the caches, and a miss per
+    // ending was a third of the walk); its bound is taken then, its floors
+    // only while it can still beat the best so far (the cutoff).
+    struct Pending {
+      OpBits<W> ops, child;
+      uint64_t hash;
+      int num_groups, found;
+    };
+    const int s = options_.dp.bounds.max_groups;
+    std::array<Pending, kInFlight> pending;
+    std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
     for (const OpBits<W>& state : states) {
       double best = std::numeric_limits<double>::infinity();
-      enumerator_.Enumerate(
-          state, [&](const OpBits<W>& ops, const EndingGroup<W>* groups, int num_groups) {
-            ++stats_.transitions;
-            const OpBits<W> child = state.Minus(ops);
-            const double* rest = child.Empty() ? nullptr : bound_cost_.Find(child, child.Hash());
-            const double after = rest ? *rest : 0.0;
-            best = std::min(best, GroupBound(ops, groups, num_groups, best - after) + after);
-          });
+      auto settle = [&](int slot) {
+        const Pending& ending = pending[slot];
+        const double* rest =
+            ending.child.Empty() ? nullptr : bound_cost_.Find(ending.child, ending.hash);
+        const double after = rest ? *rest : 0.0;
+        best = std::min(best, IdsBound(ending.ops, &pending_ids[slot * s], ending.found,
+                                       ending.num_groups, best - after) +
+                                  after);
+      };
+      uint64_t count = 0;
+      auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
+        const int slot = static_cast<int>(count % kInFlight);
+        if (count++ >= kInFlight) settle(slot);
+        Pending& ending = pending[slot];
+        ending.ops = ops;
+        ending.child = state.Minus(ops);
+        ending.hash = ending.child.Hash();
+        bound_cost_.Prefetch(ending.hash);
+        ending.num_groups = num_groups;
+        ending.found = GroupIds(groups, num_groups, &pending_ids[slot * s]);
+      };
+      enumerator_.Enumerate(state, list);
+      for (uint64_t i = count > kInFlight ? count - kInFlight : 0; i < count; ++i) {
+        settle(static_cast<int>(i % kInFlight));
+      }
+      stats_.transitions += static_cast<int64_t>(count);
       if (!status_.ok()) return;  // a budget ran out: Advance reports it
-      bound_cost_.Insert(state, state.Hash(), best);
+      // The other bounds may be tighter for a state: the largest of them is
+      // consistent, and the states above take it in.
+      bound_cost_.Insert(state, state.Hash(), std::max(best, PathCostToGo(state)));
     }
     has_bound_cost_ = true;
   }
 
-  // h(S): the heaviest dependency path inside `ops` under weight_, or with
-  // cores the ops' work over the cores where that is more, or the bound DP's,
-  // or the device floor's: the ops' kernels and work (togo_floor_) and a
-  // stage's floor for each stage they need at least (a stage holds at most
-  // r*s ops and, its groups being independent, at most r ops of a path).
-  // Each term drops by no more than one stage's bound along an edge, so the
-  // largest is consistent too.
+  // h(S): the bound DP's (which holds the terms below too), else the
+  // largest of the heaviest dependency path inside `ops` under weight_, with
+  // cores the ops' work over the cores, and the device floor's: the ops'
+  // kernels and work (togo_floor_) and a stage's floor for each stage they
+  // need at least (a stage holds at most r*s ops and, its groups being
+  // independent, at most r ops of a path). Each term drops by no more than
+  // one stage's bound along an edge, so the largest is consistent too.
   double CostToGo(const OpBits<W>& ops) {
+    if (has_bound_cost_) return *bound_cost_.Find(ops, ops.Hash());
+    return PathCostToGo(ops);
+  }
+
+  // CostToGo without the bound DP.
+  double PathCostToGo(const OpBits<W>& ops) {
     double heaviest = 0, work = 0;
     ops.ForEach([&](int v) {
       work += work_[v];
@@ -639,9 +727,8 @@ class Search final : public BoundedBlockSearch {
       path_[v] = before + weight_[v];
       heaviest = std::max(heaviest, path_[v]);
     });
-    const double bound = has_bound_cost_ ? *bound_cost_.Find(ops, ops.Hash()) : 0.0;
     const double floor = has_device_floor_ ? FloorCostToGo(ops) : 0.0;
-    return std::max({heaviest, work, bound, floor});
+    return std::max({heaviest, work, floor});
   }
 
   // The device floor's cost to go: the ops' kernels and work (togo_floor_),
@@ -701,17 +788,43 @@ class Search final : public BoundedBlockSearch {
     const Closed parent = closed_[index];
     const double parent_f = parent.g + parent.h;
     ranked_.clear();
-    enumerator_.Enumerate(parent.ops, [&](const OpBits<W>& ops, const EndingGroup<W>* groups,
-                                          int num_groups) {
+    // With the bound DP, a child's cost to go is read kInFlight endings
+    // after its slot is prefetched (the misses were half of the expansion).
+    struct Pending {
+      OpBits<W> ops, child;
+      uint64_t hash;
+      double bound;
+      bool one_group;
+    };
+    std::array<Pending, kInFlight> pending;
+    auto settle = [&](const Pending& ending) {
+      double h = 0;
+      if (!ending.child.Empty()) {
+        h = has_bound_cost_ ? *bound_cost_.Find(ending.child, ending.hash)
+                            : PathCostToGo(ending.child);
+      }
+      const double key = parent.g + ending.bound + h;
+      if (key > upper_limit_) return;
+      ranked_.push_back({key, ending.bound, h, static_cast<int32_t>(ranked_.size()),
+                         static_cast<int8_t>(ending.one_group), ending.ops});
+    };
+    uint64_t listed = 0;
+    auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
       const double bound = GroupBound(ops, groups, num_groups, upper_limit_ - parent.g);
       if (std::max(parent_f, parent.g + bound) > upper_limit_) return;  // before h
-      const OpBits<W> child = parent.ops.Minus(ops);
-      const double h = child.Empty() ? 0 : CostToGo(child);
-      const double key = parent.g + bound + h;
-      if (key > upper_limit_) return;
-      ranked_.push_back({key, bound, h, static_cast<int32_t>(ranked_.size()),
-                         static_cast<int8_t>(num_groups == 1), ops});
-    });
+      Pending& ending = pending[listed % kInFlight];
+      if (listed++ >= kInFlight) settle(ending);
+      ending.ops = ops;
+      ending.child = parent.ops.Minus(ops);
+      ending.hash = ending.child.Hash();
+      if (has_bound_cost_) bound_cost_.Prefetch(ending.hash);
+      ending.bound = bound;
+      ending.one_group = num_groups == 1;
+    };
+    enumerator_.Enumerate(parent.ops, list);
+    for (uint64_t i = listed > kInFlight ? listed - kInFlight : 0; i < listed; ++i) {
+      settle(pending[i % kInFlight]);
+    }
     if (from == 0) stats_.transitions += static_cast<int64_t>(ranked_.size());
     const int32_t count = std::max<int32_t>(kFirstSlice, from);
     const size_t end = std::min(ranked_.size(), static_cast<size_t>(from) + count);
@@ -991,7 +1104,9 @@ class Search final : public BoundedBlockSearch {
     double last_kernel_ms = 0;
   };
   std::vector<OpShare> stage_floor_, togo_floor_;
+  std::vector<OpShare> group_floor_;  // per group (GroupFloors)
   bool has_device_floor_ = false;
+  std::vector<int32_t> ending_ids_;  // scratch of GroupBound: an ending's groups
   // With a known issue order (IssueChains): per group its rank and kernel
   // run times (chain_runs_[chain_begin_[i] .. chain_begin_[i + 1])), and
   // the scratch of GroupBound and ChainsBound (an ending's groups).

@@ -29,7 +29,9 @@
 //    too) gives each state the shortest remaining schedule if every stage
 //    cost its bound, and h(S) is the larger of that and the critical path.
 //    It is consistent (the DP's own recurrence, over weights that are lower
-//    bounds under the assumption), and far tighter where a state has many
+//    bounds under the assumption; each state's value is raised to its
+//    critical path and floor terms where those are larger, which the states
+//    above it inherit), and far tighter where a state has many
 //    orders of one branch's ops: a path bound sees one branch, the DP every
 //    op. It is what a lazy shortest path over the same bounds gets in its
 //    first round, for one walk of the block (inception_v3's blocks: 1,208

@@ -39,11 +39,16 @@ struct EndingBounds {
   int max_groups = 8;     // s
 };
 
-// One group of a candidate ending while enumerating.
+// One group of a candidate ending while enumerating. `tag` is the
+// visitor's: -1 for a group new in this ending; a visit may set it (e.g. to
+// the group's index in a table of its own), and a group carried unchanged
+// into the larger endings grown from this one keeps it, so that a visitor
+// looks each group up once rather than once per ending that holds it.
 template <int W>
 struct EndingGroup {
   OpBits<W> ops;
-  int size = 0;
+  int32_t size = 0;
+  int32_t tag = -1;
 };
 
 // The enumerator for blocks of up to 64*W ops. Reusable across sets; keeps
@@ -65,7 +70,8 @@ class EndingEnumerator {
 
   // Calls visit(ending, groups, num_groups) for every ending of `remaining`
   // within the bounds, in a deterministic order. `groups` points to
-  // num_groups components, valid during the call only. A visit may call
+  // num_groups components, valid during the call only (the visit may set
+  // their tags). A visit may call
   // Stop() to end the enumeration early (a budget ran out).
   template <typename Visit>
   void Enumerate(const OpBits<W>& remaining, Visit&& visit) {

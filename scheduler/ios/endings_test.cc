@@ -1,6 +1,7 @@
 #include "scheduler/ios/endings.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 
@@ -126,6 +127,39 @@ std::vector<std::vector<int>> BruteForceEndings(const BlockGraph& block, uint32_
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+TEST(EndingsTest, TagsStayWithTheGroupsTheyWereGiven) {
+  // A visitor tags each group with its own number for that op set; every
+  // tag it sees again must be that group's number, carried into the larger
+  // endings grown from the one where it was given.
+  int carried = 0, endings = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const graph::Graph graph = testing::RandomDag(seed, 4 + static_cast<int>(seed % 9));
+    const BlockGraph block = WholeGraphBlock(graph);
+    std::map<uint64_t, int32_t> number;  // the op set's bits -> its tag
+    EndingEnumerator<1> enumerator(block, EndingBounds{3, 4});
+    auto visit = [&](const OpBits<1>& ops, EndingGroup<1>* groups, int num_groups) {
+      ++endings;
+      OpBits<1> together;
+      for (int g = 0; g < num_groups; ++g) {
+        together |= groups[g].ops;
+        const int32_t next = static_cast<int32_t>(number.size());
+        auto [it, added] = number.emplace(groups[g].ops.words[0], next);
+        if (groups[g].tag >= 0) {
+          ++carried;
+          EXPECT_EQ(groups[g].tag, it->second) << "seed " << seed;
+          EXPECT_FALSE(added) << "a tag on a group never tagged, seed " << seed;
+        }
+        groups[g].tag = it->second;
+      }
+      EXPECT_EQ(together, ops);
+    };
+    enumerator.Enumerate(OpBits<1>::FirstN(block.size()), visit);
+  }
+  // Most groups of a multi-group ending were tagged in the ending before.
+  EXPECT_GT(endings, 1000);
+  EXPECT_GT(carried, endings / 2);
 }
 
 TEST(EndingsTest, CompleteAndDuplicateFreeOnRandomGraphs) {
