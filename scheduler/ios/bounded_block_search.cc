@@ -73,6 +73,8 @@ class Search final : public BoundedBlockSearch {
       FitFloor();
       Start();
     }
+    if (phase_ == Phase::kReady && !pausing_) Begin();
+    pausing_ = false;
     while (phase_ == Phase::kSearch && status_.ok()) {
       if (++since_check_ >= 256 || StopRequested()) {
         since_check_ = 0;
@@ -130,6 +132,57 @@ class Search final : public BoundedBlockSearch {
   }
 
   bool solved() const override { return phase_ == Phase::kSolved; }
+  bool paused_before_bound_dp() const override { return phase_ == Phase::kReady; }
+  const BlockGraph& block() const override { return block_; }
+
+  // WalkBoundDps for searches of width W (all paused, of one shape).
+  static void WalkTogether(std::span<Search* const> searches) {
+    Search& first = *searches[0];
+    const int64_t cap = first.options_.bound_dp_max_states;
+    if (cap <= 0) return;
+    std::vector<OpBits<W>> states;
+    ForEachRemainingSet<W>(first.block_, cap + 1,
+                           [&](const OpBits<W>& set) { states.push_back(set); });
+    if (static_cast<int64_t>(states.size()) > cap) return;
+    std::stable_sort(states.begin(), states.end(),
+                     [](const OpBits<W>& a, const OpBits<W>& b) { return a.Count() < b.Count(); });
+    const size_t k_count = searches.size();
+    // Each state's row of costs, one per search, in the order walked.
+    OpBitsMap<W, int32_t> rows;
+    std::vector<double> costs(states.size() * k_count);
+    std::vector<double> best(k_count);
+    const int s = first.options_.dp.bounds.max_groups;
+    std::array<Pending, kInFlight> pending;
+    std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
+    for (size_t row = 0; row < states.size(); ++row) {
+      const OpBits<W>& state = states[row];
+      std::fill(best.begin(), best.end(), kNever);
+      auto settle = [&](int slot) {
+        const Pending& ending = pending[slot];
+        const int32_t* child =
+            ending.child.Empty() ? nullptr : rows.Find(ending.child, ending.hash);
+        for (size_t k = 0; k < k_count; ++k) {
+          const double after = child ? costs[*child * k_count + k] : 0.0;
+          best[k] = std::min(best[k],
+                             searches[k]->IdsBound(ending.ops, &pending_ids[slot * s], ending.found,
+                                                   ending.num_groups, best[k] - after) +
+                                 after);
+        }
+      };
+      const uint64_t count = first.ListEndings(state, pending, pending_ids, settle, &rows);
+      if (!first.status_.ok()) return;  // each walks alone, the first to its error
+      const uint64_t hash = state.Hash();
+      for (size_t k = 0; k < k_count; ++k) {
+        Search& search = *searches[k];
+        search.stats_.transitions += static_cast<int64_t>(count);
+        const double cost = std::max(best[k], search.PathCostToGo(state));
+        costs[row * k_count + k] = cost;
+        search.bound_cost_.Insert(state, hash, cost);
+      }
+      rows.Insert(state, hash, static_cast<int32_t>(row));
+    }
+    for (Search* search : searches) search->has_bound_cost_ = true;
+  }
   const std::vector<Signature>& waiting_for() const override { return waiting_; }
   const BlockSolution& solution() const override { return solution_; }
   DpStats stats() const override {
@@ -140,7 +193,8 @@ class Search final : public BoundedBlockSearch {
   }
 
  private:
-  enum class Phase { kGroups, kCalibrate, kSearch, kSolved };
+  // kReady: paused before the bound DP (pause_before_bound_dp).
+  enum class Phase { kGroups, kCalibrate, kReady, kSearch, kSolved };
   // An open-list entry: the stage `stage` as the last one of state
   // closed_[parent]. kUnevaluated: the stage's cost is its lower bound;
   // kEvaluated: its latency. kMoreEndings: the parent's endings from rank
@@ -466,7 +520,8 @@ class Search final : public BoundedBlockSearch {
   }
 
   // Op weights for the critical-path bound, the sequential schedule's
-  // latency (every op alone: an upper bound), and the root state.
+  // latency (every op alone: an upper bound), the device floor's tables,
+  // then (Begin) the bound DP and the root state.
   void Start() {
     const int n = block_.size();
     weight_.assign(n, std::numeric_limits<double>::infinity());
@@ -498,7 +553,19 @@ class Search final : public BoundedBlockSearch {
         IssueChains();
       }
     }
-    BoundCostToGo();
+    if (options_.pause_before_bound_dp && options_.bound_dp_max_states > 0) {
+      phase_ = Phase::kReady;  // WalkBoundDps, or the next Advance
+      pausing_ = true;
+      return;
+    }
+    Begin();
+  }
+
+  // The rest of Start: the bound DP (unless WalkBoundDps walked it) and the
+  // root state.
+  void Begin() {
+    const int n = block_.size();
+    if (!has_bound_cost_) BoundCostToGo();
     phase_ = Phase::kSearch;
     if (n == 0) {
       Finish(-1);
@@ -642,6 +709,42 @@ class Search final : public BoundedBlockSearch {
   // (rounding aside).
   static double Limit(double ms) { return ms * (1 + 1e-9) + 1e-12; }
 
+  // An ending of the bound DP's walk whose child's cost is still to be read.
+  struct Pending {
+    OpBits<W> ops, child;
+    uint64_t hash;
+    int num_groups, found;
+  };
+
+  // Lists the endings of `state` for the bound DP: each one's groups (by
+  // index: into ids, max_groups per slot) and child go into a slot of
+  // `pending`, the child's entry in `table` is prefetched, and settle(slot)
+  // is called kInFlight endings later (the table is far larger than the
+  // caches: a miss per ending was a third of the walk), and for the last
+  // ones at the end. Returns the number of endings.
+  template <typename Table, typename Settle>
+  uint64_t ListEndings(const OpBits<W>& state, std::array<Pending, kInFlight>& pending,
+                       std::vector<int32_t>& ids, Settle&& settle, const Table* table) {
+    const int s = options_.dp.bounds.max_groups;
+    uint64_t count = 0;
+    auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
+      const int slot = static_cast<int>(count % kInFlight);
+      if (count++ >= kInFlight) settle(slot);
+      Pending& ending = pending[slot];
+      ending.ops = ops;
+      ending.child = state.Minus(ops);
+      ending.hash = ending.child.Hash();
+      table->Prefetch(ending.hash);
+      ending.num_groups = num_groups;
+      ending.found = GroupIds(groups, num_groups, &ids[slot * s]);
+    };
+    enumerator_.Enumerate(state, list);
+    for (uint64_t i = count > kInFlight ? count - kInFlight : 0; i < count; ++i) {
+      settle(static_cast<int>(i % kInFlight));
+    }
+    return count;
+  }
+
   // The bound DP (a block of at most bound_dp_max_states states): every
   // state's shortest remaining schedule where each ending costs its group
   // bound, raised to the other terms of the cost to go (PathCostToGo) where
@@ -655,45 +758,21 @@ class Search final : public BoundedBlockSearch {
     if (static_cast<int64_t>(states.size()) > cap) return;
     std::stable_sort(states.begin(), states.end(),
                      [](const OpBits<W>& a, const OpBits<W>& b) { return a.Count() < b.Count(); });
-    // An ending's child's cost is read kInFlight endings after its slot is
-    // prefetched (the table is far larger than the caches, and a miss per
-    // ending was a third of the walk); its bound is taken then, its floors
-    // only while it can still beat the best so far (the cutoff).
-    struct Pending {
-      OpBits<W> ops, child;
-      uint64_t hash;
-      int num_groups, found;
-    };
-    const int s = options_.dp.bounds.max_groups;
     std::array<Pending, kInFlight> pending;
-    std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
+    std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) *
+                                     options_.dp.bounds.max_groups);
     for (const OpBits<W>& state : states) {
-      double best = std::numeric_limits<double>::infinity();
+      double best = kNever;
       auto settle = [&](int slot) {
         const Pending& ending = pending[slot];
         const double* rest =
             ending.child.Empty() ? nullptr : bound_cost_.Find(ending.child, ending.hash);
         const double after = rest ? *rest : 0.0;
-        best = std::min(best, IdsBound(ending.ops, &pending_ids[slot * s], ending.found,
-                                       ending.num_groups, best - after) +
-                                  after);
+        const int32_t* ids = &pending_ids[slot * options_.dp.bounds.max_groups];
+        best = std::min(
+            best, IdsBound(ending.ops, ids, ending.found, ending.num_groups, best - after) + after);
       };
-      uint64_t count = 0;
-      auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-        const int slot = static_cast<int>(count % kInFlight);
-        if (count++ >= kInFlight) settle(slot);
-        Pending& ending = pending[slot];
-        ending.ops = ops;
-        ending.child = state.Minus(ops);
-        ending.hash = ending.child.Hash();
-        bound_cost_.Prefetch(ending.hash);
-        ending.num_groups = num_groups;
-        ending.found = GroupIds(groups, num_groups, &pending_ids[slot * s]);
-      };
-      enumerator_.Enumerate(state, list);
-      for (uint64_t i = count > kInFlight ? count - kInFlight : 0; i < count; ++i) {
-        settle(static_cast<int>(i % kInFlight));
-      }
+      const uint64_t count = ListEndings(state, pending, pending_ids, settle, &bound_cost_);
       stats_.transitions += static_cast<int64_t>(count);
       if (!status_.ok()) return;  // a budget ran out: Advance reports it
       // The other bounds may be tighter for a state: the largest of them is
@@ -1079,6 +1158,7 @@ class Search final : public BoundedBlockSearch {
   EndingEnumerator<W> enumerator_;
   BlockStages<W> stages_;
   Phase phase_ = Phase::kGroups;
+  bool pausing_ = false;  // Start paused in the running Advance: it returns
   Status status_;
   std::vector<Signature> waiting_;
   // The groups, their latencies (NaN while unknown) and index by ops.
@@ -1148,6 +1228,50 @@ class Search final : public BoundedBlockSearch {
 };
 
 }  // namespace
+
+namespace {
+
+template <int W>
+Status WalkBoundDpsOf(absl::Span<BoundedBlockSearch* const> searches) {
+  std::vector<Search<W>*> typed;
+  for (BoundedBlockSearch* search : searches) {
+    auto* of_width = dynamic_cast<Search<W>*>(search);
+    if (of_width == nullptr) {
+      return absl::InvalidArgumentError("WalkBoundDps: blocks of different sizes");
+    }
+    typed.push_back(of_width);
+  }
+  Search<W>::WalkTogether(typed);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Status BoundedBlockSearch::WalkBoundDps(absl::Span<BoundedBlockSearch* const> searches) {
+  if (searches.empty()) return absl::OkStatus();
+  for (size_t i = 0; i < searches.size(); ++i) {
+    if (!searches[i]->paused_before_bound_dp()) {
+      return absl::InvalidArgumentError(
+          StrCat("WalkBoundDps: search ", i, " is not paused before its bound DP"));
+    }
+    if (!SameShape(searches[0]->block(), searches[i]->block())) {
+      return absl::InvalidArgumentError(
+          StrCat("WalkBoundDps: block ", i, " is not of the first one's shape"));
+    }
+  }
+  switch (searches[0]->block().words()) {
+    case 1:
+      return WalkBoundDpsOf<1>(searches);
+    case 2:
+      return WalkBoundDpsOf<2>(searches);
+    case 4:
+      return WalkBoundDpsOf<4>(searches);
+    case 8:
+      return WalkBoundDpsOf<8>(searches);
+    default:
+      return WalkBoundDpsOf<16>(searches);
+  }
+}
 
 StatusOr<std::unique_ptr<BoundedBlockSearch>> BoundedBlockSearch::Create(
     const BlockGraph& block, const BoundedSearchOptions& options) {

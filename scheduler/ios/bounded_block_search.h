@@ -167,6 +167,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "common/status.h"
 #include "scheduler/ios/block_dp.h"
 #include "scheduler/ios/block_graph.h"
@@ -211,6 +212,11 @@ struct BoundedSearchOptions {
   // kernels' issue and work, and a stage's floor for each stage they need at
   // least). Exact under the assumption that no stage beats it.
   DeviceFloor device_floor;
+  // Advance stops once the groups are measured, before the bound DP's walk
+  // (paused_before_bound_dp()), so that WalkBoundDps can walk it for
+  // several blocks of one shape at once; the next Advance goes on (and
+  // walks it alone if WalkBoundDps did not). Only with bound_dp_max_states.
+  bool pause_before_bound_dp = false;
 };
 
 class BoundedBlockSearch {
@@ -229,7 +235,22 @@ class BoundedBlockSearch {
   // not be used again.
   virtual Status Advance(LatencySource& source) = 0;
 
+  // The bound DP of each of `searches` (each paused before it, of blocks of
+  // one shape: SameShape) in one walk of their state graph: the endings are
+  // enumerated and the children's costs read once for all, each block's
+  // bounds taken side by side (NASNet's cells repeat one structure at
+  // several sizes). Each search gets the table and the transitions its own
+  // walk gives, and goes on at its next Advance. A block of more than
+  // bound_dp_max_states states (the first's), or a walk stopped by the
+  // first's budget, leaves each to walk alone (the first then reports its
+  // error). InvalidArgument where one is not paused or of another shape.
+  static Status WalkBoundDps(absl::Span<BoundedBlockSearch* const> searches);
+
   virtual bool solved() const = 0;
+  // True between an Advance that paused before the bound DP
+  // (BoundedSearchOptions::pause_before_bound_dp) and the next one.
+  virtual bool paused_before_bound_dp() const = 0;
+  virtual const BlockGraph& block() const = 0;
   // The signatures the search stopped for (empty once solved).
   virtual const std::vector<Signature>& waiting_for() const = 0;
   // Valid once solved(): complete, with the block's stages and latency.

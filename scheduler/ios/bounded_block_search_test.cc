@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/block_solution_checks.h"
+#include "scheduler/ios/blocks.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_options.h"
@@ -383,6 +384,97 @@ TEST(BoundedBlockSearchTest, ABlockOverTheBoundDpStatesKeepsTheCriticalPath) {
     differs += within.measured() != plain.measured();
   }
   EXPECT_GT(differs, 0);
+}
+
+// Blocks of one shape (cells of RepeatedCells at several sizes) whose bound
+// DPs are walked together give what each block's search gives alone: the
+// same schedule, latency, measurements and transitions.
+TEST(BoundedBlockSearchTest, ASharedBoundDpWalkGivesWhatEachWalkGivesAlone) {
+  int shared = 0;
+  const DeviceFloor floor = AnalyticDeviceFloor();
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RepeatedCells(seed, 6, 9);
+    const BlockPartition partition = *PartitionIntoBlocks(graph, {12});
+    std::vector<BlockGraph> blocks;
+    for (const Block& block : partition.blocks) {
+      blocks.push_back(*BlockGraph::Build(graph, block.ops));
+    }
+    const StageLatencyFn oracle = AnalyticMergeKeepingOracle(graph);
+    BoundedSearchOptions options;
+    options.dp.bounds = {3, 4};
+    options.bound_dp_max_states = kBoundDp;
+    options.device_floor = seed % 2 == 0 ? floor : DeviceFloor{};
+    for (size_t first = 0; first < blocks.size(); ++first) {
+      std::vector<size_t> shape;
+      for (size_t b = first; b < blocks.size(); ++b) {
+        if (SameShape(blocks[first], blocks[b])) shape.push_back(b);
+      }
+      if (shape.size() < 2 || shape[0] != first || blocks[first].size() < 3) continue;
+      options.pause_before_bound_dp = true;
+      std::vector<std::unique_ptr<BoundedBlockSearch>> together;
+      std::vector<BoundedBlockSearch*> paused;
+      FnSource together_source(oracle);
+      for (size_t b : shape) {
+        together.push_back(*BoundedBlockSearch::Create(blocks[b], options));
+        ASSERT_TRUE(together.back()->Advance(together_source).ok());
+        ASSERT_TRUE(together.back()->paused_before_bound_dp());
+        EXPECT_FALSE(together.back()->solved());
+        paused.push_back(together.back().get());
+      }
+      ASSERT_TRUE(BoundedBlockSearch::WalkBoundDps(paused).ok());
+      options.pause_before_bound_dp = false;
+      for (size_t k = 0; k < shape.size(); ++k) {
+        ASSERT_TRUE(together[k]->Advance(together_source).ok());
+        ASSERT_TRUE(together[k]->solved());
+        FnSource alone_source(oracle);
+        DpStats alone_stats;
+        auto alone = SolveBounded(blocks[shape[k]], options.dp, alone_source, &alone_stats, 0,
+                                  kBoundDp, 0, options.device_floor);
+        ASSERT_TRUE(alone.ok()) << alone.status();
+        const BlockSolution& walked = together[k]->solution();
+        EXPECT_DOUBLE_EQ(walked.latency_ms, alone->latency_ms);
+        ASSERT_EQ(walked.stages.size(), alone->stages.size());
+        for (size_t i = 0; i < walked.stages.size(); ++i) {
+          EXPECT_EQ(walked.stages[i].signature, alone->stages[i].signature);
+        }
+        EXPECT_EQ(walked.stats.transitions, alone_stats.transitions);
+        EXPECT_EQ(walked.stats.distinct_stages, alone_stats.distinct_stages);
+        EXPECT_EQ(walked.stats.states, alone_stats.states);
+        ++shared;
+      }
+    }
+  }
+  EXPECT_GT(shared, 20);
+}
+
+TEST(BoundedBlockSearchTest, ASharedBoundDpWalkTakesPausedSearchesOfOneShape) {
+  const graph::Graph narrow = testing::WideGraph(2, 3);
+  const graph::Graph wide = testing::WideGraph(3, 2);
+  const BlockGraph a = *BlockGraph::Build(narrow, BuildOpDag(narrow)->order);
+  const BlockGraph b = *BlockGraph::Build(wide, BuildOpDag(wide)->order);
+  ASSERT_FALSE(SameShape(a, b));
+  BoundedSearchOptions options;
+  options.bound_dp_max_states = kBoundDp;
+  FnSource source_a(testing::GroupMonotoneOracle(narrow, 3));
+  FnSource source_b(testing::GroupMonotoneOracle(wide, 3));
+  auto running = *BoundedBlockSearch::Create(a, options);  // not paused: not yet advanced
+  EXPECT_EQ(BoundedBlockSearch::WalkBoundDps({running.get()}).code(),
+            absl::StatusCode::kInvalidArgument);
+  options.pause_before_bound_dp = true;
+  auto paused_a = *BoundedBlockSearch::Create(a, options);
+  auto paused_b = *BoundedBlockSearch::Create(b, options);
+  ASSERT_TRUE(paused_a->Advance(source_a).ok());
+  ASSERT_TRUE(paused_b->Advance(source_b).ok());
+  ASSERT_TRUE(paused_a->paused_before_bound_dp() && paused_b->paused_before_bound_dp());
+  const Status mixed = BoundedBlockSearch::WalkBoundDps({paused_a.get(), paused_b.get()});
+  EXPECT_EQ(mixed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mixed.message().find("shape"), std::string::npos) << mixed;
+  EXPECT_TRUE(BoundedBlockSearch::WalkBoundDps({}).ok());
+  // Refused, each walks its own at its next Advance.
+  ASSERT_TRUE(paused_a->Advance(source_a).ok());
+  EXPECT_TRUE(paused_a->solved());
+  EXPECT_FALSE(paused_a->paused_before_bound_dp());
 }
 
 TEST(BoundedBlockSearchTest, BudgetAndStopFlag) {

@@ -37,6 +37,7 @@ nlohmann::json StatsJson(const SearchStats& s) {
           {"exhaustive_blocks", s.exhaustive_blocks},
           {"floored_blocks", s.floored_blocks},
           {"shared_walk_blocks", s.shared_walk_blocks},
+          {"shared_bound_walk_blocks", s.shared_bound_walk_blocks},
           {"lower_bound_misses", s.lower_bound_misses},
           {"largest_bound_miss_ms", s.largest_bound_miss_ms},
           {"windows", s.windows},

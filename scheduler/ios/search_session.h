@@ -107,6 +107,10 @@ struct SearchStats {
   // Of the blocks the exhaustive DP solved, those that shared a walk with
   // blocks of the same shape (SolveBlocks; searches on several threads).
   int shared_walk_blocks = 0;
+  // Of the blocks the bounded search solved or tried, those whose bound DP
+  // was walked together with blocks of the same shape (WalkBoundDps;
+  // searches on several threads).
+  int shared_bound_walk_blocks = 0;
   int split_blocks = 0;           // blocks split for being over the budget
   int smallest_split = 0;         // ops limit of the smallest split (0: none)
   int64_t total_transitions = 0;  // of every completed pass (the total budget)

@@ -3,7 +3,10 @@
 //
 // Two rounds over the wave of not-started blocks (or windows). First each
 // thread takes the next block and runs the bounded search the sequential
-// loop would run. Then the blocks that need the exhaustive DP (those the
+// loop would run; blocks of one shape go to one thread together, in pieces
+// of at most kMaxSharedBlocks (largest first), to walk their bound DPs in
+// one walk (WalkBoundDps: each gets the table its own walk gives), and then
+// each search goes on on any thread. Then the blocks that need the exhaustive DP (those the
 // bounded search handed over, or all in exhaustive mode) are solved, blocks
 // of one shape (SameShape: NASNet's cells repeat one structure at several
 // sizes) together in pieces that share one walk of their state graph
@@ -88,33 +91,80 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
     if (!status.ok() && !IsSearchBudgetError(status)) failed = true;  // start nothing more
   };
 
-  // Round 1: the bounded searches; what the DP must solve, with its states.
+  // Round 1: the bounded searches, blocks of one shape in pieces that share
+  // their bound DP's walk (WalkBoundDps); what the DP must solve, with its
+  // states.
   for (int b : wave) SizeBlock(b);
-  std::vector<int64_t> states(wave.size(), 0);
-  RunOnThreads(wave.size(), failed, [&](size_t i) {
-    const BlockState& state = blocks_[wave[i]];
-    ThreadPass& pass = passes[i];
-    pass.ran = true;
-    pass.bounded = !options_.exhaustive && !state.exhaustive;
-    pass.dp_needed = !pass.bounded;
-    if (pass.bounded) {
+  auto bounded = [&](size_t i) { return !options_.exhaustive && !blocks_[wave[i]].exhaustive; };
+  std::vector<std::vector<size_t>> searches;  // pieces of indices into `wave`
+  std::vector<bool> grouped(wave.size(), false);
+  for (size_t i = 0; i < wave.size(); ++i) {
+    if (grouped[i]) continue;
+    std::vector<size_t> shape = {i};
+    for (size_t j = i + 1; j < wave.size() && bounded(i); ++j) {
+      if (!grouped[j] && bounded(j) && SameShape(blocks_[wave[i]].graph, blocks_[wave[j]].graph)) {
+        grouped[j] = true;
+        shape.push_back(j);
+      }
+    }
+    size_t begin = 0;
+    for (size_t end : SharedPieceEnds(shape.size())) {
+      searches.emplace_back(shape.begin() + begin, shape.begin() + end);
+      begin = end;
+    }
+  }
+  // Largest pieces first: their walks are the longest.
+  std::stable_sort(searches.begin(), searches.end(),
+                   [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  std::atomic<int> shared_bound{0};  // blocks whose bound DPs shared a walk
+  RunOnThreads(searches.size(), failed, [&](size_t p) {
+    std::vector<BoundedBlockSearch*> paused;
+    for (size_t i : searches[p]) {
+      const BlockState& state = blocks_[wave[i]];
+      ThreadPass& pass = passes[i];
+      pass.ran = true;
+      pass.bounded = bounded(i);
+      pass.dp_needed = !pass.bounded;
+      if (!pass.bounded) continue;
+      BoundedSearchOptions options = BoundedOptions(dp, state.floored);
+      options.pause_before_bound_dp = searches[p].size() > 1;
       StatusOr<std::unique_ptr<BoundedBlockSearch>> created =
-          BoundedBlockSearch::Create(state.graph, BoundedOptions(dp, state.floored));
+          BoundedBlockSearch::Create(state.graph, options);
       if (created.ok()) {
         pass.search = *std::move(created);
         pass.advanced = pass.search->Advance(source);
-        pass.dp_needed = HandsOverToDp(pass.advanced, total_binds);
+        if (pass.advanced.ok() && pass.search->paused_before_bound_dp()) {
+          paused.push_back(pass.search.get());
+        }
       } else {
         pass.advanced = created.status();
       }
       failing(pass.advanced);
     }
+    // Shapes are checked and the searches paused: it cannot fail.
+    if (paused.size() > 1 && BoundedBlockSearch::WalkBoundDps(paused).ok()) {
+      shared_bound += static_cast<int>(paused.size());
+    }
+  });
+  // The searches go on block by block, on any thread.
+  std::vector<int64_t> states(wave.size(), 0);
+  RunOnThreads(wave.size(), failed, [&](size_t i) {
+    ThreadPass& pass = passes[i];
+    if (!pass.ran) return;
+    if (pass.search != nullptr && pass.advanced.ok() && pass.search->paused_before_bound_dp()) {
+      pass.advanced = pass.search->Advance(source);
+    }
+    if (pass.bounded) {
+      pass.dp_needed = HandsOverToDp(pass.advanced, total_binds);
+      failing(pass.advanced);
+    }
     if (pass.dp_needed) {
-      states[i] = CountStates(state.graph, kStatesCountCap);
+      states[i] = CountStates(blocks_[wave[i]].graph, kStatesCountCap);
     } else if (pass.advanced.ok()) {
       threads_solved_.fetch_add(1, std::memory_order_relaxed);
     }
   });
+  stats_.shared_bound_walk_blocks += shared_bound;
 
   // Round 2: the DP, blocks of one shape in shared pieces, costliest first.
   struct Piece {
@@ -122,7 +172,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
     double cost = 0;
   };
   std::vector<Piece> pieces;
-  std::vector<bool> grouped(wave.size(), false);
+  std::fill(grouped.begin(), grouped.end(), false);
   for (size_t i = 0; i < wave.size() && !failed; ++i) {
     if (!passes[i].ran || !passes[i].dp_needed || grouped[i]) continue;
     std::vector<size_t> shape;
@@ -188,7 +238,10 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
     ThreadPass& pass = passes[i];
     // An error stopped the threads before this pass ran (whole or in part):
     // the sequential loop goes on from here.
-    if (!pass.ran || (pass.dp_needed && !pass.solved)) break;
+    if (!pass.ran || (pass.dp_needed && !pass.solved) ||
+        (pass.search != nullptr && pass.search->paused_before_bound_dp())) {
+      break;
+    }
     const int b = wave[i];
     BlockState& state = blocks_[b];
     ++pass_;

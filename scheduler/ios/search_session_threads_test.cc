@@ -173,6 +173,23 @@ TEST(SearchSessionThreadsTest, CellsOfOneShapeShareWalksAndGiveWhatOneThreadGive
   EXPECT_GT(shared, 20);
 }
 
+TEST(SearchSessionThreadsTest, CellsOfOneShapeShareBoundDpWalksAndGiveWhatOneThreadGives) {
+  // The bounded search solves the cells; those of one shape walk their
+  // bound DPs together (WalkBoundDps), on one thread.
+  int shared = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RepeatedCells(seed, 7, 7);
+    SearchOptions options;
+    options.max_block_ops = 12;
+    const SearchStats stats =
+        TwoThreadStats(graph, options, testing::GroupMonotoneOracle(graph, seed));
+    EXPECT_EQ(stats.exhaustive_blocks, 0);
+    shared += stats.shared_bound_walk_blocks;
+  }
+  EXPECT_GT(shared, 20);
+}
+
 TEST(SearchSessionThreadsTest, ABlockOnAnEarlierBlocksTableGivesWhatOneThreadGives) {
   // The last block is the cell before it and one op: it waits for that
   // cell's DP table, after the threads' blocks.
