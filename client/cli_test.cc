@@ -150,6 +150,14 @@ TEST(CliTest, SearchThreadsGiveTheSameScheduleAndAreReported) {
   EXPECT_EQ(a["search_threads"], 1);
   EXPECT_EQ(b["search_threads"], 3);
   EXPECT_EQ(a["schedule"], b["schedule"]);
+  // The same statistics, but for the walks the threads shared (one thread
+  // walks each block alone).
+  EXPECT_EQ(a["stats"]["shared_bound_walk_blocks"], 0);
+  EXPECT_GT(b["stats"]["shared_bound_walk_blocks"].get<int>(), 0);
+  for (const char* shared : {"shared_walk_blocks", "shared_bound_walk_blocks"}) {
+    a["stats"].erase(shared);
+    b["stats"].erase(shared);
+  }
   EXPECT_EQ(a["stats"], b["stats"]);
   Result zero = search("0");
   EXPECT_EQ(zero.code, kExitUsage);

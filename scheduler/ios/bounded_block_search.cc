@@ -134,6 +134,14 @@ class Search final : public BoundedBlockSearch {
   bool solved() const override { return phase_ == Phase::kSolved; }
   bool paused_before_bound_dp() const override { return phase_ == Phase::kReady; }
   const BlockGraph& block() const override { return block_; }
+  const std::vector<Signature>& waiting_for() const override { return waiting_; }
+  const BlockSolution& solution() const override { return solution_; }
+  DpStats stats() const override {
+    DpStats stats = stats_;
+    stats.states = static_cast<int64_t>(closed_.size());
+    stats.distinct_stages += stats.bound_groups;  // the groups are looked up too
+    return stats;
+  }
 
   // WalkBoundDps for searches of width W (all paused, of one shape).
   static void WalkTogether(std::span<Search* const> searches) {
@@ -154,6 +162,7 @@ class Search final : public BoundedBlockSearch {
     const int s = first.options_.dp.bounds.max_groups;
     std::array<Pending, kInFlight> pending;
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
+    int64_t transitions = 0;
     for (size_t row = 0; row < states.size(); ++row) {
       const OpBits<W>& state = states[row];
       std::fill(best.begin(), best.end(), kNever);
@@ -169,27 +178,24 @@ class Search final : public BoundedBlockSearch {
                                  after);
         }
       };
-      const uint64_t count = first.ListEndings(state, pending, pending_ids, settle, &rows);
-      if (!first.status_.ok()) return;  // each walks alone, the first to its error
-      const uint64_t hash = state.Hash();
+      transitions +=
+          static_cast<int64_t>(first.ListEndings(state, pending, pending_ids, settle, &rows));
+      // Stopped (a budget, the stop flag): each walks alone, the first to
+      // its error, from tables it has not touched.
+      if (!first.status_.ok()) return;
       for (size_t k = 0; k < k_count; ++k) {
-        Search& search = *searches[k];
-        search.stats_.transitions += static_cast<int64_t>(count);
-        const double cost = std::max(best[k], search.PathCostToGo(state));
-        costs[row * k_count + k] = cost;
-        search.bound_cost_.Insert(state, hash, cost);
+        costs[row * k_count + k] = std::max(best[k], searches[k]->PathCostToGo(state));
       }
-      rows.Insert(state, hash, static_cast<int32_t>(row));
+      rows.Insert(state, state.Hash(), static_cast<int32_t>(row));
     }
-    for (Search* search : searches) search->has_bound_cost_ = true;
-  }
-  const std::vector<Signature>& waiting_for() const override { return waiting_; }
-  const BlockSolution& solution() const override { return solution_; }
-  DpStats stats() const override {
-    DpStats stats = stats_;
-    stats.states = static_cast<int64_t>(closed_.size());
-    stats.distinct_stages += stats.bound_groups;  // the groups are looked up too
-    return stats;
+    for (size_t k = 0; k < k_count; ++k) {
+      Search& search = *searches[k];
+      for (size_t row = 0; row < states.size(); ++row) {
+        search.bound_cost_.Insert(states[row], states[row].Hash(), costs[row * k_count + k]);
+      }
+      search.stats_.transitions += transitions;
+      search.has_bound_cost_ = true;
+    }
   }
 
  private:

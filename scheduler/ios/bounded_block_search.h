@@ -139,7 +139,7 @@
 // 111-205x fewer stages measured (SearchSession attempts blocks of up to
 // four times bounded_max_states with a floor that knows the issue order:
 // NASNet's cells, 146 k states, whose bound DP walk costs about 12 s of CPU
-// each).
+// each alone; cells of one shape share it, WalkBoundDps below).
 //
 // Calibrated floor (BoundedSearchOptions::floor_samples; off by default,
 // SearchSession uses it for large blocks only): after the groups, sampled

@@ -475,6 +475,21 @@ TEST(BoundedBlockSearchTest, ASharedBoundDpWalkTakesPausedSearchesOfOneShape) {
   ASSERT_TRUE(paused_a->Advance(source_a).ok());
   EXPECT_TRUE(paused_a->solved());
   EXPECT_FALSE(paused_a->paused_before_bound_dp());
+
+  // A walk the stop flag ends: each search reports it at its next Advance.
+  const graph::Graph large = testing::WideGraph(10, 2);
+  const BlockGraph c = *BlockGraph::Build(large, BuildOpDag(large)->order);
+  std::atomic<bool> stop{false};
+  options.dp.stop = &stop;
+  FnSource source_c(testing::GroupMonotoneOracle(large, 3));
+  auto first = *BoundedBlockSearch::Create(c, options);
+  auto second = *BoundedBlockSearch::Create(c, options);
+  ASSERT_TRUE(first->Advance(source_c).ok());
+  ASSERT_TRUE(second->Advance(source_c).ok());
+  stop = true;
+  EXPECT_TRUE(BoundedBlockSearch::WalkBoundDps({first.get(), second.get()}).ok());
+  EXPECT_EQ(first->Advance(source_c).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(second->Advance(source_c).code(), absl::StatusCode::kCancelled);
 }
 
 TEST(BoundedBlockSearchTest, BudgetAndStopFlag) {
