@@ -116,6 +116,20 @@ void CreateOldFileWithModel(const std::string& path, size_t version) {
   ASSERT_TRUE(store->jobs->PutModel(Model("d1", "squeezenet")).ok());
 }
 
+// Creates `path` at schema `version` (this binary's first steps) holding one
+// device row, written in SQL with `columns` and `values` as that version
+// had them (this binary's UpsertDevice writes columns it lacks).
+void CreateOldFileWithDevice(const std::string& path, size_t version, const std::string& columns,
+                             const std::string& values) {
+  {
+    auto store = OpenFarmDatabase(path, Migrations().first(version));
+    ASSERT_TRUE(store.ok()) << store.status();
+  }
+  auto db = SqliteDb::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->Exec("INSERT INTO devices (" + columns + ") VALUES (" + values + ")").ok());
+}
+
 TEST_F(StoreSchemaTest, MigratesStepByStepKeepingData) {
   const std::string path = PathOf("steps.db");
   {
@@ -312,20 +326,9 @@ TEST_F(StoreSchemaTest, AVersion4FileGainsMaxParallelBatchesOfOne) {
 // registers them again, keeping the rest of their row.
 TEST_F(StoreSchemaTest, AVersion5FileGainsDeviceCoresOfZero) {
   const std::string path = PathOf("v5.db");
-  {
-    auto v5 = OpenFarmDatabase(path, Migrations().first(5));
-    ASSERT_TRUE(v5.ok()) << v5.status();
-  }
-  {
-    // In SQL: this binary's UpsertDevice writes a column a version-5 file lacks.
-    auto db = SqliteDb::Open(path);
-    ASSERT_TRUE(db.ok()) << db.status();
-    ASSERT_TRUE((*db)
-                    ->Exec("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
-                           "last_seen_unix_ms) VALUES ('local-cpu', 'oneDNN, 2 threads', "
-                           "'cpu', 10, 20)")
-                    .ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateOldFileWithDevice(
+      path, 5, "key, description, backend, first_seen_unix_ms, last_seen_unix_ms",
+      "'local-cpu', 'oneDNN, 2 threads', 'cpu', 10, 20"));
   auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*store->latencies->DeviceCores("local-cpu"), 0);
@@ -346,20 +349,9 @@ TEST_F(StoreSchemaTest, AVersion5FileGainsDeviceCoresOfZero) {
 // registers them again, keeping the rest of their row.
 TEST_F(StoreSchemaTest, AVersion7FileGainsNoDeviceFloor) {
   const std::string path = PathOf("v7.db");
-  {
-    auto v7 = OpenFarmDatabase(path, Migrations().first(7));
-    ASSERT_TRUE(v7.ok()) << v7.status();
-  }
-  {
-    // In SQL: this binary's UpsertDevice writes columns a version-7 file lacks.
-    auto db = SqliteDb::Open(path);
-    ASSERT_TRUE(db.ok()) << db.status();
-    ASSERT_TRUE((*db)
-                    ->Exec("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
-                           "last_seen_unix_ms, cores) VALUES ('sim-h100', 'sim h100', 'sim', 10, "
-                           "20, 0)")
-                    .ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateOldFileWithDevice(
+      path, 7, "key, description, backend, first_seen_unix_ms, last_seen_unix_ms, cores",
+      "'sim-h100', 'sim h100', 'sim', 10, 20, 0"));
   auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_FALSE(store->latencies->DeviceFloorOf("sim-h100")->bounds_anything());
@@ -380,20 +372,10 @@ TEST_F(StoreSchemaTest, AVersion7FileGainsNoDeviceFloor) {
 // out) until a worker registers them again, keeping the rest of the floor.
 TEST_F(StoreSchemaTest, AVersion8FileGainsNoIssueOrder) {
   const std::string path = PathOf("v8.db");
-  {
-    auto v8 = OpenFarmDatabase(path, Migrations().first(8));
-    ASSERT_TRUE(v8.ok()) << v8.status();
-  }
-  {
-    // In SQL: this binary's UpsertDevice writes a column a version-8 file lacks.
-    auto db = SqliteDb::Open(path);
-    ASSERT_TRUE(db.ok()) << db.status();
-    ASSERT_TRUE((*db)
-                    ->Exec("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
-                           "last_seen_unix_ms, cores, floor_launch_ms) VALUES ('sim-h100', "
-                           "'sim h100', 'sim', 10, 20, 0, 0.003)")
-                    .ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateOldFileWithDevice(
+      path, 8,
+      "key, description, backend, first_seen_unix_ms, last_seen_unix_ms, cores, floor_launch_ms",
+      "'sim-h100', 'sim h100', 'sim', 10, 20, 0, 0.003"));
   auto store = OpenFarmDatabase(path);
   ASSERT_TRUE(store.ok()) << store.status();
   auto floor = store->latencies->DeviceFloorOf("sim-h100");

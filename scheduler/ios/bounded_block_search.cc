@@ -22,6 +22,38 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 // Endings whose child's entry in the bound DP's table is prefetched before
 // it is read (the table is far larger than the caches).
 constexpr int kInFlight = 8;
+
+// The last kInFlight entries written, each read back kInFlight writes after
+// it (long enough for the table slot prefetched when it was written to
+// arrive), in the order written.
+template <typename T>
+class InFlight {
+ public:
+  // The slot to fill next; settles the entry written kInFlight writes ago
+  // (settle(slot)) first.
+  template <typename Settle>
+  int Next(Settle&& settle) {
+    const int slot = static_cast<int>(written_ % kInFlight);
+    if (written_++ >= kInFlight) settle(slot);
+    return slot;
+  }
+  // Settles the entries not settled yet; returns how many were written, and
+  // starts over.
+  template <typename Settle>
+  uint64_t Drain(Settle&& settle) {
+    for (uint64_t i = written_ > kInFlight ? written_ - kInFlight : 0; i < written_; ++i) {
+      settle(static_cast<int>(i % kInFlight));
+    }
+    const uint64_t written = written_;
+    written_ = 0;
+    return written;
+  }
+  T& operator[](int slot) { return slots_[slot]; }
+
+ private:
+  std::array<T, kInFlight> slots_;
+  uint64_t written_ = 0;
+};
 // GroupIndex of a set that is no group of the block.
 constexpr int32_t kNoGroup = std::numeric_limits<int32_t>::max();
 // Endings a state first puts on the open list (then as many again as are
@@ -56,6 +88,7 @@ class Search final : public BoundedBlockSearch {
   Status Advance(LatencySource& source) override {
     RETURN_IF_ERROR(status_);
     waiting_.clear();
+    const bool resuming = phase_ == Phase::kReady;  // paused before the bound DP
     if (phase_ == Phase::kGroups) {
       RETURN_IF_ERROR(MeasureGroups(source));
       if (!waiting_.empty()) return absl::OkStatus();
@@ -73,8 +106,7 @@ class Search final : public BoundedBlockSearch {
       FitFloor();
       Start();
     }
-    if (phase_ == Phase::kReady && !pausing_) Begin();
-    pausing_ = false;
+    if (resuming) Begin();
     while (phase_ == Phase::kSearch && status_.ok()) {
       if (++since_check_ >= 256 || StopRequested()) {
         since_check_ = 0;
@@ -160,7 +192,7 @@ class Search final : public BoundedBlockSearch {
     std::vector<double> costs(states.size() * k_count);
     std::vector<double> best(k_count);
     const int s = first.options_.dp.bounds.max_groups;
-    std::array<Pending, kInFlight> pending;
+    InFlight<Pending> pending;
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
     int64_t transitions = 0;
     for (size_t row = 0; row < states.size(); ++row) {
@@ -561,7 +593,6 @@ class Search final : public BoundedBlockSearch {
     }
     if (options_.pause_before_bound_dp && options_.bound_dp_max_states > 0) {
       phase_ = Phase::kReady;  // WalkBoundDps, or the next Advance
-      pausing_ = true;
       return;
     }
     Begin();
@@ -729,13 +760,11 @@ class Search final : public BoundedBlockSearch {
   // caches: a miss per ending was a third of the walk), and for the last
   // ones at the end. Returns the number of endings.
   template <typename Table, typename Settle>
-  uint64_t ListEndings(const OpBits<W>& state, std::array<Pending, kInFlight>& pending,
+  uint64_t ListEndings(const OpBits<W>& state, InFlight<Pending>& pending,
                        std::vector<int32_t>& ids, Settle&& settle, const Table* table) {
     const int s = options_.dp.bounds.max_groups;
-    uint64_t count = 0;
     auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-      const int slot = static_cast<int>(count % kInFlight);
-      if (count++ >= kInFlight) settle(slot);
+      const int slot = pending.Next(settle);
       Pending& ending = pending[slot];
       ending.ops = ops;
       ending.child = state.Minus(ops);
@@ -745,10 +774,7 @@ class Search final : public BoundedBlockSearch {
       ending.found = GroupIds(groups, num_groups, &ids[slot * s]);
     };
     enumerator_.Enumerate(state, list);
-    for (uint64_t i = count > kInFlight ? count - kInFlight : 0; i < count; ++i) {
-      settle(static_cast<int>(i % kInFlight));
-    }
-    return count;
+    return pending.Drain(settle);
   }
 
   // The bound DP (a block of at most bound_dp_max_states states): every
@@ -764,7 +790,7 @@ class Search final : public BoundedBlockSearch {
     if (static_cast<int64_t>(states.size()) > cap) return;
     std::stable_sort(states.begin(), states.end(),
                      [](const OpBits<W>& a, const OpBits<W>& b) { return a.Count() < b.Count(); });
-    std::array<Pending, kInFlight> pending;
+    InFlight<Pending> pending;
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) *
                                      options_.dp.bounds.max_groups);
     for (const OpBits<W>& state : states) {
@@ -881,8 +907,9 @@ class Search final : public BoundedBlockSearch {
       double bound;
       bool one_group;
     };
-    std::array<Pending, kInFlight> pending;
-    auto settle = [&](const Pending& ending) {
+    InFlight<Pending> pending;
+    auto settle = [&](int slot) {
+      const Pending& ending = pending[slot];
       double h = 0;
       if (!ending.child.Empty()) {
         h = has_bound_cost_ ? *bound_cost_.Find(ending.child, ending.hash)
@@ -893,12 +920,10 @@ class Search final : public BoundedBlockSearch {
       ranked_.push_back({key, ending.bound, h, static_cast<int32_t>(ranked_.size()),
                          static_cast<int8_t>(ending.one_group), ending.ops});
     };
-    uint64_t listed = 0;
     auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
       const double bound = GroupBound(ops, groups, num_groups, upper_limit_ - parent.g);
       if (std::max(parent_f, parent.g + bound) > upper_limit_) return;  // before h
-      Pending& ending = pending[listed % kInFlight];
-      if (listed++ >= kInFlight) settle(ending);
+      Pending& ending = pending[pending.Next(settle)];
       ending.ops = ops;
       ending.child = parent.ops.Minus(ops);
       ending.hash = ending.child.Hash();
@@ -907,9 +932,7 @@ class Search final : public BoundedBlockSearch {
       ending.one_group = num_groups == 1;
     };
     enumerator_.Enumerate(parent.ops, list);
-    for (uint64_t i = listed > kInFlight ? listed - kInFlight : 0; i < listed; ++i) {
-      settle(pending[i % kInFlight]);
-    }
+    pending.Drain(settle);
     if (from == 0) stats_.transitions += static_cast<int64_t>(ranked_.size());
     const int32_t count = std::max<int32_t>(kFirstSlice, from);
     const size_t end = std::min(ranked_.size(), static_cast<size_t>(from) + count);
@@ -1164,7 +1187,6 @@ class Search final : public BoundedBlockSearch {
   EndingEnumerator<W> enumerator_;
   BlockStages<W> stages_;
   Phase phase_ = Phase::kGroups;
-  bool pausing_ = false;  // Start paused in the running Advance: it returns
   Status status_;
   std::vector<Signature> waiting_;
   // The groups, their latencies (NaN while unknown) and index by ops.
