@@ -25,32 +25,49 @@ constexpr int kInFlight = 8;
 
 // The last kInFlight entries written, each read back kInFlight writes after
 // it (long enough for the table slot prefetched when it was written to
-// arrive), in the order written.
+// arrive), in the order written. A reader in two steps (a lookup whose
+// answer is the address of what it reads: Next and Drain with `halfway`)
+// also gets each entry halfway, kInFlight / 2 writes after it, to prefetch
+// that address.
 template <typename T>
 class InFlight {
  public:
   // The slot to fill next; settles the entry written kInFlight writes ago
-  // (settle(slot)) first.
-  template <typename Settle>
-  int Next(Settle&& settle) {
+  // (settle(slot)) first, and takes the one written kInFlight / 2 writes
+  // ago halfway (halfway(slot)).
+  template <typename Settle, typename Halfway>
+  int Next(Settle&& settle, Halfway&& halfway) {
     const int slot = static_cast<int>(written_ % kInFlight);
-    if (written_++ >= kInFlight) settle(slot);
+    if (written_ >= kInFlight) settle(slot);
+    if (written_ >= kHalfway) halfway(static_cast<int>((written_ - kHalfway) % kInFlight));
+    ++written_;
     return slot;
   }
-  // Settles the entries not settled yet; returns how many were written, and
-  // starts over.
   template <typename Settle>
-  uint64_t Drain(Settle&& settle) {
+  int Next(Settle&& settle) {
+    return Next(settle, [](int) {});
+  }
+  // Settles the entries not settled yet (halfway first where they were
+  // not), in the order written; returns how many were written, and starts
+  // over.
+  template <typename Settle, typename Halfway>
+  uint64_t Drain(Settle&& settle, Halfway&& halfway) {
     for (uint64_t i = written_ > kInFlight ? written_ - kInFlight : 0; i < written_; ++i) {
+      if (i + kHalfway >= written_) halfway(static_cast<int>(i % kInFlight));
       settle(static_cast<int>(i % kInFlight));
     }
     const uint64_t written = written_;
     written_ = 0;
     return written;
   }
+  template <typename Settle>
+  uint64_t Drain(Settle&& settle) {
+    return Drain(settle, [](int) {});
+  }
   T& operator[](int slot) { return slots_[slot]; }
 
  private:
+  static constexpr uint64_t kHalfway = kInFlight / 2;
   std::array<T, kInFlight> slots_;
   uint64_t written_ = 0;
 };
@@ -195,23 +212,42 @@ class Search final : public BoundedBlockSearch {
     InFlight<Pending> pending;
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
     int64_t transitions = 0;
+    const bool same_kernels = SameKernels(searches);
     for (size_t row = 0; row < states.size(); ++row) {
       const OpBits<W>& state = states[row];
       std::fill(best.begin(), best.end(), kNever);
-      auto settle = [&](int slot) {
-        const Pending& ending = pending[slot];
+      // Halfway, the child's row is looked up and its costs prefetched (a
+      // row of a large table: a miss per ending was a third of the walk).
+      auto halfway = [&](int slot) {
+        Pending& ending = pending[slot];
         const int32_t* child =
             ending.child.Empty() ? nullptr : rows.Find(ending.child, ending.hash);
+        ending.row = child ? *child : -1;
+        if (child == nullptr) return;
+        const char* begin = reinterpret_cast<const char*>(&costs[*child * k_count]);
+        for (size_t line = 0; line < k_count * sizeof(double); line += 64) {
+          __builtin_prefetch(begin + line, 0, 1);
+        }
+        __builtin_prefetch(begin + k_count * sizeof(double) - 1, 0, 1);
+      };
+      auto settle = [&](int slot) {
+        const Pending& ending = pending[slot];
+        const int32_t* ids = &pending_ids[slot * s];
+        // A bound of the ending's for every block (KernelsFloor), taken
+        // once: a block whose best it already reaches needs no bound of its
+        // own (it would not lower the best).
+        const double shared =
+            same_kernels ? first.KernelsFloor(ids, ending.found, ending.num_groups) : 0.0;
         for (size_t k = 0; k < k_count; ++k) {
-          const double after = child ? costs[*child * k_count + k] : 0.0;
-          best[k] = std::min(best[k],
-                             searches[k]->IdsBound(ending.ops, &pending_ids[slot * s], ending.found,
-                                                   ending.num_groups, best[k] - after) +
-                                 after);
+          const double after = ending.row >= 0 ? costs[ending.row * k_count + k] : 0.0;
+          if (shared + after >= best[k]) continue;
+          best[k] = std::min(best[k], searches[k]->IdsBound(ending.ops, ids, ending.found,
+                                                            ending.num_groups, best[k] - after) +
+                                          after);
         }
       };
-      transitions +=
-          static_cast<int64_t>(first.ListEndings(state, pending, pending_ids, settle, &rows));
+      transitions += static_cast<int64_t>(
+          first.ListEndings(state, pending, pending_ids, settle, halfway, &rows));
       // Stopped (a budget, the stop flag): each walks alone, the first to
       // its error, from tables it has not touched.
       if (!first.status_.ok()) return;
@@ -591,6 +627,7 @@ class Search final : public BoundedBlockSearch {
         IssueChains();
       }
     }
+    PackGroupTerms();
     if (options_.pause_before_bound_dp && options_.bound_dp_max_states > 0) {
       phase_ = Phase::kReady;  // WalkBoundDps, or the next Advance
       return;
@@ -652,27 +689,28 @@ class Search final : public BoundedBlockSearch {
   // (0 stays a valid bound).
   double IdsBound(const OpBits<W>& ops, const int32_t* ids, int found, int num_groups,
                   double cutoff) {
-    double bound = 0, work = 0, slowest_core = 0;
+    // One pass over the groups' packed terms (the bound DP's walk calls
+    // this for every ending of every state).
+    double bound = 0, kernels = 0, work_ms = 0, last = kNever;
+    bool one_op_each = true;  // of the groups found
     for (int g = 0; g < found; ++g) {
-      bound = std::max(bound, group_latency_[ids[g]]);
-      work += core_latency_[ids[g]];
-      slowest_core = std::max(slowest_core, core_latency_[ids[g]]);
+      const GroupTerms& group = group_terms_[ids[g]];
+      bound = std::max(bound, group.latency);
+      kernels += group.kernels;
+      work_ms += group.work_ms;
+      last = std::min(last, group.last_kernel_ms);
+      one_op_each = one_op_each && group.one_op;
     }
     if (num_groups < 2 || !(has_floor_ || has_device_floor_ || by_cores()) || bound >= cutoff) {
       return bound;
     }
-    const bool merges = Mergeable(ops, num_groups);
+    // Only a stage of one-op groups can merge (IsMergeableStage; a group
+    // not found leaves it to Mergeable).
+    const bool merges = one_op_each && Mergeable(ops, num_groups);
     if (has_floor_ && !merges) {
       bound = std::max(bound, floor_(StageFloor::StageFeatures(SumFeatures(ops), num_groups)));
     }
     if (has_device_floor_ && !merges) {
-      double kernels = 0, work_ms = 0, last = kNever;
-      for (int g = 0; g < found; ++g) {
-        const OpShare& group = group_floor_[ids[g]];
-        kernels += group.kernels;
-        work_ms += group.work_ms;
-        last = std::min(last, group.last_kernel_ms);
-      }
       bound = std::max(bound, StageFloorMs(options_.device_floor, kernels, work_ms,
                                            last == kNever ? 0.0 : last));
       if (has_issue_order_ && bound < cutoff && found == num_groups) {
@@ -680,6 +718,11 @@ class Search final : public BoundedBlockSearch {
       }
     }
     if (by_cores()) {
+      double work = 0, slowest_core = 0;
+      for (int g = 0; g < found; ++g) {
+        work += core_latency_[ids[g]];
+        slowest_core = std::max(slowest_core, core_latency_[ids[g]]);
+      }
       bound = std::max(bound, work / options_.cores);
       if (!merges) {
         const int lane_cores = (options_.cores + num_groups - 1) / num_groups;
@@ -687,6 +730,65 @@ class Search final : public BoundedBlockSearch {
       }
     }
     return bound;
+  }
+
+  // Whether every search's groups launch the same kernels (one_op and
+  // kernels alike, group by group) on the same device floor, so that
+  // KernelsFloor of the first is every search's.
+  static bool SameKernels(std::span<Search* const> searches) {
+    const Search& first = *searches[0];
+    if (!first.has_device_floor_) return false;
+    const DeviceFloor& device = first.options_.device_floor;
+    for (const Search* search : searches) {
+      const DeviceFloor& other = search->options_.device_floor;
+      if (!search->has_device_floor_ || other.stage_ms != device.stage_ms ||
+          other.launch_ms != device.launch_ms ||
+          other.issue_overlaps_work != device.issue_overlaps_work ||
+          search->group_terms_.size() != first.group_terms_.size()) {
+        return false;
+      }
+      for (size_t i = 0; i < first.group_terms_.size(); ++i) {
+        if (search->group_terms_[i].kernels != first.group_terms_[i].kernels ||
+            search->group_terms_[i].one_op != first.group_terms_[i].one_op) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // At most the bound IdsBound finds for the ending of groups
+  // ids[0..found) of num_groups (where it stops at its cutoff instead, it
+  // returns that much or more, so a caller that skips an ending where this
+  // reaches the cutoff loses nothing): with the device floor, a stage of two
+  // or more groups that cannot merge (not all of one op) costs at least
+  // StageFloorMs of its kernels, without their work or last kernel; else 0.
+  double KernelsFloor(const int32_t* ids, int found, int num_groups) const {
+    if (num_groups < 2 || !has_device_floor_) return 0;
+    double kernels = 0;
+    bool one_op_each = true;
+    for (int g = 0; g < found; ++g) {
+      const GroupTerms& group = group_terms_[ids[g]];
+      kernels += group.kernels;
+      one_op_each = one_op_each && group.one_op;
+    }
+    return one_op_each ? 0.0 : StageFloorMs(options_.device_floor, kernels, 0.0, 0.0);
+  }
+
+  // group_terms_ from the groups' latencies and (with the device floor)
+  // their floors.
+  void PackGroupTerms() {
+    group_terms_.resize(groups_.size());
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      GroupTerms& terms = group_terms_[i];
+      terms.latency = group_latency_[i];
+      terms.one_op = groups_[i].Count() == 1;
+      if (has_device_floor_) {
+        terms.kernels = group_floor_[i].kernels;
+        terms.work_ms = group_floor_[i].work_ms;
+        terms.last_kernel_ms = group_floor_[i].last_kernel_ms;
+      }
+    }
   }
 
   // The index of a group in groups_, or kNoGroup.
@@ -698,16 +800,22 @@ class Search final : public BoundedBlockSearch {
   // IssuedChainsFloorMs of the ending of groups ids[0..count), issued in
   // the order the stage CanonicalStage builds has them.
   double ChainsBound(const int32_t* ids, int count) {
-    std::copy(ids, ids + count, by_rank_.begin());
-    const auto end = by_rank_.begin() + count;
-    std::sort(by_rank_.begin(), end,
-              [&](int32_t a, int32_t b) { return issue_rank_[a] < issue_rank_[b]; });
-    chains_.clear();
-    for (auto group = by_rank_.begin(); group != end; ++group) {
-      chains_.emplace_back(chain_runs_.data() + chain_begin_[*group],
-                           chain_begin_[*group + 1] - chain_begin_[*group]);
+    // Insertion sort by rank: an ending has at most s groups.
+    for (int i = 0; i < count; ++i) {
+      const int32_t group = ids[i];
+      int j = i;
+      for (; j > 0 && issue_rank_[by_rank_[j - 1]] > issue_rank_[group]; --j) {
+        by_rank_[j] = by_rank_[j - 1];
+      }
+      by_rank_[j] = group;
     }
-    return IssuedChainsFloorMs(options_.device_floor, chains_);
+    for (int i = 0; i < count; ++i) {
+      const int32_t group = by_rank_[i];
+      chains_[i] = std::span<const double>(chain_runs_.data() + chain_begin_[group],
+                                           chain_begin_[group + 1] - chain_begin_[group]);
+    }
+    return IssuedChainsFloorMs(options_.device_floor,
+                               std::span<const std::span<const double>>(chains_.data(), count));
   }
 
   // Per group (has_issue_order_): its rank in the order CanonicalStage
@@ -733,6 +841,7 @@ class Search final : public BoundedBlockSearch {
     issue_rank_.assign(groups_.size(), 0);
     for (size_t r = 0; r < sorted.size(); ++r) issue_rank_[sorted[r]] = static_cast<int32_t>(r);
     by_rank_.assign(options_.dp.bounds.max_groups, 0);
+    chains_.assign(options_.dp.bounds.max_groups, {});
     has_issue_order_ = true;
   }
 
@@ -751,20 +860,23 @@ class Search final : public BoundedBlockSearch {
     OpBits<W> ops, child;
     uint64_t hash;
     int num_groups, found;
+    int32_t row;  // WalkTogether: the child's row of costs (halfway), or -1
   };
 
   // Lists the endings of `state` for the bound DP: each one's groups (by
   // index: into ids, max_groups per slot) and child go into a slot of
-  // `pending`, the child's entry in `table` is prefetched, and settle(slot)
-  // is called kInFlight endings later (the table is far larger than the
-  // caches: a miss per ending was a third of the walk), and for the last
-  // ones at the end. Returns the number of endings.
-  template <typename Table, typename Settle>
+  // `pending`, the child's entry in `table` is prefetched, halfway(slot)
+  // is called kInFlight / 2 endings later and settle(slot) kInFlight
+  // endings later (the table is far larger than the caches: a miss per
+  // ending was a third of the walk), and for the last ones at the end.
+  // Returns the number of endings.
+  template <typename Table, typename Settle, typename Halfway>
   uint64_t ListEndings(const OpBits<W>& state, InFlight<Pending>& pending,
-                       std::vector<int32_t>& ids, Settle&& settle, const Table* table) {
+                       std::vector<int32_t>& ids, Settle&& settle, Halfway&& halfway,
+                       const Table* table) {
     const int s = options_.dp.bounds.max_groups;
     auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-      const int slot = pending.Next(settle);
+      const int slot = pending.Next(settle, halfway);
       Pending& ending = pending[slot];
       ending.ops = ops;
       ending.child = state.Minus(ops);
@@ -774,7 +886,7 @@ class Search final : public BoundedBlockSearch {
       ending.found = GroupIds(groups, num_groups, &ids[slot * s]);
     };
     enumerator_.Enumerate(state, list);
-    return pending.Drain(settle);
+    return pending.Drain(settle, halfway);
   }
 
   // The bound DP (a block of at most bound_dp_max_states states): every
@@ -804,7 +916,8 @@ class Search final : public BoundedBlockSearch {
         best = std::min(
             best, IdsBound(ending.ops, ids, ending.found, ending.num_groups, best - after) + after);
       };
-      const uint64_t count = ListEndings(state, pending, pending_ids, settle, &bound_cost_);
+      const uint64_t count = ListEndings(
+          state, pending, pending_ids, settle, [](int) {}, &bound_cost_);
       stats_.transitions += static_cast<int64_t>(count);
       if (!status_.ok()) return;  // a budget ran out: Advance reports it
       // The other bounds may be tighter for a state: the largest of them is
@@ -1213,6 +1326,16 @@ class Search final : public BoundedBlockSearch {
   };
   std::vector<OpShare> stage_floor_, togo_floor_;
   std::vector<OpShare> group_floor_;  // per group (GroupFloors)
+  // Per group, packed for IdsBound: its latency and, with the device floor,
+  // its group_floor_ (else no kernels, no work, no last kernel).
+  struct GroupTerms {
+    double latency = 0;
+    double kernels = 0;
+    double work_ms = 0;
+    double last_kernel_ms = kNever;
+    bool one_op = false;
+  };
+  std::vector<GroupTerms> group_terms_;
   bool has_device_floor_ = false;
   std::vector<int32_t> ending_ids_;  // scratch of GroupBound: an ending's groups
   // With a known issue order (IssueChains): per group its rank and kernel

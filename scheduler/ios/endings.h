@@ -81,7 +81,6 @@ class EndingEnumerator {
     remaining.ForEach([&](int i) {
       if (!succ_[i].Intersects(remaining)) candidates.Set(i);
     });
-    groups_.clear();
     Grow(OpBits<W>(), candidates, 0, 0, 0, visit);
   }
 
@@ -116,7 +115,12 @@ class EndingEnumerator {
       candidates.Reset(c);
       // c's successors in S are all chosen; its group absorbs theirs.
       const OpBits<W> joined = succ_[c] & remaining_;
-      groups_.resize(child_begin);
+      // This level's groups: at most one more than the level's above.
+      if (groups_.size() < static_cast<size_t>(child_begin + num_groups + 1)) {
+        groups_.resize(2 * static_cast<size_t>(child_begin + num_groups + 1));
+      }
+      EndingGroup<W>* const level = &groups_[child_begin];
+      int child_groups = 0;
       EndingGroup<W> merged;
       merged.ops.Set(c);
       merged.size = 1;
@@ -127,7 +131,7 @@ class EndingEnumerator {
           merged.ops |= group.ops;
           merged.size += group.size;
         } else {
-          groups_.push_back(group);
+          level[child_groups++] = group;
           if (group.size >= r - 1) {
             ++big;
           } else {
@@ -142,11 +146,10 @@ class EndingEnumerator {
         small_total += merged.size;
       }
       if (big + (small_total + r - 1) / r > s) continue;
-      groups_.push_back(merged);
-      const int child_groups = static_cast<int>(groups_.size()) - child_begin;
+      level[child_groups++] = merged;
       OpBits<W> next = chosen;
       next.Set(c);
-      if (child_groups <= s) visit(next, &groups_[child_begin], child_groups);
+      if (child_groups <= s) visit(next, level, child_groups);
       // Newly addable: predecessors of c whose successors in S are all chosen.
       OpBits<W> child_candidates = candidates;
       (pred_[c] & remaining_).ForEach([&](int p) {
@@ -154,7 +157,6 @@ class EndingEnumerator {
       });
       Grow(next, child_candidates, child_begin, child_groups, size + 1, visit);
     }
-    groups_.resize(child_begin);
   }
 
   const BlockGraph& block_;
@@ -165,7 +167,9 @@ class EndingEnumerator {
   std::function<bool(uint64_t)> check_;
   std::vector<OpBits<W>> succ_, pred_;
   OpBits<W> remaining_;
-  std::vector<EndingGroup<W>> groups_;  // stack of per-level group lists
+  // The groups of each level of the growth, one after another: level k's
+  // start where level k - 1's end.
+  std::vector<EndingGroup<W>> groups_;
 };
 
 // Calls visit(set) for the non-empty remaining sets of `block` (the op sets

@@ -476,6 +476,7 @@ void SearchSession::SizeBlock(int b) {
   }
   const int64_t states =
       CountStates(state.graph, std::max(limit, floor ? options_.floor_min_states : 0) + 1);
+  state.states = states;
   if (floor && states > options_.floor_min_states) {
     state.floored = true;
     ++stats_.floored_blocks;

@@ -232,6 +232,8 @@ class SearchSession {
     bool exhaustive = false;
     // Its bounded search takes the calibrated floor (SizeBlock).
     bool floored = false;
+    // Its DP states as SizeBlock counted them (up to its limit), or 0.
+    int64_t states = 0;
     // Windows: the boundary between blocks right - 1 and right, the number
     // of stages taken from the end of the left block and from the start of
     // the right one, and their latency before re-solving.

@@ -3,9 +3,11 @@
 //
 // Two rounds over the wave of not-started blocks (or windows). First each
 // thread takes the next block and runs the bounded search the sequential
-// loop would run; blocks of one shape go to one thread together, in pieces
-// of at most kMaxSharedBlocks (largest first), to walk their bound DPs in
-// one walk (WalkBoundDps: each gets the table its own walk gives), and then
+// loop would run; blocks of one shape go to one thread together, to walk
+// their bound DPs in one walk (WalkBoundDps: each gets the table its own
+// walk gives), in pieces planned so that the longest thread is shortest
+// (PlanSharedWalks: a shape in one piece but where splitting it shortens
+// the longest thread), costliest first, and then
 // each search goes on on any thread. Then the blocks that need the exhaustive DP (those the
 // bounded search handed over, or all in exhaustive mode) are solved, blocks
 // of one shape (SameShape: NASNet's cells repeat one structure at several
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "scheduler/ios/search_session.h"
+#include "scheduler/ios/shared_walk_plan.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -96,9 +99,11 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   // states.
   for (int b : wave) SizeBlock(b);
   auto bounded = [&](size_t i) { return !options_.exhaustive && !blocks_[wave[i]].exhaustive; };
-  std::vector<std::vector<size_t>> searches;  // pieces of indices into `wave`
+  std::vector<std::vector<size_t>> shapes;       // indices into `wave`
+  std::vector<double> weight(wave.size(), 0.0);  // a bound DP walk's states
   std::vector<bool> grouped(wave.size(), false);
   for (size_t i = 0; i < wave.size(); ++i) {
+    if (bounded(i)) weight[i] = static_cast<double>(blocks_[wave[i]].states);
     if (grouped[i]) continue;
     std::vector<size_t> shape = {i};
     for (size_t j = i + 1; j < wave.size() && bounded(i); ++j) {
@@ -107,15 +112,14 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
         shape.push_back(j);
       }
     }
-    size_t begin = 0;
-    for (size_t end : SharedPieceEnds(shape.size())) {
-      searches.emplace_back(shape.begin() + begin, shape.begin() + end);
-      begin = end;
-    }
+    shapes.push_back(std::move(shape));
   }
-  // Largest pieces first: their walks are the longest.
-  std::stable_sort(searches.begin(), searches.end(),
-                   [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  std::vector<std::vector<size_t>> searches =
+      PlanSharedWalks(std::move(shapes), weight, options_.threads);
+  // Costliest pieces first: their walks are the longest.
+  std::stable_sort(searches.begin(), searches.end(), [&](const auto& a, const auto& b) {
+    return SharedWalkCost(a, weight) > SharedWalkCost(b, weight);
+  });
   std::atomic<int> shared_bound{0};  // blocks whose bound DPs shared a walk
   RunOnThreads(searches.size(), failed, [&](size_t p) {
     std::vector<BoundedBlockSearch*> paused;
