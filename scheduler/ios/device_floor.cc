@@ -47,9 +47,12 @@ std::string_view IssueOrderName(DeviceFloor::IssueOrder order) {
 
 double IssuedChainsFloorMs(const DeviceFloor& floor,
                            std::span<const std::span<const double>> chains) {
+  // The bound DP's walk takes this for many of its endings: no more
+  // zeroing or passes than the stage's groups need.
   constexpr size_t kMaxGroups = 64;
-  double finish[kMaxGroups] = {};
+  double finish[kMaxGroups];
   const size_t groups = std::min(chains.size(), kMaxGroups);
+  std::fill_n(finish, groups, 0.0);
   double clock = 0, end = 0;
   auto issue = [&](size_t g, size_t i) {
     clock += floor.launch_ms;
@@ -61,14 +64,12 @@ double IssuedChainsFloorMs(const DeviceFloor& floor,
       for (size_t i = 0; i < chains[g].size(); ++i) issue(g, i);
     }
   } else if (floor.issue_order == DeviceFloor::IssueOrder::kRoundRobin) {
-    for (size_t i = 0;; ++i) {
-      bool any = false;
+    size_t longest = 0;
+    for (size_t g = 0; g < groups; ++g) longest = std::max(longest, chains[g].size());
+    for (size_t i = 0; i < longest; ++i) {
       for (size_t g = 0; g < groups; ++g) {
-        if (i >= chains[g].size()) continue;
-        any = true;
-        issue(g, i);
+        if (i < chains[g].size()) issue(g, i);
       }
-      if (!any) break;
     }
   } else {
     return 0;  // no order, no bound from it
