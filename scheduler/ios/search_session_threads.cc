@@ -5,9 +5,9 @@
 // thread takes the next block and runs the bounded search the sequential
 // loop would run; blocks of one shape go to one thread together, to walk
 // their bound DPs in one walk (WalkBoundDps: each gets the table its own
-// walk gives), in pieces planned so that the longest thread is shortest
-// (PlanSharedWalks: a shape in one piece but where splitting it shortens
-// the longest thread), costliest first, and then
+// walk gives), a shape in one piece unless splitting it shortens the
+// longest thread by more than the CPU it adds (PlanSharedWalks), the
+// costliest pieces first, and then
 // each search goes on on any thread. Then the blocks that need the exhaustive DP (those the
 // bounded search handed over, or all in exhaustive mode) are solved, blocks
 // of one shape (SameShape: NASNet's cells repeat one structure at several

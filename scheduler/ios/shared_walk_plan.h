@@ -21,9 +21,9 @@
 namespace iosfarm::scheduler::ios {
 
 // A bound DP walk shared by k blocks costs about 1 + kSharedBoundShare *
-// (k - 1) walks of one (NASNet-A's cells under sim:h100: 11 s alone, about
-// 4 s more per block, docs/benchmarks.md).
-inline constexpr double kSharedBoundShare = 0.35;
+// (k - 1) walks of one (NASNet-A's cells under sim:h100: about 11 s alone,
+// 2.8 s more per block, docs/benchmarks.md).
+inline constexpr double kSharedBoundShare = 0.25;
 
 // The cost of a piece of blocks of one shape (indices whose walk alone
 // costs weight[index], about the same for each) walking together.

@@ -43,9 +43,10 @@ TEST(SharedWalkPlanTest, OneThreadWalksEachShapeOnce) {
 }
 
 TEST(SharedWalkPlanTest, TwoThreadsKeepAShapeWholeWhereTheOthersFillTheSecond) {
-  // 13 in one walk (5.2 walks) and 3 + 1 + 1 (3.7) on the other thread:
-  // 5.2 + 8.9 / 2. Splitting the 13 into 6 and 7 (2.75 and 3.1 walks)
-  // shortens the longest thread to 5.1 but adds 0.65 walks: 5.1 + 9.55 / 2.
+  // 13 in one walk (4 walks) and 3 + 1 + 1 (3.5) on the other thread:
+  // 4 + 7.5 / 2. Splitting the 13 into 6 and 7 (2.25 and 2.5 walks) adds
+  // 0.75 walks and, the rest handed out after them, lengthens the longest
+  // thread to 4.5.
   const std::vector<double> weight(18, 146'000.0);
   EXPECT_EQ(Sizes(PlanSharedWalks(NasnetShapes(), weight, 2)), (std::vector<size_t>{13, 3, 1, 1}));
 }
@@ -56,8 +57,8 @@ TEST(SharedWalkPlanTest, AShapeAloneIsSplitForTheThreadsKeepingBlockOrder) {
   ASSERT_EQ(Sizes(two), (std::vector<size_t>{8, 8}));
   EXPECT_EQ(two[0], Range(0, 8));
   EXPECT_EQ(two[1], Range(8, 16));
-  // Eight threads: pieces of two (1.35 walks each, 10.8 in all); pieces of
-  // four wait longer (2.05), pieces of one put two on a thread and cost
+  // Eight threads: pieces of two (1.25 walks each, 10 in all); pieces of
+  // four wait longer (1.75), pieces of one put two on a thread and cost
   // more (16).
   EXPECT_EQ(Sizes(PlanSharedWalks({Range(0, 16)}, weight, 8)), std::vector<size_t>(8, 2));
 }
