@@ -491,20 +491,6 @@ class Search final : public BoundedBlockSearch {
     }
   }
 
-  // Each group's kernels, work and least last-kernel time (its ops'
-  // stage_floor_ together): a stage's floor from its groups.
-  void GroupFloors() {
-    group_floor_.assign(groups_.size(), OpShare{0, 0, kNever});
-    for (size_t i = 0; i < groups_.size(); ++i) {
-      OpShare& group = group_floor_[i];
-      groups_[i].ForEach([&](int v) {
-        group.kernels += stage_floor_[v].kernels;
-        group.work_ms += stage_floor_[v].work_ms;
-        group.last_kernel_ms = std::min(group.last_kernel_ms, stage_floor_[v].last_kernel_ms);
-      });
-    }
-  }
-
   OpFeatures SumFeatures(const OpBits<W>& ops) const {
     OpFeatures sum;
     ops.ForEach([&](int v) {
@@ -621,7 +607,6 @@ class Search final : public BoundedBlockSearch {
     kernel_depth_.assign(n, 0);
     if (has_device_floor_) {
       LastKernelTimes();
-      GroupFloors();
       if (options_.device_floor.issue_order != DeviceFloor::IssueOrder::kUnknown &&
           options_.device_floor.issue_overlaps_work) {
         IssueChains();
@@ -775,19 +760,21 @@ class Search final : public BoundedBlockSearch {
     return one_op_each ? 0.0 : StageFloorMs(options_.device_floor, kernels, 0.0, 0.0);
   }
 
-  // group_terms_ from the groups' latencies and (with the device floor)
-  // their floors.
+  // group_terms_: each group's latency and, with the device floor, its
+  // kernels, work and least last-kernel time (its ops' stage_floor_
+  // together: a stage's floor from its groups).
   void PackGroupTerms() {
-    group_terms_.resize(groups_.size());
+    group_terms_.assign(groups_.size(), GroupTerms{});
     for (size_t i = 0; i < groups_.size(); ++i) {
       GroupTerms& terms = group_terms_[i];
       terms.latency = group_latency_[i];
       terms.one_op = groups_[i].Count() == 1;
-      if (has_device_floor_) {
-        terms.kernels = group_floor_[i].kernels;
-        terms.work_ms = group_floor_[i].work_ms;
-        terms.last_kernel_ms = group_floor_[i].last_kernel_ms;
-      }
+      if (!has_device_floor_) continue;
+      groups_[i].ForEach([&](int v) {
+        terms.kernels += stage_floor_[v].kernels;
+        terms.work_ms += stage_floor_[v].work_ms;
+        terms.last_kernel_ms = std::min(terms.last_kernel_ms, stage_floor_[v].last_kernel_ms);
+      });
     }
   }
 
@@ -1325,9 +1312,9 @@ class Search final : public BoundedBlockSearch {
     double last_kernel_ms = 0;
   };
   std::vector<OpShare> stage_floor_, togo_floor_;
-  std::vector<OpShare> group_floor_;  // per group (GroupFloors)
-  // Per group, packed for IdsBound: its latency and, with the device floor,
-  // its group_floor_ (else no kernels, no work, no last kernel).
+  // Per group, packed for IdsBound (PackGroupTerms): its latency and, with
+  // the device floor, its floor terms (else no kernels, no work, no last
+  // kernel).
   struct GroupTerms {
     double latency = 0;
     double kernels = 0;
