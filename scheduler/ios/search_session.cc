@@ -376,15 +376,16 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   if (state.phase == BlockPhase::kNotStarted) state.first_pass = pass_;
   bool total_binds = false;
   if (state.bounded == nullptr) {
-    ASSIGN_OR_RETURN(state.bounded,
-                     BoundedBlockSearch::Create(
-                         state.graph, BoundedOptions(PassOptions(&total_binds), state.floored)));
+    BoundedSearchOptions options = BoundedOptions(PassOptions(&total_binds), state.floored);
+    options.pause_before_bound_dp = SharesWalks();
+    state.walk_pending = options.pause_before_bound_dp && options.bound_dp_max_states > 0;
+    state.counted_transitions = 0;
+    ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(state.graph, options));
   } else if (options_.budget.max_transitions_total > 0) {
     total_binds = true;  // created with what was left of it
   }
-  const int64_t transitions_before = state.bounded->stats().transitions;
   const Status advanced = state.bounded->Advance(source);
-  return FinishBounded(b, advanced, transitions_before, total_binds, source, nullptr);
+  return FinishBounded(b, advanced, total_binds, source, nullptr);
 }
 
 BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool floored) const {
@@ -414,11 +415,13 @@ bool SearchSession::HandsOverToDp(const Status& advanced, bool total_binds) {
          !(total_binds && absl::StrContains(advanced.message(), "transitions"));
 }
 
-Status SearchSession::FinishBounded(int b, const Status& advanced, int64_t transitions_before,
-                                    bool total_binds, LatencySource& source,
-                                    StatusOr<BlockSolution>* dp_solution) {
+Status SearchSession::FinishBounded(int b, const Status& advanced, bool total_binds,
+                                    LatencySource& source, StatusOr<BlockSolution>* dp_solution) {
   BlockState& state = blocks_[b];
-  stats_.total_transitions += state.bounded->stats().transitions - transitions_before;
+  // (A shared walk's transitions are the search's too.)
+  const int64_t transitions = state.bounded->stats().transitions;
+  stats_.total_transitions += transitions - state.counted_transitions;
+  state.counted_transitions = transitions;
   if (!advanced.ok() && IsSearchBudgetError(advanced)) {
     if (!HandsOverToDp(advanced, total_binds)) {
       return OverBudget(b, advanced, total_binds, /*can_split=*/true);
@@ -439,7 +442,9 @@ Status SearchSession::FinishBounded(int b, const Status& advanced, int64_t trans
   RETURN_IF_ERROR(advanced);
   RETURN_IF_ERROR(source.status());
   RETURN_IF_ERROR(CheckSignatureBudget());
-  ++stats_.dp_passes;
+  // A pause for a shared walk is no pass: the walk and the search after it
+  // are (as they are one pass when the search does not pause).
+  if (!state.bounded->paused_before_bound_dp()) ++stats_.dp_passes;
   if (state.bounded->solved()) {
     state.solution = state.bounded->solution();
     state.bounded.reset();
@@ -697,7 +702,7 @@ bool SearchSession::OutOfTime() const {
 Status SearchSession::SolveReadyBlocks() {
   for (int b = 0; b < next_block_; ++b) {
     BlockState& state = blocks_[b];
-    if (state.phase != BlockPhase::kWaiting || state.twin >= 0) continue;
+    if (state.phase != BlockPhase::kWaiting || state.twin >= 0 || PausedForWalk(b)) continue;
     const bool ready = std::all_of(state.unknown.begin(), state.unknown.end(),
                                    [&](Signature s) { return IsKnown(s); });
     if (!ready) continue;
@@ -719,6 +724,10 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
   paused_ = false;
   passes_before_call_ = stats_.dp_passes;
   RETURN_IF_ERROR(SolveReadyBlocks());
+  const auto resume = [this](int b) {
+    CollectingSource source(*this, blocks_[b].unknown);
+    return SolveWith(b, source);
+  };
   while (!paused_) {
     while (static_cast<int>(queue_.size()) < max_batch &&
            next_block_ < static_cast<int>(blocks_.size())) {
@@ -734,7 +743,16 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
       RETURN_IF_ERROR(StartBlock(b, source));
     }
     ResolveTwins();
-    if (paused_ || windows_created_ || solved_blocks_ < num_blocks_) break;
+    if (paused_) break;
+    // Blocks paused for a shared walk wait for the rest of their shape while
+    // its latencies are being measured; with nothing else to hand out or to
+    // wait for, they walk.
+    const bool idle =
+        queue_.empty() && requested_.empty() && next_block_ >= static_cast<int>(blocks_.size());
+    ASSIGN_OR_RETURN(const int walked, WalkPausedBlocks(idle, /*timed=*/true, resume));
+    if (paused_) break;
+    if (walked > 0) continue;  // what they need next, or the windows
+    if (windows_created_ || solved_blocks_ < num_blocks_) break;
     RETURN_IF_ERROR(CreateWindows());
   }
   std::vector<StageRequest> batch;
@@ -763,8 +781,10 @@ Status SearchSession::RunInline(const SignedLatencyFn& measure) {
   std::mutex mu;
   const bool parallel = ParallelInline();
   InlineSource source(*this, measure, parallel ? &mu : nullptr);
+  const auto resume = [&](int b) { return SolveWith(b, source); };
   while (true) {
     if (parallel) RETURN_IF_ERROR(SolveInParallel(source));
+    const int solved_before = solved_blocks_;
     for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
       if (blocks_[b].phase == BlockPhase::kSolved) continue;
       if (blocks_[b].phase == BlockPhase::kNotStarted) {
@@ -773,10 +793,25 @@ Status SearchSession::RunInline(const SignedLatencyFn& measure) {
           --b;
           continue;
         }
-      } else if (blocks_[b].twin < 0) {
+      } else if (blocks_[b].twin < 0 && !PausedForWalk(b)) {
         RETURN_IF_ERROR(SolveWith(b, source));
       }
       ResolveTwins();
+      // A block paused for a shared walk waits for the later blocks of its
+      // shape (a walk's split of a block before b is swept up below).
+      while (true) {
+        ASSIGN_OR_RETURN(const int walked,
+                         WalkPausedBlocks(/*all=*/false, /*timed=*/false, resume));
+        if (walked == 0) break;
+      }
+    }
+    ASSIGN_OR_RETURN(const int walked, WalkPausedBlocks(/*all=*/true, /*timed=*/false, resume));
+    if (solved_blocks_ < static_cast<int>(blocks_.size())) {
+      if (walked == 0 && solved_blocks_ == solved_before) {
+        return absl::InternalError(
+            StrCat("search stalled with ", blocks_.size() - solved_blocks_, " blocks unsolved"));
+      }
+      continue;
     }
     next_block_ = static_cast<int>(blocks_.size());
     if (windows_created_) break;
@@ -785,6 +820,75 @@ Status SearchSession::RunInline(const SignedLatencyFn& measure) {
   queue_.clear();
   queue_bytes_ = 0;
   return absl::OkStatus();
+}
+
+bool SearchSession::SharesWalks() const {
+  const SearchBudget& budget = options_.budget;
+  return budget.max_transitions_total == 0 && budget.latency_cache_bytes == 0 &&
+         options_.floor_samples == 0;
+}
+
+bool SearchSession::PausedForWalk(int b) const {
+  const BlockState& state = blocks_[b];
+  return state.walk_pending && state.bounded != nullptr && state.bounded->paused_before_bound_dp();
+}
+
+StatusOr<int> SearchSession::WalkPausedBlocks(bool all, bool timed,
+                                              const std::function<Status(int)>& resume) {
+  std::vector<std::vector<int>> shapes;  // paused blocks, by shape, in block order
+  for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
+    if (!PausedForWalk(b)) continue;
+    auto shape = std::find_if(shapes.begin(), shapes.end(), [&](const std::vector<int>& s) {
+      return SameShape(blocks_[s[0]].graph, blocks_[b].graph);
+    });
+    if (shape == shapes.end()) {
+      shapes.push_back({b});
+    } else {
+      shape->push_back(b);
+    }
+  }
+  if (shapes.empty()) return 0;
+  // A block that could still pause: not started (and not waiting for a twin
+  // or a prefix block), or started and waiting for its bounds' latencies.
+  auto could_join = [&](const BlockState& state) {
+    if (state.twin >= 0 || state.prefix >= 0) return false;
+    return state.phase == BlockPhase::kNotStarted ||
+           (state.phase == BlockPhase::kWaiting && state.walk_pending && state.bounded != nullptr &&
+            !state.bounded->paused_before_bound_dp());
+  };
+  for (std::vector<int>& shape : shapes) {
+    const bool complete =
+        all || std::none_of(blocks_.begin(), blocks_.end(), [&](const BlockState& state) {
+          return could_join(state) && SameShape(blocks_[shape[0]].graph, state.graph);
+        });
+    if (!complete) continue;
+    if (timed && OutOfTime()) {
+      paused_ = true;
+      return 0;
+    }
+    std::vector<BoundedBlockSearch*> searches;
+    for (int b : shape) {
+      searches.push_back(blocks_[b].bounded.get());
+      blocks_[b].walk_pending = false;
+    }
+    if (searches.size() > 1) {
+      RETURN_IF_ERROR(BoundedBlockSearch::WalkBoundDps(searches));
+      stats_.shared_bound_walk_blocks += static_cast<int>(searches.size());
+    }
+    // Later blocks first: a block's pass may split it, renumbering the
+    // blocks after it. Those left at the deadline are SolveReadyBlocks'
+    // (walked, they wait for nothing).
+    for (auto b = shape.rbegin(); b != shape.rend(); ++b) {
+      if (timed && OutOfTime()) {
+        paused_ = true;
+        break;
+      }
+      RETURN_IF_ERROR(resume(*b));
+    }
+    ResolveTwins();
+    return static_cast<int>(shape.size());
+  }
+  return 0;
 }
 
 Status SearchSession::StartBlock(int b, LatencySource& source) {

@@ -25,6 +25,13 @@
 // accepts any signature at any time (a latency that no block needs is kept
 // and harmless).
 //
+// Blocks of one shape (NASNet's cells repeat one structure at several sizes)
+// walk their bound DPs together (bounded_block_search.h: one walk of the
+// state graph costs about a quarter of a lone one per extra block): a
+// bounded search stops once its groups are measured until no other block
+// of its shape can still join (all started and measured), or until nothing
+// else is left to hand out, and then they are walked in one go.
+//
 // The search keeps to SearchOptions::budget: a block whose first pass runs
 // over a per-pass limit is split (with the blocks of the same structure that
 // wait for it) into smaller blocks, which are solved in its place; a window
@@ -108,8 +115,7 @@ struct SearchStats {
   // blocks of the same shape (SolveBlocks; searches on several threads).
   int shared_walk_blocks = 0;
   // Of the blocks the bounded search solved or tried, those whose bound DP
-  // was walked together with blocks of the same shape (WalkBoundDps;
-  // searches on several threads).
+  // was walked together with blocks of the same shape (WalkBoundDps).
   int shared_bound_walk_blocks = 0;
   int split_blocks = 0;           // blocks split for being over the budget
   int smallest_split = 0;         // ops limit of the smallest split (0: none)
@@ -234,6 +240,12 @@ class SearchSession {
     bool floored = false;
     // Its DP states as SizeBlock counted them (up to its limit), or 0.
     int64_t states = 0;
+    // Its bounded search stops before its bound DP (SharesWalks), to walk
+    // it with the blocks of its shape (WalkPausedBlocks); cleared once
+    // walked.
+    bool walk_pending = false;
+    // Transitions of its bounded search counted in total_transitions.
+    int64_t counted_transitions = 0;
     // Windows: the boundary between blocks right - 1 and right, the number
     // of stages taken from the end of the left block and from the start of
     // the right one, and their latency before re-solving.
@@ -271,12 +283,11 @@ class SearchSession {
   // SolveWith for the bounded search: starts or advances it.
   Status SolveBounded(int b, LatencySource& source);
   // The rest of SolveBounded once block b's bounded search has advanced
-  // (`advanced`: what Advance returned; `transitions_before`: its
-  // transitions before): counts it, and hands the block to the exhaustive
-  // DP when the search went over its steps. `dp_solution`: that DP's result
-  // when it already ran (SolveInParallel), else null.
-  Status FinishBounded(int b, const Status& advanced, int64_t transitions_before, bool total_binds,
-                       LatencySource& source, StatusOr<BlockSolution>* dp_solution);
+  // (`advanced`: what Advance returned): counts it, and hands the block to
+  // the exhaustive DP when the search went over its steps. `dp_solution`:
+  // that DP's result when it already ran (SolveInParallel), else null.
+  Status FinishBounded(int b, const Status& advanced, bool total_binds, LatencySource& source,
+                       StatusOr<BlockSolution>* dp_solution);
   // The bounded search's options for a pass with DP options `dp`, of a
   // block marked for the calibrated floor or not.
   BoundedSearchOptions BoundedOptions(const DpOptions& dp, bool floored) const;
@@ -302,6 +313,24 @@ class SearchSession {
                     const std::function<void(size_t)>& task) const;
   // RunInline may use SolveInParallel (see SearchOptions::threads).
   bool ParallelInline() const;
+  // Blocks may be searched side by side: the bound DPs of blocks of one
+  // shape walked together (WalkPausedBlocks, SolveInParallel) and, on
+  // several threads, passes run at once. Not with a total transitions
+  // budget (each pass takes what the passes before it left), a latency
+  // cache limit (it forgets what no running pass needs) or the calibrated
+  // floor (one block at a time on the main thread).
+  bool SharesWalks() const;
+  // Block b's bounded search is paused before its bound DP for a shared walk.
+  bool PausedForWalk(int b) const;
+  // Walks the bound DPs of the first shape's blocks paused for one
+  // (PausedForWalk) in one walk (BoundedBlockSearch::WalkBoundDps), and goes
+  // on with each: resume(b) (block b's next pass, which may split it; later
+  // blocks go first). Only a shape of which no other block could still
+  // pause (one not started, or waiting for the latencies of its bounds),
+  // unless `all`. `timed`: walks and resumes nothing once OutOfTime (then
+  // sets paused_; SolveReadyBlocks resumes the walked ones left). Returns
+  // the blocks walked (0: none; call again for the next shape).
+  StatusOr<int> WalkPausedBlocks(bool all, bool timed, const std::function<Status(int)>& resume);
   // The DP options of a pass of block b; *total_binds: the search's total
   // transitions budget is the tighter limit.
   DpOptions PassOptions(bool* total_binds) const;
@@ -318,7 +347,7 @@ class SearchSession {
   // Marks twins of solved blocks solved. Returns true if anything changed.
   bool ResolveTwins();
   // Re-solves waiting blocks whose unknowns are all known now (until the
-  // deadline: then sets paused_).
+  // deadline: then sets paused_), but those paused for a shared walk.
   Status SolveReadyBlocks();
   // The deadline passed and a pass ran since the current NextUnknown began.
   bool OutOfTime() const;

@@ -113,6 +113,53 @@ TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
   }
 }
 
+// Cells of one shape at several sizes: the bounded searches of their blocks
+// pause after their groups and walk their bound DPs together, on one
+// thread (RunInline) and batched as a farm does (NextUnknown, whatever the
+// batch width: a shape walks once every block of it is measured, or once
+// nothing else is left). Either way the schedule is the direct search's on
+// two threads and the exhaustive search's latency (the oracle keeps the
+// assumption), from exactly the direct search's requests, each once.
+TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBatched) {
+  int shared_inline = 0, shared_batched = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RepeatedCells(seed, 7, 7);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    SearchOptions options;
+    options.max_block_ops = 12;
+    options.lookahead = 0;  // batched: exactly the direct search's requests
+    options.exhaustive = true;
+    auto exhaustive = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    options.exhaustive = false;
+    options.threads = 2;
+    auto two = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(two.ok()) << two.status();
+    options.threads = 1;
+    auto one = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(one.ok()) << one.status();
+    EXPECT_EQ(Describe(graph, one->schedule), Describe(graph, two->schedule));
+    EXPECT_EQ(one->stats.stages_measured, two->stats.stages_measured);
+    EXPECT_EQ(one->stats.dp_passes, two->stats.dp_passes);
+    EXPECT_NEAR(one->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
+    shared_inline += one->stats.shared_bound_walk_blocks;
+    for (int batch : {1, 5, 1000}) {
+      SCOPED_TRACE(StrCat("batch ", batch));
+      std::vector<Signature> requested;
+      auto batched = RunBatched(graph, options, oracle, batch, &requested);
+      ASSERT_TRUE(batched.ok()) << batched.status();
+      EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, one->schedule));
+      EXPECT_EQ(std::set<Signature>(requested.begin(), requested.end()).size(), requested.size());
+      EXPECT_EQ(static_cast<int64_t>(requested.size()), one->stats.stages_measured);
+      shared_batched += batched->stats.shared_bound_walk_blocks;
+    }
+  }
+  // RepeatedCells(seed, 7, 7) in blocks of 12 ops: several blocks per shape.
+  EXPECT_GT(shared_inline, 12);
+  EXPECT_GT(shared_batched, 3 * 12);
+}
+
 // With the core bound (a cpu device), batched as a farm does: the direct
 // search's schedule, the exhaustive search's latency where the latencies
 // keep the assumption, and the one-core group measurements among the
