@@ -88,7 +88,8 @@ graph::Graph WithoutWeightValues(const graph::Graph& graph) {
 scheduler::ios::SearchBudget FarmSearchBudget() {
   scheduler::ios::SearchBudget budget;
   budget.max_states_per_pass = 2'000'000;
-  budget.max_transitions_per_pass = 100'000'000;
+  // A NASNet cell's bound DP walk takes about 200 M (docs/farm.md).
+  budget.max_transitions_per_pass = 1'000'000'000;
   budget.max_steps_per_pass = 1'000'000'000;
   budget.max_bytes_per_pass = int64_t{256} << 20;
   budget.max_transitions_total = 4'000'000'000;

@@ -1,5 +1,6 @@
 // The search keeps to its budget (search_options.h): over-budget blocks are
 // split, over-budget windows skipped, the total and the stop flag end it.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <set>
@@ -107,6 +108,46 @@ TEST(SearchBudgetTest, TotalBudgetFailsTheSearchNamingIt) {
   EXPECT_TRUE(IsSearchBudgetError(result.status())) << result.status();
   EXPECT_NE(result.status().message().find("1000 DP transitions in all"), std::string::npos)
       << result.status();
+}
+
+// A bounded search over its pass's transitions (its bound DP's walk and
+// its A*) once it resumed with its groups measured, with a total budget far
+// from binding: the block goes to the exhaustive DP, as on its first pass;
+// it is not reported as over the total (a farm job's budget: NASNet's
+// cells failed their jobs so). The schedule has the exhaustive search's
+// latency.
+TEST(SearchBudgetTest, AResumedSearchOverItsPassIsHandedToTheDpNotOverTheTotal) {
+  int handed_over = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RepeatedCells(seed, 3, 10);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    SearchOptions options;
+    options.exhaustive = true;
+    auto exhaustive = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    int64_t most = 0;  // the DP's transitions of the largest block: it fits
+    for (const BlockReport& block : exhaustive->blocks) most = std::max(most, block.dp.transitions);
+    options.exhaustive = false;
+    options.boundary_window_ops = 0;
+    options.budget.max_transitions_per_pass = most;
+    options.budget.max_transitions_total = int64_t{1} << 40;
+    auto session = SearchSession::Create(graph, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    while (true) {
+      auto batch = (*session)->NextUnknown(64);
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      if (batch->empty()) break;
+      for (const StageRequest& request : *batch) {
+        ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+      }
+    }
+    auto result = (*session)->Result();
+    ASSERT_TRUE(result.ok()) << result.status();
+    handed_over += result->stats.exhaustive_blocks;
+    EXPECT_NEAR(result->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
+  }
+  EXPECT_GT(handed_over, 0);
 }
 
 TEST(SearchBudgetTest, SignatureBudgetBoundsWhatTheSearchKeeps) {

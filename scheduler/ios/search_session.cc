@@ -374,18 +374,16 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   BlockState& state = blocks_[b];
   ++pass_;
   if (state.phase == BlockPhase::kNotStarted) state.first_pass = pass_;
-  bool total_binds = false;
   if (state.bounded == nullptr) {
-    BoundedSearchOptions options = BoundedOptions(PassOptions(&total_binds), state.floored);
-    options.pause_before_bound_dp = SharesWalks();
+    BoundedSearchOptions options = BoundedOptions(PassOptions(&state.total_binds), state.floored);
+    // With what was left of the total, it searches on its own.
+    options.pause_before_bound_dp = SharesWalks() && !state.total_binds;
     state.walk_pending = options.pause_before_bound_dp && options.bound_dp_max_states > 0;
     state.counted_transitions = 0;
     ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(state.graph, options));
-  } else if (options_.budget.max_transitions_total > 0) {
-    total_binds = true;  // created with what was left of it
   }
   const Status advanced = state.bounded->Advance(source);
-  return FinishBounded(b, advanced, total_binds, source, nullptr);
+  return FinishBounded(b, advanced, state.total_binds, source, nullptr);
 }
 
 BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool floored) const {
@@ -822,11 +820,7 @@ Status SearchSession::RunInline(const SignedLatencyFn& measure) {
   return absl::OkStatus();
 }
 
-bool SearchSession::SharesWalks() const {
-  const SearchBudget& budget = options_.budget;
-  return budget.max_transitions_total == 0 && budget.latency_cache_bytes == 0 &&
-         options_.floor_samples == 0;
-}
+bool SearchSession::SharesWalks() const { return options_.floor_samples == 0; }
 
 bool SearchSession::PausedForWalk(int b) const {
   const BlockState& state = blocks_[b];

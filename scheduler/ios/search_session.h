@@ -246,6 +246,10 @@ class SearchSession {
     bool walk_pending = false;
     // Transitions of its bounded search counted in total_transitions.
     int64_t counted_transitions = 0;
+    // Its bounded search was created with what was left of the total
+    // transitions budget, less than a pass's: over it, the search is over
+    // the total (not handed to the DP).
+    bool total_binds = false;
     // Windows: the boundary between blocks right - 1 and right, the number
     // of stages taken from the end of the left block and from the start of
     // the right one, and their latency before re-solving.
@@ -311,14 +315,17 @@ class SearchSession {
   // them), each index once, starting no more once `failed` reads true.
   void RunOnThreads(size_t count, const std::atomic<bool>& failed,
                     const std::function<void(size_t)>& task) const;
-  // RunInline may use SolveInParallel (see SearchOptions::threads).
+  // RunInline may use SolveInParallel (see SearchOptions::threads): not
+  // with a total transitions budget (each pass takes what the passes before
+  // it left) or a latency cache limit (it forgets what no running pass
+  // needs), nor where SharesWalks does not.
   bool ParallelInline() const;
-  // Blocks may be searched side by side: the bound DPs of blocks of one
-  // shape walked together (WalkPausedBlocks, SolveInParallel) and, on
-  // several threads, passes run at once. Not with a total transitions
-  // budget (each pass takes what the passes before it left), a latency
-  // cache limit (it forgets what no running pass needs) or the calibrated
-  // floor (one block at a time on the main thread).
+  // The bound DPs of blocks of one shape may be walked together
+  // (WalkPausedBlocks, SolveInParallel): not with the calibrated floor (one
+  // block at a time, on the main thread). A search created with what was
+  // left of a total transitions budget does not pause: several paused
+  // searches would each have taken all of it (as blocks waiting for their
+  // latencies in a batched search may).
   bool SharesWalks() const;
   // Block b's bounded search is paused before its bound DP for a shared walk.
   bool PausedForWalk(int b) const;

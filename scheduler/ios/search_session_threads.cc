@@ -68,7 +68,13 @@ void SearchSession::RunOnThreads(size_t count, const std::atomic<bool>& failed,
   for (std::thread& thread : threads) thread.join();
 }
 
-bool SearchSession::ParallelInline() const { return options_.threads > 1 && SharesWalks(); }
+bool SearchSession::ParallelInline() const {
+  const SearchBudget& budget = options_.budget;
+  // (A block the exact search hands over takes the calibrated floor on the
+  // main thread: floor_samples searches use one thread.)
+  return options_.threads > 1 && budget.max_transitions_total == 0 &&
+         budget.latency_cache_bytes == 0 && SharesWalks();
+}
 
 Status SearchSession::SolveInParallel(LatencySource& source) {
   std::vector<int> wave;
@@ -248,6 +254,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
     if (pass.bounded) {
       if (pass.search == nullptr) return pass.advanced;  // Create failed
       state.bounded = std::move(pass.search);
+      state.total_binds = total_binds;
       RETURN_IF_ERROR(FinishBounded(b, pass.advanced, total_binds, source, solved));
     } else {
       RETURN_IF_ERROR(SolveExhaustive(b, source, /*first_pass=*/true, solved));
