@@ -150,9 +150,9 @@ TEST(CliTest, SearchThreadsGiveTheSameScheduleAndAreReported) {
   EXPECT_EQ(a["search_threads"], 1);
   EXPECT_EQ(b["search_threads"], 3);
   EXPECT_EQ(a["schedule"], b["schedule"]);
-  // The same statistics, but for the walks the threads shared (one thread
-  // walks each block alone).
-  EXPECT_EQ(a["stats"]["shared_bound_walk_blocks"], 0);
+  // The same statistics, but for the walks shared (one thread walks each
+  // shape in one walk; three threads may split one).
+  EXPECT_GT(a["stats"]["shared_bound_walk_blocks"].get<int>(), 0);
   EXPECT_GT(b["stats"]["shared_bound_walk_blocks"].get<int>(), 0);
   for (const char* shared : {"shared_walk_blocks", "shared_bound_walk_blocks"}) {
     a["stats"].erase(shared);

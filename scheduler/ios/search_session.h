@@ -26,11 +26,12 @@
 // and harmless).
 //
 // Blocks of one shape (NASNet's cells repeat one structure at several sizes)
-// walk their bound DPs together (bounded_block_search.h: one walk of the
-// state graph costs about a quarter of a lone one per extra block): a
-// bounded search stops once its groups are measured until no other block
+// walk their bound DPs together (bounded_block_search.h: each extra block
+// adds a quarter to two fifths of a lone walk's CPU, against a whole one):
+// a bounded search stops once its groups are measured until no other block
 // of its shape can still join (all started and measured), or until nothing
-// else is left to hand out, and then they are walked in one go.
+// else is left to hand out or to wait for, and then they are walked in one
+// go, on one thread as in a farm's batches.
 //
 // The search keeps to SearchOptions::budget: a block whose first pass runs
 // over a per-pass limit is split (with the blocks of the same structure that
