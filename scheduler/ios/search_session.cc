@@ -749,7 +749,12 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
         queue_.empty() && requested_.empty() && next_block_ >= static_cast<int>(blocks_.size());
     ASSIGN_OR_RETURN(const int walked, WalkPausedBlocks(idle, /*timed=*/true, resume));
     if (paused_) break;
-    if (walked > 0) continue;  // what they need next, or the windows
+    if (walked > 0) {
+      // Blocks that waited for a block the walk solved (its prefix) go on,
+      // then what the walked blocks need next, or the windows.
+      RETURN_IF_ERROR(SolveReadyBlocks());
+      continue;
+    }
     if (windows_created_ || solved_blocks_ < num_blocks_) break;
     RETURN_IF_ERROR(CreateWindows());
   }

@@ -120,14 +120,19 @@ TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
 // nothing else is left). Either way the schedule is the direct search's on
 // two threads and the exhaustive search's latency (the oracle keeps the
 // assumption), from exactly the direct search's requests, each once.
+// With a tail (the last block is the last cell and one op, on that cell's
+// table where it has one): the block waits for a cell that the shared walk
+// solves, and then goes on in the same call.
 TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBatched) {
   int shared_inline = 0, shared_batched = 0;
-  for (uint64_t seed = 1; seed <= 6; ++seed) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
     SCOPED_TRACE(StrCat("seed ", seed));
-    const graph::Graph graph = testing::RepeatedCells(seed, 7, 7);
+    const bool tail = seed > 6;
+    const graph::Graph graph =
+        tail ? testing::RepeatedCellsWithTail(seed, 4, 12) : testing::RepeatedCells(seed, 7, 7);
     const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
     SearchOptions options;
-    options.max_block_ops = 12;
+    options.max_block_ops = tail ? 50 : 12;
     options.lookahead = 0;  // batched: exactly the direct search's requests
     options.exhaustive = true;
     auto exhaustive = RunSearch(graph, options, oracle);
@@ -154,6 +159,29 @@ TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBa
       EXPECT_EQ(static_cast<int64_t>(requested.size()), one->stats.stages_measured);
       shared_batched += batched->stats.shared_bound_walk_blocks;
     }
+    // Resumed with every latency known (a farm job after a restart, from
+    // its database): one call solves it all and asks for nothing.
+    auto session = SearchSession::Create(graph, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    auto first = SearchSession::Create(graph, options);  // the run before the restart
+    ASSERT_TRUE(first.ok()) << first.status();
+    while (true) {
+      auto batch = (*first)->NextUnknown(1000);
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      if (batch->empty()) break;
+      for (const StageRequest& request : *batch) {
+        const double ms = *oracle(request.stage);
+        ASSERT_TRUE((*first)->Provide(request.signature, ms).ok());
+        ASSERT_TRUE((*session)->Provide(request.signature, ms).ok());
+      }
+    }
+    auto again = (*session)->NextUnknown(1000);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(again->empty());
+    ASSERT_TRUE((*session)->Done());
+    auto replayed = (*session)->Result();
+    ASSERT_TRUE(replayed.ok()) << replayed.status();
+    EXPECT_EQ(Describe(graph, replayed->schedule), Describe(graph, one->schedule));
   }
   // RepeatedCells(seed, 7, 7) in blocks of 12 ops: several blocks per shape.
   EXPECT_GT(shared_inline, 12);
