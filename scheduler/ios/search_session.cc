@@ -788,6 +788,8 @@ Status SearchSession::RunInline(const SignedLatencyFn& measure) {
   while (true) {
     if (parallel) RETURN_IF_ERROR(SolveInParallel(source));
     const int solved_before = solved_blocks_;
+    const size_t blocks_before = blocks_.size();
+    int walked_in_sweep = 0;
     for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
       if (blocks_[b].phase == BlockPhase::kSolved) continue;
       if (blocks_[b].phase == BlockPhase::kNotStarted) {
@@ -806,11 +808,15 @@ Status SearchSession::RunInline(const SignedLatencyFn& measure) {
         ASSIGN_OR_RETURN(const int walked,
                          WalkPausedBlocks(/*all=*/false, /*timed=*/false, resume));
         if (walked == 0) break;
+        walked_in_sweep += walked;
       }
     }
     ASSIGN_OR_RETURN(const int walked, WalkPausedBlocks(/*all=*/true, /*timed=*/false, resume));
     if (solved_blocks_ < static_cast<int>(blocks_.size())) {
-      if (walked == 0 && solved_blocks_ == solved_before) {
+      // Another sweep, unless this one did nothing (no walk, no block solved
+      // or split).
+      if (walked + walked_in_sweep == 0 && solved_blocks_ == solved_before &&
+          blocks_.size() == blocks_before) {
         return absl::InternalError(
             StrCat("search stalled with ", blocks_.size() - solved_blocks_, " blocks unsolved"));
       }
