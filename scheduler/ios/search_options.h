@@ -158,10 +158,11 @@ struct SearchOptions {
   // NASNet-A's six normal cells: 1.8 GiB);
   // the latency function is then called from several of them at once (never
   // twice for one signature) and must be thread-safe (a backend profiles one
-  // stage at a time itself, backend.h). The schedule and every statistic are
-  // the same as with one thread (the latency function must give a
-  // signature the same latency whenever asked, as the simulated and analytic
-  // ones do). Searches driven by NextUnknown (a farm job), and searches with
+  // stage at a time itself, backend.h). The schedule and every statistic but
+  // the shared walks' counts are the same as with one thread, which walks
+  // the bound DPs of a shape's blocks together too (search_session.h; the
+  // latency function must give a signature the same latency whenever asked,
+  // as the simulated and analytic ones do). Searches driven by NextUnknown (a farm job), and searches with
   // a total transitions budget or a latency cache limit, use one thread.
   int threads = 1;
   // Work and memory bounds (the largest zoo block at r=3, s=8 needs 0.15 M
