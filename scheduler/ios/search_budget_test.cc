@@ -60,20 +60,11 @@ TEST(SearchBudgetTest, SplitBlocksGiveTheSameScheduleBatchedAsInline) {
   auto direct = RunSearch(graph, options, oracle);
   ASSERT_TRUE(direct.ok()) << direct.status();
   EXPECT_GT(direct->stats.split_blocks, 0);
-  auto session = SearchSession::Create(graph, options).value();
-  std::set<Signature> requested;
-  while (true) {
-    auto batch = session->NextUnknown(16);
-    ASSERT_TRUE(batch.ok()) << batch.status();
-    if (batch->empty()) break;
-    for (const StageRequest& request : *batch) {
-      EXPECT_TRUE(requested.insert(request.signature).second) << "requested twice";
-      ASSERT_TRUE(session->Provide(request.signature, *oracle(request.stage)).ok());
-    }
-  }
-  ASSERT_TRUE(session->Done());
-  auto batched = session->Result();
-  ASSERT_TRUE(batched.ok()) << batched.status();
+  std::vector<Signature> requested;
+  auto batched = testing::RunBatched(graph, options, oracle, 16, &requested);
+  ASSERT_TRUE(batched.ok()) << batched.status();  // done, nothing outstanding
+  EXPECT_EQ(std::set<Signature>(requested.begin(), requested.end()).size(), requested.size())
+      << "requested twice";
   ExpectCoversGraph(graph, batched->schedule);
   EXPECT_DOUBLE_EQ(batched->schedule.latency_ms, direct->schedule.latency_ms);
   EXPECT_EQ(batched->stats.split_blocks, direct->stats.split_blocks);
@@ -132,17 +123,8 @@ TEST(SearchBudgetTest, AResumedSearchOverItsPassIsHandedToTheDpNotOverTheTotal) 
     options.boundary_window_ops = 0;
     options.budget.max_transitions_per_pass = most;
     options.budget.max_transitions_total = int64_t{1} << 40;
-    auto session = SearchSession::Create(graph, options);
-    ASSERT_TRUE(session.ok()) << session.status();
-    while (true) {
-      auto batch = (*session)->NextUnknown(64);
-      ASSERT_TRUE(batch.ok()) << batch.status();
-      if (batch->empty()) break;
-      for (const StageRequest& request : *batch) {
-        ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
-      }
-    }
-    auto result = (*session)->Result();
+    std::vector<Signature> requested;
+    auto result = testing::RunBatched(graph, options, oracle, 64, &requested);
     ASSERT_TRUE(result.ok()) << result.status();
     handed_over += result->stats.exhaustive_blocks;
     EXPECT_NEAR(result->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);

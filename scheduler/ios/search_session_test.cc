@@ -30,27 +30,7 @@ std::string Describe(const graph::Graph& graph, const Schedule& schedule) {
   return out;
 }
 
-// Drives a session with NextUnknown / Provide in batches of `batch`,
-// measuring with `oracle`; returns the result and the requests seen.
-StatusOr<SearchResult> RunBatched(const graph::Graph& graph, const SearchOptions& options,
-                                  const StageLatencyFn& oracle, int batch,
-                                  std::vector<Signature>* requested) {
-  ASSIGN_OR_RETURN(auto session, SearchSession::Create(graph, options));
-  while (true) {
-    ASSIGN_OR_RETURN(std::vector<StageRequest> requests, session->NextUnknown(batch));
-    if (requests.empty()) break;
-    EXPECT_LE(static_cast<int>(requests.size()), batch);
-    for (const StageRequest& request : requests) {
-      requested->push_back(request.signature);
-      EXPECT_EQ(*StageSignature(graph, request.stage), request.signature);
-      ASSIGN_OR_RETURN(double latency, oracle(request.stage));
-      RETURN_IF_ERROR(session->Provide(request.signature, latency));
-    }
-  }
-  EXPECT_TRUE(session->Done());
-  EXPECT_EQ(session->outstanding(), 0);
-  return session->Result();
-}
+using testing::RunBatched;
 
 // Both searches, batched as a farm does, give the direct search's schedule.
 // The exhaustive DP requests exactly the signatures the direct search looks
@@ -161,19 +141,13 @@ TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBa
     }
     // Resumed with every latency known (a farm job after a restart, from
     // its database): one call solves it all and asks for nothing.
+    std::vector<Signature> stored;
+    std::vector<double> stored_ms;
+    ASSERT_TRUE(RunBatched(graph, options, oracle, 1000, &stored, &stored_ms).ok());
     auto session = SearchSession::Create(graph, options);
     ASSERT_TRUE(session.ok()) << session.status();
-    auto first = SearchSession::Create(graph, options);  // the run before the restart
-    ASSERT_TRUE(first.ok()) << first.status();
-    while (true) {
-      auto batch = (*first)->NextUnknown(1000);
-      ASSERT_TRUE(batch.ok()) << batch.status();
-      if (batch->empty()) break;
-      for (const StageRequest& request : *batch) {
-        const double ms = *oracle(request.stage);
-        ASSERT_TRUE((*first)->Provide(request.signature, ms).ok());
-        ASSERT_TRUE((*session)->Provide(request.signature, ms).ok());
-      }
+    for (size_t i = 0; i < stored.size(); ++i) {
+      ASSERT_TRUE((*session)->Provide(stored[i], stored_ms[i]).ok());
     }
     auto again = (*session)->NextUnknown(1000);
     ASSERT_TRUE(again.ok()) << again.status();

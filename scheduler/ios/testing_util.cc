@@ -406,4 +406,33 @@ Schedule ScheduleOf(std::vector<Stage> stages) {
   return schedule;
 }
 
+StatusOr<SearchResult> RunBatched(const graph::Graph& graph, const SearchOptions& options,
+                                  const StageLatencyFn& oracle, int batch,
+                                  std::vector<Signature>* requested,
+                                  std::vector<double>* latencies) {
+  ASSIGN_OR_RETURN(auto session, SearchSession::Create(graph, options));
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<StageRequest> requests, session->NextUnknown(batch));
+    if (requests.empty()) break;
+    if (static_cast<int>(requests.size()) > batch) {
+      return absl::InternalError(StrCat("a batch of ", requests.size(), " requests, over ", batch));
+    }
+    for (const StageRequest& request : requests) {
+      requested->push_back(request.signature);
+      ASSIGN_OR_RETURN(Signature signature, StageSignature(graph, request.stage));
+      if (signature != request.signature) {
+        return absl::InternalError(StrCat("request ", Hex64(request.signature),
+                                          " has a stage of signature ", Hex64(signature)));
+      }
+      ASSIGN_OR_RETURN(double latency, oracle(request.stage));
+      if (latencies != nullptr) latencies->push_back(latency);
+      RETURN_IF_ERROR(session->Provide(request.signature, latency));
+    }
+  }
+  if (session->outstanding() != 0) {
+    return absl::InternalError(StrCat(session->outstanding(), " requests outstanding at the end"));
+  }
+  return session->Result();  // FailedPrecondition unless Done()
+}
+
 }  // namespace iosfarm::scheduler::ios::testing

@@ -5,17 +5,18 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/status.h"
 #include "graph/graph.h"
-#include "absl/container/flat_hash_map.h"
 #include "scheduler/ios/block_dp.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/latency_oracle.h"
 #include "scheduler/ios/schedule.h"
+#include "scheduler/ios/search_session.h"
 #include "scheduler/ios/stage.h"
 
 namespace iosfarm::scheduler::ios::testing {
@@ -128,6 +129,17 @@ StatusOr<Stage> MergeStage(const graph::Graph& graph, const std::vector<graph::N
 
 // A schedule of `stages` in order (block 0, no signatures or latencies).
 Schedule ScheduleOf(std::vector<Stage> stages);
+
+// Drives a search as a farm job does: NextUnknown(batch) until it hands out
+// nothing, each request measured with `oracle` and provided. Appends each
+// request's signature to *requested (and its latency to *latencies unless
+// null). An error where a batch is wider than `batch`, a request's stage
+// does not have its signature, or the session is not done with nothing
+// outstanding at the end.
+StatusOr<SearchResult> RunBatched(const graph::Graph& graph, const SearchOptions& options,
+                                  const StageLatencyFn& oracle, int batch,
+                                  std::vector<Signature>* requested,
+                                  std::vector<double>* latencies = nullptr);
 
 }  // namespace iosfarm::scheduler::ios::testing
 
