@@ -13,12 +13,14 @@ tested here, on the cpu backend:
     runtime and speed on squeezenet: every step passes, the test suites ran tests,
     the zoo outputs match the cpu reference, the second farm submission
     profiled nothing, the speed step wrote gpu_bench's results;
+  - `gpu_chain.sh` chains runs and tars each into $OUT/runs.tar.gz as it ends;
   - with --backend cuda where no GPU answers it exits 3 saying why.
 """
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -127,6 +129,26 @@ def main():
         check(len(seconds) >= 2 and all(s["span_s"] > 0 and s.get("measure", 0) > 0
                                         for s in seconds.values()),
               f"farm phase seconds per job: {seconds}")
+
+        # gpu_chain.sh: two runs, each tarred into $OUT/runs.tar.gz as it ends;
+        # a malformed run spec is refused before anything runs.
+        chain_out, scratch = os.path.join(tmp, "chain-out"), os.path.join(tmp, "scratch")
+        os.makedirs(chain_out)
+        chain_env = dict(os.environ, OUT=chain_out, GPU_CHAIN_SCRATCH=scratch)
+        spec = f"--bundle|{bundle}|--backend|cpu|--steps|env|--work|{work}"
+        chain = subprocess.run(
+            [os.path.join(HERE, "gpu_chain.sh"), f"one:60:{spec}", f"two:60:{spec}"],
+            capture_output=True, text=True, timeout=180, env=chain_env)
+        check(chain.returncode == 0, f"gpu_chain.sh exited {chain.returncode}: "
+              f"{chain.stdout[-1000:]} {chain.stderr[-1000:]}")
+        with tarfile.open(os.path.join(chain_out, "runs.tar.gz")) as tar:
+            names = set(tar.getnames())
+        for name in ("./one.log", "./one/truth.json", "./two.log", "./two/truth.json"):
+            check(name in names, f"{name} missing from runs.tar.gz: {sorted(names)}")
+        bad = subprocess.run([os.path.join(HERE, "gpu_chain.sh"), "three:soon:--steps|env"],
+                             capture_output=True, text=True, timeout=30, env=chain_env)
+        check(bad.returncode == 2 and "NAME:DEADLINE_S:FLAGS" in bad.stderr,
+              f"gpu_chain.sh with a bad spec: exit {bad.returncode}: {bad.stderr}")
 
         cuda = subprocess.run(
             [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
