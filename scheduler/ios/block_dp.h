@@ -95,6 +95,9 @@ struct DpStats {
   int64_t tightened_bounds = 0;  // raised by a measured sub-stage
   // Stages sampled and measured for the calibrated floor (floor_samples).
   int64_t floor_samples = 0;
+  // States whose bound DP cost came from a prefix block's table
+  // (BoundedSearchOptions::prefix_bounds), not walked.
+  int64_t prefix_bound_states = 0;
   int64_t lower_bound_misses = 0;
   double largest_bound_miss_ms = 0;
 
@@ -106,6 +109,7 @@ struct DpStats {
     bound_groups += o.bound_groups;
     tightened_bounds += o.tightened_bounds;
     floor_samples += o.floor_samples;
+    prefix_bound_states += o.prefix_bound_states;
     lower_bound_misses += o.lower_bound_misses;
     largest_bound_miss_ms = largest_bound_miss_ms > o.largest_bound_miss_ms
                                 ? largest_bound_miss_ms

@@ -88,7 +88,9 @@ class Search final : public BoundedBlockSearch {
         options_(options),
         enumerator_(block_, options.dp.bounds),
         stages_(block_),
-        ending_ids_(options.dp.bounds.max_groups) {
+        ending_ids_(options.dp.bounds.max_groups),
+        bound_table_(std::make_shared<BoundTableOf>(block_.size())),
+        bound_cost_(bound_table_->costs) {
     enumerator_.SetCheck([this](uint64_t) {
       if (status_.ok()) CheckBudget();
       return status_.ok();
@@ -185,6 +187,9 @@ class Search final : public BoundedBlockSearch {
   const BlockGraph& block() const override { return block_; }
   const std::vector<Signature>& waiting_for() const override { return waiting_; }
   const BlockSolution& solution() const override { return solution_; }
+  std::shared_ptr<const BoundTable> bound_table() const override {
+    return has_bound_cost_ ? bound_table_ : nullptr;
+  }
   DpStats stats() const override {
     DpStats stats = stats_;
     stats.states = static_cast<int64_t>(closed_.size());
@@ -193,7 +198,18 @@ class Search final : public BoundedBlockSearch {
   }
 
   // WalkBoundDps for searches of width W (all paused, of one shape).
-  static void WalkTogether(std::span<Search* const> searches) {
+  static void WalkTogether(std::span<Search* const> all) {
+    // A search with its prefix block's table walks only its own states.
+    std::vector<Search*> shared;
+    for (Search* search : all) {
+      if (search->PrefixCosts() != nullptr) {
+        search->BoundCostToGo();
+      } else {
+        shared.push_back(search);
+      }
+    }
+    if (shared.empty()) return;
+    const std::span<Search* const> searches(shared);
     Search& first = *searches[0];
     const int64_t cap = first.options_.bound_dp_max_states;
     if (cap <= 0) return;
@@ -892,7 +908,18 @@ class Search final : public BoundedBlockSearch {
     InFlight<Pending> pending;
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) *
                                      options_.dp.bounds.max_groups);
+    const OpBitsMap<W, double>* prefix = PrefixCosts();
+    const OpBits<W> prefix_ops =
+        prefix != nullptr ? OpBits<W>::FirstN(options_.prefix_bounds->ops()) : OpBits<W>();
     for (const OpBits<W>& state : states) {
+      if (prefix != nullptr && state.SubsetOf(prefix_ops)) {
+        const uint64_t hash = state.Hash();
+        if (const double* cost = prefix->Find(state, hash)) {
+          bound_cost_.Insert(state, hash, std::max(*cost, PathCostToGo(state)));
+          ++stats_.prefix_bound_states;
+          continue;
+        }
+      }
       double best = kNever;
       auto settle = [&](int slot) {
         const Pending& ending = pending[slot];
@@ -912,6 +939,13 @@ class Search final : public BoundedBlockSearch {
       bound_cost_.Insert(state, state.Hash(), std::max(best, PathCostToGo(state)));
     }
     has_bound_cost_ = true;
+  }
+
+  // The table of BoundedSearchOptions::prefix_bounds where it serves this
+  // block (of this width, of fewer ops), else null.
+  const OpBitsMap<W, double>* PrefixCosts() const {
+    const auto* table = dynamic_cast<const BoundTableOf*>(options_.prefix_bounds.get());
+    return table != nullptr && table->size < block_.size() ? &table->costs : nullptr;
   }
 
   // h(S): the bound DP's (which holds the terms below too), else the
@@ -1332,7 +1366,16 @@ class Search final : public BoundedBlockSearch {
   std::vector<double> chain_runs_;
   std::vector<std::span<const double>> chains_;
   bool has_issue_order_ = false;
-  OpBitsMap<W, double> bound_cost_;
+  // The bound DP's costs to go, in a table that bound_table() shares (a
+  // later block's prefix_bounds) and that outlives the search.
+  struct BoundTableOf final : BoundTable {
+    explicit BoundTableOf(int size) : size(size) {}
+    int ops() const override { return size; }
+    const int size;
+    OpBitsMap<W, double> costs;
+  };
+  std::shared_ptr<BoundTableOf> bound_table_;
+  OpBitsMap<W, double>& bound_cost_;
   bool has_bound_cost_ = false;
   // The calibrated floor (floor_samples): per-op features, the sampled
   // stages and their latencies (NaN while unknown), the fitted envelope.

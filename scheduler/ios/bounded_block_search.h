@@ -176,6 +176,16 @@
 
 namespace iosfarm::scheduler::ios {
 
+// The bound DP's costs to go of a solved search (BoundedBlockSearch::
+// bound_table()), for a later block whose first ops are that block's
+// (BoundedSearchOptions::prefix_bounds).
+class BoundTable {
+ public:
+  virtual ~BoundTable() = default;
+  // Ops of the block it was walked for.
+  virtual int ops() const = 0;
+};
+
 struct BoundedSearchOptions {
   // Bounds, merge and the budget of the whole block search (max_states
   // counts expanded states, max_transitions enumerated endings, max_bytes
@@ -217,6 +227,20 @@ struct BoundedSearchOptions {
   // several blocks of one shape at once; the next Advance goes on (and
   // walks it alone if WalkBoundDps did not). Only with bound_dp_max_states.
   bool pause_before_bound_dp = false;
+  // The bound table of an earlier block identical to this block's first
+  // prefix_bounds->ops() ops (which no later op of this block precedes:
+  // SearchSession::FindPrefix), searched with these options and the same
+  // latencies. The bound DP takes each state made of those ops alone from
+  // it, the larger of its cost and this block's path bound, and walks only
+  // the states that hold a later op (NASNet-A's size cut leaves a cell and
+  // the next cell's first op: one state of its own instead of a walk of
+  // 200 M transitions). That cost is a lower bound of the state's schedule
+  // under the assumption (the earlier block's bounds are of the same ops'
+  // stages), and consistent (the earlier block's recurrence), so the search
+  // stays exact; its schedule can differ from the one its own walk gives
+  // only among schedules of equal latency. Ignored for a table of another
+  // width, or of as many ops as this block or more.
+  std::shared_ptr<const BoundTable> prefix_bounds;
 };
 
 class BoundedBlockSearch {
@@ -261,6 +285,10 @@ class BoundedBlockSearch {
   virtual const BlockSolution& solution() const = 0;
   // So far (the solution's once solved).
   virtual DpStats stats() const = 0;
+  // The bound DP's table once it ran (null before, or without one: no
+  // bound_dp_max_states, or a block over it), for a later block's
+  // prefix_bounds. It outlives the search.
+  virtual std::shared_ptr<const BoundTable> bound_table() const = 0;
 };
 
 }  // namespace iosfarm::scheduler::ios

@@ -62,8 +62,11 @@ class OpBitsMap {
 
   // The value of `key`, or nullptr.
   V* Find(const OpBits<W>& key, uint64_t hash) {
+    return const_cast<V*>(std::as_const(*this).Find(key, hash));
+  }
+  const V* Find(const OpBits<W>& key, uint64_t hash) const {
     for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      Slot& slot = slots_[i];
+      const Slot& slot = slots_[i];
       if (slot.key == key) return &slot.value;
       if (slot.key.Empty()) return nullptr;
     }

@@ -26,6 +26,7 @@ nlohmann::json StatsJson(const SearchStats& s) {
   return {{"blocks", s.blocks},
           {"reused_blocks", s.reused_blocks},
           {"prefix_blocks", s.prefix_blocks},
+          {"prefix_bound_blocks", s.prefix_bound_blocks},
           {"dp_states", s.dp_states},
           {"transitions", s.transitions},
           {"candidate_stages", s.candidate_stages},
@@ -92,6 +93,9 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
       "search: ", s.blocks, " blocks (", s.reused_blocks, " reused",
       s.prefix_blocks > 0 ? StrCat(", ", s.prefix_blocks, " on an earlier block's table")
                           : std::string(),
+      s.prefix_bound_blocks > 0
+          ? StrCat(", ", s.prefix_bound_blocks, " on an earlier block's bound table")
+          : std::string(),
       "), ", s.dp_states, " DP states, ", s.transitions, " transitions, ", s.candidate_stages,
       " candidate stages -> ", s.unique_signatures, " unique signatures, ", s.stages_measured,
       " stages measured",

@@ -267,7 +267,11 @@ void SearchSession::FindPrefix(BlockState& state) {
 Status SearchSession::CreateWindows() {
   windows_created_ = true;
   // Every block is solved: no block needs a prefix block's table any more.
-  for (BlockState& state : blocks_) state.solution.states.reset();
+  for (BlockState& state : blocks_) {
+    state.solution.states.reset();
+    state.bound_table.reset();
+    state.prefix_bounds.reset();
+  }
   if (options_.boundary_window_ops <= 0) return absl::OkStatus();
   const int half = std::max(1, options_.boundary_window_ops / 2);
   std::vector<int> claimed(num_blocks_, 0);  // stages taken from each block's start
@@ -366,6 +370,7 @@ void SearchSession::CountSolved(const DpStats& stats) {
   stats_.merge_stages += stats.merge_stages;
   stats_.bound_groups += stats.bound_groups;
   stats_.tightened_bounds += stats.tightened_bounds;
+  stats_.prefix_bound_blocks += stats.prefix_bound_states > 0 ? 1 : 0;
   stats_.lower_bound_misses += stats.lower_bound_misses;
   stats_.largest_bound_miss_ms = std::max(stats_.largest_bound_miss_ms, stats.largest_bound_miss_ms);
 }
@@ -378,6 +383,7 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
     BoundedSearchOptions options = BoundedOptions(PassOptions(&state.total_binds), state.floored);
     // With what was left of the total, it searches on its own.
     options.pause_before_bound_dp = SharesWalks() && !state.total_binds;
+    if (!state.floored) options.prefix_bounds = state.prefix_bounds;
     state.walk_pending = options.pause_before_bound_dp && options.bound_dp_max_states > 0;
     state.counted_transitions = 0;
     ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(state.graph, options));
@@ -445,6 +451,8 @@ Status SearchSession::FinishBounded(int b, const Status& advanced, bool total_bi
   if (!state.bounded->paused_before_bound_dp()) ++stats_.dp_passes;
   if (state.bounded->solved()) {
     state.solution = state.bounded->solution();
+    // (A calibrated floor's bounds are fitted, not the assumption's.)
+    if (state.provides_prefix && !state.floored) state.bound_table = state.bounded->bound_table();
     state.bounded.reset();
     CountSolved(state.solution.stats);
     MarkSolved(b);
@@ -498,7 +506,9 @@ Status SearchSession::SolvePrefixed(int b, LatencySource& source) {
     return absl::OkStatus();
   }
   if (provider.solution.states == nullptr) {
-    state.prefix = -1;  // the bounded search solved it: no table
+    // The bounded search solved it: no DP table, perhaps a bound table.
+    state.prefix_bounds = provider.bound_table;
+    state.prefix = -1;
     state.phase = BlockPhase::kNotStarted;
     return SolveWith(b, source);
   }

@@ -75,6 +75,10 @@ struct SearchStats {
   // first ops being identical to an earlier block whose DP table they took
   // (SearchOptions::reuse_identical_blocks; SolveBlock's prefix).
   int prefix_blocks = 0;
+  // Bounded search: blocks whose bound DP took the states of their first
+  // ops from such an earlier block's bound table (its bounded search solved
+  // it; BoundedSearchOptions::prefix_bounds) and walked only their own.
+  int prefix_bound_blocks = 0;
   int64_t dp_states = 0;          // over the blocks actually solved
   int64_t transitions = 0;        // (state, candidate) pairs evaluated
   // Distinct candidate stages per block (concurrent and merge), summed over
@@ -230,6 +234,11 @@ class SearchSession {
     // whose DP table this block's DP takes once it is solved; -1: none.
     int prefix = -1;
     bool provides_prefix = false;    // a later block's prefix: its DP keeps its table
+    // A block providing a prefix that its bounded search solved: that
+    // search's bound table, kept (as the DP's table) until every block is.
+    std::shared_ptr<const BoundTable> bound_table;
+    // Its prefix block's bound table, for its own bounded search.
+    std::shared_ptr<const BoundTable> prefix_bounds;
     std::vector<Signature> unknown;  // what a waiting block needs
     uint32_t first_pass = 0;         // the pass that started it (pass_ numbering)
     BlockSolution solution;
@@ -274,8 +283,9 @@ class SearchSession {
   // as providing its table.
   void FindPrefix(BlockState& state);
   // SolveWith for a block with a prefix: waits until the prefix block is
-  // solved, then runs the DP on its table; without one (the bounded search
-  // solved it) the block is solved as any other.
+  // solved, then runs the DP on its table; where the bounded search solved
+  // it, the block's own bounded search takes its bound table
+  // (BlockState::prefix_bounds).
   Status SolvePrefixed(int b, LatencySource& source);
   // Solves or re-solves block b with `source`; updates its phase.
   Status SolveWith(int b, LatencySource& source);

@@ -162,6 +162,61 @@ TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBa
   EXPECT_GT(shared_batched, 3 * 12);
 }
 
+// NASNet-A's size cut leaves a block of a cell and the next cell's first
+// op. Where the bounded search solved the cell, that block's bound DP takes
+// the cell's states from the cell's bound table and walks only its own:
+// the exhaustive latency still, the same schedule on one thread, two and
+// batched, and far fewer transitions than its own walk of every state.
+TEST(SearchSessionTest, ABlockExtendingABoundedOneTakesItsBoundTable) {
+  int on_table = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RepeatedCellsWithTail(seed, 4, 12);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    SearchOptions options;
+    options.lookahead = 0;  // batched: exactly the direct search's requests
+    options.exhaustive = true;
+    auto exhaustive = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
+    options.exhaustive = false;
+    auto direct = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    SearchOptions apart = options;
+    apart.reuse_identical_blocks = false;
+    auto alone = RunSearch(graph, apart, oracle);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    EXPECT_EQ(alone->stats.prefix_bound_blocks, 0);
+    EXPECT_NEAR(direct->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
+    EXPECT_NEAR(alone->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
+    ASSERT_LE(direct->stats.prefix_bound_blocks, 1);
+    if (direct->stats.prefix_bound_blocks == 1) {
+      ++on_table;
+      const DpStats& tail = direct->blocks.back().dp;
+      const DpStats& walked = alone->blocks.back().dp;
+      EXPECT_GT(tail.prefix_bound_states, 0);
+      EXPECT_EQ(walked.prefix_bound_states, 0);
+      EXPECT_LT(tail.transitions, walked.transitions);
+    }
+    options.threads = 2;
+    auto two = RunSearch(graph, options, oracle);
+    ASSERT_TRUE(two.ok()) << two.status();
+    EXPECT_EQ(Describe(graph, two->schedule), Describe(graph, direct->schedule));
+    EXPECT_EQ(two->stats.prefix_bound_blocks, direct->stats.prefix_bound_blocks);
+    options.threads = 1;
+    for (int batch : {1, 64}) {
+      SCOPED_TRACE(StrCat("batch ", batch));
+      std::vector<Signature> requested;
+      auto batched = RunBatched(graph, options, oracle, batch, &requested);
+      ASSERT_TRUE(batched.ok()) << batched.status();
+      EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
+      EXPECT_EQ(batched->stats.prefix_bound_blocks, direct->stats.prefix_bound_blocks);
+      EXPECT_EQ(std::set<Signature>(requested.begin(), requested.end()).size(), requested.size());
+      EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.stages_measured);
+    }
+  }
+  EXPECT_GE(on_table, 6);
+}
+
 // With the core bound (a cpu device), batched as a farm does: the direct
 // search's schedule, the exhaustive search's latency where the latencies
 // keep the assumption, and the one-core group measurements among the

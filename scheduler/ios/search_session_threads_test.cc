@@ -28,6 +28,7 @@ void ExpectSameStats(const SearchStats& a, const SearchStats& b) {
   EXPECT_EQ(a.blocks, b.blocks);
   EXPECT_EQ(a.reused_blocks, b.reused_blocks);
   EXPECT_EQ(a.prefix_blocks, b.prefix_blocks);
+  EXPECT_EQ(a.prefix_bound_blocks, b.prefix_bound_blocks);
   EXPECT_EQ(a.dp_states, b.dp_states);
   EXPECT_EQ(a.transitions, b.transitions);
   EXPECT_EQ(a.candidate_stages, b.candidate_stages);
