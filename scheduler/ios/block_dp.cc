@@ -547,6 +547,24 @@ bool SameShape(const BlockGraph& a, const BlockGraph& b) {
   return a.size() == 0 || std::equal(a.succ_words(0), a.succ_words(0) + words, b.succ_words(0));
 }
 
+std::vector<std::vector<size_t>> GroupByShape(size_t count,
+                                              absl::FunctionRef<const BlockGraph*(size_t)> block) {
+  std::vector<std::vector<size_t>> groups;
+  std::vector<const BlockGraph*> firsts;  // each group's first block
+  for (size_t i = 0; i < count; ++i) {
+    const BlockGraph* graph = block(i);
+    if (graph == nullptr) continue;
+    size_t g = 0;
+    while (g < groups.size() && !SameShape(*firsts[g], *graph)) ++g;
+    if (g == groups.size()) {
+      groups.emplace_back();
+      firsts.push_back(graph);
+    }
+    groups[g].push_back(i);
+  }
+  return groups;
+}
+
 StatusOr<std::vector<BlockSolution>> SolveBlocks(absl::Span<const BlockGraph* const> blocks,
                                                  const DpOptions& options,
                                                  LatencySource& latencies) {

@@ -172,6 +172,12 @@ StatusOr<BlockSolution> SolveBlock(const BlockGraph& block, const DpOptions& opt
 // so one DP walk serves both.
 bool SameShape(const BlockGraph& a, const BlockGraph& b);
 
+// Items 0..count-1 grouped by their blocks' shape (SameShape): each group
+// in item order, the groups in the order of their first items. `block(i)`
+// is item i's block, or null to leave item i out.
+std::vector<std::vector<size_t>> GroupByShape(size_t count,
+                                              absl::FunctionRef<const BlockGraph*(size_t)> block);
+
 // The DP's states of `block` (its non-empty remaining sets: the op sets
 // closed under successors), counted up to `cap`: what a DP pass over the
 // block will cost, at a small fraction of that cost.

@@ -262,6 +262,23 @@ TEST(BlockDpTest, SolveBlocksStopsAtTheBytesOneBlockWouldHold) {
   EXPECT_GT(stopped, 5);
 }
 
+// Blocks of two shapes interleaved, one left out: two groups in item
+// order, ordered by their first items.
+TEST(BlockDpTest, GroupByShapeGroupsInOrderAndLeavesOut) {
+  const graph::Graph a = testing::RandomDag(5, 9), b = testing::RandomDag(6, 9);
+  const graph::Graph a_wide = testing::RandomDag(5, 9, 10);  // a's shape, other sizes
+  const BlockGraph block_a = *BlockGraph::Build(a, BuildOpDag(a)->order);
+  const BlockGraph block_b = *BlockGraph::Build(b, BuildOpDag(b)->order);
+  const BlockGraph block_a_wide = *BlockGraph::Build(a_wide, BuildOpDag(a_wide)->order);
+  ASSERT_FALSE(SameShape(block_a, block_b));
+  ASSERT_TRUE(SameShape(block_a, block_a_wide));
+  const BlockGraph* const items[] = {&block_b, &block_a, nullptr, &block_b, &block_a_wide};
+  const std::vector<std::vector<size_t>> groups =
+      GroupByShape(std::size(items), [&](size_t i) { return items[i]; });
+  EXPECT_EQ(groups, (std::vector<std::vector<size_t>>{{0, 3}, {1, 4}}));
+  EXPECT_TRUE(GroupByShape(0, [&](size_t i) { return items[i]; }).empty());
+}
+
 TEST(BlockDpTest, SolveBlocksRejectsOtherShapesAndKeepsBudgets) {
   const graph::Graph a = testing::RandomDag(5, 9), b = testing::RandomDag(6, 9);
   const BlockGraph block_a = *BlockGraph::Build(a, BuildOpDag(a)->order);

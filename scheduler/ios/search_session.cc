@@ -381,9 +381,11 @@ Status SearchSession::SolveBounded(int b, LatencySource& source) {
   if (state.phase == BlockPhase::kNotStarted) state.first_pass = pass_;
   if (state.bounded == nullptr) {
     BoundedSearchOptions options = BoundedOptions(PassOptions(&state.total_binds), state.floored);
-    // With what was left of the total, it searches on its own.
-    options.pause_before_bound_dp = SharesWalks() && !state.total_binds;
     if (!state.floored) options.prefix_bounds = state.prefix_bounds;
+    // With what was left of the total, it searches on its own; on its
+    // prefix block's bound table, it walks only its own states, alone.
+    options.pause_before_bound_dp =
+        SharesWalks() && !state.total_binds && options.prefix_bounds == nullptr;
     state.walk_pending = options.pause_before_bound_dp && options.bound_dp_max_states > 0;
     state.counted_transitions = 0;
     ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(state.graph, options));
@@ -850,18 +852,9 @@ bool SearchSession::PausedForWalk(int b) const {
 
 StatusOr<int> SearchSession::WalkPausedBlocks(bool all, bool timed,
                                               const std::function<Status(int)>& resume) {
-  std::vector<std::vector<int>> shapes;  // paused blocks, by shape, in block order
-  for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
-    if (!PausedForWalk(b)) continue;
-    auto shape = std::find_if(shapes.begin(), shapes.end(), [&](const std::vector<int>& s) {
-      return SameShape(blocks_[s[0]].graph, blocks_[b].graph);
-    });
-    if (shape == shapes.end()) {
-      shapes.push_back({b});
-    } else {
-      shape->push_back(b);
-    }
-  }
+  // Paused blocks, by shape, in block order.
+  const std::vector<std::vector<size_t>> shapes = GroupByShape(
+      blocks_.size(), [&](size_t b) { return PausedForWalk(b) ? &blocks_[b].graph : nullptr; });
   if (shapes.empty()) return 0;
   // A block that could still pause: not started (and not waiting for a twin
   // or a prefix block), or started and waiting for its bounds' latencies.
@@ -871,7 +864,7 @@ StatusOr<int> SearchSession::WalkPausedBlocks(bool all, bool timed,
            (state.phase == BlockPhase::kWaiting && state.walk_pending && state.bounded != nullptr &&
             !state.bounded->paused_before_bound_dp());
   };
-  for (std::vector<int>& shape : shapes) {
+  for (const std::vector<size_t>& shape : shapes) {
     const bool complete =
         all || std::none_of(blocks_.begin(), blocks_.end(), [&](const BlockState& state) {
           return could_join(state) && SameShape(blocks_[shape[0]].graph, state.graph);
@@ -882,7 +875,7 @@ StatusOr<int> SearchSession::WalkPausedBlocks(bool all, bool timed,
       return 0;
     }
     std::vector<BoundedBlockSearch*> searches;
-    for (int b : shape) {
+    for (size_t b : shape) {
       searches.push_back(blocks_[b].bounded.get());
       blocks_[b].walk_pending = false;
     }
@@ -898,7 +891,7 @@ StatusOr<int> SearchSession::WalkPausedBlocks(bool all, bool timed,
         paused_ = true;
         break;
       }
-      RETURN_IF_ERROR(resume(*b));
+      RETURN_IF_ERROR(resume(static_cast<int>(*b)));
     }
     ResolveTwins();
     return static_cast<int>(shape.size());

@@ -99,20 +99,16 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   // states.
   for (int b : wave) SizeBlock(b);
   auto bounded = [&](size_t i) { return !options_.exhaustive && !blocks_[wave[i]].exhaustive; };
-  std::vector<std::vector<size_t>> shapes;       // indices into `wave`
   std::vector<double> weight(wave.size(), 0.0);  // a bound DP walk's states
-  std::vector<bool> grouped(wave.size(), false);
+  // Indices into `wave`: the bounded blocks by shape, then each other block.
+  std::vector<std::vector<size_t>> shapes = GroupByShape(
+      wave.size(), [&](size_t i) { return bounded(i) ? &blocks_[wave[i]].graph : nullptr; });
   for (size_t i = 0; i < wave.size(); ++i) {
-    if (bounded(i)) weight[i] = static_cast<double>(blocks_[wave[i]].states);
-    if (grouped[i]) continue;
-    std::vector<size_t> shape = {i};
-    for (size_t j = i + 1; j < wave.size() && bounded(i); ++j) {
-      if (!grouped[j] && bounded(j) && SameShape(blocks_[wave[i]].graph, blocks_[wave[j]].graph)) {
-        grouped[j] = true;
-        shape.push_back(j);
-      }
+    if (bounded(i)) {
+      weight[i] = static_cast<double>(blocks_[wave[i]].states);
+    } else {
+      shapes.push_back({i});
     }
-    shapes.push_back(std::move(shape));
   }
   std::vector<std::vector<size_t>> searches =
       PlanSharedWalks(std::move(shapes), weight, options_.threads);
@@ -176,17 +172,12 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
     double cost = 0;
   };
   std::vector<Piece> pieces;
-  std::fill(grouped.begin(), grouped.end(), false);
-  for (size_t i = 0; i < wave.size() && !failed; ++i) {
-    if (!passes[i].ran || !passes[i].dp_needed || grouped[i]) continue;
-    std::vector<size_t> shape;
-    for (size_t j = i; j < wave.size(); ++j) {
-      if (passes[j].ran && passes[j].dp_needed && !grouped[j] &&
-          SameShape(blocks_[wave[i]].graph, blocks_[wave[j]].graph)) {
-        grouped[j] = true;
-        shape.push_back(j);
-      }
-    }
+  const std::vector<std::vector<size_t>> dp_shapes =
+      failed ? std::vector<std::vector<size_t>>() : GroupByShape(wave.size(), [&](size_t i) {
+        return passes[i].ran && passes[i].dp_needed ? &blocks_[wave[i]].graph : nullptr;
+      });
+  for (const std::vector<size_t>& shape : dp_shapes) {
+    const size_t i = shape[0];
     size_t begin = 0;
     for (size_t end : SharedPieceEnds(shape.size())) {
       Piece piece;
