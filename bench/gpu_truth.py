@@ -598,6 +598,9 @@ def main(argv):
     run.add_argument("--zoo-models", default=",".join(gpu_bundle.ZOO))
     run.add_argument("--farm-models", default="squeezenet,inception_v3",
                      help="the first is submitted twice")
+    run.add_argument("--farm-batch", type=int, default=1,
+                     help="batch size of the farm step's jobs and tune (the worker's profile "
+                     "breakdown at that batch)")
     run.add_argument("--speed-models", default="squeezenet,inception_v3,tv_googlenet,randwire,"
                      "nasnet_a,tv_inception_v3,resnet50")
     run.add_argument("--speed-args", default="", help="more gpu_bench.py run flags, one string")

@@ -90,7 +90,8 @@ class Farm:
         left = self.t.remaining() - 20
         if left < 20:
             raise TimeoutError(f"{left:.0f} s left")
-        job = self.cli("submit", model, "--device", FARM_KEY)["job"]["id"]
+        job = self.cli("submit", model, "--device", FARM_KEY, "--batch",
+                       str(self.t.args.farm_batch))["job"]["id"]
         deadline = time.monotonic() + left
         while time.monotonic() < deadline:
             status = self.cli("status", str(job))["job"]
@@ -103,8 +104,8 @@ class Farm:
         phases = self.cli("timeline", str(job))["phases"]
         profiled = sum(p.get("stages", 0) for p in phases
                        if p["phase"] == "profile" and p.get("outcome") == "ok")
-        row = {"job": job, "state": status["state"], "profiled_stages": profiled,
-               "phases": len(phases)}
+        row = {"job": job, "state": status["state"], "batch": status.get("batch"),
+               "profiled_stages": profiled, "phases": len(phases)}
         if status["state"] == "succeeded":
             result = self.cli("result", str(job))["result"]
             # Measured end to end on the worker; the prediction is the sum of
@@ -189,8 +190,9 @@ class Farm:
             # the graph-timed worker (docs/farm.md).
             graph_stages = ["--cuda-graph-stages"] if backend == "cuda" else []
             code, tail = t.run([t.bin["iosfarm"], "tune", t.args.farm_models[0], "--backend",
-                                backend, "--db", os.path.join(self.dir, "tune.db")] +
-                               graph_stages, "farm_tune.log", t.remaining() - 20)
+                                backend, "--batch", str(t.args.farm_batch), "--db",
+                                os.path.join(self.dir, "tune.db")] + graph_stages,
+                               "farm_tune.log", t.remaining() - 20)
             result["tune"] = {"exit": code, "output": tail}
             if code != 0:
                 result["status"] = "failed"

@@ -101,7 +101,8 @@ def main():
         run = subprocess.run(
             [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
              "--backend", "cpu", "--steps", "env,tests,zoo,farm,runtime,kernels,speed", "--zoo-models",
-             "squeezenet", "--farm-models", "squeezenet", "--speed-models", "squeezenet",
+             "squeezenet", "--farm-models", "squeezenet", "--farm-batch", "2",
+             "--speed-models", "squeezenet",
              "--speed-args", "--rounds 1 --repeats 2 --no-torch", "--work", work, "--out", out,
              "--deadline-s", "400"], capture_output=True, text=True, timeout=450)
         print(run.stdout[-4000:])
@@ -123,6 +124,8 @@ def main():
         jobs = steps["farm"]["jobs"]
         check(jobs["squeezenet (first)"]["profiled_stages"] > 0, f"farm: {jobs}")
         check(jobs["squeezenet (again)"]["profiled_stages"] == 0, f"farm: {jobs}")
+        check(all(job["batch"] == 2 for job in jobs.values()), f"farm jobs at batch 2: {jobs}")
+        check(steps["farm"]["tune"]["exit"] == 0, f"farm tune at batch 2: {steps['farm']['tune']}")
         check(steps["farm"]["gpu_phases"] > 0 and not steps["farm"]["gpu_overlaps"],
               f"farm timeline: {steps['farm']}")
         seconds = steps["farm"]["phase_seconds"]
