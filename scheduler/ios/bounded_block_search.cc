@@ -198,18 +198,7 @@ class Search final : public BoundedBlockSearch {
   }
 
   // WalkBoundDps for searches of width W (all paused, of one shape).
-  static void WalkTogether(std::span<Search* const> all) {
-    // A search with its prefix block's table walks only its own states.
-    std::vector<Search*> shared;
-    for (Search* search : all) {
-      if (search->PrefixCosts() != nullptr) {
-        search->BoundCostToGo();
-      } else {
-        shared.push_back(search);
-      }
-    }
-    if (shared.empty()) return;
-    const std::span<Search* const> searches(shared);
+  static void WalkTogether(std::span<Search* const> searches) {
     Search& first = *searches[0];
     const int64_t cap = first.options_.bound_dp_max_states;
     if (cap <= 0) return;

@@ -267,9 +267,10 @@ class BoundedBlockSearch {
   // walk gives, and goes on at its next Advance. A block of more than
   // bound_dp_max_states states (the first's), or a walk stopped by the
   // first's budget, leaves each to walk alone (the first then reports its
-  // error). A search on its prefix block's table (prefix_bounds) walks its
-  // own states alone. InvalidArgument where one is not paused or of another
-  // shape.
+  // error). A search on its prefix block's table (prefix_bounds) has no
+  // walk to share: it should not pause (SearchSession does not ask it to);
+  // walked here, it walks every state. InvalidArgument where one is not
+  // paused or of another shape.
   static Status WalkBoundDps(absl::Span<BoundedBlockSearch* const> searches);
 
   virtual bool solved() const = 0;

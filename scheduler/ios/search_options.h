@@ -162,8 +162,9 @@ struct SearchOptions {
   // the shared walks' counts are the same as with one thread, which walks
   // the bound DPs of a shape's blocks together too (search_session.h; the
   // latency function must give a signature the same latency whenever asked,
-  // as the simulated and analytic ones do). Searches driven by NextUnknown (a farm job), and searches with
-  // a total transitions budget or a latency cache limit, use one thread.
+  // as the simulated and analytic ones do). Searches driven by NextUnknown
+  // (a farm job), and searches with a total transitions budget or a latency
+  // cache limit, use one thread.
   int threads = 1;
   // Work and memory bounds (the largest zoo block at r=3, s=8 needs 0.15 M
   // states per pass, well inside the defaults).
