@@ -308,19 +308,7 @@ class Search final : public BoundedBlockSearch {
     double cost = 0;
     bool merge = false;
     double sequential = 0;  // its ops one by one: g + this is a schedule
-    // Its slices' edges (Expand), in slice_edges_ from slice_edges_begin
-    // on (slice_edges_count of them; none before its second expansion).
-    int32_t slice_edges_begin = 0, slice_edges_count = 0;
   };
-  // An ending's place in its state's order of endings (Expand): its key,
-  // then its enumeration index.
-  struct SliceEdge {
-    double key;
-    int32_t order;
-  };
-  static bool Below(double key, int32_t order, const SliceEdge& edge) {
-    return key != edge.key ? key < edge.key : order < edge.order;
-  }
 
   bool StopRequested() const {
     return options_.dp.stop != nullptr && options_.dp.stop->load(std::memory_order_relaxed);
@@ -1026,43 +1014,20 @@ class Search final : public BoundedBlockSearch {
 
   // Puts the endings of closed_[index] of rank `from` on (ordered by key:
   // the group bound and the parent's cost to go, then enumeration order)
-  // on the open list, as many as were before them (at least kFirstSlice),
-  // and a kMoreEndings entry for the rest. A state has up to thousands of
+  // on the open list, as many as were before them (at least 32), and a
+  // kMoreEndings entry for the rest. A state has up to thousands of
   // endings and few of them are ever taken: listing them in growing slices
   // keeps the open list small for O(log) re-enumerations per state.
-  //
-  // The second expansion of a state (from == kFirstSlice) sorts all its
-  // endings and keeps where each later slice begins (slice_edges_); a later
-  // one bounds each ending only up to its slice's end, past which most of
-  // them lie, and keeps those of its slice (NASNet-A: 8.8 k states were
-  // expanded again, 16 k times after their second, for 95 M of the 197 M
-  // endings Expand enumerated). The ranks of a slice do not change between
-  // expansions: keys are fixed, enumeration indices break ties, and an
-  // incumbent drops only keys above every kept one.
   void Expand(int32_t index, int32_t from = 0) {
     const Closed parent = closed_[index];
     const double parent_f = parent.g + parent.h;
     ranked_.clear();
-    // The slice's edges where they are known: [lo, hi) in the order of
-    // endings (hi null: the slice runs to the last ending).
-    const SliceEdge* lo = nullptr;
-    const SliceEdge* hi = nullptr;
-    if (from > kFirstSlice && parent.slice_edges_count > 0) {
-      int32_t slice = 0;  // from == kFirstSlice << slice
-      while ((kFirstSlice << slice) < from) ++slice;
-      if (slice < parent.slice_edges_count) {
-        lo = &slice_edges_[parent.slice_edges_begin + slice];
-        if (slice + 1 < parent.slice_edges_count) hi = lo + 1;
-      }
-    }
-    int32_t listed = 0;  // endings enumerated: each one's order
     // With the bound DP, a child's cost to go is read kInFlight endings
     // after its slot is prefetched (the misses were half of the expansion).
     struct Pending {
       OpBits<W> ops, child;
       uint64_t hash;
       double bound;
-      int32_t order;
       bool one_group;
     };
     InFlight<Pending> pending;
@@ -1075,24 +1040,11 @@ class Search final : public BoundedBlockSearch {
       }
       const double key = parent.g + ending.bound + h;
       if (key > upper_limit_) return;
-      if (lo != nullptr && Below(key, ending.order, *lo)) return;   // an earlier slice's
-      if (hi != nullptr && !Below(key, ending.order, *hi)) return;  // a later one's
-      ranked_.push_back(
-          {key, ending.bound, h, ending.order, static_cast<int8_t>(ending.one_group), ending.ops});
+      ranked_.push_back({key, ending.bound, h, static_cast<int32_t>(ranked_.size()),
+                         static_cast<int8_t>(ending.one_group), ending.ops});
     };
     auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-      const int32_t order = listed++;
-      const double cutoff = upper_limit_ - parent.g;
-      double bound;
-      if (hi != nullptr && hi->key - parent.g < cutoff) {
-        bound = GroupBound(ops, groups, num_groups, hi->key - parent.g);
-        if (parent.g + bound > hi->key) return;  // its key too: past the slice
-        // Taken short at that cutoff, it would not be the bound an
-        // expansion without edges gives.
-        if (bound >= hi->key - parent.g) bound = GroupBound(ops, groups, num_groups, cutoff);
-      } else {
-        bound = GroupBound(ops, groups, num_groups, cutoff);
-      }
+      const double bound = GroupBound(ops, groups, num_groups, upper_limit_ - parent.g);
       if (std::max(parent_f, parent.g + bound) > upper_limit_) return;  // before h
       Pending& ending = pending[pending.Next(settle)];
       ending.ops = ops;
@@ -1100,54 +1052,26 @@ class Search final : public BoundedBlockSearch {
       ending.hash = ending.child.Hash();
       if (has_bound_cost_) bound_cost_.Prefetch(ending.hash);
       ending.bound = bound;
-      ending.order = order;
       ending.one_group = num_groups == 1;
     };
     enumerator_.Enumerate(parent.ops, list);
     pending.Drain(settle);
     if (from == 0) stats_.transitions += static_cast<int64_t>(ranked_.size());
+    const int32_t count = std::max<int32_t>(kFirstSlice, from);
+    const size_t end = std::min(ranked_.size(), static_cast<size_t>(from) + count);
+    if (static_cast<size_t>(from) >= ranked_.size()) return;
     auto by_key = [](const Ranked& a, const Ranked& b) {
       return a.key != b.key ? a.key < b.key : a.order < b.order;
     };
-    const int32_t count = std::max<int32_t>(kFirstSlice, from);
-    if (lo != nullptr) {  // ranked_ holds ranks [from, from + count) only
-      std::sort(ranked_.begin(), ranked_.end(), by_key);
-      PushSlice(index, parent.g, 0, ranked_.size());
-      if (hi != nullptr && hi->key <= upper_limit_) PushMore(index, parent.g, *hi, from + count);
-      return;
-    }
-    const size_t end = std::min(ranked_.size(), static_cast<size_t>(from) + count);
-    if (static_cast<size_t>(from) >= ranked_.size()) return;
-    if (from == kFirstSlice) {
-      // All of them in order, and where each later slice begins.
-      std::sort(ranked_.begin(), ranked_.end(), by_key);
-      closed_[index].slice_edges_begin = static_cast<int32_t>(slice_edges_.size());
-      for (size_t rank = from; rank < ranked_.size(); rank *= 2) {
-        slice_edges_.push_back({ranked_[rank].key, ranked_[rank].order});
-      }
-      closed_[index].slice_edges_count =
-          static_cast<int32_t>(slice_edges_.size()) - closed_[index].slice_edges_begin;
-    } else {
-      // Only ranks [from, end] need their place: select, then sort the slice.
-      if (end < ranked_.size()) {
-        std::nth_element(ranked_.begin(), ranked_.begin() + end, ranked_.end(), by_key);
-      }
-      std::nth_element(ranked_.begin(), ranked_.begin() + from, ranked_.begin() + end, by_key);
-      std::sort(ranked_.begin() + from, ranked_.begin() + end, by_key);
-    }
-    PushSlice(index, parent.g, from, end);
+    // Only ranks [from, end] need their place: select, then sort the slice.
     if (end < ranked_.size()) {
-      // the least key of the rest (nth_element)
-      PushMore(index, parent.g, {ranked_[end].key, ranked_[end].order}, end);
+      std::nth_element(ranked_.begin(), ranked_.begin() + end, ranked_.end(), by_key);
     }
-  }
-
-  // Puts ranked_[begin, end) on the open list: endings of closed_[index]
-  // (whose g is parent_g).
-  void PushSlice(int32_t index, double parent_g, size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
+    std::nth_element(ranked_.begin(), ranked_.begin() + from, ranked_.begin() + end, by_key);
+    std::sort(ranked_.begin() + from, ranked_.begin() + end, by_key);
+    for (size_t i = from; i < end; ++i) {
       Entry entry;
-      entry.g = parent_g + ranked_[i].bound;
+      entry.g = parent.g + ranked_[i].bound;
       entry.cost = ranked_[i].bound;
       entry.f = ranked_[i].key;
       entry.parent = index;
@@ -1157,18 +1081,15 @@ class Search final : public BoundedBlockSearch {
       entry.kind = ranked_[i].one_group ? Kind::kEvaluated : Kind::kUnevaluated;
       PushNew(entry);
     }
-  }
-
-  // The kMoreEndings entry of closed_[index]'s endings of rank `next` on,
-  // the first of which is `first`.
-  void PushMore(int32_t index, double parent_g, const SliceEdge& first, size_t next) {
-    Entry more;
-    more.f = first.key;
-    more.g = parent_g;
-    more.parent = index;
-    more.next_ending = static_cast<int32_t>(next);
-    more.kind = Kind::kMoreEndings;
-    PushNew(more);
+    if (end < ranked_.size()) {
+      Entry more;
+      more.f = ranked_[end].key;  // the least key of the rest (nth_element)
+      more.g = parent.g;
+      more.parent = index;
+      more.next_ending = static_cast<int32_t>(end);
+      more.kind = Kind::kMoreEndings;
+      PushNew(more);
+    }
   }
 
   // The largest concurrent latency known in this block of a stage made of
@@ -1380,8 +1301,7 @@ class Search final : public BoundedBlockSearch {
     const size_t bytes = open_.capacity() * sizeof(Entry) + closed_.capacity() * sizeof(Closed) +
                          closed_index_.memory_bytes() + bound_cost_.memory_bytes() +
                          group_index_.memory_bytes() + stages_.memory_bytes() +
-                         groups_.capacity() * sizeof(OpBits<W>) +
-                         slice_edges_.capacity() * sizeof(SliceEdge);
+                         groups_.capacity() * sizeof(OpBits<W>);
     return static_cast<int64_t>(bytes);
   }
 
@@ -1471,7 +1391,6 @@ class Search final : public BoundedBlockSearch {
     OpBits<W> ops;
   };
   std::vector<Ranked> ranked_;  // scratch of Expand
-  std::vector<SliceEdge> slice_edges_;  // of the closed states (Closed)
   int since_check_ = 0;
   int64_t steps_ = 0;  // entries taken off the open list
   DpStats stats_;
