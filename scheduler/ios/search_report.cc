@@ -123,6 +123,33 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
   return out;
 }
 
+namespace {
+
+// One object per block, in block order (a twin repeats its twin's DP figures).
+nlohmann::json BlockReportsJson(const std::vector<BlockReport>& blocks) {
+  nlohmann::json out = nlohmann::json::array();
+  auto index = [](int b) { return b >= 0 ? nlohmann::json(b) : nlohmann::json(nullptr); };
+  for (const BlockReport& block : blocks) {
+    const DpStats& dp = block.dp;
+    out.push_back({{"ops", block.num_ops},
+                   {"solver", std::string(BlockSolverName(block.solver))},
+                   {"twin", index(block.twin)},
+                   {"prefix", index(block.prefix)},
+                   {"states", dp.states},
+                   {"transitions", dp.transitions},
+                   {"candidate_stages", dp.distinct_stages},
+                   {"merge_stages", dp.merge_stages},
+                   {"bound_groups", dp.bound_groups},
+                   {"prefix_bound_states", dp.prefix_bound_states},
+                   {"lower_bound_misses", dp.lower_bound_misses},
+                   {"stages", block.num_stages},
+                   {"latency_ms", block.latency_ms}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& report,
                                 const ScheduleMetadata& metadata) {
   const double ios = report.ios.schedule.latency_ms;
@@ -137,6 +164,7 @@ nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& r
            {{"vs_sequential", ios > 0 ? report.sequential.latency_ms / ios : 0.0},
             {"vs_greedy", ios > 0 ? report.greedy.latency_ms / ios : 0.0}}},
           {"stats", StatsJson(report.ios.stats)},
+          {"blocks", BlockReportsJson(report.ios.blocks)},
           {"search_seconds", report.search_seconds},
           {"search_threads", report.search_threads},
           {"device_floor",

@@ -46,6 +46,11 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
 
 // {"model", "batch", "device_key", "latency_ms": {"sequential", "greedy",
 // "ios"}, "speedup": {"vs_sequential", "vs_greedy"}, "stats": {...},
+// "blocks": [one per block: {"ops", "solver" (BlockSolverName), "twin",
+// "prefix" (block indices or null), "states", "transitions",
+// "candidate_stages", "merge_stages", "bound_groups", "prefix_bound_states",
+// "lower_bound_misses" (its DpStats; a twin's are its twin's), "stages",
+// "latency_ms" (its own schedule, before boundary windows)}],
 // "search_seconds", "schedule": ScheduleToJson(...)}.
 nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& report,
                                 const ScheduleMetadata& metadata);

@@ -46,6 +46,20 @@ Status CheckLatency(Signature signature, double latency_ms) {
 
 }  // namespace
 
+std::string_view BlockSolverName(BlockSolver solver) {
+  switch (solver) {
+    case BlockSolver::kBounded:
+      return "bounded";
+    case BlockSolver::kBoundedFloored:
+      return "bounded_floored";
+    case BlockSolver::kExhaustive:
+      return "exhaustive";
+    case BlockSolver::kTwin:
+      return "twin";
+  }
+  return "bounded";
+}
+
 // A merged conv's description is small and counted as a fixed size.
 int64_t StageRequestBytes(const StageRequest& request) {
   int64_t bytes = sizeof(StageRequest) + 64;
@@ -940,6 +954,13 @@ StatusOr<SearchResult> SearchSession::Result() const {
     report.num_ops = state.graph.size();
     report.twin = state.twin;
     report.prefix = state.prefix;
+    if (state.twin >= 0) {
+      report.solver = BlockSolver::kTwin;
+    } else if (options_.exhaustive || state.exhaustive || state.prefix >= 0) {
+      report.solver = BlockSolver::kExhaustive;
+    } else {
+      report.solver = state.floored ? BlockSolver::kBoundedFloored : BlockSolver::kBounded;
+    }
     report.dp = state.solution.stats;
     report.num_stages = static_cast<int>(state.solution.stages.size());
     report.latency_ms = state.solution.latency_ms;

@@ -52,6 +52,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -128,9 +129,22 @@ struct SearchStats {
   double window_gain_ms = 0;      // latency saved by boundary windows
 };
 
+// How a block was solved.
+enum class BlockSolver : uint8_t {
+  kBounded,         // the bounded search (bounded_block_search.h)
+  kBoundedFloored,  // the bounded search with the calibrated floor (not exact)
+  kExhaustive,      // the exhaustive DP (asked for, over the bounded search's
+                    // budget, or on an earlier block's DP table: `prefix`)
+  kTwin,            // mapped from an identical earlier block (`twin`)
+};
+
+// "bounded", "bounded_floored", "exhaustive" or "twin".
+std::string_view BlockSolverName(BlockSolver solver);
+
 // What the search did for one block.
 struct BlockReport {
   int num_ops = 0;
+  BlockSolver solver = BlockSolver::kBounded;
   int twin = -1;         // the earlier identical block it was mapped from, or -1
   // The earlier block identical to its first ops whose DP table it reused,
   // or -1; `dp` then counts only the states holding its later ops.
