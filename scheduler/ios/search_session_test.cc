@@ -301,7 +301,7 @@ TEST(SearchSessionTest, ABlockOverTheStateLimitGoesStraightToTheDp) {
 // (a higher floor_min_states) that the exact search solves within its
 // steps keep it.
 TEST(SearchSessionTest, LargeBlocksTakeTheCalibratedFloorAndBatchAsTheDirectSearch) {
-  int floored = 0;
+  int floored = 0, solved_floored = 0;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     SCOPED_TRACE(StrCat("seed ", seed));
     const graph::Graph graph = testing::RandomDag(seed, 14);
@@ -320,6 +320,12 @@ TEST(SearchSessionTest, LargeBlocksTakeTheCalibratedFloorAndBatchAsTheDirectSear
     ASSERT_TRUE(direct.ok()) << direct.status();
     EXPECT_NEAR(direct->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
     floored += direct->stats.floored_blocks;
+    int floored_reports = 0;  // a floored block over its steps went to the DP
+    for (const BlockReport& block : direct->blocks) {
+      floored_reports += block.solver == BlockSolver::kBoundedFloored;
+    }
+    EXPECT_LE(floored_reports, direct->stats.floored_blocks);
+    solved_floored += floored_reports;
     std::vector<Signature> requested;
     auto batched = RunBatched(graph, options, oracle, 7, &requested);
     ASSERT_TRUE(batched.ok()) << batched.status();
@@ -332,6 +338,7 @@ TEST(SearchSessionTest, LargeBlocksTakeTheCalibratedFloorAndBatchAsTheDirectSear
     EXPECT_EQ(exact->stats.floored_blocks, 0);
   }
   EXPECT_GT(floored, 0);
+  EXPECT_GT(solved_floored, 0);  // reported as such in the blocks
   SearchOptions bad;
   bad.floor_min_states = -1;
   const graph::Graph graph = testing::RandomDag(1, 6);
@@ -365,6 +372,7 @@ TEST(SearchSessionTest, ABlockExtendingAnEarlierOneWalksOnlyItsOwnStates) {
       ++prefix_blocks;
       const BlockReport& last = direct->blocks.back();
       ASSERT_GE(last.prefix, 0);
+      EXPECT_EQ(last.solver, BlockSolver::kExhaustive);  // the DP, on its prefix's table
       const BlockReport& provider = direct->blocks[last.prefix];
       EXPECT_EQ(last.num_ops, provider.num_ops + 1);
       EXPECT_LT(last.dp.states, provider.dp.states);  // the tail's states only
