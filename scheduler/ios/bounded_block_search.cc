@@ -10,6 +10,7 @@
 #include "common/strings.h"
 #include "scheduler/ios/block_stages.h"
 #include "scheduler/ios/endings.h"
+#include "scheduler/ios/issue_chains.h"
 #include "scheduler/ios/op_bits_map.h"
 #include "scheduler/ios/search_options.h"
 #include "scheduler/ios/stage_floor.h"
@@ -308,6 +309,9 @@ class Search final : public BoundedBlockSearch {
     double cost = 0;
     bool merge = false;
     double sequential = 0;  // its ops one by one: g + this is a schedule
+    // Expand: the key of the rank its next enumeration's slice ends at,
+    // where every ending up to it had its whole bound (else kNever).
+    double slice_key = kNever;
   };
 
   bool StopRequested() const {
@@ -614,7 +618,7 @@ class Search final : public BoundedBlockSearch {
       LastKernelTimes();
       if (options_.device_floor.issue_order != DeviceFloor::IssueOrder::kUnknown &&
           options_.device_floor.issue_overlaps_work) {
-        IssueChains();
+        BuildIssueChains();
       }
     }
     PackGroupTerms();
@@ -704,7 +708,7 @@ class Search final : public BoundedBlockSearch {
       bound = std::max(bound, StageFloorMs(options_.device_floor, kernels, work_ms,
                                            last == kNever ? 0.0 : last));
       if (has_issue_order_ && bound < cutoff && found == num_groups) {
-        bound = std::max(bound, ChainsBound(ids, found));
+        bound = std::max(bound, issue_chains_->FloorMs(ids, found));
       }
     }
     if (by_cores()) {
@@ -789,51 +793,29 @@ class Search final : public BoundedBlockSearch {
     return index == nullptr ? kNoGroup : *index;
   }
 
-  // IssuedChainsFloorMs of the ending of groups ids[0..count), issued in
-  // the order the stage CanonicalStage builds has them.
-  double ChainsBound(const int32_t* ids, int count) {
-    // Insertion sort by rank: an ending has at most s groups.
-    for (int i = 0; i < count; ++i) {
-      const int32_t group = ids[i];
-      int j = i;
-      for (; j > 0 && issue_rank_[by_rank_[j - 1]] > issue_rank_[group]; --j) {
-        by_rank_[j] = by_rank_[j - 1];
-      }
-      by_rank_[j] = group;
-    }
-    for (int i = 0; i < count; ++i) {
-      const int32_t group = by_rank_[i];
-      chains_[i] = std::span<const double>(chain_runs_.data() + chain_begin_[group],
-                                           chain_begin_[group + 1] - chain_begin_[group]);
-    }
-    return IssuedChainsFloorMs(options_.device_floor,
-                               std::span<const std::span<const double>>(chains_.data(), count));
-  }
-
   // Per group (has_issue_order_): its rank in the order CanonicalStage
   // sorts groups by, and the run times of its kernels in its canonical op
-  // order (each op's time alone less the stage and its launch).
-  void IssueChains() {
+  // order (each op's time alone less the stage and its launch), for
+  // IssuedChainsFloorMs of the endings (issue_chains_).
+  void BuildIssueChains() {
     std::vector<std::pair<uint64_t, graph::NodeId>> keys(groups_.size());
+    std::vector<std::vector<double>> runs(groups_.size());
     std::vector<int> order;
-    chain_begin_.assign(1, 0);
-    chain_runs_.clear();
     for (size_t i = 0; i < groups_.size(); ++i) {
       order.clear();
       keys[i] = stages_.GroupOrder(groups_[i], &order);
       for (int v : order) {
-        if (stage_floor_[v].kernels > 0) chain_runs_.push_back(stage_floor_[v].last_kernel_ms);
+        if (stage_floor_[v].kernels > 0) runs[i].push_back(stage_floor_[v].last_kernel_ms);
       }
-      chain_begin_.push_back(static_cast<int32_t>(chain_runs_.size()));
     }
     std::vector<int32_t> sorted(groups_.size());
     for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = static_cast<int32_t>(i);
     std::sort(sorted.begin(), sorted.end(),
               [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
-    issue_rank_.assign(groups_.size(), 0);
-    for (size_t r = 0; r < sorted.size(); ++r) issue_rank_[sorted[r]] = static_cast<int32_t>(r);
-    by_rank_.assign(options_.dp.bounds.max_groups, 0);
-    chains_.assign(options_.dp.bounds.max_groups, {});
+    std::vector<int32_t> rank(groups_.size());
+    for (size_t r = 0; r < sorted.size(); ++r) rank[sorted[r]] = static_cast<int32_t>(r);
+    issue_chains_.emplace(options_.device_floor);
+    for (size_t i = 0; i < groups_.size(); ++i) issue_chains_->AddGroup(rank[i], runs[i]);
     has_issue_order_ = true;
   }
 
@@ -1014,23 +996,34 @@ class Search final : public BoundedBlockSearch {
 
   // Puts the endings of closed_[index] of rank `from` on (ordered by key:
   // the group bound and the parent's cost to go, then enumeration order)
-  // on the open list, as many as were before them (at least 32), and a
-  // kMoreEndings entry for the rest. A state has up to thousands of
+  // on the open list, as many as were before them (at least kFirstSlice),
+  // and a kMoreEndings entry for the rest. A state has up to thousands of
   // endings and few of them are ever taken: listing them in growing slices
-  // keeps the open list small for O(log) re-enumerations per state.
+  // keeps the open list small for O(log) re-enumerations per state. Each
+  // enumeration also finds the key of the next slice's last rank
+  // (Closed::slice_key): the next one takes no more than enough of each
+  // bound (IdsBound's cutoff) to know an ending ranks past it, which for
+  // most endings skips the issue chains. Its slice and the least key of
+  // the rest come out the same.
   void Expand(int32_t index, int32_t from = 0) {
     const Closed parent = closed_[index];
-    const double parent_f = parent.g + parent.h;
     ranked_.clear();
+    closed_[index].slice_key = kNever;
+    if (parent.g + parent.h > upper_limit_) return;  // no ending can beat the incumbent
+    const double slice_limit = from == 0 ? kNever : Limit(parent.slice_key);
+    const int s = options_.dp.bounds.max_groups;
+    expand_ids_.resize(static_cast<size_t>(kInFlight) * s);
     // With the bound DP, a child's cost to go is read kInFlight endings
-    // after its slot is prefetched (the misses were half of the expansion).
+    // after its slot is prefetched (the misses were half of the expansion);
+    // the bound comes after it, cut off where the key passes the incumbent
+    // or the slice.
     struct Pending {
       OpBits<W> ops, child;
       uint64_t hash;
-      double bound;
-      bool one_group;
+      int num_groups, found;
     };
     InFlight<Pending> pending;
+    double least_cut = kNever;  // the least key of an ending whose bound was cut off
     auto settle = [&](int slot) {
       const Pending& ending = pending[slot];
       double h = 0;
@@ -1038,21 +1031,25 @@ class Search final : public BoundedBlockSearch {
         h = has_bound_cost_ ? *bound_cost_.Find(ending.child, ending.hash)
                             : PathCostToGo(ending.child);
       }
-      const double key = parent.g + ending.bound + h;
-      if (key > upper_limit_) return;
-      ranked_.push_back({key, ending.bound, h, static_cast<int32_t>(ranked_.size()),
-                         static_cast<int8_t>(ending.one_group), ending.ops});
+      const double to_limit = upper_limit_ - parent.g - h;
+      const double to_slice = slice_limit - parent.g - h;
+      const double bound = IdsBound(ending.ops, &expand_ids_[static_cast<size_t>(slot) * s],
+                                    ending.found, ending.num_groups, std::min(to_limit, to_slice));
+      if (bound >= to_limit) return;
+      const double key = parent.g + bound + h;
+      if (ending.num_groups > 1 && bound >= to_slice) least_cut = std::min(least_cut, key);
+      ranked_.push_back({key, bound, h, static_cast<int32_t>(ranked_.size()),
+                         static_cast<int8_t>(ending.num_groups == 1), ending.ops});
     };
     auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-      const double bound = GroupBound(ops, groups, num_groups, upper_limit_ - parent.g);
-      if (std::max(parent_f, parent.g + bound) > upper_limit_) return;  // before h
-      Pending& ending = pending[pending.Next(settle)];
+      const int slot = pending.Next(settle);
+      Pending& ending = pending[slot];
       ending.ops = ops;
       ending.child = parent.ops.Minus(ops);
       ending.hash = ending.child.Hash();
       if (has_bound_cost_) bound_cost_.Prefetch(ending.hash);
-      ending.bound = bound;
-      ending.one_group = num_groups == 1;
+      ending.num_groups = num_groups;
+      ending.found = GroupIds(groups, num_groups, &expand_ids_[static_cast<size_t>(slot) * s]);
     };
     enumerator_.Enumerate(parent.ops, list);
     pending.Drain(settle);
@@ -1066,6 +1063,15 @@ class Search final : public BoundedBlockSearch {
     // Only ranks [from, end] need their place: select, then sort the slice.
     if (end < ranked_.size()) {
       std::nth_element(ranked_.begin(), ranked_.begin() + end, ranked_.end(), by_key);
+      // The next slice ends at rank next_end. Every ending up to it has its
+      // whole bound (no cut-off key below its key): the next enumeration
+      // needs no more of any bound than to see that an ending ranks past it.
+      const size_t next_end = end + std::max<size_t>(kFirstSlice, end);
+      if (next_end < ranked_.size()) {
+        std::nth_element(ranked_.begin() + end + 1, ranked_.begin() + next_end, ranked_.end(),
+                         by_key);
+        if (ranked_[next_end].key < least_cut) closed_[index].slice_key = ranked_[next_end].key;
+      }
     }
     std::nth_element(ranked_.begin(), ranked_.begin() + from, ranked_.begin() + end, by_key);
     std::sort(ranked_.begin() + from, ranked_.begin() + end, by_key);
@@ -1348,12 +1354,9 @@ class Search final : public BoundedBlockSearch {
   std::vector<GroupTerms> group_terms_;
   bool has_device_floor_ = false;
   std::vector<int32_t> ending_ids_;  // scratch of GroupBound: an ending's groups
-  // With a known issue order (IssueChains): per group its rank and kernel
-  // run times (chain_runs_[chain_begin_[i] .. chain_begin_[i + 1])), and
-  // the scratch of GroupBound and ChainsBound (an ending's groups).
-  std::vector<int32_t> issue_rank_, chain_begin_, by_rank_;
-  std::vector<double> chain_runs_;
-  std::vector<std::span<const double>> chains_;
+  // With a known issue order (BuildIssueChains): the groups' ranks and kernel
+  // run times.
+  std::optional<IssueChains> issue_chains_;
   bool has_issue_order_ = false;
   // The bound DP's costs to go, in a table that bound_table() shares (a
   // later block's prefix_bounds) and that outlives the search.
@@ -1391,6 +1394,7 @@ class Search final : public BoundedBlockSearch {
     OpBits<W> ops;
   };
   std::vector<Ranked> ranked_;  // scratch of Expand
+  std::vector<int32_t> expand_ids_;  // scratch of Expand: its pending endings' groups
   int since_check_ = 0;
   int64_t steps_ = 0;  // entries taken off the open list
   DpStats stats_;
