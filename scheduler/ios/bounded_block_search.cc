@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/strings.h"
 #include "scheduler/ios/block_stages.h"
 #include "scheduler/ios/endings.h"
@@ -309,9 +310,22 @@ class Search final : public BoundedBlockSearch {
     double cost = 0;
     bool merge = false;
     double sequential = 0;  // its ops one by one: g + this is a schedule
-    // Expand: the key of the rank its next enumeration's slice ends at,
-    // where every ending up to it had its whole bound (else kNever).
+    // Expand: the key of the last rank its next enumeration needs whole
+    // (kNever: every rank), and the rank its kept slice starts at (-1:
+    // none kept, slice_cache_).
     double slice_key = kNever;
+    int32_t cached_from = -1;
+    bool cached_rest = false;  // the kept slice ends with the least of the rest
+  };
+
+  // An ending of Expand: its key, bound, child's cost to go and rank among equal keys.
+  struct Ranked {
+    double key;  // f of the entry
+    double bound;
+    double h;
+    int32_t order;
+    int8_t one_group;
+    OpBits<W> ops;
   };
 
   bool StopRequested() const {
@@ -999,13 +1013,18 @@ class Search final : public BoundedBlockSearch {
   // on the open list, as many as were before them (at least kFirstSlice),
   // and a kMoreEndings entry for the rest. A state has up to thousands of
   // endings and few of them are ever taken: listing them in growing slices
-  // keeps the open list small for O(log) re-enumerations per state. Each
-  // enumeration also finds the key of the next slice's last rank
-  // (Closed::slice_key): the next one takes no more than enough of each
-  // bound (IdsBound's cutoff) to know an ending ranks past it, which for
-  // most endings skips the issue chains. Its slice and the least key of
-  // the rest come out the same.
+  // keeps the open list small for O(log) re-enumerations per state. An
+  // enumeration also keeps the next slice (slice_cache_: its next
+  // expansion enumerates nothing) and finds the key of the last rank the
+  // enumeration after that needs (Closed::slice_key), which then takes no
+  // more of each bound (IdsBound's cutoff) than to see that an ending ranks
+  // past it: for most endings that skips the issue chains. The slices and
+  // the least key of the rest come out as if every bound were whole.
   void Expand(int32_t index, int32_t from = 0) {
+    if (from > 0 && closed_[index].cached_from == from) {
+      PushCachedSlice(index);
+      return;
+    }
     const Closed parent = closed_[index];
     ranked_.clear();
     closed_[index].slice_key = kNever;
@@ -1063,39 +1082,105 @@ class Search final : public BoundedBlockSearch {
     // Only ranks [from, end] need their place: select, then sort the slice.
     if (end < ranked_.size()) {
       std::nth_element(ranked_.begin(), ranked_.begin() + end, ranked_.end(), by_key);
-      // The next slice ends at rank next_end. Every ending up to it has its
-      // whole bound (no cut-off key below its key): the next enumeration
-      // needs no more of any bound than to see that an ending ranks past it.
-      const size_t next_end = end + std::max<size_t>(kFirstSlice, end);
-      if (next_end < ranked_.size()) {
-        std::nth_element(ranked_.begin() + end + 1, ranked_.begin() + next_end, ranked_.end(),
-                         by_key);
-        if (ranked_[next_end].key < least_cut) closed_[index].slice_key = ranked_[next_end].key;
-      }
+      KeepNextSlices(index, end, least_cut);
     }
     std::nth_element(ranked_.begin(), ranked_.begin() + from, ranked_.begin() + end, by_key);
     std::sort(ranked_.begin() + from, ranked_.begin() + end, by_key);
-    for (size_t i = from; i < end; ++i) {
-      Entry entry;
-      entry.g = parent.g + ranked_[i].bound;
-      entry.cost = ranked_[i].bound;
-      entry.f = ranked_[i].key;
-      entry.parent = index;
-      entry.h = ranked_[i].h;
-      entry.stage = ranked_[i].ops;
-      // A one-group stage is its own bound: measured, and never mergeable.
-      entry.kind = ranked_[i].one_group ? Kind::kEvaluated : Kind::kUnevaluated;
-      PushNew(entry);
+    for (size_t i = from; i < end; ++i) PushRanked(index, parent.g, ranked_[i]);
+    // The least key of the rest (nth_element).
+    if (end < ranked_.size())
+      PushMore(index, parent.g, ranked_[end].key, static_cast<int32_t>(end));
+  }
+
+  // After an enumeration whose ranks up to `end` have their place (ranked_,
+  // by key; least_cut: the least key whose bound was cut off): keeps the
+  // slice from `end` (with the least of the rest after it) for the state's
+  // next expansion where its bounds are whole, and records the key of the
+  // last rank the enumeration after that one needs whole.
+  void KeepNextSlices(int32_t index, size_t end, double least_cut) {
+    auto by_key = [](const Ranked& a, const Ranked& b) {
+      return a.key != b.key ? a.key < b.key : a.order < b.order;
+    };
+    auto slice_end = [](size_t from) { return from + std::max<size_t>(kFirstSlice, from); };
+    auto whole_through = [&](size_t rank) { return ranked_[rank].key < least_cut; };
+    const size_t size = ranked_.size();
+    const size_t cache_end = slice_end(end);  // the kept slice: [end, cache_end)
+    // The enumeration after it lists [cache_end, next_end) and keeps the
+    // slice to key_end; without a kept slice the next one lists
+    // [end, cache_end) and keeps the slice to next_end.
+    const size_t next_end = slice_end(cache_end);
+    const size_t key_end = slice_end(next_end);
+    Closed& state = closed_[index];
+    if (cache_end < size) {
+      std::nth_element(ranked_.begin() + end + 1, ranked_.begin() + cache_end, ranked_.end(),
+                       by_key);
     }
-    if (end < ranked_.size()) {
-      Entry more;
-      more.f = ranked_[end].key;  // the least key of the rest (nth_element)
-      more.g = parent.g;
-      more.parent = index;
-      more.next_ending = static_cast<int32_t>(end);
-      more.kind = Kind::kMoreEndings;
-      PushNew(more);
+    const bool keep = cache_end < size ? whole_through(cache_end) : least_cut == kNever;
+    const size_t needed_end = keep ? key_end : next_end;
+    if (needed_end < size) {
+      const size_t after = cache_end < size ? cache_end + 1 : size;
+      if (after < needed_end) {
+        std::nth_element(ranked_.begin() + after, ranked_.begin() + needed_end, ranked_.end(),
+                         by_key);
+      }
+      if (whole_through(needed_end)) state.slice_key = ranked_[needed_end].key;
     }
+    if (!keep) return;
+    const size_t last = std::min(cache_end + 1, size);  // with the least of the rest
+    std::sort(ranked_.begin() + end, ranked_.begin() + std::min(cache_end, size), by_key);
+    std::vector<Ranked>& slice = slice_cache_[index];
+    slice.assign(ranked_.begin() + end, ranked_.begin() + last);
+    slice_cache_bytes_ += static_cast<int64_t>(slice.capacity() * sizeof(Ranked));
+    state.cached_from = static_cast<int32_t>(end);
+    state.cached_rest = cache_end < size;
+  }
+
+  // Expand from the slice KeepNextSlices kept: the entries still under the
+  // incumbent, and the rest's kMoreEndings entry.
+  void PushCachedSlice(int32_t index) {
+    auto it = slice_cache_.find(index);
+    const std::vector<Ranked> slice = std::move(it->second);
+    slice_cache_.erase(it);
+    slice_cache_bytes_ -= static_cast<int64_t>(slice.capacity() * sizeof(Ranked));
+    Closed& state = closed_[index];
+    const int32_t from = state.cached_from;
+    state.cached_from = -1;
+    const size_t listed = state.cached_rest ? slice.size() - 1 : slice.size();
+    auto under_limit = [&](const Ranked& ranked) {
+      return ranked.bound < upper_limit_ - state.g - ranked.h;  // as the enumeration keeps it
+    };
+    for (size_t i = 0; i < listed; ++i) {
+      if (under_limit(slice[i])) PushRanked(index, state.g, slice[i]);
+    }
+    if (state.cached_rest && under_limit(slice.back())) {
+      PushMore(index, state.g, slice.back().key, from + static_cast<int32_t>(listed));
+    }
+  }
+
+  // An open-list entry for a ranked ending of closed_[index] (of g `g`).
+  void PushRanked(int32_t index, double g, const Ranked& ranked) {
+    Entry entry;
+    entry.g = g + ranked.bound;
+    entry.cost = ranked.bound;
+    entry.f = ranked.key;
+    entry.parent = index;
+    entry.h = ranked.h;
+    entry.stage = ranked.ops;
+    // A one-group stage is its own bound: measured, and never mergeable.
+    entry.kind = ranked.one_group ? Kind::kEvaluated : Kind::kUnevaluated;
+    PushNew(entry);
+  }
+
+  // The kMoreEndings entry of closed_[index] for its endings from rank
+  // `next`, the least of whose keys is `key`.
+  void PushMore(int32_t index, double g, double key, int32_t next) {
+    Entry more;
+    more.f = key;
+    more.g = g;
+    more.parent = index;
+    more.next_ending = next;
+    more.kind = Kind::kMoreEndings;
+    PushNew(more);
   }
 
   // The largest concurrent latency known in this block of a stage made of
@@ -1261,6 +1346,8 @@ class Search final : public BoundedBlockSearch {
     solution_.stats = stats();
     open_ = {};
     open_.shrink_to_fit();
+    slice_cache_ = {};
+    slice_cache_bytes_ = 0;
   }
 
   // A new entry takes the next sequence number; a restored one keeps its
@@ -1308,7 +1395,7 @@ class Search final : public BoundedBlockSearch {
                          closed_index_.memory_bytes() + bound_cost_.memory_bytes() +
                          group_index_.memory_bytes() + stages_.memory_bytes() +
                          groups_.capacity() * sizeof(OpBits<W>);
-    return static_cast<int64_t>(bytes);
+    return static_cast<int64_t>(bytes) + slice_cache_bytes_;
   }
 
   const BlockGraph block_;
@@ -1385,16 +1472,11 @@ class Search final : public BoundedBlockSearch {
 
   OpBitsMap<W, char> looked_up_;  // stages whose latency was looked up
   OpBitsMap<W, double> evaluated_;  // latencies of this block's stages, by ops
-  struct Ranked {
-    double key;  // f of the entry
-    double bound;
-    double h;
-    int32_t order;
-    int8_t one_group;
-    OpBits<W> ops;
-  };
   std::vector<Ranked> ranked_;  // scratch of Expand
   std::vector<int32_t> expand_ids_;  // scratch of Expand: its pending endings' groups
+  // KeepNextSlices: per closed state, the next slice of its endings.
+  absl::flat_hash_map<int32_t, std::vector<Ranked>> slice_cache_;
+  int64_t slice_cache_bytes_ = 0;
   int since_check_ = 0;
   int64_t steps_ = 0;  // entries taken off the open list
   DpStats stats_;
