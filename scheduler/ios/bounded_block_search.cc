@@ -220,6 +220,7 @@ class Search final : public BoundedBlockSearch {
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
     int64_t transitions = 0;
     const bool same_kernels = SameKernels(searches);
+    const std::vector<GroupTerms> least = same_kernels ? LeastTerms(searches) : first.group_terms_;
     for (size_t row = 0; row < states.size(); ++row) {
       const OpBits<W>& state = states[row];
       std::fill(best.begin(), best.end(), kNever);
@@ -240,11 +241,11 @@ class Search final : public BoundedBlockSearch {
       auto settle = [&](int slot) {
         const Pending& ending = pending[slot];
         const int32_t* ids = &pending_ids[slot * s];
-        // A bound of the ending's for every block (KernelsFloor), taken
+        // A bound of the ending's for every block (LeastBound), taken
         // once: a block whose best it already reaches needs no bound of its
         // own (it would not lower the best).
         const double shared =
-            same_kernels ? first.KernelsFloor(ids, ending.found, ending.num_groups) : 0.0;
+            same_kernels ? first.LeastBound(least, ids, ending.found, ending.num_groups) : 0.0;
         for (size_t k = 0; k < k_count; ++k) {
           const double after = ending.row >= 0 ? costs[ending.row * k_count + k] : 0.0;
           if (shared + after >= best[k]) continue;
@@ -316,6 +317,17 @@ class Search final : public BoundedBlockSearch {
     double slice_key = kNever;
     int32_t cached_from = -1;
     bool cached_rest = false;  // the kept slice ends with the least of the rest
+  };
+
+  // Per group, packed for IdsBound (PackGroupTerms): its latency and, with
+  // the device floor, its floor terms (else no kernels, no work, no last
+  // kernel).
+  struct GroupTerms {
+    double latency = 0;
+    double kernels = 0;
+    double work_ms = 0;
+    double last_kernel_ms = kNever;
+    bool one_op = false;
   };
 
   // An ending of Expand: its key, bound, child's cost to go and rank among equal keys.
@@ -742,7 +754,7 @@ class Search final : public BoundedBlockSearch {
 
   // Whether every search's groups launch the same kernels (one_op and
   // kernels alike, group by group) on the same device floor, so that
-  // KernelsFloor of the first is every search's.
+  // LeastBound over their least terms bounds every search's endings.
   static bool SameKernels(std::span<Search* const> searches) {
     const Search& first = *searches[0];
     if (!first.has_device_floor_) return false;
@@ -765,22 +777,45 @@ class Search final : public BoundedBlockSearch {
     return true;
   }
 
-  // At most the bound IdsBound finds for the ending of groups
-  // ids[0..found) of num_groups (where it stops at its cutoff instead, it
-  // returns that much or more, so a caller that skips an ending where this
-  // reaches the cutoff loses nothing): with the device floor, a stage of two
-  // or more groups that cannot merge (not all of one op) costs at least
-  // StageFloorMs of its kernels, without their work or last kernel; else 0.
-  double KernelsFloor(const int32_t* ids, int found, int num_groups) const {
-    if (num_groups < 2 || !has_device_floor_) return 0;
-    double kernels = 0;
+  // Per group, the least of each of its terms over the searches (of one
+  // shape, SameKernels): kernels and one_op are theirs, latency, work and
+  // last kernel the least of theirs.
+  static std::vector<GroupTerms> LeastTerms(std::span<Search* const> searches) {
+    std::vector<GroupTerms> least = searches[0]->group_terms_;
+    for (const Search* search : searches) {
+      for (size_t i = 0; i < least.size(); ++i) {
+        const GroupTerms& terms = search->group_terms_[i];
+        least[i].latency = std::min(least[i].latency, terms.latency);
+        least[i].work_ms = std::min(least[i].work_ms, terms.work_ms);
+        least[i].last_kernel_ms = std::min(least[i].last_kernel_ms, terms.last_kernel_ms);
+      }
+    }
+    return least;
+  }
+
+  // At most the bound IdsBound of every search of a shared walk finds for
+  // the ending of groups ids[0..found) of num_groups (where it stops at its
+  // cutoff instead, it returns that much or more, so a caller that skips an
+  // ending where this reaches the cutoff loses nothing), from the least
+  // terms of its groups (LeastTerms): the slowest group and, with the
+  // device floor, for a stage of two or more groups that cannot merge (not
+  // all of one op), StageFloorMs (its kernels are every search's, its work
+  // and last kernel at most any one's). Without chains or cores.
+  double LeastBound(const std::vector<GroupTerms>& least, const int32_t* ids, int found,
+                    int num_groups) const {
+    double bound = 0, kernels = 0, work_ms = 0, last = kNever;
     bool one_op_each = true;
     for (int g = 0; g < found; ++g) {
-      const GroupTerms& group = group_terms_[ids[g]];
+      const GroupTerms& group = least[ids[g]];
+      bound = std::max(bound, group.latency);
       kernels += group.kernels;
+      work_ms += group.work_ms;
+      last = std::min(last, group.last_kernel_ms);
       one_op_each = one_op_each && group.one_op;
     }
-    return one_op_each ? 0.0 : StageFloorMs(options_.device_floor, kernels, 0.0, 0.0);
+    if (num_groups < 2 || !has_device_floor_ || one_op_each) return bound;
+    return std::max(
+        bound, StageFloorMs(options_.device_floor, kernels, work_ms, last == kNever ? 0.0 : last));
   }
 
   // group_terms_: each group's latency and, with the device floor, its
@@ -1428,16 +1463,6 @@ class Search final : public BoundedBlockSearch {
     double last_kernel_ms = 0;
   };
   std::vector<OpShare> stage_floor_, togo_floor_;
-  // Per group, packed for IdsBound (PackGroupTerms): its latency and, with
-  // the device floor, its floor terms (else no kernels, no work, no last
-  // kernel).
-  struct GroupTerms {
-    double latency = 0;
-    double kernels = 0;
-    double work_ms = 0;
-    double last_kernel_ms = kNever;
-    bool one_op = false;
-  };
   std::vector<GroupTerms> group_terms_;
   bool has_device_floor_ = false;
   std::vector<int32_t> ending_ids_;  // scratch of GroupBound: an ending's groups

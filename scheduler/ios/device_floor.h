@@ -131,8 +131,10 @@ OpFloor ComputeOpFloor(const graph::Graph& graph, const graph::Node& node, const
 // (each step back adds a launch and drops a kernel of less work than the
 // one before), so it is largest at j = K (the last launch and the last
 // kernel) or at j = 1 (one launch, then the whole work): the two terms.
-inline double StageFloorMs(const DeviceFloor& floor, double kernels, double work_ms,
-                           double last_kernel_ms = 0) {
+// Always inlined: the bound DP's walk takes it for hundreds of millions of
+// endings.
+[[gnu::always_inline]] inline double StageFloorMs(const DeviceFloor& floor, double kernels,
+                                                  double work_ms, double last_kernel_ms = 0) {
   const double issue = kernels * floor.launch_ms;
   if (!floor.issue_overlaps_work) return floor.stage_ms + issue + work_ms;
   const double first = kernels > 0 ? floor.launch_ms : 0.0;
