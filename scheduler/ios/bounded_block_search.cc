@@ -220,7 +220,8 @@ class Search final : public BoundedBlockSearch {
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
     int64_t transitions = 0;
     const bool same_kernels = SameKernels(searches);
-    const std::vector<GroupTerms> least = same_kernels ? LeastTerms(searches) : first.group_terms_;
+    const std::vector<GroupTerms> least =
+        same_kernels ? LeastTerms(searches) : std::vector<GroupTerms>();
     for (size_t row = 0; row < states.size(); ++row) {
       const OpBits<W>& state = states[row];
       std::fill(best.begin(), best.end(), kNever);
