@@ -317,7 +317,6 @@ class Search final : public BoundedBlockSearch {
     // none kept, slice_cache_).
     double slice_key = kNever;
     int32_t cached_from = -1;
-    bool cached_rest = false;  // the kept slice ends with the least of the rest
   };
 
   // Per group, packed for IdsBound (PackGroupTerms): its latency and, with
@@ -340,6 +339,13 @@ class Search final : public BoundedBlockSearch {
     int8_t one_group;
     OpBits<W> ops;
   };
+  // The order of Expand's ranks: by key, then enumeration order.
+  static bool ByKey(const Ranked& a, const Ranked& b) {
+    return a.key != b.key ? a.key < b.key : a.order < b.order;
+  }
+  // Where the slice of Expand's ranks from `from` ends: as many as were
+  // before it, at least kFirstSlice.
+  static size_t SliceEnd(size_t from) { return from + std::max<size_t>(kFirstSlice, from); }
 
   bool StopRequested() const {
     return options_.dp.stop != nullptr && options_.dp.stop->load(std::memory_order_relaxed);
@@ -1109,19 +1115,15 @@ class Search final : public BoundedBlockSearch {
     enumerator_.Enumerate(parent.ops, list);
     pending.Drain(settle);
     if (from == 0) stats_.transitions += static_cast<int64_t>(ranked_.size());
-    const int32_t count = std::max<int32_t>(kFirstSlice, from);
-    const size_t end = std::min(ranked_.size(), static_cast<size_t>(from) + count);
+    const size_t end = std::min(ranked_.size(), SliceEnd(from));
     if (static_cast<size_t>(from) >= ranked_.size()) return;
-    auto by_key = [](const Ranked& a, const Ranked& b) {
-      return a.key != b.key ? a.key < b.key : a.order < b.order;
-    };
     // Only ranks [from, end] need their place: select, then sort the slice.
     if (end < ranked_.size()) {
-      std::nth_element(ranked_.begin(), ranked_.begin() + end, ranked_.end(), by_key);
+      std::nth_element(ranked_.begin(), ranked_.begin() + end, ranked_.end(), ByKey);
       KeepNextSlices(index, end, least_cut);
     }
-    std::nth_element(ranked_.begin(), ranked_.begin() + from, ranked_.begin() + end, by_key);
-    std::sort(ranked_.begin() + from, ranked_.begin() + end, by_key);
+    std::nth_element(ranked_.begin(), ranked_.begin() + from, ranked_.begin() + end, ByKey);
+    std::sort(ranked_.begin() + from, ranked_.begin() + end, ByKey);
     for (size_t i = from; i < end; ++i) PushRanked(index, parent.g, ranked_[i]);
     // The least key of the rest (nth_element).
     if (end < ranked_.size())
@@ -1134,22 +1136,18 @@ class Search final : public BoundedBlockSearch {
   // next expansion where its bounds are whole, and records the key of the
   // last rank the enumeration after that one needs whole.
   void KeepNextSlices(int32_t index, size_t end, double least_cut) {
-    auto by_key = [](const Ranked& a, const Ranked& b) {
-      return a.key != b.key ? a.key < b.key : a.order < b.order;
-    };
-    auto slice_end = [](size_t from) { return from + std::max<size_t>(kFirstSlice, from); };
     auto whole_through = [&](size_t rank) { return ranked_[rank].key < least_cut; };
     const size_t size = ranked_.size();
-    const size_t cache_end = slice_end(end);  // the kept slice: [end, cache_end)
+    const size_t cache_end = SliceEnd(end);  // the kept slice: [end, cache_end)
     // The enumeration after it lists [cache_end, next_end) and keeps the
     // slice to key_end; without a kept slice the next one lists
     // [end, cache_end) and keeps the slice to next_end.
-    const size_t next_end = slice_end(cache_end);
-    const size_t key_end = slice_end(next_end);
+    const size_t next_end = SliceEnd(cache_end);
+    const size_t key_end = SliceEnd(next_end);
     Closed& state = closed_[index];
     if (cache_end < size) {
       std::nth_element(ranked_.begin() + end + 1, ranked_.begin() + cache_end, ranked_.end(),
-                       by_key);
+                       ByKey);
     }
     const bool keep = cache_end < size ? whole_through(cache_end) : least_cut == kNever;
     const size_t needed_end = keep ? key_end : next_end;
@@ -1157,18 +1155,17 @@ class Search final : public BoundedBlockSearch {
       const size_t after = cache_end < size ? cache_end + 1 : size;
       if (after < needed_end) {
         std::nth_element(ranked_.begin() + after, ranked_.begin() + needed_end, ranked_.end(),
-                         by_key);
+                         ByKey);
       }
       if (whole_through(needed_end)) state.slice_key = ranked_[needed_end].key;
     }
     if (!keep) return;
     const size_t last = std::min(cache_end + 1, size);  // with the least of the rest
-    std::sort(ranked_.begin() + end, ranked_.begin() + std::min(cache_end, size), by_key);
+    std::sort(ranked_.begin() + end, ranked_.begin() + std::min(cache_end, size), ByKey);
     std::vector<Ranked>& slice = slice_cache_[index];
     slice.assign(ranked_.begin() + end, ranked_.begin() + last);
     slice_cache_bytes_ += static_cast<int64_t>(slice.capacity() * sizeof(Ranked));
     state.cached_from = static_cast<int32_t>(end);
-    state.cached_rest = cache_end < size;
   }
 
   // Expand from the slice KeepNextSlices kept: the entries still under the
@@ -1181,14 +1178,15 @@ class Search final : public BoundedBlockSearch {
     Closed& state = closed_[index];
     const int32_t from = state.cached_from;
     state.cached_from = -1;
-    const size_t listed = state.cached_rest ? slice.size() - 1 : slice.size();
+    // The slice from `from`, and the least of the rest where it has more.
+    const size_t listed = std::min(slice.size(), SliceEnd(from) - from);
     auto under_limit = [&](const Ranked& ranked) {
       return ranked.bound < upper_limit_ - state.g - ranked.h;  // as the enumeration keeps it
     };
     for (size_t i = 0; i < listed; ++i) {
       if (under_limit(slice[i])) PushRanked(index, state.g, slice[i]);
     }
-    if (state.cached_rest && under_limit(slice.back())) {
+    if (slice.size() > listed && under_limit(slice.back())) {
       PushMore(index, state.g, slice.back().key, from + static_cast<int32_t>(listed));
     }
   }
