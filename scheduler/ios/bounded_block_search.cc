@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/strings.h"
 #include "scheduler/ios/block_stages.h"
+#include "scheduler/ios/ending_guesses.h"
 #include "scheduler/ios/endings.h"
 #include "scheduler/ios/issue_chains.h"
 #include "scheduler/ios/op_bits_map.h"
@@ -200,7 +201,24 @@ class Search final : public BoundedBlockSearch {
   }
 
   // WalkBoundDps for searches of width W (all paused, of one shape).
-  static void WalkTogether(std::span<Search* const> searches) {
+  static void WalkTogether(std::span<Search* const> searches) { Walk(searches, false); }
+
+ private:
+  // The bound DP of `searches` (blocks of one shape; one where `alone`: a
+  // search's own walk, BoundCostToGo) in one walk of their state graph:
+  // every state's shortest remaining schedule where each ending costs its
+  // group bound, raised to the other terms of the cost to go (PathCostToGo)
+  // where they are larger, in order of growing size (an ending's child is
+  // smaller). Its states are ForEachRemainingSet's. The endings are
+  // enumerated and the children's costs read once for all searches, each
+  // search's bounds taken side by side. A walk `alone` takes the states
+  // its prefix block's table holds from it (PrefixCosts) and counts its
+  // transitions as it goes (its budget sees them); a shared walk adds them
+  // to each search once done. A walk stopped by the first's budget or the
+  // stop flag leaves every search's table untouched (the first has the
+  // error in status_), as does a block of more states than
+  // bound_dp_max_states.
+  static void Walk(std::span<Search* const> searches, bool alone) {
     Search& first = *searches[0];
     const int64_t cap = first.options_.bound_dp_max_states;
     if (cap <= 0) return;
@@ -211,20 +229,62 @@ class Search final : public BoundedBlockSearch {
     std::stable_sort(states.begin(), states.end(),
                      [](const OpBits<W>& a, const OpBits<W>& b) { return a.Count() < b.Count(); });
     const size_t k_count = searches.size();
-    // Each state's row of costs, one per search, in the order walked.
+    const OpBitsMap<W, double>* prefix = alone ? first.PrefixCosts() : nullptr;
+    const OpBits<W> prefix_ops =
+        prefix != nullptr ? OpBits<W>::FirstN(first.options_.prefix_bounds->ops()) : OpBits<W>();
+    // Each state's row of costs, one per search, in the order walked, and
+    // per search the ending its cost comes from (empty: none).
     OpBitsMap<W, int32_t> rows;
     std::vector<double> costs(states.size() * k_count);
-    std::vector<double> best(k_count);
+    std::vector<OpBits<W>> best_ending(states.size() * k_count);
+    std::vector<double> best(k_count), limit(k_count);
     const int s = first.options_.dp.bounds.max_groups;
     InFlight<Pending> pending;
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
     int64_t transitions = 0;
-    const bool same_kernels = SameKernels(searches);
+    // A bound of every search's (LeastBound) where there are several.
+    const bool shared_bound = k_count > 1 && SameKernels(searches);
     const std::vector<GroupTerms> least =
-        same_kernels ? LeastTerms(searches) : std::vector<GroupTerms>();
+        shared_bound ? LeastTerms(searches) : std::vector<GroupTerms>();
+    EndingGuesses<W> guesses(first.block_, first.options_.dp.bounds);
+    std::vector<int32_t> guess_ids(static_cast<size_t>(s));
     for (size_t row = 0; row < states.size(); ++row) {
       const OpBits<W>& state = states[row];
+      const uint64_t state_hash = state.Hash();
+      if (prefix != nullptr && state.SubsetOf(prefix_ops)) {
+        if (const double* cost = prefix->Find(state, state_hash)) {
+          costs[row] = std::max(*cost, first.PathCostToGo(state));
+          rows.Insert(state, state_hash, static_cast<int32_t>(row));
+          ++first.stats_.prefix_bound_states;
+          continue;
+        }
+      }
       std::fill(best.begin(), best.end(), kNever);
+      // Each search's cutoff starts just above its least guess: the ending
+      // its cost comes from stays under it (a guess is an ending listed
+      // below too), and most others are dropped from the first on.
+      std::fill(limit.begin(), limit.end(), kNever);
+      guesses.ForEach(
+          state,
+          [&](const OpBits<W>& child) -> std::span<const OpBits<W>> {
+            const int32_t* found = rows.Find(child, child.Hash());
+            if (found == nullptr) return {};
+            return {&best_ending[*found * k_count], k_count};
+          },
+          [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
+            const int found = first.GroupIds(groups, num_groups, guess_ids.data());
+            const OpBits<W> child = state.Minus(ops);
+            const int32_t* child_row = child.Empty() ? nullptr : rows.Find(child, child.Hash());
+            if (found < num_groups || (!child.Empty() && child_row == nullptr)) return;
+            for (size_t k = 0; k < k_count; ++k) {
+              const double after = child_row ? costs[*child_row * k_count + k] : 0.0;
+              limit[k] = std::min(limit[k], searches[k]->IdsBound(ops, guess_ids.data(), found,
+                                                                  num_groups, limit[k] - after) +
+                                                after);
+            }
+          });
+      for (double& cutoff : limit) cutoff = cutoff * (1 + 1e-9) + 1e-12;
+      OpBits<W>* best_ops = &best_ending[row * k_count];
       // Halfway, the child's row is looked up and its costs prefetched (a
       // row of a large table: a miss per ending was a third of the walk).
       auto halfway = [&](int slot) {
@@ -243,27 +303,31 @@ class Search final : public BoundedBlockSearch {
         const Pending& ending = pending[slot];
         const int32_t* ids = &pending_ids[slot * s];
         // A bound of the ending's for every block (LeastBound), taken
-        // once: a block whose best it already reaches needs no bound of its
-        // own (it would not lower the best).
+        // once: a block whose cutoff it already reaches needs no bound of
+        // its own (it would not lower the best).
         const double shared =
-            same_kernels ? first.LeastBound(least, ids, ending.found, ending.num_groups) : 0.0;
+            shared_bound ? first.LeastBound(least, ids, ending.found, ending.num_groups) : 0.0;
         for (size_t k = 0; k < k_count; ++k) {
           const double after = ending.row >= 0 ? costs[ending.row * k_count + k] : 0.0;
-          if (shared + after >= best[k]) continue;
-          best[k] = std::min(best[k], searches[k]->IdsBound(ending.ops, ids, ending.found,
-                                                            ending.num_groups, best[k] - after) +
-                                          after);
+          const double cutoff = std::min(best[k], limit[k]);
+          if (shared + after >= cutoff) continue;
+          const double value = searches[k]->IdsBound(ending.ops, ids, ending.found,
+                                                     ending.num_groups, cutoff - after) +
+                               after;
+          if (value < best[k]) {
+            best[k] = value;
+            best_ops[k] = ending.ops;
+          }
         }
       };
-      transitions += static_cast<int64_t>(
+      const auto count = static_cast<int64_t>(
           first.ListEndings(state, pending, pending_ids, settle, halfway, &rows));
-      // Stopped (a budget, the stop flag): each walks alone, the first to
-      // its error, from tables it has not touched.
+      (alone ? first.stats_.transitions : transitions) += count;
       if (!first.status_.ok()) return;
       for (size_t k = 0; k < k_count; ++k) {
         costs[row * k_count + k] = std::max(best[k], searches[k]->PathCostToGo(state));
       }
-      rows.Insert(state, state.Hash(), static_cast<int32_t>(row));
+      rows.Insert(state, state_hash, static_cast<int32_t>(row));
     }
     for (size_t k = 0; k < k_count; ++k) {
       Search& search = *searches[k];
@@ -275,7 +339,6 @@ class Search final : public BoundedBlockSearch {
     }
   }
 
- private:
   // kReady: paused before the bound DP (pause_before_bound_dp).
   enum class Phase { kGroups, kCalibrate, kReady, kSearch, kSolved };
   // An open-list entry: the stage `stage` as the last one of state
@@ -890,7 +953,7 @@ class Search final : public BoundedBlockSearch {
     OpBits<W> ops, child;
     uint64_t hash;
     int num_groups, found;
-    int32_t row;  // WalkTogether: the child's row of costs (halfway), or -1
+    int32_t row;  // the child's row of costs (halfway), or -1
   };
 
   // Lists the endings of `state` for the bound DP: each one's groups (by
@@ -919,53 +982,10 @@ class Search final : public BoundedBlockSearch {
     return pending.Drain(settle, halfway);
   }
 
-  // The bound DP (a block of at most bound_dp_max_states states): every
-  // state's shortest remaining schedule where each ending costs its group
-  // bound, raised to the other terms of the cost to go (PathCostToGo) where
-  // they are larger, in order of growing size (an ending's child is
-  // smaller). Its states are ForEachRemainingSet's.
+  // The bound DP of this search alone (Walk).
   void BoundCostToGo() {
-    const int64_t cap = options_.bound_dp_max_states;
-    if (cap <= 0) return;
-    std::vector<OpBits<W>> states;
-    ForEachRemainingSet<W>(block_, cap + 1, [&](const OpBits<W>& set) { states.push_back(set); });
-    if (static_cast<int64_t>(states.size()) > cap) return;
-    std::stable_sort(states.begin(), states.end(),
-                     [](const OpBits<W>& a, const OpBits<W>& b) { return a.Count() < b.Count(); });
-    InFlight<Pending> pending;
-    std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) *
-                                     options_.dp.bounds.max_groups);
-    const OpBitsMap<W, double>* prefix = PrefixCosts();
-    const OpBits<W> prefix_ops =
-        prefix != nullptr ? OpBits<W>::FirstN(options_.prefix_bounds->ops()) : OpBits<W>();
-    for (const OpBits<W>& state : states) {
-      if (prefix != nullptr && state.SubsetOf(prefix_ops)) {
-        const uint64_t hash = state.Hash();
-        if (const double* cost = prefix->Find(state, hash)) {
-          bound_cost_.Insert(state, hash, std::max(*cost, PathCostToGo(state)));
-          ++stats_.prefix_bound_states;
-          continue;
-        }
-      }
-      double best = kNever;
-      auto settle = [&](int slot) {
-        const Pending& ending = pending[slot];
-        const double* rest =
-            ending.child.Empty() ? nullptr : bound_cost_.Find(ending.child, ending.hash);
-        const double after = rest ? *rest : 0.0;
-        const int32_t* ids = &pending_ids[slot * options_.dp.bounds.max_groups];
-        best = std::min(
-            best, IdsBound(ending.ops, ids, ending.found, ending.num_groups, best - after) + after);
-      };
-      const uint64_t count = ListEndings(
-          state, pending, pending_ids, settle, [](int) {}, &bound_cost_);
-      stats_.transitions += static_cast<int64_t>(count);
-      if (!status_.ok()) return;  // a budget ran out: Advance reports it
-      // The other bounds may be tighter for a state: the largest of them is
-      // consistent, and the states above take it in.
-      bound_cost_.Insert(state, state.Hash(), std::max(best, PathCostToGo(state)));
-    }
-    has_bound_cost_ = true;
+    Search* self = this;
+    Walk({&self, 1}, /*alone=*/true);
   }
 
   // The table of BoundedSearchOptions::prefix_bounds where it serves this
