@@ -8,8 +8,7 @@
 // For a state S (a set of ops closed under predecessors) and a sink v of S,
 // the child C = S - {v} is smaller than S, so the walk has its best ending E.
 // Then E + {v} is an ending of S (what is left, C - E, is C's child, a
-// state), and so is E itself where no op of E feeds v (what is left is
-// C - E + {v}). {v} alone is one too (what is left is C). A state's best
+// state), and so is {v} alone (what is left is C). A state's best
 // ending is most often its child's plus the op that child lacks: counted on
 // NASNet-A's shared walks, the least guess is the state's value for 95 % of
 // (state, cell) pairs (1,256,191 of 1,318,896), and the walks' own bounds
@@ -48,11 +47,13 @@ class EndingGuesses {
     }
   }
 
-  // For each sink v of `state`: {v}, and with E = best(state - {v}) (a
-  // pointer to that child's best ending, or null where it has none yet),
-  // E + {v} and, where it is an ending of `state`, E. Calls visit(ops,
-  // groups, num_groups) for each that is within the bounds, with its groups
-  // (tags -1), valid during the call only.
+  // For each sink v of `state`: {v}, and E + {v} for each E of
+  // best(state - {v}) (that child's best endings, one per block of a shared
+  // walk; empty where it has none). Calls visit(ops, groups, num_groups)
+  // for each that is within the bounds, with its groups (tags -1), valid
+  // during the call only. (E itself, an ending of `state` where no op of E
+  // feeds v, is no guess: on NASNet-A it cut 1 % of the walks' bounds for
+  // 30 % more of the guesses' own.)
   template <typename Best, typename Visit>
   void ForEach(const OpBits<W>& state, Best&& best, Visit&& visit) {
     state.ForEach([&](int v) {
@@ -71,7 +72,6 @@ class EndingGuesses {
           continue;
         }
         Offer(state, ending | single, visit);
-        Offer(state, ending, visit);
       }
     });
   }
