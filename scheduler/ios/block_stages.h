@@ -28,6 +28,7 @@
 #include "scheduler/ios/merge.h"
 #include "scheduler/ios/op_bits.h"
 #include "scheduler/ios/op_bits_map.h"
+#include "scheduler/ios/op_components.h"
 #include "scheduler/ios/signature.h"
 #include "scheduler/ios/stage.h"
 
@@ -235,14 +236,7 @@ class BlockStages {
     group_bits_.clear();
     OpBits<W> rest = ops;
     while (!rest.Empty()) {
-      OpBits<W> group, frontier;
-      frontier.Set(rest.First());
-      while (!frontier.Empty()) {
-        group |= frontier;
-        OpBits<W> reached;
-        frontier.ForEach([&](int i) { reached |= adjacent_[i]; });
-        frontier = (reached & rest).Minus(group);
-      }
+      const OpBits<W> group = ComponentOf(rest.First(), rest, adjacent_);
       group_bits_.push_back(group);
       rest = rest.Minus(group);
     }

@@ -33,9 +33,13 @@
 //    critical path and floor terms where those are larger, which the states
 //    above it inherit), and far tighter where a state has many
 //    orders of one branch's ops: a path bound sees one branch, the DP every
-//    op. It is what a lazy shortest path over the same bounds gets in its
-//    first round, for one walk of the block (inception_v3's blocks: 1,208
-//    DP states in all): on inception_v3 the search measures 21 % fewer stages
+//    op. The walk bounds a state's endings against a cutoff that starts
+//    just above its least guessed ending (ending_guesses.h: a child's best
+//    ending plus the op it lacks), which changes no value and spares about
+//    a third of the walks' bounds (docs/benchmarks.md). It is what a lazy
+//    shortest path over the same bounds gets in its first round, for one
+//    walk of the block (inception_v3's blocks: 1,208 DP states in all): on
+//    inception_v3 the search measures 21 % fewer stages
 //    under the analytic oracle, 41 % fewer under sim:h100 and about half
 //    on the cpu backend (docs/benchmarks.md, 2026-11-27).
 //  * A core bound (BoundedSearchOptions::cores >= 2, a device that runs a

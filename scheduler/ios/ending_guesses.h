@@ -30,6 +30,7 @@
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/endings.h"
 #include "scheduler/ios/op_bits.h"
+#include "scheduler/ios/op_components.h"
 
 namespace iosfarm::scheduler::ios {
 
@@ -95,14 +96,7 @@ class EndingGuesses {
     OpBits<W> left = ops;
     while (!left.Empty()) {
       if (count == bounds_.max_groups) return 0;
-      OpBits<W> group, frontier;
-      frontier.Set(left.First());
-      while (!frontier.Empty()) {
-        group |= frontier;
-        OpBits<W> around;
-        frontier.ForEach([&](int i) { around |= adjacent_[i]; });
-        frontier = (around & left).Minus(group);
-      }
+      const OpBits<W> group = ComponentOf(left.First(), left, adjacent_);
       const int size = group.Count();
       if (size > bounds_.max_group_ops) return 0;
       groups_[count++] = EndingGroup<W>{group, size, -1};
