@@ -250,6 +250,14 @@ class Search final : public BoundedBlockSearch {
         shared_bound ? LeastTerms(searches) : std::vector<GroupTerms>();
     EndingGuesses<W> guesses(first.block_, first.options_.dp.bounds);
     std::vector<int32_t> guess_ids(static_cast<size_t>(s));
+    // The walk's own tables count against the first's budget while it runs.
+    first.walk_bytes_ = static_cast<int64_t>(
+        (states.capacity() + best_ending.capacity()) * sizeof(OpBits<W>) +
+        costs.capacity() * sizeof(double) + OpBitsMap<W, int32_t>::BytesFor(states.size()));
+    struct Done {
+      int64_t& bytes;
+      ~Done() { bytes = 0; }
+    } done{first.walk_bytes_};
     for (size_t row = 0; row < states.size(); ++row) {
       const OpBits<W>& state = states[row];
       const uint64_t state_hash = state.Hash();
@@ -1451,7 +1459,7 @@ class Search final : public BoundedBlockSearch {
                          closed_index_.memory_bytes() + bound_cost_.memory_bytes() +
                          group_index_.memory_bytes() + stages_.memory_bytes() +
                          groups_.capacity() * sizeof(OpBits<W>);
-    return static_cast<int64_t>(bytes) + slice_cache_bytes_;
+    return static_cast<int64_t>(bytes) + slice_cache_bytes_ + walk_bytes_;
   }
 
   const BlockGraph block_;
@@ -1523,6 +1531,7 @@ class Search final : public BoundedBlockSearch {
   // KeepNextSlices: per closed state, the next slice of its endings.
   absl::flat_hash_map<int32_t, std::vector<Ranked>> slice_cache_;
   int64_t slice_cache_bytes_ = 0;
+  int64_t walk_bytes_ = 0;  // the tables of a running Walk (this search its first)
   int since_check_ = 0;
   int64_t steps_ = 0;  // entries taken off the open list
   DpStats stats_;

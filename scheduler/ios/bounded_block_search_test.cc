@@ -492,6 +492,28 @@ TEST(BoundedBlockSearchTest, ASharedBoundDpWalkTakesPausedSearchesOfOneShape) {
   EXPECT_EQ(second->Advance(source_c).code(), absl::StatusCode::kCancelled);
 }
 
+// The bound DP's walk counts its own tables (its states' costs, best
+// endings and index) against the byte budget while it runs: a walk whose
+// tables are over it stops before it is done, and the search says so.
+TEST(BoundedBlockSearchTest, AWalkOverTheByteBudgetStops) {
+  const graph::Graph graph = testing::WideGraph(10, 2);  // 59,049 states
+  const BlockGraph block = *BlockGraph::Build(graph, BuildOpDag(graph)->order);
+  FnSource source(testing::GroupMonotoneOracle(graph, 1));
+  BoundedSearchOptions options;
+  options.dp.bounds = {3, 8};
+  options.dp.max_bytes = int64_t{2} << 20;  // the walk's tables: about 3 MiB
+  options.bound_dp_max_states = kBoundDp;
+  options.pause_before_bound_dp = true;
+  auto search = *BoundedBlockSearch::Create(block, options);
+  ASSERT_TRUE(search->Advance(source).ok());
+  ASSERT_TRUE(search->paused_before_bound_dp());
+  ASSERT_TRUE(BoundedBlockSearch::WalkBoundDps({search.get()}).ok());
+  EXPECT_EQ(search->stats().transitions, 0);  // stopped: no table, nothing counted
+  const Status over = search->Advance(source);
+  EXPECT_TRUE(IsSearchBudgetError(over)) << over;
+  EXPECT_NE(over.message().find("MiB"), std::string::npos) << over;
+}
+
 TEST(BoundedBlockSearchTest, BudgetAndStopFlag) {
   const graph::Graph graph = testing::WideGraph(10, 2);
   const OpDag dag = *BuildOpDag(graph);
