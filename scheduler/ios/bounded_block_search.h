@@ -193,7 +193,8 @@ class BoundTable {
 struct BoundedSearchOptions {
   // Bounds, merge and the budget of the whole block search (max_states
   // counts expanded states, max_transitions enumerated endings, max_bytes
-  // the open list, the closed states and the group tables).
+  // the open list, the closed states, the group tables, the bound DP's
+  // table and, while it runs, its walk's own tables).
   DpOptions dp;
   // Further open-list entries whose latencies are looked up when the search
   // stops at an unknown one (0: only the one it needs).
