@@ -63,7 +63,7 @@ class EndingGuesses {
       child.Reset(v);
       OpBits<W> single;
       single.Set(v);
-      Offer(state, single, visit);
+      Offer(single, visit);
       if (child.Empty()) return;
       const std::span<const OpBits<W>> endings = best(child);
       for (size_t i = 0; i < endings.size(); ++i) {
@@ -72,19 +72,17 @@ class EndingGuesses {
             std::find(endings.begin(), endings.begin() + i, ending) != endings.begin() + i) {
           continue;
         }
-        Offer(state, ending | single, visit);
+        Offer(ending | single, visit);
       }
     });
   }
 
  private:
-  // Visits `ops` where it is an ending of `state` within the bounds.
+  // Visits `ops`, an ending of the state, where it is within the bounds.
+  // ({v} and E + {v} always are endings: v feeds nothing in the state, and
+  // E nothing in the child's rest, which is the state's rest too.)
   template <typename Visit>
-  void Offer(const OpBits<W>& state, const OpBits<W>& ops, Visit& visit) {
-    const OpBits<W> rest = state.Minus(ops);
-    bool ending = true;
-    ops.ForEach([&](int i) { ending = ending && !succ_[i].Intersects(rest); });
-    if (!ending) return;
+  void Offer(const OpBits<W>& ops, Visit& visit) {
     const int num_groups = Split(ops);
     if (num_groups > 0) visit(ops, groups_.data(), num_groups);
   }
