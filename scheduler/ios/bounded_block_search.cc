@@ -16,61 +16,46 @@
 #include "scheduler/ios/op_bits_map.h"
 #include "scheduler/ios/search_options.h"
 #include "scheduler/ios/stage_floor.h"
+#include "scheduler/ios/state_drops.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kNever = std::numeric_limits<double>::infinity();
-// Endings whose child's entry in the bound DP's table is prefetched before
-// it is read (the table is far larger than the caches).
+// Endings whose child's cost to go is prefetched before it is read (the
+// tables are far larger than the caches).
 constexpr int kInFlight = 8;
 
 // The last kInFlight entries written, each read back kInFlight writes after
-// it (long enough for the table slot prefetched when it was written to
-// arrive), in the order written. A reader in two steps (a lookup whose
-// answer is the address of what it reads: Next and Drain with `halfway`)
-// also gets each entry halfway, kInFlight / 2 writes after it, to prefetch
-// that address.
+// it (long enough for what was prefetched when it was written to arrive),
+// in the order written.
 template <typename T>
 class InFlight {
  public:
   // The slot to fill next; settles the entry written kInFlight writes ago
-  // (settle(slot)) first, and takes the one written kInFlight / 2 writes
-  // ago halfway (halfway(slot)).
-  template <typename Settle, typename Halfway>
-  int Next(Settle&& settle, Halfway&& halfway) {
+  // (settle(slot)) first.
+  template <typename Settle>
+  int Next(Settle&& settle) {
     const int slot = static_cast<int>(written_ % kInFlight);
     if (written_ >= kInFlight) settle(slot);
-    if (written_ >= kHalfway) halfway(static_cast<int>((written_ - kHalfway) % kInFlight));
     ++written_;
     return slot;
   }
+  // Settles the entries not settled yet, in the order written; returns how
+  // many were written, and starts over.
   template <typename Settle>
-  int Next(Settle&& settle) {
-    return Next(settle, [](int) {});
-  }
-  // Settles the entries not settled yet (halfway first where they were
-  // not), in the order written; returns how many were written, and starts
-  // over.
-  template <typename Settle, typename Halfway>
-  uint64_t Drain(Settle&& settle, Halfway&& halfway) {
+  uint64_t Drain(Settle&& settle) {
     for (uint64_t i = written_ > kInFlight ? written_ - kInFlight : 0; i < written_; ++i) {
-      if (i + kHalfway >= written_) halfway(static_cast<int>(i % kInFlight));
       settle(static_cast<int>(i % kInFlight));
     }
     const uint64_t written = written_;
     written_ = 0;
     return written;
   }
-  template <typename Settle>
-  uint64_t Drain(Settle&& settle) {
-    return Drain(settle, [](int) {});
-  }
   T& operator[](int slot) { return slots_[slot]; }
 
  private:
-  static constexpr uint64_t kHalfway = kInFlight / 2;
   std::array<T, kInFlight> slots_;
   uint64_t written_ = 0;
 };
@@ -233,8 +218,15 @@ class Search final : public BoundedBlockSearch {
     const OpBits<W> prefix_ops =
         prefix != nullptr ? OpBits<W>::FirstN(first.options_.prefix_bounds->ops()) : OpBits<W>();
     // Each state's row of costs, one per search, in the order walked, and
-    // per search the ending its cost comes from (empty: none).
+    // per search the ending its cost comes from (empty: none). The rows
+    // of every state are known before the walk, and their drops
+    // (StateDrops) lead each ending to its child's row.
     OpBitsMap<W, int32_t> rows;
+    for (size_t row = 0; row < states.size(); ++row) {
+      rows.Insert(states[row], states[row].Hash(), static_cast<int32_t>(row));
+    }
+    const StateDrops<W> drops(first.block_, states,
+                              [&](const OpBits<W>& set) { return *rows.Find(set, set.Hash()); });
     std::vector<double> costs(states.size() * k_count);
     std::vector<OpBits<W>> best_ending(states.size() * k_count);
     std::vector<double> best(k_count), limit(k_count);
@@ -253,7 +245,7 @@ class Search final : public BoundedBlockSearch {
     // The walk's own tables count against the first's budget while it runs.
     first.walk_bytes_ = static_cast<int64_t>(
         (states.capacity() + best_ending.capacity()) * sizeof(OpBits<W>) +
-        costs.capacity() * sizeof(double) + OpBitsMap<W, int32_t>::BytesFor(states.size()));
+        costs.capacity() * sizeof(double) + rows.memory_bytes() + drops.memory_bytes());
     struct Done {
       int64_t& bytes;
       ~Done() { bytes = 0; }
@@ -264,7 +256,6 @@ class Search final : public BoundedBlockSearch {
       if (prefix != nullptr && state.SubsetOf(prefix_ops)) {
         if (const double* cost = prefix->Find(state, state_hash)) {
           costs[row] = std::max(*cost, first.PathCostToGo(state));
-          rows.Insert(state, state_hash, static_cast<int32_t>(row));
           ++first.stats_.prefix_bound_states;
           continue;
         }
@@ -295,15 +286,11 @@ class Search final : public BoundedBlockSearch {
           });
       for (double& cutoff : limit) cutoff = cutoff * (1 + 1e-9) + 1e-12;
       OpBits<W>* best_ops = &best_ending[row * k_count];
-      // Halfway, the child's row is looked up and its costs prefetched (a
-      // row of a large table: a miss per ending was a third of the walk).
-      auto halfway = [&](int slot) {
-        Pending& ending = pending[slot];
-        const int32_t* child =
-            ending.child.Empty() ? nullptr : rows.Find(ending.child, ending.hash);
-        ending.row = child ? *child : -1;
-        if (child == nullptr) return;
-        const char* begin = reinterpret_cast<const char*>(&costs[*child * k_count]);
+      // As an ending is listed, its child's costs are prefetched (a row of
+      // a large table: a miss per ending was a third of the walk).
+      auto prefetch = [&](int32_t child) {
+        if (child < 0) return;
+        const char* begin = reinterpret_cast<const char*>(&costs[child * k_count]);
         for (size_t line = 0; line < k_count * sizeof(double); line += 64) {
           __builtin_prefetch(begin + line, 0, 1);
         }
@@ -331,13 +318,13 @@ class Search final : public BoundedBlockSearch {
         }
       };
       const auto count = static_cast<int64_t>(
-          first.ListEndings(state, pending, pending_ids, settle, halfway, &rows));
+          first.ListEndings(state, drops, drops.Root(static_cast<int32_t>(row)), pending,
+                            pending_ids, settle, prefetch));
       (alone ? first.stats_.transitions : transitions) += count;
       if (!first.status_.ok()) return;
       for (size_t k = 0; k < k_count; ++k) {
         costs[row * k_count + k] = std::max(best[k], searches[k]->PathCostToGo(state));
       }
-      rows.Insert(state, state_hash, static_cast<int32_t>(row));
     }
     for (size_t k = 0; k < k_count; ++k) {
       Search& search = *searches[k];
@@ -960,36 +947,34 @@ class Search final : public BoundedBlockSearch {
 
   // An ending of the bound DP's walk whose child's cost is still to be read.
   struct Pending {
-    OpBits<W> ops, child;
-    uint64_t hash;
+    OpBits<W> ops;
     int num_groups, found;
-    int32_t row;  // the child's row of costs (halfway), or -1
+    int32_t row;  // the child's row of costs, or -1 (empty)
   };
 
-  // Lists the endings of `state` for the bound DP: each one's groups (by
-  // index: into ids, max_groups per slot) and child go into a slot of
-  // `pending`, the child's entry in `table` is prefetched, halfway(slot)
-  // is called kInFlight / 2 endings later and settle(slot) kInFlight
-  // endings later (the table is far larger than the caches: a miss per
-  // ending was a third of the walk), and for the last ones at the end.
-  // Returns the number of endings.
-  template <typename Table, typename Settle, typename Halfway>
-  uint64_t ListEndings(const OpBits<W>& state, InFlight<Pending>& pending,
-                       std::vector<int32_t>& ids, Settle&& settle, Halfway&& halfway,
-                       const Table* table) {
+  // Lists the endings of `state` (node `root` of `drops`) for the bound DP:
+  // each one's groups (by index: into ids, max_groups per slot) and child's
+  // row go into a slot of `pending`, prefetch(row) is called, and
+  // settle(slot) kInFlight endings later (the table of costs is far larger
+  // than the caches), and for the last ones at the end. Returns the number
+  // of endings.
+  template <typename Settle, typename Prefetch>
+  uint64_t ListEndings(const OpBits<W>& state, const StateDrops<W>& drops,
+                       typename StateDrops<W>::Node root, InFlight<Pending>& pending,
+                       std::vector<int32_t>& ids, Settle&& settle, Prefetch&& prefetch) {
     const int s = options_.dp.bounds.max_groups;
-    auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-      const int slot = pending.Next(settle, halfway);
+    auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups,
+                    typename StateDrops<W>::Node child) {
+      const int slot = pending.Next(settle);
       Pending& ending = pending[slot];
       ending.ops = ops;
-      ending.child = state.Minus(ops);
-      ending.hash = ending.child.Hash();
-      table->Prefetch(ending.hash);
+      ending.row = child.row;
+      prefetch(child.row);
       ending.num_groups = num_groups;
       ending.found = GroupIds(groups, num_groups, &ids[slot * s]);
     };
-    enumerator_.Enumerate(state, list);
-    return pending.Drain(settle, halfway);
+    enumerator_.EnumerateFollowing(state, drops, root, list);
+    return pending.Drain(settle);
   }
 
   // The bound DP of this search alone (Walk).

@@ -75,13 +75,30 @@ class EndingEnumerator {
   // Stop() to end the enumeration early (a budget ran out).
   template <typename Visit>
   void Enumerate(const OpBits<W>& remaining, Visit&& visit) {
+    NoFollow none;
+    EnumerateFollowing(remaining, none, typename NoFollow::Node(),
+                       [&](const OpBits<W>& ending, EndingGroup<W>* groups, int num_groups,
+                           typename NoFollow::Node) { visit(ending, groups, num_groups); });
+  }
+
+  // Enumerate, following each ending's child (remaining less the ending)
+  // through a caller's table of sets as the ending grows an op at a time:
+  // the op added is always a sink of the child before it, and the child
+  // after it is that child less the op. `follow` has a Node type (where a
+  // set stands in the table; `root`: remaining's) and
+  // follow.Drop(node, sinks, op): the node of node's set less `op`, one of
+  // `sinks`, that set's sinks. visit(ending, groups, num_groups, child)
+  // gets the child's node: the caller looks nothing up by hashing.
+  template <typename Follow, typename Visit>
+  void EnumerateFollowing(const OpBits<W>& remaining, Follow& follow, typename Follow::Node root,
+                          Visit&& visit) {
     remaining_ = remaining;
     stopped_ = false;
-    OpBits<W> candidates;
+    OpBits<W> sinks;
     remaining.ForEach([&](int i) {
-      if (!succ_[i].Intersects(remaining)) candidates.Set(i);
+      if (!succ_[i].Intersects(remaining)) sinks.Set(i);
     });
-    Grow(OpBits<W>(), candidates, 0, 0, 0, visit);
+    Grow(OpBits<W>(), sinks, sinks, root, 0, 0, 0, follow, visit);
   }
 
   // Ends the running Enumerate after the current visit.
@@ -96,9 +113,19 @@ class EndingEnumerator {
   void SetCheck(std::function<bool(uint64_t)> check) { check_ = std::move(check); }
 
  private:
-  template <typename Visit>
-  void Grow(const OpBits<W>& chosen, OpBits<W> candidates, int groups_begin, int num_groups,
-            int size, Visit& visit) {
+  // Follows nothing (plain Enumerate).
+  struct NoFollow {
+    struct Node {};
+    Node Drop(Node, const OpBits<W>&, int) { return {}; }
+  };
+
+  // Grows `chosen` (an ending, or nothing yet) by each of `candidates` in
+  // turn; `sinks`: the sinks of the child remaining_ - chosen (the
+  // candidates and the ones skipped above), `node` its node.
+  template <typename Follow, typename Visit>
+  void Grow(const OpBits<W>& chosen, OpBits<W> candidates, const OpBits<W>& sinks,
+            typename Follow::Node node, int groups_begin, int num_groups, int size, Follow& follow,
+            Visit& visit) {
     if (size >= max_ops_) return;
     const int r = bounds_.max_group_ops;
     const int s = bounds_.max_groups;
@@ -149,13 +176,18 @@ class EndingEnumerator {
       level[child_groups++] = merged;
       OpBits<W> next = chosen;
       next.Set(c);
-      if (child_groups <= s) visit(next, level, child_groups);
-      // Newly addable: predecessors of c whose successors in S are all chosen.
-      OpBits<W> child_candidates = candidates;
+      const typename Follow::Node child = follow.Drop(node, sinks, c);
+      if (child_groups <= s) visit(next, level, child_groups, child);
+      // Newly addable: predecessors of c whose successors in S are all
+      // chosen (sinks of the child, as c was).
+      OpBits<W> added;
       (pred_[c] & remaining_).ForEach([&](int p) {
-        if (succ_[p].MaskedSubsetOf(remaining_, next)) child_candidates.Set(p);
+        if (succ_[p].MaskedSubsetOf(remaining_, next)) added.Set(p);
       });
-      Grow(next, child_candidates, child_begin, child_groups, size + 1, visit);
+      OpBits<W> child_sinks = sinks;
+      child_sinks.Reset(c);
+      Grow(next, candidates | added, child_sinks | added, child, child_begin, child_groups,
+           size + 1, follow, visit);
     }
   }
 

@@ -74,6 +74,19 @@ struct OpBits {
     for (int i = 0; i < W; ++i) extra |= words[i] & mask.words[i] & ~other.words[i];
     return extra == 0;
   }
+  // Elements below i.
+  int CountBelow(int i) const {
+    int c = 0;
+    for (int w = 0; w < W; ++w) {
+      const int lo = 64 * w;
+      if (i >= lo + 64) {
+        c += std::popcount(words[w]);
+      } else if (i > lo) {
+        c += std::popcount(words[w] & ((uint64_t{1} << (i - lo)) - 1));
+      }
+    }
+    return c;
+  }
   // Smallest element, or -1 when empty.
   int First() const {
     for (int i = 0; i < W; ++i) {

@@ -1,0 +1,100 @@
+// StateDrops: the bound DP's states (ForEachRemainingSet's sets), each in a
+// row, and for every state and each of its sinks the row of the state less
+// that sink.
+//
+// Why: the bound DP's walk reads, for every ending of every state, the cost
+// of its child (the state less the ending): 629 M endings for NASNet-A's
+// cells. Hashing each child and probing the table of rows (8 MB and more,
+// far larger than the caches) was about a tenth of the search's CPU. But
+// the enumeration grows an ending an op at a time, and the op it adds is a
+// sink of the child before it (EndingEnumerator::EnumerateFollowing), so
+// each child is one step from the one before: a state's drops sit side by
+// side, and a step reads the drop of the op's rank among the sinks, a line
+// its siblings read too. A drop carries the child's row and where the
+// child's own drops begin, so the next step needs no other read, and that
+// line is prefetched as soon as it is known.
+//
+// Not thread-safe to build; Drop is const. Memory: a Node per (state, sink)
+// pair and per state (memory_bytes).
+#ifndef IOSFARM_SCHEDULER_IOS_STATE_DROPS_H_
+#define IOSFARM_SCHEDULER_IOS_STATE_DROPS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/op_bits.h"
+
+namespace iosfarm::scheduler::ios {
+
+template <int W>
+class StateDrops {
+ public:
+  // Where a set stands: its row (-1: the empty set, no state) and the
+  // index of its first drop.
+  struct Node {
+    int32_t row = -1;
+    int32_t begin = 0;
+  };
+
+  // `states`: every state of `block`, row by row; row_of(set) -> the row of
+  // a non-empty state (a state less one of its sinks is one too, or empty).
+  template <typename RowOf>
+  StateDrops(const BlockGraph& block, std::span<const OpBits<W>> states, RowOf&& row_of) {
+    const int n = block.size();
+    std::vector<OpBits<W>> succ(n);
+    for (int i = 0; i < n; ++i) succ[i] = OpBits<W>::FromWords(block.succ_words(i));
+    auto sinks = [&](const OpBits<W>& state) {
+      OpBits<W> out;
+      state.ForEach([&](int v) {
+        if (!succ[v].Intersects(state)) out.Set(v);
+      });
+      return out;
+    };
+    begin_.resize(states.size());
+    size_t total = 0;
+    for (size_t row = 0; row < states.size(); ++row) {
+      begin_[row] = static_cast<int32_t>(total);
+      total += static_cast<size_t>(sinks(states[row]).Count());
+    }
+    drops_.resize(total);
+    for (size_t row = 0; row < states.size(); ++row) {
+      Node* drop = &drops_[begin_[row]];
+      sinks(states[row]).ForEach([&](int v) {
+        OpBits<W> child = states[row];
+        child.Reset(v);
+        Node node;
+        if (!child.Empty()) {
+          node.row = row_of(child);
+          node.begin = begin_[node.row];
+        }
+        *drop++ = node;
+      });
+    }
+  }
+
+  Node Root(int32_t row) const { return {row, begin_[row]}; }
+
+  // The node of node's set less `op`, one of `sinks` (that set's sinks).
+  // Prefetches the child's drops: the enumeration's next step reads them.
+  Node Drop(const Node& node, const OpBits<W>& sinks, int op) const {
+    const Node child = drops_[node.begin + sinks.CountBelow(op)];
+    __builtin_prefetch(drops_.data() + child.begin, 0, 1);
+    return child;
+  }
+
+  // Bytes the drops and rows take.
+  size_t memory_bytes() const {
+    return drops_.capacity() * sizeof(Node) + begin_.capacity() * sizeof(int32_t);
+  }
+
+ private:
+  std::vector<Node> drops_;
+  std::vector<int32_t> begin_;
+};
+
+}  // namespace iosfarm::scheduler::ios
+
+#endif  // IOSFARM_SCHEDULER_IOS_STATE_DROPS_H_
