@@ -17,6 +17,7 @@
 #include "scheduler/ios/search_options.h"
 #include "scheduler/ios/stage_floor.h"
 #include "scheduler/ios/state_drops.h"
+#include "scheduler/ios/table_mapping.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -227,7 +228,7 @@ class Search final : public BoundedBlockSearch {
     }
     const StateDrops<W> drops(first.block_, states,
                               [&](const OpBits<W>& set) { return *rows.Find(set, set.Hash()); });
-    std::vector<double> costs(states.size() * k_count);
+    MappedArray<double> costs(states.size() * k_count);
     std::vector<OpBits<W>> best_ending(states.size() * k_count);
     std::vector<double> best(k_count), limit(k_count);
     const int s = first.options_.dp.bounds.max_groups;
@@ -243,9 +244,9 @@ class Search final : public BoundedBlockSearch {
     EndingGuesses<W> guesses(first.block_, first.options_.dp.bounds);
     std::vector<int32_t> guess_ids(static_cast<size_t>(s));
     // The walk's own tables count against the first's budget while it runs.
-    first.walk_bytes_ = static_cast<int64_t>(
-        (states.capacity() + best_ending.capacity()) * sizeof(OpBits<W>) +
-        costs.capacity() * sizeof(double) + rows.memory_bytes() + drops.memory_bytes());
+    first.walk_bytes_ =
+        static_cast<int64_t>((states.capacity() + best_ending.capacity()) * sizeof(OpBits<W>) +
+                             costs.memory_bytes() + rows.memory_bytes() + drops.memory_bytes());
     struct Done {
       int64_t& bytes;
       ~Done() { bytes = 0; }

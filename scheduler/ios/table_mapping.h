@@ -19,6 +19,9 @@
 #define IOSFARM_SCHEDULER_IOS_TABLE_MAPPING_H_
 
 #include <cstddef>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
 
 namespace iosfarm::scheduler::ios {
 
@@ -45,6 +48,49 @@ bool GrowTable(TableMapping& m, size_t bytes);
 
 // Unmaps `m` (a default TableMapping: nothing).
 void UnmapTable(TableMapping& m);
+
+// A fixed array of `size` zeroed T (trivially copyable), in a TableMapping
+// (on huge pages) from kMappedTableBytes on, else on the heap: for the
+// DP's large arrays read at random (the bound DP's rows of costs), where
+// 4 KiB pages cost a TLB miss per read, prefetched or not.
+template <typename T>
+class MappedArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  explicit MappedArray(size_t size) : size_(size) {
+    const size_t bytes = size * sizeof(T);
+    if (bytes >= kMappedTableBytes) {
+      mapping_ = MapTable(bytes);
+      data_ = static_cast<T*>(mapping_.data);
+    } else if (size > 0) {
+      data_ = static_cast<T*>(std::calloc(size, sizeof(T)));
+      if (data_ == nullptr) throw std::bad_alloc();
+    }
+  }
+  ~MappedArray() {
+    if (mapping_.data != nullptr) {
+      UnmapTable(mapping_);
+    } else {
+      std::free(data_);
+    }
+  }
+  MappedArray(const MappedArray&) = delete;
+  MappedArray& operator=(const MappedArray&) = delete;
+
+  size_t size() const { return size_; }
+  // Bytes held.
+  size_t memory_bytes() const {
+    return mapping_.data != nullptr ? mapping_.committed : size_ * sizeof(T);
+  }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  size_t size_;
+  T* data_ = nullptr;
+  TableMapping mapping_;
+};
 
 }  // namespace iosfarm::scheduler::ios
 
