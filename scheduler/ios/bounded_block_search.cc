@@ -228,6 +228,7 @@ class Search final : public BoundedBlockSearch {
     }
     const StateDrops<W> drops(first.block_, states,
                               [&](const OpBits<W>& set) { return *rows.Find(set, set.Hash()); });
+    if (!drops.ok()) return;  // billions of (state, sink) pairs: as over the cap
     MappedArray<double> costs(states.size() * k_count);
     std::vector<OpBits<W>> best_ending(states.size() * k_count);
     std::vector<double> best(k_count), limit(k_count);

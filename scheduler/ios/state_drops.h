@@ -14,13 +14,14 @@
 // child's own drops begin, so the next step needs no other read, and that
 // line is prefetched as soon as it is known.
 //
-// Not thread-safe to build; Drop is const. Memory: a Node per (state, sink)
+// Drop is const (safe from several threads). Memory: a Node per (state, sink)
 // pair and per state (memory_bytes).
 #ifndef IOSFARM_SCHEDULER_IOS_STATE_DROPS_H_
 #define IOSFARM_SCHEDULER_IOS_STATE_DROPS_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -53,12 +54,18 @@ class StateDrops {
       });
       return out;
     };
-    begin_.resize(states.size());
     size_t total = 0;
+    std::vector<int32_t> begin(states.size());
     for (size_t row = 0; row < states.size(); ++row) {
-      begin_[row] = static_cast<int32_t>(total);
+      if (total > static_cast<size_t>(std::numeric_limits<int32_t>::max())) break;
+      begin[row] = static_cast<int32_t>(total);
       total += static_cast<size_t>(sinks(states[row]).Count());
     }
+    if (total > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+      ok_ = false;
+      return;
+    }
+    begin_ = std::move(begin);
     drops_.resize(total);
     for (size_t row = 0; row < states.size(); ++row) {
       Node* drop = &drops_[begin_[row]];
@@ -74,6 +81,10 @@ class StateDrops {
       });
     }
   }
+
+  // False where the states have more (state, sink) pairs than an int32_t
+  // counts (tens of GB of drops): then there are none.
+  bool ok() const { return ok_; }
 
   Node Root(int32_t row) const { return {row, begin_[row]}; }
 
@@ -93,6 +104,7 @@ class StateDrops {
  private:
   std::vector<Node> drops_;
   std::vector<int32_t> begin_;
+  bool ok_ = true;
 };
 
 }  // namespace iosfarm::scheduler::ios
