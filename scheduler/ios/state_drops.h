@@ -54,18 +54,17 @@ class StateDrops {
       });
       return out;
     };
+    begin_.resize(states.size());
     size_t total = 0;
-    std::vector<int32_t> begin(states.size());
     for (size_t row = 0; row < states.size(); ++row) {
-      if (total > static_cast<size_t>(std::numeric_limits<int32_t>::max())) break;
-      begin[row] = static_cast<int32_t>(total);
+      begin_[row] = static_cast<int32_t>(total);  // wraps only where !ok_, then cleared
       total += static_cast<size_t>(sinks(states[row]).Count());
     }
     if (total > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
       ok_ = false;
+      begin_ = {};
       return;
     }
-    begin_ = std::move(begin);
     drops_.resize(total);
     for (size_t row = 0; row < states.size(); ++row) {
       Node* drop = &drops_[begin_[row]];
