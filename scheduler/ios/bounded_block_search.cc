@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -231,7 +232,10 @@ class Search final : public BoundedBlockSearch {
     if (!drops.ok()) return;  // billions of (state, sink) pairs: as over the cap
     MappedArray<double> costs(states.size() * k_count);
     std::vector<OpBits<W>> best_ending(states.size() * k_count);
-    std::vector<double> best(k_count), limit(k_count);
+    // Per search: the state's best so far, the cutoff its guesses give,
+    // and the lesser of the two (an ending at or above it lowers nothing).
+    std::vector<double> best(k_count), limit(k_count), cut(k_count);
+    const std::vector<double> no_costs(k_count, 0.0);  // the empty child's
     const int s = first.options_.dp.bounds.max_groups;
     InFlight<Pending> pending;
     std::vector<int32_t> pending_ids(static_cast<size_t>(kInFlight) * s);
@@ -287,6 +291,7 @@ class Search final : public BoundedBlockSearch {
             }
           });
       for (double& cutoff : limit) cutoff = cutoff * (1 + 1e-9) + 1e-12;
+      cut = limit;
       OpBits<W>* best_ops = &best_ending[row * k_count];
       // As an ending is listed, its child's costs are prefetched (a row of
       // a large table: a miss per ending was a third of the walk).
@@ -294,9 +299,9 @@ class Search final : public BoundedBlockSearch {
         if (child < 0) return;
         const char* begin = reinterpret_cast<const char*>(&costs[child * k_count]);
         for (size_t line = 0; line < k_count * sizeof(double); line += 64) {
-          __builtin_prefetch(begin + line, 0, 1);
+          __builtin_prefetch(begin + line, 0, 3);
         }
-        __builtin_prefetch(begin + k_count * sizeof(double) - 1, 0, 1);
+        __builtin_prefetch(begin + k_count * sizeof(double) - 1, 0, 3);
       };
       auto settle = [&](int slot) {
         const Pending& ending = pending[slot];
@@ -306,16 +311,25 @@ class Search final : public BoundedBlockSearch {
         // its own (it would not lower the best).
         const double shared =
             shared_bound ? first.LeastBound(least, ids, ending.found, ending.num_groups) : 0.0;
-        for (size_t k = 0; k < k_count; ++k) {
-          const double after = ending.row >= 0 ? costs[ending.row * k_count + k] : 0.0;
-          const double cutoff = std::min(best[k], limit[k]);
-          if (shared + after >= cutoff) continue;
-          const double value = searches[k]->IdsBound(ending.ops, ids, ending.found,
-                                                     ending.num_groups, cutoff - after) +
-                               after;
-          if (value < best[k]) {
-            best[k] = value;
-            best_ops[k] = ending.ops;
+        const double* after = ending.row >= 0 ? &costs[ending.row * k_count] : no_costs.data();
+        // The blocks the ending may lower, as bits, without a branch per
+        // block: most endings lower none.
+        for (size_t base = 0; base < k_count; base += 64) {
+          const size_t end = std::min(k_count, base + 64);
+          uint64_t lower = 0;
+          for (size_t k = base; k < end; ++k) {
+            lower |= uint64_t{shared + after[k] < cut[k]} << (k - base);
+          }
+          for (; lower != 0; lower &= lower - 1) {
+            const size_t k = base + static_cast<size_t>(std::countr_zero(lower));
+            const double value = searches[k]->IdsBound(ending.ops, ids, ending.found,
+                                                       ending.num_groups, cut[k] - after[k]) +
+                                 after[k];
+            if (value < best[k]) {
+              best[k] = value;
+              best_ops[k] = ending.ops;
+              cut[k] = std::min(value, limit[k]);
+            }
           }
         }
       };
@@ -407,7 +421,13 @@ class Search final : public BoundedBlockSearch {
   }
   // Where the slice of Expand's ranks from `from` ends: as many as were
   // before it, at least kFirstSlice.
-  static size_t SliceEnd(size_t from) { return from + std::max<size_t>(kFirstSlice, from); }
+  static constexpr size_t SliceEnd(size_t from) {
+    return from + std::max<size_t>(kFirstSlice, from);
+  }
+  // The ranks a state's first expansion needs with whole bounds: its slice,
+  // the one KeepNextSlices keeps after it, and the key of the last rank the
+  // enumeration after that needs (ranks 0 to SliceEnd^4(0), 33 ranks).
+  static constexpr size_t kWholeRanks = SliceEnd(SliceEnd(SliceEnd(SliceEnd(0)))) + 1;
 
   bool StopRequested() const {
     return options_.dp.stop != nullptr && options_.dp.stop->load(std::memory_order_relaxed);
@@ -1078,7 +1098,10 @@ class Search final : public BoundedBlockSearch {
   // enumeration after that needs (Closed::slice_key), which then takes no
   // more of each bound (IdsBound's cutoff) than to see that an ending ranks
   // past it: for most endings that skips the issue chains. The slices and
-  // the least key of the rest come out as if every bound were whole.
+  // the least key of the rest come out as if every bound were whole. A
+  // first expansion has no such key yet: it takes each bound only while the
+  // ending's key is under the kWholeRanks-th least whole key listed so far
+  // (that key only falls, so every rank it needs comes out whole).
   void Expand(int32_t index, int32_t from = 0) {
     if (from > 0 && closed_[index].cached_from == from) {
       PushCachedSlice(index);
@@ -1102,20 +1125,36 @@ class Search final : public BoundedBlockSearch {
     };
     InFlight<Pending> pending;
     double least_cut = kNever;  // the least key of an ending whose bound was cut off
+    // A first expansion's least whole keys (a max-heap of up to kWholeRanks).
+    whole_keys_.clear();
+    uint64_t listed = 0;
     auto settle = [&](int slot) {
       const Pending& ending = pending[slot];
+      ++listed;
       double h = 0;
       if (!ending.child.Empty()) {
         h = has_bound_cost_ ? *bound_cost_.Find(ending.child, ending.hash)
                             : PathCostToGo(ending.child);
       }
+      const bool first = from == 0;
+      const double slice =
+          first && whole_keys_.size() == kWholeRanks ? Limit(whole_keys_.front()) : slice_limit;
       const double to_limit = upper_limit_ - parent.g - h;
-      const double to_slice = slice_limit - parent.g - h;
+      const double to_slice = slice - parent.g - h;
       const double bound = IdsBound(ending.ops, &expand_ids_[static_cast<size_t>(slot) * s],
                                     ending.found, ending.num_groups, std::min(to_limit, to_slice));
       if (bound >= to_limit) return;
       const double key = parent.g + bound + h;
-      if (ending.num_groups > 1 && bound >= to_slice) least_cut = std::min(least_cut, key);
+      if (ending.num_groups > 1 && bound >= to_slice) {
+        least_cut = std::min(least_cut, key);
+      } else if (first && (whole_keys_.size() < kWholeRanks || key < whole_keys_.front())) {
+        whole_keys_.push_back(key);
+        std::push_heap(whole_keys_.begin(), whole_keys_.end());
+        if (whole_keys_.size() > kWholeRanks) {
+          std::pop_heap(whole_keys_.begin(), whole_keys_.end());
+          whole_keys_.pop_back();
+        }
+      }
       ranked_.push_back({key, bound, h, static_cast<int32_t>(ranked_.size()),
                          static_cast<int8_t>(ending.num_groups == 1), ending.ops});
     };
@@ -1131,7 +1170,7 @@ class Search final : public BoundedBlockSearch {
     };
     enumerator_.Enumerate(parent.ops, list);
     pending.Drain(settle);
-    if (from == 0) stats_.transitions += static_cast<int64_t>(ranked_.size());
+    if (from == 0) stats_.transitions += static_cast<int64_t>(listed);
     const size_t end = std::min(ranked_.size(), SliceEnd(from));
     if (static_cast<size_t>(from) >= ranked_.size()) return;
     // Only ranks [from, end] need their place: select, then sort the slice.
@@ -1514,6 +1553,7 @@ class Search final : public BoundedBlockSearch {
   OpBitsMap<W, char> looked_up_;  // stages whose latency was looked up
   OpBitsMap<W, double> evaluated_;  // latencies of this block's stages, by ops
   std::vector<Ranked> ranked_;  // scratch of Expand
+  std::vector<double> whole_keys_;   // scratch of Expand
   std::vector<int32_t> expand_ids_;  // scratch of Expand: its pending endings' groups
   // KeepNextSlices: per closed state, the next slice of its endings.
   absl::flat_hash_map<int32_t, std::vector<Ranked>> slice_cache_;

@@ -87,8 +87,11 @@ class EndingEnumerator {
   // after it is that child less the op. `follow` has a Node type (where a
   // set stands in the table; `root`: remaining's) and
   // follow.Drop(node, sinks, op): the node of node's set less `op`, one of
-  // `sinks`, that set's sinks. visit(ending, groups, num_groups, child)
-  // gets the child's node: the caller looks nothing up by hashing.
+  // `sinks`, that set's sinks; follow.PrefetchChildren(node, sinks, ops), as
+  // a set's candidates are known: a hint that Drop will be asked for each
+  // of `ops` (it may fetch what those children's steps read).
+  // visit(ending, groups, num_groups, child) gets the child's node: the
+  // caller looks nothing up by hashing.
   template <typename Follow, typename Visit>
   void EnumerateFollowing(const OpBits<W>& remaining, Follow& follow, typename Follow::Node root,
                           Visit&& visit) {
@@ -117,6 +120,7 @@ class EndingEnumerator {
   struct NoFollow {
     struct Node {};
     Node Drop(Node, const OpBits<W>&, int) { return {}; }
+    void PrefetchChildren(Node, const OpBits<W>&, const OpBits<W>&) {}
   };
 
   // Grows `chosen` (an ending, or nothing yet) by each of `candidates` in
@@ -130,6 +134,7 @@ class EndingEnumerator {
     const int r = bounds_.max_group_ops;
     const int s = bounds_.max_groups;
     const int child_begin = groups_begin + num_groups;
+    follow.PrefetchChildren(node, sinks, candidates);
     while (!candidates.Empty() && !stopped_) {
       if (++steps_ >= next_check_) {
         next_check_ = steps_ + 65536;

@@ -140,10 +140,11 @@ TEST(OpBitsMapTest, GrowsByCopyingUnderAnAddressSpaceLimit) {
   EXPECT_EXIT(GrowUnderAnAddressSpaceLimit(), ::testing::ExitedWithCode(0), "");
 }
 
-// MappedArray: zeroed and writable on the heap below kMappedTableBytes and
+// MappedArray: zeroed and writable on the heap below kMappedArrayBytes and
 // in a 2 MiB-aligned mapping from there on, holding what it was given.
 TEST(MappedArrayTest, IsZeroedOnTheHeapAndInAMapping) {
-  for (const size_t size : {size_t{0}, size_t{1000}, kMappedTableBytes / sizeof(double) + 3}) {
+  for (const size_t size : {size_t{0}, size_t{1000}, kMappedArrayBytes / sizeof(double) - 1,
+                            kMappedArrayBytes / sizeof(double) + 3}) {
     MappedArray<double> array(size);
     ASSERT_EQ(array.size(), size);
     for (size_t i = 0; i < size; ++i) ASSERT_EQ(array[i], 0.0) << size << " at " << i;
@@ -152,7 +153,7 @@ TEST(MappedArrayTest, IsZeroedOnTheHeapAndInAMapping) {
     for (size_t i = 0; i < size; ++i) sum += array[i];
     EXPECT_EQ(sum, size == 0 ? 0.0 : static_cast<double>(size) * (size - 1) / 2);
     EXPECT_GE(array.memory_bytes(), size * sizeof(double));
-    if (size * sizeof(double) >= kMappedTableBytes) {
+    if (size * sizeof(double) >= kMappedArrayBytes) {
       EXPECT_EQ(reinterpret_cast<uintptr_t>(&array[0]) % kMappedTableBytes, 0u);
       EXPECT_EQ(array.memory_bytes() % kMappedTableBytes, 0u);
     }

@@ -49,10 +49,16 @@ bool GrowTable(TableMapping& m, size_t bytes);
 // Unmaps `m` (a default TableMapping: nothing).
 void UnmapTable(TableMapping& m);
 
+// Arrays this large and above are mapped (MappedArray): a quarter of a huge
+// page, so that an array of a few hundred KiB read at random (a 39-op
+// cell's rows of costs for one block: 1.2 MB) is on one or two huge pages.
+inline constexpr size_t kMappedArrayBytes = size_t{512} << 10;
+
 // A fixed array of `size` zeroed T (trivially copyable), in a TableMapping
-// (on huge pages) from kMappedTableBytes on, else on the heap: for the
-// DP's large arrays read at random (the bound DP's rows of costs), where
-// 4 KiB pages cost a TLB miss per read, prefetched or not.
+// (on huge pages) from kMappedArrayBytes on, else on the heap: for the
+// DP's large arrays read at random (the bound DP's rows of costs, its
+// states' drops), where 4 KiB pages cost a TLB miss per read, prefetched
+// or not.
 template <typename T>
 class MappedArray {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -60,7 +66,7 @@ class MappedArray {
  public:
   explicit MappedArray(size_t size) : size_(size) {
     const size_t bytes = size * sizeof(T);
-    if (bytes >= kMappedTableBytes) {
+    if (bytes >= kMappedArrayBytes) {
       mapping_ = MapTable(bytes);
       data_ = static_cast<T*>(mapping_.data);
     } else if (size > 0) {
