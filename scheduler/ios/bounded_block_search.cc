@@ -294,23 +294,28 @@ class Search final : public BoundedBlockSearch {
       cut = limit;
       OpBits<W>* best_ops = &best_ending[row * k_count];
       // As an ending is listed, its child's costs are prefetched (a row of
-      // a large table: a miss per ending was a third of the walk).
-      auto prefetch = [&](int32_t child) {
-        if (child < 0) return;
-        const char* begin = reinterpret_cast<const char*>(&costs[child * k_count]);
-        for (size_t line = 0; line < k_count * sizeof(double); line += 64) {
-          __builtin_prefetch(begin + line, 0, 3);
+      // a large table: a miss per ending was a third of the walk), and a
+      // bound of the ending's for every block (LeastBound) is taken once: a
+      // block whose cutoff it already reaches needs no bound of its own (it
+      // would not lower the best). Taken here, kInFlight endings before
+      // settle reads it, its chain of terms overlaps the enumeration.
+      auto listed = [&](int slot) {
+        Pending& ending = pending[slot];
+        if (ending.row >= 0) {
+          const char* begin = reinterpret_cast<const char*>(&costs[ending.row * k_count]);
+          for (size_t line = 0; line < k_count * sizeof(double); line += 64) {
+            __builtin_prefetch(begin + line, 0, 3);
+          }
+          __builtin_prefetch(begin + k_count * sizeof(double) - 1, 0, 3);
         }
-        __builtin_prefetch(begin + k_count * sizeof(double) - 1, 0, 3);
+        ending.shared = shared_bound ? first.LeastBound(least, &pending_ids[slot * s], ending.found,
+                                                        ending.num_groups)
+                                     : 0.0;
       };
       auto settle = [&](int slot) {
         const Pending& ending = pending[slot];
         const int32_t* ids = &pending_ids[slot * s];
-        // A bound of the ending's for every block (LeastBound), taken
-        // once: a block whose cutoff it already reaches needs no bound of
-        // its own (it would not lower the best).
-        const double shared =
-            shared_bound ? first.LeastBound(least, ids, ending.found, ending.num_groups) : 0.0;
+        const double shared = ending.shared;
         const double* after = ending.row >= 0 ? &costs[ending.row * k_count] : no_costs.data();
         // The blocks the ending may lower, as bits, without a branch per
         // block: most endings lower none.
@@ -335,7 +340,7 @@ class Search final : public BoundedBlockSearch {
       };
       const auto count = static_cast<int64_t>(
           first.ListEndings(state, drops, drops.Root(static_cast<int32_t>(row)), pending,
-                            pending_ids, settle, prefetch));
+                            pending_ids, settle, listed));
       (alone ? first.stats_.transitions : transitions) += count;
       if (!first.status_.ok()) return;
       for (size_t k = 0; k < k_count; ++k) {
@@ -971,19 +976,20 @@ class Search final : public BoundedBlockSearch {
   struct Pending {
     OpBits<W> ops;
     int num_groups, found;
-    int32_t row;  // the child's row of costs, or -1 (empty)
+    int32_t row;    // the child's row of costs, or -1 (empty)
+    double shared;  // the walk's: a bound under every block's
   };
 
   // Lists the endings of `state` (node `root` of `drops`) for the bound DP:
   // each one's groups (by index: into ids, max_groups per slot) and child's
-  // row go into a slot of `pending`, prefetch(row) is called, and
+  // row go into a slot of `pending`, listed(slot) is called, and
   // settle(slot) kInFlight endings later (the table of costs is far larger
   // than the caches), and for the last ones at the end. Returns the number
   // of endings.
-  template <typename Settle, typename Prefetch>
+  template <typename Settle, typename Listed>
   uint64_t ListEndings(const OpBits<W>& state, const StateDrops<W>& drops,
                        typename StateDrops<W>::Node root, InFlight<Pending>& pending,
-                       std::vector<int32_t>& ids, Settle&& settle, Prefetch&& prefetch) {
+                       std::vector<int32_t>& ids, Settle&& settle, Listed&& listed) {
     const int s = options_.dp.bounds.max_groups;
     auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups,
                     typename StateDrops<W>::Node child) {
@@ -991,9 +997,9 @@ class Search final : public BoundedBlockSearch {
       Pending& ending = pending[slot];
       ending.ops = ops;
       ending.row = child.row;
-      prefetch(child.row);
       ending.num_groups = num_groups;
       ending.found = GroupIds(groups, num_groups, &ids[slot * s]);
+      listed(slot);
     };
     enumerator_.EnumerateFollowing(state, drops, root, list);
     return pending.Drain(settle);
