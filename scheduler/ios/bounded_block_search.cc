@@ -222,13 +222,15 @@ class Search final : public BoundedBlockSearch {
     // Each state's row of costs, one per search, in the order walked, and
     // per search the ending its cost comes from (empty: none). The rows
     // of every state are known before the walk, and their drops
-    // (StateDrops) lead each ending to its child's row.
-    OpBitsMap<W, int32_t> rows;
+    // (StateDrops) lead each ending to its child's row; both are kept for
+    // A*'s expansions (WalkRows).
+    auto walk_rows = std::make_shared<WalkRows>();
+    OpBitsMap<W, int32_t>& rows = walk_rows->rows;
     for (size_t row = 0; row < states.size(); ++row) {
       rows.Insert(states[row], states[row].Hash(), static_cast<int32_t>(row));
     }
-    const StateDrops<W> drops(first.block_, states,
-                              [&](const OpBits<W>& set) { return *rows.Find(set, set.Hash()); });
+    const StateDrops<W>& drops = walk_rows->drops.emplace(
+        first.block_, states, [&](const OpBits<W>& set) { return *rows.Find(set, set.Hash()); });
     if (!drops.ok()) return;  // billions of (state, sink) pairs: as over the cap
     MappedArray<double> costs(states.size() * k_count);
     std::vector<OpBits<W>> best_ending(states.size() * k_count);
@@ -349,9 +351,12 @@ class Search final : public BoundedBlockSearch {
     }
     for (size_t k = 0; k < k_count; ++k) {
       Search& search = *searches[k];
+      search.row_cost_.resize(states.size());
       for (size_t row = 0; row < states.size(); ++row) {
         search.bound_cost_.Insert(states[row], states[row].Hash(), costs[row * k_count + k]);
+        search.row_cost_[row] = costs[row * k_count + k];
       }
+      search.walk_rows_ = walk_rows;
       search.stats_.transitions += transitions;
       search.has_bound_cost_ = true;
     }
@@ -398,6 +403,7 @@ class Search final : public BoundedBlockSearch {
     // none kept, slice_cache_).
     double slice_key = kNever;
     int32_t cached_from = -1;
+    int32_t row = -1;  // in walk_rows_ (-1: none)
   };
 
   // Per group, packed for IdsBound (PackGroupTerms): its latency and, with
@@ -763,6 +769,7 @@ class Search final : public BoundedBlockSearch {
     root.ops = OpBits<W>::FirstN(n);
     root.h = CostToGo(root.ops);
     root.sequential = sequential_ms_;
+    root.row = WalkRow(root.ops);
     closed_.push_back(root);
     closed_index_.Insert(root.ops, root.ops.Hash(), 0);
     Expand(0);
@@ -972,6 +979,22 @@ class Search final : public BoundedBlockSearch {
   // (rounding aside).
   static double Limit(double ms) { return ms * (1 + 1e-9) + 1e-12; }
 
+  // What a bound DP walk leaves for A*: its states' rows and drops.
+  struct WalkRows {
+    OpBitsMap<W, int32_t> rows;
+    std::optional<StateDrops<W>> drops;
+    size_t memory_bytes() const {
+      return rows.memory_bytes() + (drops ? drops->memory_bytes() : 0);
+    }
+  };
+
+  // The row of state `ops` in walk_rows_, or -1 (no walk, or no such state).
+  int32_t WalkRow(const OpBits<W>& ops) const {
+    if (walk_rows_ == nullptr || ops.Empty()) return -1;
+    const int32_t* row = walk_rows_->rows.Find(ops, ops.Hash());
+    return row != nullptr ? *row : -1;
+  }
+
   // An ending of the bound DP's walk whose child's cost is still to be read.
   struct Pending {
     OpBits<W> ops;
@@ -1125,8 +1148,9 @@ class Search final : public BoundedBlockSearch {
     // the bound comes after it, cut off where the key passes the incumbent
     // or the slice.
     struct Pending {
-      OpBits<W> ops, child;
+      OpBits<W> ops, child;  // child: where it is looked up by hashing
       uint64_t hash;
+      int32_t row;  // the child's in walk_rows_ (-1: none, or empty)
       int num_groups, found;
     };
     InFlight<Pending> pending;
@@ -1138,7 +1162,9 @@ class Search final : public BoundedBlockSearch {
       const Pending& ending = pending[slot];
       ++listed;
       double h = 0;
-      if (!ending.child.Empty()) {
+      if (ending.row >= 0) {
+        h = row_cost_[ending.row];
+      } else if (!ending.child.Empty()) {
         h = has_bound_cost_ ? *bound_cost_.Find(ending.child, ending.hash)
                             : PathCostToGo(ending.child);
       }
@@ -1164,17 +1190,36 @@ class Search final : public BoundedBlockSearch {
       ranked_.push_back({key, bound, h, static_cast<int32_t>(ranked_.size()),
                          static_cast<int8_t>(ending.num_groups == 1), ending.ops});
     };
-    auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
+    auto list = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) -> Pending& {
       const int slot = pending.Next(settle);
       Pending& ending = pending[slot];
       ending.ops = ops;
-      ending.child = parent.ops.Minus(ops);
-      ending.hash = ending.child.Hash();
-      if (has_bound_cost_) bound_cost_.Prefetch(ending.hash);
       ending.num_groups = num_groups;
       ending.found = GroupIds(groups, num_groups, &expand_ids_[static_cast<size_t>(slot) * s]);
+      return ending;
     };
-    enumerator_.Enumerate(parent.ops, list);
+    if (parent.row >= 0) {
+      // The walk's drops lead each ending to its child's row: no hashing.
+      const StateDrops<W>& drops = *walk_rows_->drops;
+      enumerator_.EnumerateFollowing(parent.ops, drops, drops.Root(parent.row),
+                                     [&](const OpBits<W>& ops, EndingGroup<W>* groups,
+                                         int num_groups, typename StateDrops<W>::Node child) {
+                                       Pending& ending = list(ops, groups, num_groups);
+                                       ending.child = OpBits<W>();
+                                       ending.row = child.row;
+                                       if (child.row >= 0)
+                                         __builtin_prefetch(&row_cost_[child.row], 0, 3);
+                                     });
+    } else {
+      enumerator_.Enumerate(parent.ops,
+                            [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
+                              Pending& ending = list(ops, groups, num_groups);
+                              ending.child = parent.ops.Minus(ops);
+                              ending.hash = ending.child.Hash();
+                              ending.row = -1;
+                              if (has_bound_cost_) bound_cost_.Prefetch(ending.hash);
+                            });
+    }
     pending.Drain(settle);
     if (from == 0) stats_.transitions += static_cast<int64_t>(listed);
     const size_t end = std::min(ranked_.size(), SliceEnd(from));
@@ -1401,6 +1446,7 @@ class Search final : public BoundedBlockSearch {
     }
     const uint64_t hash = child.Hash();
     if (closed_index_.Find(child, hash) != nullptr) return;
+    state.row = WalkRow(child);
     closed_.push_back(state);
     const int32_t index = static_cast<int32_t>(closed_.size()) - 1;
     if (better) incumbent_ = index;
@@ -1490,7 +1536,9 @@ class Search final : public BoundedBlockSearch {
     const size_t bytes = open_.capacity() * sizeof(Entry) + closed_.capacity() * sizeof(Closed) +
                          closed_index_.memory_bytes() + bound_cost_.memory_bytes() +
                          group_index_.memory_bytes() + stages_.memory_bytes() +
-                         groups_.capacity() * sizeof(OpBits<W>);
+                         groups_.capacity() * sizeof(OpBits<W>) +
+                         row_cost_.capacity() * sizeof(double) +
+                         (walk_rows_ != nullptr ? walk_rows_->memory_bytes() : 0);
     return static_cast<int64_t>(bytes) + slice_cache_bytes_ + walk_bytes_;
   }
 
@@ -1542,6 +1590,11 @@ class Search final : public BoundedBlockSearch {
   std::shared_ptr<BoundTableOf> bound_table_;
   OpBitsMap<W, double>& bound_cost_;
   bool has_bound_cost_ = false;
+  // The bound DP walk's states and drops (shared by the searches of one
+  // walk) and this search's cost to go by row: A*'s expansions follow an
+  // ending's child through them instead of hashing it (WalkRow).
+  std::shared_ptr<const WalkRows> walk_rows_;
+  std::vector<double> row_cost_;
   // The calibrated floor (floor_samples): per-op features, the sampled
   // stages and their latencies (NaN while unknown), the fitted envelope.
   std::vector<OpFeatures> op_features_;
