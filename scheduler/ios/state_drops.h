@@ -113,8 +113,8 @@ class StateDrops {
   }
 
  private:
-  // On huge pages from 2 MiB on (MappedArray): a step's read is at random
-  // in a table of megabytes, where 4 KiB pages miss the TLB.
+  // On huge pages from kMappedArrayBytes on (MappedArray): a step's read is
+  // at random in a table of megabytes, where 4 KiB pages miss the TLB.
   std::optional<MappedArray<Node>> drops_;
   std::vector<int32_t> begin_;
   bool ok_ = true;
