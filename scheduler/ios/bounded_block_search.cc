@@ -1198,27 +1198,27 @@ class Search final : public BoundedBlockSearch {
       ending.found = GroupIds(groups, num_groups, &expand_ids_[static_cast<size_t>(slot) * s]);
       return ending;
     };
+    // With the walk's rows its drops lead each ending to its child's row (no
+    // hashing); without, the child is hashed into the table of costs to go.
+    auto by_row = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups,
+                      typename StateDrops<W>::Node child) {
+      Pending& ending = list(ops, groups, num_groups);
+      ending.child = OpBits<W>();
+      ending.row = child.row;
+      if (child.row >= 0) __builtin_prefetch(&row_cost_[child.row], 0, 3);
+    };
+    auto by_hash = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
+      Pending& ending = list(ops, groups, num_groups);
+      ending.child = parent.ops.Minus(ops);
+      ending.hash = ending.child.Hash();
+      ending.row = -1;
+      if (has_bound_cost_) bound_cost_.Prefetch(ending.hash);
+    };
     if (parent.row >= 0) {
-      // The walk's drops lead each ending to its child's row: no hashing.
       const StateDrops<W>& drops = *walk_rows_->drops;
-      enumerator_.EnumerateFollowing(parent.ops, drops, drops.Root(parent.row),
-                                     [&](const OpBits<W>& ops, EndingGroup<W>* groups,
-                                         int num_groups, typename StateDrops<W>::Node child) {
-                                       Pending& ending = list(ops, groups, num_groups);
-                                       ending.child = OpBits<W>();
-                                       ending.row = child.row;
-                                       if (child.row >= 0)
-                                         __builtin_prefetch(&row_cost_[child.row], 0, 3);
-                                     });
+      enumerator_.EnumerateFollowing(parent.ops, drops, drops.Root(parent.row), by_row);
     } else {
-      enumerator_.Enumerate(parent.ops,
-                            [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-                              Pending& ending = list(ops, groups, num_groups);
-                              ending.child = parent.ops.Minus(ops);
-                              ending.hash = ending.child.Hash();
-                              ending.row = -1;
-                              if (has_bound_cost_) bound_cost_.Prefetch(ending.hash);
-                            });
+      enumerator_.Enumerate(parent.ops, by_hash);
     }
     pending.Drain(settle);
     if (from == 0) stats_.transitions += static_cast<int64_t>(listed);
