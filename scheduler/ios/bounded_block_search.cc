@@ -1157,10 +1157,8 @@ class Search final : public BoundedBlockSearch {
     double least_cut = kNever;  // the least key of an ending whose bound was cut off
     // A first expansion's least whole keys (a max-heap of up to kWholeRanks).
     whole_keys_.clear();
-    uint64_t listed = 0;
     auto settle = [&](int slot) {
       const Pending& ending = pending[slot];
-      ++listed;
       double h = 0;
       if (ending.row >= 0) {
         h = row_cost_[ending.row];
@@ -1220,7 +1218,7 @@ class Search final : public BoundedBlockSearch {
     } else {
       enumerator_.Enumerate(parent.ops, by_hash);
     }
-    pending.Drain(settle);
+    const uint64_t listed = pending.Drain(settle);  // every ending enumerated
     if (from == 0) stats_.transitions += static_cast<int64_t>(listed);
     const size_t end = std::min(ranked_.size(), SliceEnd(from));
     if (static_cast<size_t>(from) >= ranked_.size()) return;

@@ -101,10 +101,7 @@ class StateDrops {
   // `sinks`): the enumeration reaches those children after the first's
   // subtree, by when their lines are in the cache.
   void PrefetchChildren(const Node& node, const OpBits<W>& sinks, const OpBits<W>& ops) const {
-    ops.ForEach([&](int op) {
-      const Node child = (*drops_)[node.begin + sinks.CountBelow(op)];
-      __builtin_prefetch(&(*drops_)[child.begin], 0, 3);
-    });
+    ops.ForEach([&](int op) { Drop(node, sinks, op); });
   }
 
   // Bytes the drops and rows take.
