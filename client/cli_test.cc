@@ -136,6 +136,37 @@ TEST(CliTest, SearchLabelsPredictedFiguresAndShowsProgressOnStderr) {
   EXPECT_GT(j["latency_ms"]["ios"].get<double>(), 0);
 }
 
+// Small blocks make boundary windows (re-solved once every block is):
+// off a terminal they add no line each, and the last line counts them all,
+// as many as the summary reports.
+TEST(CliTest, SearchProgressCountsBoundaryWindowsWithoutALineEach) {
+  Result r = RunIosfarm(
+      {"search", "randwire", "--backend", "sim", "--block-size", "12", "--search-threads", "1"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const std::string summary = "boundary windows (";
+  const size_t at = r.out.find(summary);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const size_t begin = r.out.rfind(", ", at) + 2;
+  const int windows = std::stoi(r.out.substr(begin, at - begin));
+  ASSERT_GT(windows, 0) << "the test needs a search with windows";
+  std::istringstream lines(r.err);
+  std::string line, last;
+  int all_blocks_lines = 0;
+  while (std::getline(lines, line)) {
+    const size_t slash = line.find('/');
+    const size_t space = line.find(' ', slash);
+    if (line.rfind("search: ", 0) == 0 && slash != std::string::npos &&
+        line.substr(8, slash - 8) == line.substr(slash + 1, space - slash - 1)) {
+      ++all_blocks_lines;
+    }
+    last = line;
+  }
+  // One as the last block is solved, one at the end.
+  EXPECT_LE(all_blocks_lines, 2) << r.err;
+  const std::string counted = std::to_string(windows) + "/" + std::to_string(windows);
+  EXPECT_THAT(last, HasSubstr(", " + counted + " boundary windows, ")) << r.err;
+}
+
 TEST(CliTest, SearchThreadsGiveTheSameScheduleAndAreReported) {
   auto search = [](const std::string& threads) {
     return RunIosfarm({"search", "inception_v3", "--backend", "sim:h100", "--format", "json",

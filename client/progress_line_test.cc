@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "client/search_progress.h"
+
 namespace iosfarm::client {
 namespace {
 
@@ -114,6 +116,16 @@ TEST(ProgressLinesTest, PlainLinesOnlyWhenSignificantAndNeverRepeated) {
   EXPECT_EQ(out.str(),
             "job 7 queued\n"
             "job 7 running 2s with a long text beyond the width\n");  // not cut: a log keeps all
+}
+
+TEST(SearchProgressTextTest, CountsWindowsOnlyOnceThereAreSome) {
+  EXPECT_EQ(SearchProgressText(3, 12, 0, 140, 12.3),
+            "search: 3/12 blocks solved, 140 stages measured, 12.3s");
+  // Every block solved, two of five windows.
+  EXPECT_EQ(SearchProgressText(14, 12, 5, 150, 14.1),
+            "search: 12/12 blocks solved, 2/5 boundary windows, 150 stages measured, 14.1s");
+  EXPECT_EQ(SearchProgressText(12, 12, 5, 150, 14.1),
+            "search: 12/12 blocks solved, 0/5 boundary windows, 150 stages measured, 14.1s");
 }
 
 }  // namespace

@@ -15,11 +15,15 @@ namespace iosfarm::client {
 
 namespace ios = scheduler::ios;
 
-std::string SearchProgressText(int blocks_solved, int blocks_total, int64_t stages_measured,
-                               double elapsed_s) {
-  return StrCat("search: ", std::min(blocks_solved, blocks_total), "/", blocks_total,
-                " blocks solved, ", stages_measured, " stages measured, ",
-                FormatSeconds(elapsed_s));
+std::string SearchProgressText(int solved, int blocks_total, int windows_total,
+                               int64_t stages_measured, double elapsed_s) {
+  std::string text =
+      StrCat("search: ", std::min(solved, blocks_total), "/", blocks_total, " blocks solved, ");
+  if (windows_total > 0) {
+    text += StrCat(std::clamp(solved - blocks_total, 0, windows_total), "/", windows_total,
+                   " boundary windows, ");
+  }
+  return text + StrCat(stages_measured, " stages measured, ", FormatSeconds(elapsed_s));
 }
 
 StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
@@ -52,9 +56,12 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
     if (!force && !block_done && (!progress->tty() || now - shown_at < std::chrono::milliseconds(100))) {
       return;
     }
-    progress->Set(0, SearchProgressText(solved, blocks_total, measured,
-                                        std::chrono::duration<double>(now - start).count()),
-                  /*significant=*/block_done || force);
+    // Off a terminal, windows (solved past the blocks) add no line of their
+    // own: the last line counts them.
+    progress->Set(0,
+                  SearchProgressText(solved, blocks_total, session->windows_total(), measured,
+                                     std::chrono::duration<double>(now - start).count()),
+                  /*significant=*/force || (block_done && solved <= blocks_total));
     shown_blocks = solved;
     shown_at = now;
   };

@@ -3,9 +3,11 @@
 // many blocks are solved and how many stages were measured, so a search of
 // several minutes is not silent.
 //
-// Off a terminal a line is printed each time a block is solved; on a
-// terminal the line is redrawn (at most every 100 ms between blocks).
-// Thread-compatible.
+// Once every block is solved the search re-solves the boundary windows
+// between them; the line then counts those too. Off a terminal a line is
+// printed each time a block is solved, and once at the end (not per
+// window); on a terminal the line is redrawn (at most every 100 ms between
+// blocks and windows). Thread-compatible.
 #ifndef IOSFARM_CLIENT_SEARCH_PROGRESS_H_
 #define IOSFARM_CLIENT_SEARCH_PROGRESS_H_
 
@@ -20,9 +22,12 @@
 
 namespace iosfarm::client {
 
-// "search: 3/12 blocks solved, 140 stages measured, 12.3s".
-std::string SearchProgressText(int blocks_solved, int blocks_total, int64_t stages_measured,
-                               double elapsed_s);
+// "search: 3/12 blocks solved, 140 stages measured, 12.3s"; with windows
+// (windows_total > 0) "search: 12/12 blocks solved, 2/5 boundary windows,
+// 150 stages measured, 14.1s". `solved` counts blocks, then windows
+// (SearchSession::solved_blocks()).
+std::string SearchProgressText(int solved, int blocks_total, int windows_total,
+                               int64_t stages_measured, double elapsed_s);
 
 // Errors: those of SearchWithBaselines. `progress` may be null (no display);
 // it is Finish()ed before returning.

@@ -326,6 +326,7 @@ Status SearchSession::CreateWindows() {
     AddBlock(std::move(window));
     ++stats_.windows;
   }
+  windows_total_.store(static_cast<int>(stats_.windows), std::memory_order_relaxed);
   return absl::OkStatus();
 }
 

@@ -208,6 +208,10 @@ class SearchSession {
   int solved_blocks() const {
     return solved_blocks_ + threads_solved_.load(std::memory_order_relaxed);
   }
+  // The boundary windows made once every block is solved (0 before, and
+  // where there are none): solved_blocks() beyond the partition's blocks
+  // counts those solved. Safe to read from any thread.
+  int windows_total() const { return windows_total_.load(std::memory_order_relaxed); }
   // `stop` (may be null; must outlive the session) is read during long
   // passes; when it reads true the running call returns Cancelled.
   void SetStopFlag(const std::atomic<bool>* stop) { stop_ = stop; }
@@ -415,6 +419,7 @@ class SearchSession {
   std::map<std::vector<uint64_t>, int> first_with_structure_;
   int next_block_ = 0;  // first block never started
   int solved_blocks_ = 0;
+  std::atomic<int> windows_total_{0};  // stats_.windows once CreateWindows ran
   // Every signature looked up or provided (but those forgotten); NaN while
   // unknown.
   LatencyTable latencies_;
