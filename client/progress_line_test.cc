@@ -118,13 +118,46 @@ TEST(ProgressLinesTest, PlainLinesOnlyWhenSignificantAndNeverRepeated) {
             "job 7 running 2s with a long text beyond the width\n");  // not cut: a log keeps all
 }
 
-TEST(SearchProgressTextTest, CountsWindowsOnlyOnceThereAreSome) {
-  EXPECT_EQ(SearchProgressText(3, 12, 0, 140, 12.3),
+TEST(SearchProgressTextTest, CountsWalksWhileTheyRunAndWindowsOnceThereAreSome) {
+  EXPECT_EQ(SearchProgressText({.solved = 3,
+                                .blocks_total = 12,
+                                .stages_measured = 140,
+                                .walk_states_walked = 500,
+                                .walk_states_total = 500,
+                                .elapsed_s = 12.3}),
             "search: 3/12 blocks solved, 140 stages measured, 12.3s");
+  EXPECT_EQ(SearchProgressText({.solved = 3,
+                                .blocks_total = 12,
+                                .stages_measured = 140,
+                                .walk_states_walked = 499,
+                                .walk_states_total = 500,
+                                .elapsed_s = 12.3}),
+            "search: 3/12 blocks solved, bound DP states 499/500, 140 stages measured, 12.3s");
+  EXPECT_EQ(SearchProgressText({.solved = 0,
+                                .blocks_total = 27,
+                                .stages_measured = 382,
+                                .walk_states_walked = 41'234,
+                                .walk_states_total = 1'102'000,
+                                .elapsed_s = 2}),
+            "search: 0/27 blocks solved, bound DP states 41.2k/1.10M, 382 stages measured, 2.0s");
+  EXPECT_EQ(SearchProgressText({.solved = 0,
+                                .blocks_total = 27,
+                                .walk_states_walked = 412'345,
+                                .walk_states_total = 999'499,
+                                .elapsed_s = 2}),
+            "search: 0/27 blocks solved, bound DP states 412k/999k, 0 stages measured, 2.0s");
   // Every block solved, two of five windows.
-  EXPECT_EQ(SearchProgressText(14, 12, 5, 150, 14.1),
+  EXPECT_EQ(SearchProgressText({.solved = 14,
+                                .blocks_total = 12,
+                                .windows_total = 5,
+                                .stages_measured = 150,
+                                .elapsed_s = 14.1}),
             "search: 12/12 blocks solved, 2/5 boundary windows, 150 stages measured, 14.1s");
-  EXPECT_EQ(SearchProgressText(12, 12, 5, 150, 14.1),
+  EXPECT_EQ(SearchProgressText({.solved = 12,
+                                .blocks_total = 12,
+                                .windows_total = 5,
+                                .stages_measured = 150,
+                                .elapsed_s = 14.1}),
             "search: 12/12 blocks solved, 0/5 boundary windows, 150 stages measured, 14.1s");
 }
 

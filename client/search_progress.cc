@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <mutex>
+#include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "client/job_format.h"
 #include "common/strings.h"
 #include "scheduler/ios/baselines.h"
@@ -15,15 +19,72 @@ namespace iosfarm::client {
 
 namespace ios = scheduler::ios;
 
-std::string SearchProgressText(int solved, int blocks_total, int windows_total,
-                               int64_t stages_measured, double elapsed_s) {
-  std::string text =
-      StrCat("search: ", std::min(solved, blocks_total), "/", blocks_total, " blocks solved, ");
-  if (windows_total > 0) {
-    text += StrCat(std::clamp(solved - blocks_total, 0, windows_total), "/", windows_total,
+namespace {
+
+// 950, 41.2k, 412k, 1.10M: three significant digits at most.
+std::string CompactCount(int64_t n) {
+  if (n < 1000) return StrCat(n);
+  const bool millions = n >= 999'500;
+  const double x = static_cast<double>(n) / (millions ? 1e6 : 1e3);
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer),
+                x < 9.995   ? "%.2f%s"
+                : x < 99.95 ? "%.1f%s"
+                            : "%.0f%s",
+                x, millions ? "M" : "k");
+  return buffer;
+}
+
+// Calls `tick` every second on a thread of its own (when `on`) until
+// stopped or destroyed.
+class TickEverySecond {
+ public:
+  TickEverySecond(bool on, std::function<void()> tick) : tick_(std::move(tick)) {
+    if (on) thread_ = std::thread([this] { Loop(); });
+  }
+  ~TickEverySecond() { Stop(); }
+
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopped_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&stopped_), absl::Seconds(1))) return;
+      }
+      tick_();
+    }
+  }
+
+  const std::function<void()> tick_;
+  absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::string SearchProgressText(const SearchProgress& p) {
+  std::string text = StrCat("search: ", std::min(p.solved, p.blocks_total), "/", p.blocks_total,
+                            " blocks solved, ");
+  if (p.walk_states_walked < p.walk_states_total) {
+    // A count, not a share of the time: a walk's later (larger) states take
+    // far longer than its first ones.
+    text += StrCat("bound DP states ", CompactCount(p.walk_states_walked), "/",
+                   CompactCount(p.walk_states_total), ", ");
+  }
+  if (p.windows_total > 0) {
+    text += StrCat(std::clamp(p.solved - p.blocks_total, 0, p.windows_total), "/", p.windows_total,
                    " boundary windows, ");
   }
-  return text + StrCat(stages_measured, " stages measured, ", FormatSeconds(elapsed_s));
+  return text + StrCat(p.stages_measured, " stages measured, ", FormatSeconds(p.elapsed_s));
 }
 
 StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
@@ -56,16 +117,26 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
     if (!force && !block_done && (!progress->tty() || now - shown_at < std::chrono::milliseconds(100))) {
       return;
     }
-    // Off a terminal, windows (solved past the blocks) add no line of their
-    // own: the last line counts them.
+    const ios::WalkProgress& walks = session->walk_progress();
+    // Off a terminal, windows (solved past the blocks) and walks add no line
+    // of their own: the last line counts the windows.
     progress->Set(0,
-                  SearchProgressText(solved, blocks_total, session->windows_total(), measured,
-                                     std::chrono::duration<double>(now - start).count()),
+                  SearchProgressText(
+                      {.solved = solved,
+                       .blocks_total = blocks_total,
+                       .windows_total = session->windows_total(),
+                       .stages_measured = measured,
+                       .walk_states_walked = walks.states_walked.load(std::memory_order_relaxed),
+                       .walk_states_total = walks.states_total.load(std::memory_order_relaxed),
+                       .elapsed_s = std::chrono::duration<double>(now - start).count()}),
                   /*significant=*/force || (block_done && solved <= blocks_total));
     shown_blocks = solved;
     shown_at = now;
   };
   show(/*force=*/true);
+  // On a terminal the line's clock keeps going while nothing is measured
+  // (a bound DP walk takes seconds without a measurement).
+  TickEverySecond ticker(progress != nullptr && progress->tty(), [&] { show(/*force=*/false); });
   ios::DirectOracle direct(
       [&](ios::Signature signature, const ios::Stage& stage) -> StatusOr<double> {
         show(/*force=*/false);  // a block may have been solved since the last stage
@@ -74,6 +145,7 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
         return latency;
       });
   Status finished = direct.Finish(*session);
+  ticker.Stop();
   show(/*force=*/true);
   if (progress != nullptr) progress->Finish();
   RETURN_IF_ERROR(finished);

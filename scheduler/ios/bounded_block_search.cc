@@ -258,7 +258,23 @@ class Search final : public BoundedBlockSearch {
       int64_t& bytes;
       ~Done() { bytes = 0; }
     } done{first.walk_bytes_};
+    // The walk's states count into walk_progress as they are walked, and
+    // those left when it stops early as well.
+    struct Counted {
+      WalkProgress* progress;
+      int64_t left;
+      ~Counted() {
+        if (progress != nullptr) progress->states_walked.fetch_add(left, std::memory_order_relaxed);
+      }
+    } counted{first.options_.walk_progress, static_cast<int64_t>(states.size())};
+    if (counted.progress != nullptr) {
+      counted.progress->states_total.fetch_add(counted.left, std::memory_order_relaxed);
+    }
     for (size_t row = 0; row < states.size(); ++row) {
+      if (counted.progress != nullptr) {
+        counted.progress->states_walked.fetch_add(1, std::memory_order_relaxed);
+        --counted.left;
+      }
       const OpBits<W>& state = states[row];
       const uint64_t state_hash = state.Hash();
       if (prefix != nullptr && state.SubsetOf(prefix_ops)) {

@@ -168,6 +168,8 @@
 #ifndef IOSFARM_SCHEDULER_IOS_BOUNDED_BLOCK_SEARCH_H_
 #define IOSFARM_SCHEDULER_IOS_BOUNDED_BLOCK_SEARCH_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -188,6 +190,15 @@ class BoundTable {
   virtual ~BoundTable() = default;
   // Ops of the block it was walked for.
   virtual int ops() const = 0;
+};
+
+// How far the bound DP's walks have come, over every walk that counts into
+// it (BoundedSearchOptions::walk_progress): the states of the walks begun,
+// and of those the states walked (a walk that stops early counts the rest
+// as walked). Read from any thread, e.g. by a progress line.
+struct WalkProgress {
+  std::atomic<int64_t> states_total{0};
+  std::atomic<int64_t> states_walked{0};
 };
 
 struct BoundedSearchOptions {
@@ -246,6 +257,9 @@ struct BoundedSearchOptions {
   // only among schedules of equal latency. Ignored for a table of another
   // width, or of as many ops as this block or more.
   std::shared_ptr<const BoundTable> prefix_bounds;
+  // Where the bound DP's walks count their states (null: nowhere). Must
+  // outlive the search; a shared walk counts into its first search's.
+  WalkProgress* walk_progress = nullptr;
 };
 
 class BoundedBlockSearch {

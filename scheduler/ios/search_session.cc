@@ -417,6 +417,7 @@ BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool flo
   options.cores = options_.cores;
   options.device_floor = options_.device_floor;
   options.bound_dp_max_states = options_.bound_dp_max_states;
+  options.walk_progress = &walk_progress_;
   if (floored || options_.device_floor.bounds_anything()) {
     // A floor pays off through the bound DP: it weighs every state. Its
     // steps are cheap next to the DP's millions of measurements. (Without
@@ -844,8 +845,8 @@ Status SearchSession::RunInline(const SignedLatencyFn& measure) {
       // or split).
       if (walked + walked_in_sweep == 0 && solved_blocks_ == solved_before &&
           blocks_.size() == blocks_before) {
-        return absl::InternalError(
-            StrCat("search stalled with ", blocks_.size() - solved_blocks_, " blocks unsolved"));
+        return absl::InternalError(StrCat(
+            "search stalled with ", blocks_.size() - solved_blocks_.load(), " blocks unsolved"));
       }
       continue;
     }
@@ -924,7 +925,7 @@ Status SearchSession::StartBlock(int b, LatencySource& source) {
 
 StatusOr<SearchResult> SearchSession::Result() const {
   if (!Done()) {
-    return absl::FailedPreconditionError(StrCat("search not done: ", solved_blocks_, " of ",
+    return absl::FailedPreconditionError(StrCat("search not done: ", solved_blocks_.load(), " of ",
                                                 blocks_.size(), " blocks solved, ",
                                                 requested_.size(), " latencies outstanding"));
   }

@@ -204,7 +204,7 @@ class SearchSession {
   const BlockPartition& partition() const { return partition_; }
   const SearchStats& stats() const { return stats_; }
   // Blocks and windows solved (while SolveInParallel runs, those its
-  // threads finished too).
+  // threads finished too). Safe to read from any thread (a progress line).
   int solved_blocks() const {
     return solved_blocks_ + threads_solved_.load(std::memory_order_relaxed);
   }
@@ -212,6 +212,9 @@ class SearchSession {
   // where there are none): solved_blocks() beyond the partition's blocks
   // counts those solved. Safe to read from any thread.
   int windows_total() const { return windows_total_.load(std::memory_order_relaxed); }
+  // How far the bound DP's walks have come (bounded search): safe to read
+  // from any thread.
+  const WalkProgress& walk_progress() const { return walk_progress_; }
   // `stop` (may be null; must outlive the session) is read during long
   // passes; when it reads true the running call returns Cancelled.
   void SetStopFlag(const std::atomic<bool>* stop) { stop_ = stop; }
@@ -418,8 +421,12 @@ class SearchSession {
   std::vector<int> position_;        // node id -> topological position
   std::map<std::vector<uint64_t>, int> first_with_structure_;
   int next_block_ = 0;  // first block never started
-  int solved_blocks_ = 0;
+  // Written by the session's own thread, read by solved_blocks() from any.
+  std::atomic<int> solved_blocks_{0};
   std::atomic<int> windows_total_{0};  // stats_.windows once CreateWindows ran
+  // Every bounded search's walks count into it (a counter, not the
+  // session's state: BoundedOptions hands it out).
+  mutable WalkProgress walk_progress_;
   // Every signature looked up or provided (but those forgotten); NaN while
   // unknown.
   LatencyTable latencies_;

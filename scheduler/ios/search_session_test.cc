@@ -105,6 +105,7 @@ TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
 // solves, and then goes on in the same call.
 TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBatched) {
   int shared_inline = 0, shared_batched = 0;
+  int64_t walk_states = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     SCOPED_TRACE(StrCat("seed ", seed));
     const bool tail = seed > 6;
@@ -156,10 +157,15 @@ TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBa
     auto replayed = (*session)->Result();
     ASSERT_TRUE(replayed.ok()) << replayed.status();
     EXPECT_EQ(Describe(graph, replayed->schedule), Describe(graph, one->schedule));
+    // Its walks counted every state they walked (the progress line's count).
+    const WalkProgress& walks = (*session)->walk_progress();
+    EXPECT_EQ(walks.states_walked.load(), walks.states_total.load());
+    walk_states += walks.states_total.load();
   }
   // RepeatedCells(seed, 7, 7) in blocks of 12 ops: several blocks per shape.
   EXPECT_GT(shared_inline, 12);
   EXPECT_GT(shared_batched, 3 * 12);
+  EXPECT_GT(walk_states, 12);
 }
 
 // NASNet-A's size cut leaves a block of a cell and the next cell's first
