@@ -10,9 +10,9 @@
 namespace iosfarm::client {
 
 ProgressDisplay::ProgressDisplay(std::ostream& out, ProgressDisplayOptions options)
-    : options_(std::move(options)), lines_(out, options_.tty, options_.width) {
-  if (options_.tty && options_.tick_thread) ticker_ = std::thread([this] { TickLoop(); });
-}
+    : options_(std::move(options)),
+      lines_(out, options_.tty, options_.width),
+      ticker_(options_.tty && options_.tick_thread, absl::Seconds(1), [this] { Tick(); }) {}
 
 ProgressDisplay::~ProgressDisplay() { Finish(); }
 
@@ -52,15 +52,6 @@ void ProgressDisplay::Tick() {
   for (size_t i = 0; i < jobs_.size(); ++i) lines_.Set(i, TextLocked(jobs_[i]));
 }
 
-void ProgressDisplay::TickLoop() {
-  absl::MutexLock lock(&mu_);
-  while (!finished_) {
-    mu_.AwaitWithTimeout(absl::Condition(&finished_), absl::Seconds(1));
-    if (finished_) break;
-    for (size_t i = 0; i < jobs_.size(); ++i) lines_.Set(i, TextLocked(jobs_[i]));
-  }
-}
-
 void ProgressDisplay::Finish() {
   {
     absl::MutexLock lock(&mu_);
@@ -68,7 +59,7 @@ void ProgressDisplay::Finish() {
     finished_ = true;
     lines_.Finish();
   }
-  if (ticker_.joinable()) ticker_.join();
+  ticker_.Stop();
 }
 
 ProgressDisplayOptions ProgressOptionsFor(const CommandContext& context) {

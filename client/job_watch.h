@@ -18,7 +18,6 @@
 #include <functional>
 #include <ostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -26,6 +25,7 @@
 #include "client/command.h"
 #include "client/farm_client.h"
 #include "client/progress_line.h"
+#include "client/ticker.h"
 #include "common/status.h"
 
 namespace iosfarm::client {
@@ -65,14 +65,13 @@ class ProgressDisplay {
     std::chrono::steady_clock::time_point printed_at;
   };
   std::string TextLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void TickLoop();
 
   const ProgressDisplayOptions options_;
   absl::Mutex mu_;
   ProgressLines lines_ ABSL_GUARDED_BY(mu_);
   std::vector<Job> jobs_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread ticker_;
+  Ticker ticker_;  // last: starts once the rest is built
 };
 
 // The display options of a command's stderr (terminal or not, its width).

@@ -4,12 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <functional>
 #include <mutex>
-#include <thread>
 
-#include "absl/synchronization/mutex.h"
 #include "client/job_format.h"
+#include "client/ticker.h"
 #include "common/strings.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/direct_oracle.h"
@@ -34,40 +32,6 @@ std::string CompactCount(int64_t n) {
                 x, millions ? "M" : "k");
   return buffer;
 }
-
-// Calls `tick` every second on a thread of its own (when `on`) until
-// stopped or destroyed.
-class TickEverySecond {
- public:
-  TickEverySecond(bool on, std::function<void()> tick) : tick_(std::move(tick)) {
-    if (on) thread_ = std::thread([this] { Loop(); });
-  }
-  ~TickEverySecond() { Stop(); }
-
-  void Stop() {
-    {
-      absl::MutexLock lock(&mu_);
-      stopped_ = true;
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void Loop() {
-    for (;;) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (mu_.AwaitWithTimeout(absl::Condition(&stopped_), absl::Seconds(1))) return;
-      }
-      tick_();
-    }
-  }
-
-  const std::function<void()> tick_;
-  absl::Mutex mu_;
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
 
 }  // namespace
 
@@ -136,7 +100,8 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
   show(/*force=*/true);
   // On a terminal the line's clock keeps going while nothing is measured
   // (a bound DP walk takes seconds without a measurement).
-  TickEverySecond ticker(progress != nullptr && progress->tty(), [&] { show(/*force=*/false); });
+  Ticker ticker(progress != nullptr && progress->tty(), absl::Seconds(1),
+                [&] { show(/*force=*/false); });
   ios::DirectOracle direct(
       [&](ios::Signature signature, const ios::Stage& stage) -> StatusOr<double> {
         show(/*force=*/false);  // a block may have been solved since the last stage
