@@ -43,6 +43,7 @@ struct SearchCommandOptions {
   bool no_core_bound = false;
   bool no_bound_dp = false;
   bool no_device_floor = false;
+  bool back_to_back_floor = false;
   int floor_samples = 0;
   int min_repeats = 10;
   int max_repeats = 200;
@@ -78,6 +79,12 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.cores = o.no_core_bound ? 0 : backend->cores();
   if (o.no_bound_dp) options.bound_dp_max_states = 0;
   if (!o.no_device_floor) options.device_floor = backend->device_floor();
+  if (o.back_to_back_floor) {
+    // What the floor keeps where stages are timed back to back: no issue
+    // order's chains, no last kernel (device_floor.h).
+    options.device_floor.back_to_back = true;
+    options.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
+  }
   options.floor_samples = o.floor_samples;
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
@@ -146,6 +153,11 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--no-device-floor", o->no_device_floor,
                 "Bounded search: do not bound stages by the device's floor (its launches and "
                 "work; the sim backend declares one)");
+  cmd->add_flag("--back-to-back-floor", o->back_to_back_floor,
+                "Bounded search: keep only the device floor's terms that hold where stages are "
+                "timed back to back, as the cuda backend times them (no issue order, no last "
+                "kernel); with a sim backend, what its floor would prune on a GPU")
+      ->excludes("--no-device-floor");
   cmd->add_option("--floor-samples", o->floor_samples,
                   "Bounded search of large blocks: measure this many sampled stages per block and "
                   "bound the others by a floor fitted to them (far fewer measurements, not exact; "

@@ -30,11 +30,13 @@ Status CheckLatencyRows(const std::string& device_key,
   return absl::OkStatus();
 }
 
-// The floor's issue columns (floor_issue_adds 0/1, floor_issue_order 0..2:
-// the schema's CHECKs) into `floor`.
-void SetIssue(int64_t issue_adds, int64_t issue_order, scheduler::ios::DeviceFloor& floor) {
+// The floor's issue columns (floor_issue_adds 0/1, floor_issue_order 0..2,
+// floor_back_to_back 0/1: the schema's CHECKs) into `floor`.
+void SetIssue(int64_t issue_adds, int64_t issue_order, int64_t back_to_back,
+              scheduler::ios::DeviceFloor& floor) {
   floor.issue_overlaps_work = issue_adds == 0;
   floor.issue_order = scheduler::ios::IssueOrderFromNumber(issue_order);
+  floor.back_to_back = back_to_back != 0;
 }
 
 }  // namespace
@@ -59,8 +61,8 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
       session.Prepare("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
                       "last_seen_unix_ms, cores, floor_stage_ms, floor_launch_ms, "
                       "floor_peak_gflops, floor_bandwidth_gbps, floor_issue_adds, "
-                      "floor_issue_order) "
-                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+                      "floor_issue_order, floor_back_to_back) "
+                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
                       "ON CONFLICT (key) DO UPDATE SET "
                       "description = CASE WHEN excluded.description <> '' "
                       "THEN excluded.description ELSE description END, "
@@ -72,12 +74,13 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
                       "floor_peak_gflops = excluded.floor_peak_gflops, "
                       "floor_bandwidth_gbps = excluded.floor_bandwidth_gbps, "
                       "floor_issue_adds = excluded.floor_issue_adds, "
-                      "floor_issue_order = excluded.floor_issue_order"));
-  RETURN_IF_ERROR(stmt.Bind(key, description, backend, now_unix_ms, cores, device_floor.stage_ms,
-                            device_floor.launch_ms, device_floor.peak_gflops,
-                            device_floor.bandwidth_gbps,
-                            int64_t{device_floor.issue_overlaps_work ? 0 : 1},
-                            static_cast<int64_t>(device_floor.issue_order)));
+                      "floor_issue_order = excluded.floor_issue_order, "
+                      "floor_back_to_back = excluded.floor_back_to_back"));
+  RETURN_IF_ERROR(stmt.Bind(
+      key, description, backend, now_unix_ms, cores, device_floor.stage_ms, device_floor.launch_ms,
+      device_floor.peak_gflops, device_floor.bandwidth_gbps,
+      int64_t{device_floor.issue_overlaps_work ? 0 : 1},
+      static_cast<int64_t>(device_floor.issue_order), int64_t{device_floor.back_to_back ? 1 : 0}));
   return stmt->Step().status();
 }
 
@@ -87,19 +90,19 @@ StatusOr<std::vector<DeviceRow>> LatencyDb::ListDevices() {
                    session.Prepare("SELECT key, description, backend, first_seen_unix_ms, "
                                    "last_seen_unix_ms, latency_count, ignored_measurements, "
                                    "cores, floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
-                                   "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order "
-                                   "FROM devices ORDER BY key"));
+                                   "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order, "
+                                   "floor_back_to_back FROM devices ORDER BY key"));
   std::vector<DeviceRow> devices;
   for (DeviceRow d;;) {
-    int64_t issue_adds = 0, issue_order = 0;
+    int64_t issue_adds = 0, issue_order = 0, back_to_back = 0;
     scheduler::ios::DeviceFloor& f = d.device_floor;
     ASSIGN_OR_RETURN(
         bool row,
         stmt.StepAndRead(d.key, d.description, d.backend, d.first_seen_unix_ms, d.last_seen_unix_ms,
                          d.latencies, d.ignored_measurements, d.cores, f.stage_ms, f.launch_ms,
-                         f.peak_gflops, f.bandwidth_gbps, issue_adds, issue_order));
+                         f.peak_gflops, f.bandwidth_gbps, issue_adds, issue_order, back_to_back));
     if (!row) break;
-    SetIssue(issue_adds, issue_order, f);
+    SetIssue(issue_adds, issue_order, back_to_back, f);
     devices.push_back(std::move(d));
   }
   return devices;
@@ -109,15 +112,16 @@ StatusOr<scheduler::ios::DeviceFloor> LatencyDb::DeviceFloorOf(const std::string
   Session session(*connection_);
   ASSIGN_OR_RETURN(CachedStatement stmt,
                    session.Prepare("SELECT floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
-                                   "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order "
-                                   "FROM devices WHERE key = ?1"));
+                                   "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order, "
+                                   "floor_back_to_back FROM devices WHERE key = ?1"));
   RETURN_IF_ERROR(stmt.Bind(key));
   scheduler::ios::DeviceFloor floor;
-  int64_t issue_adds = 0, issue_order = 0;
-  ASSIGN_OR_RETURN(bool row, stmt.StepAndRead(floor.stage_ms, floor.launch_ms, floor.peak_gflops,
-                                              floor.bandwidth_gbps, issue_adds, issue_order));
+  int64_t issue_adds = 0, issue_order = 0, back_to_back = 0;
+  ASSIGN_OR_RETURN(bool row,
+                   stmt.StepAndRead(floor.stage_ms, floor.launch_ms, floor.peak_gflops,
+                                    floor.bandwidth_gbps, issue_adds, issue_order, back_to_back));
   if (!row) return scheduler::ios::DeviceFloor{};
-  SetIssue(issue_adds, issue_order, floor);
+  SetIssue(issue_adds, issue_order, back_to_back, floor);
   return floor;
 }
 

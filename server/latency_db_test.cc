@@ -81,6 +81,19 @@ TEST_F(LatencyDbTest, DeviceFloorIsTheLatestWorkersAndNoneForAnUnknownKey) {
   EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->issue_overlaps_work);
   EXPECT_EQ(store->DeviceFloorOf("sim-h100")->issue_order,
             scheduler::ios::DeviceFloor::IssueOrder::kGroupByGroup);
+  EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->back_to_back);
+  scheduler::ios::DeviceFloor timed = floor;
+  timed.issue_overlaps_work = true;
+  timed.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
+  timed.back_to_back = true;
+  ASSERT_TRUE(store->UpsertDevice("cuda-h200", "H200", "cuda", 2500, 0, timed).ok());
+  EXPECT_TRUE(store->DeviceFloorOf("cuda-h200")->back_to_back);
+  EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->back_to_back);
+  auto listed = store->ListDevices();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_TRUE((*listed)[0].device_floor.back_to_back);  // "cuda-h200" sorts first
+  EXPECT_FALSE((*listed)[1].device_floor.back_to_back);
   scheduler::ios::DeviceFloor bad = floor;
   bad.stage_ms = -1;
   auto refused = store->UpsertDevice("sim-h100", "", "sim", 3000, 0, bad);

@@ -170,6 +170,7 @@ WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration)
     out.device_floor.issue_overlaps_work = !floor.issue_adds_to_work();
     // An order this server does not know reads as none: its bound is left out.
     out.device_floor.issue_order = scheduler::ios::IssueOrderFromNumber(floor.issue_order());
+    out.device_floor.back_to_back = floor.timed_back_to_back();
   }
   return out;
 }

@@ -286,6 +286,9 @@ TEST(ProtoConvertTest, WorkerReportsAndRegistrationsKeepEveryField) {
   floor->set_issue_order(static_cast<v1::DeviceFloor::IssueOrder>(7));
   EXPECT_EQ(RegistrationFromProto(registration).device_floor.issue_order,
             scheduler::ios::DeviceFloor::IssueOrder::kUnknown);
+  EXPECT_FALSE(RegistrationFromProto(registration).device_floor.back_to_back);
+  floor->set_timed_back_to_back(true);
+  EXPECT_TRUE(RegistrationFromProto(registration).device_floor.back_to_back);
 
   v1::PhaseResult result;
   result.set_phase_id(12);

@@ -264,7 +264,15 @@ ALTER TABLE devices ADD COLUMN floor_issue_order INTEGER NOT NULL DEFAULT 0
   CHECK (floor_issue_order IN (0, 1, 2));
 )sql";
 
-constexpr std::array<Migration, 9> kMigrations = {{
+// Version 10: whether a device key's latest worker times a stage's runs back
+// to back (DeviceFloor::back_to_back: only the issue's throughput bounds a
+// run then). Keys of earlier versions read 0, as every floor of theirs was.
+constexpr const char kSchemaV10[] = R"sql(
+ALTER TABLE devices ADD COLUMN floor_back_to_back INTEGER NOT NULL DEFAULT 0
+  CHECK (floor_back_to_back IN (0, 1));
+)sql";
+
+constexpr std::array<Migration, 10> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
@@ -274,6 +282,7 @@ constexpr std::array<Migration, 9> kMigrations = {{
     {7, "results.lower_bound_misses, largest_bound_miss_ms, search_cores", kSchemaV7},
     {8, "devices.floor_*", kSchemaV8},
     {9, "devices.floor_issue_order", kSchemaV9},
+    {10, "devices.floor_back_to_back", kSchemaV10},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

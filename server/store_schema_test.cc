@@ -390,6 +390,31 @@ TEST_F(StoreSchemaTest, AVersion8FileGainsNoIssueOrder) {
   ExpectCurrentSchema(path);
 }
 
+// A version-9 file's device floors read as timed from an idle device, as
+// every floor stored then was, until a worker registers them again.
+TEST_F(StoreSchemaTest, AVersion9FileGainsFloorsNotTimedBackToBack) {
+  const std::string path = PathOf("v9.db");
+  ASSERT_NO_FATAL_FAILURE(CreateOldFileWithDevice(
+      path, 9,
+      "key, description, backend, first_seen_unix_ms, last_seen_unix_ms, cores, floor_launch_ms, "
+      "floor_issue_order",
+      "'sim-h100', 'sim h100', 'sim', 10, 20, 0, 0.003, 1"));
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto floor = store->latencies->DeviceFloorOf("sim-h100");
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_DOUBLE_EQ(floor->launch_ms, 0.003);
+  EXPECT_EQ(floor->issue_order, scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
+  EXPECT_FALSE(floor->back_to_back);
+  scheduler::ios::DeviceFloor timed = *floor;
+  timed.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
+  timed.back_to_back = true;
+  ASSERT_TRUE(store->latencies->UpsertDevice("sim-h100", "", "sim", 30, 0, timed).ok());
+  EXPECT_TRUE(store->latencies->DeviceFloorOf("sim-h100")->back_to_back);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
+}
+
 // A version-6 file's results read no bound misses and no core bound; new
 // results keep theirs.
 TEST_F(StoreSchemaTest, AVersion6FileGainsBoundFiguresOfZeroInItsResults) {

@@ -141,6 +141,7 @@ v1::WorkerMessage RegisterMessage(const WorkerRegistration& registration) {
     out->set_bandwidth_gbps(floor.bandwidth_gbps);
     out->set_issue_adds_to_work(!floor.issue_overlaps_work);
     out->set_issue_order(static_cast<v1::DeviceFloor::IssueOrder>(floor.issue_order));
+    out->set_timed_back_to_back(floor.back_to_back);
   }
   return message;
 }

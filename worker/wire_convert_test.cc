@@ -309,6 +309,10 @@ TEST(WorkerMessagesTest, RegistrationAndHeartbeat) {
   EXPECT_DOUBLE_EQ(floor.bandwidth_gbps(), 1340);
   EXPECT_FALSE(floor.issue_adds_to_work());
   EXPECT_EQ(floor.issue_order(), v1::DeviceFloor::ISSUE_ORDER_ROUND_ROBIN);
+  EXPECT_FALSE(floor.timed_back_to_back());
+  registration.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
+  registration.device_floor.back_to_back = true;
+  EXPECT_TRUE(RegisterMessage(registration).register_().device_floor().timed_back_to_back());
 
   const v1::WorkerMessage beat = HeartbeatMessage(1234567);
   ASSERT_TRUE(beat.has_heartbeat());

@@ -757,9 +757,10 @@ class Search final : public BoundedBlockSearch {
     depth_.assign(n, 0);
     kernel_depth_.assign(n, 0);
     if (has_device_floor_) {
-      LastKernelTimes();
+      // Timed back to back, no run waits for its last kernel's issue.
+      if (!options_.device_floor.back_to_back) LastKernelTimes();
       if (options_.device_floor.issue_order != DeviceFloor::IssueOrder::kUnknown &&
-          options_.device_floor.issue_overlaps_work) {
+          options_.device_floor.issue_overlaps_work && !options_.device_floor.back_to_back) {
         BuildIssueChains();
       }
     }
@@ -881,6 +882,7 @@ class Search final : public BoundedBlockSearch {
       if (!search->has_device_floor_ || other.stage_ms != device.stage_ms ||
           other.launch_ms != device.launch_ms ||
           other.issue_overlaps_work != device.issue_overlaps_work ||
+          other.back_to_back != device.back_to_back ||
           search->group_terms_.size() != first.group_terms_.size()) {
         return false;
       }
@@ -1128,8 +1130,10 @@ class Search final : public BoundedBlockSearch {
         StageFloorMs(device, kernels, work, last == kNever ? 0.0 : kernel_stages * last) +
         (stages - 1) * device.stage_ms;
     if (!device.issue_overlaps_work) return issue;
-    // Each stage that holds a kernel does its work after its first launch.
-    return std::max(issue, stages * device.stage_ms + kernel_stages * device.launch_ms + work);
+    // Each stage that holds a kernel does its work after its first launch
+    // (timed back to back, that launch overlaps the run before).
+    const double first_launches = device.back_to_back ? 0.0 : kernel_stages * device.launch_ms;
+    return std::max(issue, stages * device.stage_ms + first_launches + work);
   }
 
   // Puts the endings of closed_[index] of rank `from` on (ordered by key:

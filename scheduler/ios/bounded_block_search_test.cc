@@ -220,6 +220,44 @@ TEST(BoundedBlockSearchTest, DeviceFloorEqualsExhaustiveAndBruteForceAndMeasures
   EXPECT_LT(with_floor, without);
 }
 
+// A floor timed back to back (DeviceFloor::back_to_back: no last kernel, no
+// launch before the work) bounds the analytic model too, which adds its
+// issue to its work: exact, with and without the bound DP, and never a
+// miss.
+TEST(BoundedBlockSearchTest, BackToBackFloorEqualsExhaustiveAndBruteForce) {
+  int compared = 0;
+  int64_t with_floor = 0, without = 0;
+  DeviceFloor floor = AnalyticDeviceFloor();
+  floor.issue_overlaps_work = true;
+  floor.back_to_back = true;
+  ASSERT_TRUE(ValidateDeviceFloor(floor).ok());
+  testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+    SCOPED_TRACE(c.Describe());
+    const StageLatencyFn oracle = AnalyticMergeKeepingOracle(*c.graph);
+    FnSource plain_source(oracle), floor_source(oracle), floor_dp_source(oracle);
+    DpStats stats, dp_stats;
+    auto plain = SolveBounded(*c.block, c.options, plain_source);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    auto floored = SolveBounded(*c.block, c.options, floor_source, &stats, 0, 0, 0, floor);
+    ASSERT_TRUE(floored.ok()) << floored.status();
+    auto floored_dp =
+        SolveBounded(*c.block, c.options, floor_dp_source, &dp_stats, 0, kBoundDp, 0, floor);
+    ASSERT_TRUE(floored_dp.ok()) << floored_dp.status();
+    auto brute = BruteForce(c, oracle);
+    ASSERT_TRUE(brute.ok()) << brute.status();
+    EXPECT_NEAR(floored->latency_ms, *brute, 1e-9);
+    EXPECT_NEAR(floored_dp->latency_ms, *brute, 1e-9);
+    EXPECT_EQ(stats.lower_bound_misses, 0);
+    EXPECT_EQ(dp_stats.lower_bound_misses, 0);
+    with_floor += floor_source.measured();
+    without += plain_source.measured();
+    testing::ExpectWellFormed(*c.graph, *floored_dp, c.options, oracle);
+    ++compared;
+  });
+  EXPECT_GT(compared, 1000);
+  EXPECT_LE(with_floor, without);
+}
+
 // The same on a device of cores (the core bound: every group also measured
 // on one core, stages bounded by their work over the cores): exact where
 // the latencies keep its assumption, and it measures fewer stages than the

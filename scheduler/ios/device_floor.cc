@@ -30,6 +30,7 @@ std::string DescribeDeviceFloor(const DeviceFloor& floor) {
   if (floor.issue_order != DeviceFloor::IssueOrder::kUnknown) {
     text += StrCat(", ", IssueOrderName(floor.issue_order), " issue");
   }
+  if (floor.back_to_back) text += ", timed back to back";
   return text;
 }
 

@@ -19,7 +19,10 @@
 // least as long as its groups' kernels take one after another, each from
 // its slot on at its time alone (IssuedChainsFloorMs): the bound that
 // holds where kernels are too small to share the device, which the work
-// term misses.
+// term misses. Those two need each stage timed from an idle device; where
+// the backend times a stage's runs back to back (back_to_back: the cuda
+// backend), a run's kernels are issued while the run before it executes,
+// and only stage_ms + max(K * launch_ms, W) holds.
 //
 // Who declares it: the device's model where latencies come from one (the
 // sim backend's SimDeviceModel, the analytic oracle's AnalyticDeviceModel:
@@ -68,6 +71,18 @@ struct DeviceFloor {
     kGroupByGroup = 2,  // every kernel of the first group, then of the second, ...
   };
   IssueOrder issue_order = IssueOrder::kUnknown;
+  // How the backend times a stage. False (the sim: SimulateStageUs): a
+  // sample starts on an idle device with the host issuing the stage's first
+  // kernel, so the stage lasts until its last kernel is issued and has run,
+  // and the issue order's chains hold. True (the cuda backend's StreamTimer,
+  // which runs a stage several times back to back so that stage latencies
+  // add up to a schedule's): the host issues one run while the run before
+  // it still executes, so a run is bounded only by the issue's throughput
+  // and by the device's: stage_ms + max(K * launch_ms, W), no last kernel
+  // and no chains (ValidateDeviceFloor refuses an issue order with it).
+  // Stored as schema v10's devices.floor_back_to_back, proto
+  // DeviceFloor.timed_back_to_back.
+  bool back_to_back = false;
 
   bool bounds_anything() const {
     return stage_ms > 0 || launch_ms > 0 || peak_gflops > 0 || bandwidth_gbps > 0;
@@ -89,6 +104,16 @@ inline Status ValidateDeviceFloor(const DeviceFloor& floor) {
       return absl::InvalidArgumentError(
           StrCat("device floor: ", field.name, " must be finite and >= 0, got ", field.value));
     }
+  }
+  if (floor.back_to_back && !floor.issue_overlaps_work) {
+    return absl::InvalidArgumentError(
+        "device floor: back_to_back needs issue_overlaps_work (a run is issued while the one "
+        "before it executes)");
+  }
+  if (floor.back_to_back && floor.issue_order != DeviceFloor::IssueOrder::kUnknown) {
+    return absl::InvalidArgumentError(
+        "device floor: back_to_back excludes an issue order (its chains need each run issued "
+        "from an idle device)");
   }
   return absl::OkStatus();
 }
@@ -131,12 +156,16 @@ OpFloor ComputeOpFloor(const graph::Graph& graph, const graph::Node& node, const
 // (each step back adds a launch and drops a kernel of less work than the
 // one before), so it is largest at j = K (the last launch and the last
 // kernel) or at j = 1 (one launch, then the whole work): the two terms.
+// Timed back to back (floor.back_to_back), a run's kernels are issued while
+// the run before it executes: stage_ms + max(K * launch_ms, work), and
+// `last_kernel_ms` is not taken.
 // Always inlined: the bound DP's walk takes it for hundreds of millions of
 // endings.
 [[gnu::always_inline]] inline double StageFloorMs(const DeviceFloor& floor, double kernels,
                                                   double work_ms, double last_kernel_ms = 0) {
   const double issue = kernels * floor.launch_ms;
   if (!floor.issue_overlaps_work) return floor.stage_ms + issue + work_ms;
+  if (floor.back_to_back) return floor.stage_ms + std::max(issue, work_ms);
   const double first = kernels > 0 ? floor.launch_ms : 0.0;
   return floor.stage_ms + std::max(issue + last_kernel_ms, first + work_ms);
 }

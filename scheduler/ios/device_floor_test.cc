@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <span>
+#include <string>
 #include <vector>
 
 namespace iosfarm::scheduler::ios {
@@ -30,6 +31,39 @@ TEST(DeviceFloorTest, StageFloorTakesTheLastKernelOrOneLaunchAndTheWork) {
   DeviceFloor adds = floor;
   adds.issue_overlaps_work = false;
   EXPECT_DOUBLE_EQ(StageFloorMs(adds, 2, 20, 1), 2.5 + 6 + 20);
+}
+
+// Timed back to back, a run's kernels are issued while the run before
+// executes: its launches or its work, whichever is longer, and neither the
+// last kernel nor a launch before the work.
+TEST(DeviceFloorTest, BackToBackTakesTheLaunchesOrTheWorkOnly) {
+  DeviceFloor floor = Floor();
+  floor.back_to_back = true;
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 4, 10, 1), 2.5 + 12);
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 2, 20, 1), 2.5 + 20);
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 0, 0, 5), 2.5);
+  EXPECT_LE(StageFloorMs(floor, 4, 10, 1), StageFloorMs(Floor(), 4, 10, 1));
+  EXPECT_LE(StageFloorMs(floor, 2, 20, 1), StageFloorMs(Floor(), 2, 20, 1));
+  EXPECT_EQ(DescribeDeviceFloor(floor),
+            "stage 2500 us, launch 3000 us, issue overlaps work, timed back to back");
+}
+
+// Back to back needs issue that overlaps work and no issue order: the
+// chains need each run issued from an idle device.
+TEST(DeviceFloorTest, BackToBackRefusesAnIssueOrderAndIssueThatAddsToWork) {
+  DeviceFloor floor = Floor();
+  floor.back_to_back = true;
+  EXPECT_TRUE(ValidateDeviceFloor(floor).ok());
+  DeviceFloor ordered = Floor(DeviceFloor::IssueOrder::kGroupByGroup);
+  ordered.back_to_back = true;
+  const Status order = ValidateDeviceFloor(ordered);
+  EXPECT_TRUE(absl::IsInvalidArgument(order)) << order;
+  EXPECT_NE(std::string(order.message()).find("issue order"), std::string::npos) << order;
+  DeviceFloor adds = floor;
+  adds.issue_overlaps_work = false;
+  const Status issue = ValidateDeviceFloor(adds);
+  EXPECT_TRUE(absl::IsInvalidArgument(issue)) << issue;
+  EXPECT_NE(std::string(issue.message()).find("issue_overlaps_work"), std::string::npos) << issue;
 }
 
 // Two groups: A runs 5 then 1, B runs 4. Round-robin issues A1 at 3, B1 at

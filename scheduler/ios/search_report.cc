@@ -173,7 +173,8 @@ nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& r
             {"peak_gflops", report.device_floor.peak_gflops},
             {"bandwidth_gbps", report.device_floor.bandwidth_gbps},
             {"issue_overlaps_work", report.device_floor.issue_overlaps_work},
-            {"issue_order", std::string(IssueOrderName(report.device_floor.issue_order))}}},
+            {"issue_order", std::string(IssueOrderName(report.device_floor.issue_order))},
+            {"back_to_back", report.device_floor.back_to_back}}},
           {"schedule", ScheduleToJson(graph, report.ios.schedule, metadata)}};
 }
 
