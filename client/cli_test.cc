@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -193,6 +194,32 @@ TEST(CliTest, SearchThreadsGiveTheSameScheduleAndAreReported) {
   Result zero = search("0");
   EXPECT_EQ(zero.code, kExitUsage);
   EXPECT_THAT(zero.err, HasSubstr("--search-threads"));
+}
+
+// --back-to-back-floor keeps the sim's launches and work but drops its issue
+// order (device_floor.h), and stays exact on inception_v3; it needs a floor.
+TEST(CliTest, SearchBackToBackFloorDropsTheIssueOrderAndStaysExact) {
+  auto search = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"search", "inception_v3", "--backend", "sim:h100",
+                                     "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunIosfarm(args);
+  };
+  Result full = search({});
+  Result b2b = search({"--back-to-back-floor"});
+  ASSERT_EQ(full.code, kExitOk) << full.err;
+  ASSERT_EQ(b2b.code, kExitOk) << b2b.err;
+  const auto a = nlohmann::json::parse(full.out);
+  const auto b = nlohmann::json::parse(b2b.out);
+  EXPECT_EQ(a["device_floor"]["back_to_back"], false);
+  EXPECT_EQ(a["device_floor"]["issue_order"], "round-robin");
+  EXPECT_EQ(b["device_floor"]["back_to_back"], true);
+  EXPECT_EQ(b["device_floor"]["issue_order"], "unknown");
+  EXPECT_EQ(b["device_floor"]["launch_ms"], a["device_floor"]["launch_ms"]);
+  EXPECT_NEAR(b["latency_ms"]["ios"].get<double>(), a["latency_ms"]["ios"].get<double>(), 1e-9);
+  Result both = search({"--back-to-back-floor", "--no-device-floor"});
+  EXPECT_EQ(both.code, kExitUsage);
+  EXPECT_THAT(both.err, HasSubstr("--no-device-floor"));
 }
 
 TEST(CliTest, RunTimesExactlyTheIterationsAskedFor) {
