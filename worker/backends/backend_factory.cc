@@ -13,11 +13,18 @@ namespace iosfarm::worker {
 namespace {
 
 constexpr std::string_view kSimPrefix = "sim:";
+constexpr std::string_view kBackToBack = ":back-to-back";
 
+// "sim", "sim:<preset>" or "sim:<preset>:back-to-back" (stages timed back to
+// back, as the cuda backend times them: device_model.h).
 StatusOr<std::unique_ptr<Backend>> CreateSim(std::string_view name, const BackendConfig& config) {
   sim::SimOptions options = config.sim;
   if (name != "sim") {
-    ASSIGN_OR_RETURN(options.device, sim::SimDevicePreset(name.substr(kSimPrefix.size())));
+    std::string_view preset = name.substr(kSimPrefix.size());
+    const bool back_to_back = preset.ends_with(kBackToBack);
+    if (back_to_back) preset.remove_suffix(kBackToBack.size());
+    ASSIGN_OR_RETURN(options.device, sim::SimDevicePreset(preset));
+    options.device.back_to_back = back_to_back;
   }
   ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> backend,
                    sim::SimBackend::Create(std::move(options)));
@@ -86,7 +93,8 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name,
     presets += presets.empty() ? std::string(preset) : StrCat("|", preset);
   }
   return absl::InvalidArgumentError(StrCat("unknown backend \"", name,
-                                           "\" (valid: cuda, cpu, sim, sim:<", presets, ">)"));
+                                           "\" (valid: cuda, cpu, sim, sim:<", presets,
+                                           ">, sim:<preset>:back-to-back)"));
 }
 
 std::string BestAvailableBackendName(const BackendConfig& config) {

@@ -46,6 +46,16 @@ TEST(BackendFactoryTest, SimPresetAndOptionsComeThrough) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(Message(unknown.status()), HasSubstr("\"p100\" (valid: v100, a100, h100"));
   EXPECT_EQ(CreateBackend("sim:").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(sim->options().device.back_to_back);
+
+  // Stages timed back to back, as the cuda backend times them.
+  StatusOr<std::unique_ptr<Backend>> timed = CreateBackend("sim:h100:back-to-back", config);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  EXPECT_THAT((*timed)->device_description(), HasSubstr("timed back to back"));
+  EXPECT_TRUE(dynamic_cast<const sim::SimBackend*>(timed->get())->options().device.back_to_back);
+  EXPECT_TRUE((*timed)->device_floor().back_to_back);
+  EXPECT_FALSE((*backend)->device_floor().back_to_back);
+  EXPECT_EQ(CreateBackend("sim:back-to-back").status().code(), absl::StatusCode::kNotFound);
 
   config.sim.noise_sigma = -1;
   EXPECT_EQ(CreateBackend("sim", config).status().code(), absl::StatusCode::kInvalidArgument);

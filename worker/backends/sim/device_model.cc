@@ -91,8 +91,8 @@ std::string DescribeSimDevice(const SimDeviceModel& m) {
   const bool tera = m.peak_gflops >= 1000;
   return StrCat("sim ", m.name, " (", m.sm_count, " SMs, ",
                 Trimmed(tera ? m.peak_gflops / 1000 : m.peak_gflops),
-                tera ? " TFLOP/s" : " GFLOP/s", " fp32, ", Trimmed(m.bandwidth_gbps),
-                " GB/s, simulated)");
+                tera ? " TFLOP/s" : " GFLOP/s", " fp32, ", Trimmed(m.bandwidth_gbps), " GB/s, ",
+                m.back_to_back ? "timed back to back, " : "", "simulated)");
 }
 
 }  // namespace iosfarm::worker::sim

@@ -33,6 +33,12 @@ struct SimDeviceModel {
   double reads_per_item = 32.0;
   double kernel_launch_us = 4.0;  // host issue cost per kernel, serial within a stage
   double stage_sync_us = 3.0;     // per stage: waiting for all groups to finish
+  // How a stage is timed (stage_simulator.h). False: each run issued from
+  // an idle device. True: runs back to back, as the cuda backend's
+  // StreamTimer times them (`sim:<preset>:back-to-back`): the host issues a
+  // run while the one before executes, so a run lasts the longer of its
+  // issue and its device time with every kernel already issued.
+  bool back_to_back = false;
 };
 
 // The preset names, in a fixed order: "v100", "a100", "h100", "h200", "t4",

@@ -66,7 +66,11 @@ scheduler::ios::DeviceFloor SimDeviceFloor(const SimDeviceModel& model, double s
   floor.launch_ms = scale * model.kernel_launch_us / 1e3;
   floor.peak_gflops = model.efficiency * model.peak_gflops / scale;
   floor.bandwidth_gbps = model.efficiency * model.bandwidth_gbps / scale;
-  floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin;  // IssueKernels
+  if (model.back_to_back) {
+    floor.back_to_back = true;  // stage + max(K * launch, work): SimulateStageUs's terms
+  } else {
+    floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin;  // IssueKernels
+  }
   return floor;
 }
 

@@ -52,7 +52,8 @@ SimKernel MergedConvKernel(const graph::Graph& graph, const scheduler::ios::Merg
 // stage, kernel_launch_us per kernel (issued one after another), and the
 // efficiency times the peak and bandwidth for the work (the SMs share the
 // device, so a stage never does its kernels' work_us faster than their
-// sum). Exact lower bounds of SimulateStageUs; scaled by `scale` (< 1 where
+// sum); timed back to back (SimDeviceModel::back_to_back), without the
+// issue order. Exact lower bounds of SimulateStageUs; scaled by `scale` (< 1 where
 // noise may take a measurement below the model).
 scheduler::ios::DeviceFloor SimDeviceFloor(const SimDeviceModel& model, double scale = 1.0);
 

@@ -39,7 +39,13 @@ void IssueKernels(std::vector<Stream>& streams, double launch_us) {
 double SimulateStageUs(const GroupKernels& groups, const SimDeviceModel& model) {
   std::vector<Stream> streams(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) streams[g].kernels = &groups[g];
-  IssueKernels(streams, model.kernel_launch_us);
+  // Back to back, the run's kernels are issued while the run before
+  // executes: the device finds them all issued.
+  IssueKernels(streams, model.back_to_back ? 0.0 : model.kernel_launch_us);
+  double issue_us = 0;
+  if (model.back_to_back) {
+    for (const auto& group : groups) issue_us += model.kernel_launch_us * group.size();
+  }
 
   const double sms = static_cast<double>(model.sm_count);
   double now = 0;
@@ -88,7 +94,7 @@ double SimulateStageUs(const GroupKernels& groups, const SimDeviceModel& model) 
       }
     }
   }
-  return now + model.stage_sync_us;
+  return std::max(now, issue_us) + model.stage_sync_us;
 }
 
 }  // namespace iosfarm::worker::sim

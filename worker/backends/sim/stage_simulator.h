@@ -15,6 +15,11 @@
 //    whole device). The simulation advances from event to event (an issue
 //    completes or a kernel finishes), so it is exact for this model.
 //  - The stage ends when the last kernel finishes, plus stage_sync_us.
+//  - Timed back to back (SimDeviceModel::back_to_back, as the cuda backend
+//    times stages: several runs, the host issuing one while the one before
+//    executes), a run lasts the longer of its issue (every kernel's
+//    kernel_launch_us) and the device's time with every kernel issued at
+//    once, plus stage_sync_us.
 // Consequences: independent small kernels in separate groups overlap almost
 // for free; kernels that each fill the device take the sum of their times
 // whether concurrent or not (plus the launches a single stream would hide).

@@ -79,5 +79,27 @@ TEST(StageSimulatorTest, RoundRobinIssueAcrossGroups) {
       SimulateStageUs({{Kernel(0.1, 1), Kernel(0.1, 1)}, {Kernel(0.1, 1)}}, m), 4 + 2);
 }
 
+// Timed back to back, the host issues a run while the one before executes:
+// a run lasts the longer of its launches and the device's time with every
+// kernel issued at once (plus the sync), never longer than issued from an
+// idle device.
+TEST(StageSimulatorTest, BackToBackTakesTheIssueOrTheDeviceTime) {
+  SimDeviceModel m = TestModel();
+  m.back_to_back = true;
+  SimDeviceModel idle = TestModel();
+  // Four small kernels in four groups: 4 launches against 0.5 us of device.
+  const GroupKernels small = {
+      {Kernel(0.05, 1)}, {Kernel(0.05, 1)}, {Kernel(0.05, 1)}, {Kernel(0.05, 1)}};
+  EXPECT_DOUBLE_EQ(SimulateStageUs(small, m), 4 + 2);
+  // Two device-filling kernels on one stream: 10 us of device, 2 launches.
+  const GroupKernels large = {{Kernel(5, 10), Kernel(5, 10)}};
+  EXPECT_DOUBLE_EQ(SimulateStageUs(large, m), 10 + 2);
+  // Issued from an idle device they wait for their launches.
+  EXPECT_DOUBLE_EQ(SimulateStageUs(large, idle), 1 + 10 + 2);
+  for (const GroupKernels* groups : {&small, &large}) {
+    EXPECT_LE(SimulateStageUs(*groups, m), SimulateStageUs(*groups, idle));
+  }
+}
+
 }  // namespace
 }  // namespace iosfarm::worker::sim
