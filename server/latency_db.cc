@@ -30,14 +30,18 @@ Status CheckLatencyRows(const std::string& device_key,
   return absl::OkStatus();
 }
 
-// The floor's issue columns (floor_issue_adds 0/1, floor_issue_order 0..2,
-// floor_back_to_back 0/1: the schema's CHECKs) into `floor`.
-void SetIssue(int64_t issue_adds, int64_t issue_order, int64_t back_to_back,
-              scheduler::ios::DeviceFloor& floor) {
-  floor.issue_overlaps_work = issue_adds == 0;
-  floor.issue_order = scheduler::ios::IssueOrderFromNumber(issue_order);
-  floor.back_to_back = back_to_back != 0;
-}
+// The floor's integer columns (floor_issue_adds 0/1, floor_issue_order 0..2,
+// floor_back_to_back 0/1, floor_free_ops 0/1: the schema's CHECKs).
+struct FloorFlags {
+  int64_t issue_adds = 0, issue_order = 0, back_to_back = 0, free_ops = 0;
+
+  void Into(scheduler::ios::DeviceFloor& floor) const {
+    floor.issue_overlaps_work = issue_adds == 0;
+    floor.issue_order = scheduler::ios::IssueOrderFromNumber(issue_order);
+    floor.back_to_back = back_to_back != 0;
+    floor.free_ops = scheduler::ios::FreeOpsFromNumber(free_ops);
+  }
+};
 
 }  // namespace
 
@@ -61,8 +65,8 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
       session.Prepare("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
                       "last_seen_unix_ms, cores, floor_stage_ms, floor_launch_ms, "
                       "floor_peak_gflops, floor_bandwidth_gbps, floor_issue_adds, "
-                      "floor_issue_order, floor_back_to_back) "
-                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+                      "floor_issue_order, floor_back_to_back, floor_free_ops) "
+                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
                       "ON CONFLICT (key) DO UPDATE SET "
                       "description = CASE WHEN excluded.description <> '' "
                       "THEN excluded.description ELSE description END, "
@@ -75,12 +79,14 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
                       "floor_bandwidth_gbps = excluded.floor_bandwidth_gbps, "
                       "floor_issue_adds = excluded.floor_issue_adds, "
                       "floor_issue_order = excluded.floor_issue_order, "
-                      "floor_back_to_back = excluded.floor_back_to_back"));
+                      "floor_back_to_back = excluded.floor_back_to_back, "
+                      "floor_free_ops = excluded.floor_free_ops"));
   RETURN_IF_ERROR(stmt.Bind(
       key, description, backend, now_unix_ms, cores, device_floor.stage_ms, device_floor.launch_ms,
       device_floor.peak_gflops, device_floor.bandwidth_gbps,
       int64_t{device_floor.issue_overlaps_work ? 0 : 1},
-      static_cast<int64_t>(device_floor.issue_order), int64_t{device_floor.back_to_back ? 1 : 0}));
+      static_cast<int64_t>(device_floor.issue_order), int64_t{device_floor.back_to_back ? 1 : 0},
+      static_cast<int64_t>(device_floor.free_ops)));
   return stmt->Step().status();
 }
 
@@ -91,18 +97,19 @@ StatusOr<std::vector<DeviceRow>> LatencyDb::ListDevices() {
                                    "last_seen_unix_ms, latency_count, ignored_measurements, "
                                    "cores, floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
                                    "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order, "
-                                   "floor_back_to_back FROM devices ORDER BY key"));
+                                   "floor_back_to_back, floor_free_ops FROM devices ORDER BY key"));
   std::vector<DeviceRow> devices;
   for (DeviceRow d;;) {
-    int64_t issue_adds = 0, issue_order = 0, back_to_back = 0;
+    FloorFlags flags;
     scheduler::ios::DeviceFloor& f = d.device_floor;
     ASSIGN_OR_RETURN(
         bool row,
         stmt.StepAndRead(d.key, d.description, d.backend, d.first_seen_unix_ms, d.last_seen_unix_ms,
                          d.latencies, d.ignored_measurements, d.cores, f.stage_ms, f.launch_ms,
-                         f.peak_gflops, f.bandwidth_gbps, issue_adds, issue_order, back_to_back));
+                         f.peak_gflops, f.bandwidth_gbps, flags.issue_adds, flags.issue_order,
+                         flags.back_to_back, flags.free_ops));
     if (!row) break;
-    SetIssue(issue_adds, issue_order, back_to_back, f);
+    flags.Into(f);
     devices.push_back(std::move(d));
   }
   return devices;
@@ -110,18 +117,20 @@ StatusOr<std::vector<DeviceRow>> LatencyDb::ListDevices() {
 
 StatusOr<scheduler::ios::DeviceFloor> LatencyDb::DeviceFloorOf(const std::string& key) {
   Session session(*connection_);
-  ASSIGN_OR_RETURN(CachedStatement stmt,
-                   session.Prepare("SELECT floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
-                                   "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order, "
-                                   "floor_back_to_back FROM devices WHERE key = ?1"));
+  ASSIGN_OR_RETURN(
+      CachedStatement stmt,
+      session.Prepare("SELECT floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
+                      "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order, "
+                      "floor_back_to_back, floor_free_ops FROM devices WHERE key = ?1"));
   RETURN_IF_ERROR(stmt.Bind(key));
   scheduler::ios::DeviceFloor floor;
-  int64_t issue_adds = 0, issue_order = 0, back_to_back = 0;
-  ASSIGN_OR_RETURN(bool row,
-                   stmt.StepAndRead(floor.stage_ms, floor.launch_ms, floor.peak_gflops,
-                                    floor.bandwidth_gbps, issue_adds, issue_order, back_to_back));
+  FloorFlags flags;
+  ASSIGN_OR_RETURN(
+      bool row,
+      stmt.StepAndRead(floor.stage_ms, floor.launch_ms, floor.peak_gflops, floor.bandwidth_gbps,
+                       flags.issue_adds, flags.issue_order, flags.back_to_back, flags.free_ops));
   if (!row) return scheduler::ios::DeviceFloor{};
-  SetIssue(issue_adds, issue_order, back_to_back, floor);
+  flags.Into(floor);
   return floor;
 }
 

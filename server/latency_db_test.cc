@@ -86,13 +86,20 @@ TEST_F(LatencyDbTest, DeviceFloorIsTheLatestWorkersAndNoneForAnUnknownKey) {
   timed.issue_overlaps_work = true;
   timed.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
   timed.back_to_back = true;
+  timed.free_ops = scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable;
   ASSERT_TRUE(store->UpsertDevice("cuda-h200", "H200", "cuda", 2500, 0, timed).ok());
   EXPECT_TRUE(store->DeviceFloorOf("cuda-h200")->back_to_back);
+  EXPECT_EQ(store->DeviceFloorOf("cuda-h200")->free_ops,
+            scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
+  EXPECT_EQ(store->DeviceFloorOf("sim-h100")->free_ops,
+            scheduler::ios::DeviceFloor::FreeOps::kViews);
   EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->back_to_back);
   auto listed = store->ListDevices();
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_TRUE((*listed)[0].device_floor.back_to_back);  // "cuda-h200" sorts first
+  EXPECT_EQ((*listed)[0].device_floor.free_ops,
+            scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
   EXPECT_FALSE((*listed)[1].device_floor.back_to_back);
   scheduler::ios::DeviceFloor bad = floor;
   bad.stage_ms = -1;

@@ -171,6 +171,7 @@ WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration)
     // An order this server does not know reads as none: its bound is left out.
     out.device_floor.issue_order = scheduler::ios::IssueOrderFromNumber(floor.issue_order());
     out.device_floor.back_to_back = floor.timed_back_to_back();
+    out.device_floor.free_ops = scheduler::ios::FreeOpsFromNumber(floor.free_ops());
   }
   return out;
 }

@@ -289,6 +289,11 @@ TEST(ProtoConvertTest, WorkerReportsAndRegistrationsKeepEveryField) {
   EXPECT_FALSE(RegistrationFromProto(registration).device_floor.back_to_back);
   floor->set_timed_back_to_back(true);
   EXPECT_TRUE(RegistrationFromProto(registration).device_floor.back_to_back);
+  EXPECT_EQ(RegistrationFromProto(registration).device_floor.free_ops,
+            scheduler::ios::DeviceFloor::FreeOps::kViews);
+  floor->set_free_ops(v1::DeviceFloor::FREE_OPS_VIEWS_AND_FUSABLE);
+  EXPECT_EQ(RegistrationFromProto(registration).device_floor.free_ops,
+            scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
 
   v1::PhaseResult result;
   result.set_phase_id(12);

@@ -266,10 +266,14 @@ ALTER TABLE devices ADD COLUMN floor_issue_order INTEGER NOT NULL DEFAULT 0
 
 // Version 10: whether a device key's latest worker times a stage's runs back
 // to back (DeviceFloor::back_to_back: only the issue's throughput bounds a
-// run then). Keys of earlier versions read 0, as every floor of theirs was.
+// run then), and which ops its floor counts no kernel for
+// (DeviceFloor::FreeOps: 0 views, 1 also Add, Relu, Concat and Split). Keys
+// of earlier versions read 0 and 0, as every floor of theirs was.
 constexpr const char kSchemaV10[] = R"sql(
 ALTER TABLE devices ADD COLUMN floor_back_to_back INTEGER NOT NULL DEFAULT 0
   CHECK (floor_back_to_back IN (0, 1));
+ALTER TABLE devices ADD COLUMN floor_free_ops INTEGER NOT NULL DEFAULT 0
+  CHECK (floor_free_ops IN (0, 1));
 )sql";
 
 constexpr std::array<Migration, 10> kMigrations = {{
@@ -282,7 +286,7 @@ constexpr std::array<Migration, 10> kMigrations = {{
     {7, "results.lower_bound_misses, largest_bound_miss_ms, search_cores", kSchemaV7},
     {8, "devices.floor_*", kSchemaV8},
     {9, "devices.floor_issue_order", kSchemaV9},
-    {10, "devices.floor_back_to_back", kSchemaV10},
+    {10, "devices.floor_back_to_back, floor_free_ops", kSchemaV10},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

@@ -406,6 +406,7 @@ TEST_F(StoreSchemaTest, AVersion9FileGainsFloorsNotTimedBackToBack) {
   EXPECT_DOUBLE_EQ(floor->launch_ms, 0.003);
   EXPECT_EQ(floor->issue_order, scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
   EXPECT_FALSE(floor->back_to_back);
+  EXPECT_EQ(floor->free_ops, scheduler::ios::DeviceFloor::FreeOps::kViews);
   scheduler::ios::DeviceFloor timed = *floor;
   timed.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
   timed.back_to_back = true;

@@ -312,7 +312,10 @@ TEST(WorkerMessagesTest, RegistrationAndHeartbeat) {
   EXPECT_FALSE(floor.timed_back_to_back());
   registration.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
   registration.device_floor.back_to_back = true;
-  EXPECT_TRUE(RegisterMessage(registration).register_().device_floor().timed_back_to_back());
+  registration.device_floor.free_ops = scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable;
+  const v1::DeviceFloor timed = RegisterMessage(registration).register_().device_floor();
+  EXPECT_TRUE(timed.timed_back_to_back());
+  EXPECT_EQ(timed.free_ops(), v1::DeviceFloor::FREE_OPS_VIEWS_AND_FUSABLE);
 
   const v1::WorkerMessage beat = HeartbeatMessage(1234567);
   ASSERT_TRUE(beat.has_heartbeat());

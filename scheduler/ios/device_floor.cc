@@ -31,6 +31,9 @@ std::string DescribeDeviceFloor(const DeviceFloor& floor) {
     text += StrCat(", ", IssueOrderName(floor.issue_order), " issue");
   }
   if (floor.back_to_back) text += ", timed back to back";
+  if (floor.free_ops == DeviceFloor::FreeOps::kViewsAndFusable) {
+    text += ", Add, Relu, Concat and Split may launch no kernel";
+  }
   return text;
 }
 
@@ -82,6 +85,11 @@ OpFloor ComputeOpFloor(const graph::Graph& graph, const graph::Node& node, const
                        int merge_width) {
   OpFloor op;
   if (graph::LaunchesNoKernel(node.type)) return op;
+  if (floor.free_ops == DeviceFloor::FreeOps::kViewsAndFusable &&
+      (node.type == graph::OpType::kAdd || node.type == graph::OpType::kRelu ||
+       node.type == graph::OpType::kConcat || node.type == graph::OpType::kSplit)) {
+    return op;
+  }
   const double width = std::max(merge_width, 1);
   op.kernels = 1 / width;
   if (floor.peak_gflops <= 0 && floor.bandwidth_gbps <= 0) return op;

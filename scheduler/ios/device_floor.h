@@ -83,6 +83,20 @@ struct DeviceFloor {
   // Stored as schema v10's devices.floor_back_to_back, proto
   // DeviceFloor.timed_back_to_back.
   bool back_to_back = false;
+  // The ops the floor counts no kernel for. kViews: those that launch none
+  // on any backend (graph::LaunchesNoKernel). kViewsAndFusable: also Add and
+  // Relu (fused into a convolution's residual and activation), Concat
+  // (written in place by its producers) and Split (read as slices), which
+  // the cuda backend runs without a kernel of their own where it can
+  // (worker/backends/cuda/plan_builder.h). A floor that counted a kernel
+  // the backend fuses away would overstate stages. The numbers are the
+  // stored and wire ones (schema v10's devices.floor_free_ops, proto
+  // DeviceFloor.FreeOps).
+  enum class FreeOps : uint8_t {
+    kViews = 0,
+    kViewsAndFusable = 1,
+  };
+  FreeOps free_ops = FreeOps::kViews;
 
   bool bounds_anything() const {
     return stage_ms > 0 || launch_ms > 0 || peak_gflops > 0 || bandwidth_gbps > 0;
@@ -130,7 +144,9 @@ struct OpFloor {
   double work_ms() const { return compute_ms > memory_ms ? compute_ms : memory_ms; }
 };
 
-// The op's kernels (0 or 1, graph::LaunchesNoKernel) and the least time its
+// The op's kernels (0 or 1: graph::LaunchesNoKernel, and with
+// floor.free_ops kViewsAndFusable also Add, Relu, Concat and Split launch
+// none) and the least time its
 // FLOPs and bytes take on the device (0 for an op that launches none).
 // With merge_width m > 1 (a convolution that a merge stage may run as one
 // kernel with up to m - 1 others of the same input): its share of that
@@ -182,6 +198,12 @@ double IssuedChainsFloorMs(const DeviceFloor& floor,
 
 // "round-robin", "group by group" or "unknown".
 std::string_view IssueOrderName(DeviceFloor::IssueOrder order);
+
+// The free ops of a stored or wire number; kViewsAndFusable (the fewest
+// kernels, the lowest floor) for one this build does not know.
+inline DeviceFloor::FreeOps FreeOpsFromNumber(int64_t number) {
+  return number == 0 ? DeviceFloor::FreeOps::kViews : DeviceFloor::FreeOps::kViewsAndFusable;
+}
 
 // The order of a stored or wire number; kUnknown for one this build does not
 // know (its bound is then left out).

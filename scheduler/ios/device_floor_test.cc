@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/cost.h"
+#include "graph/graph_builder.h"
+
 namespace iosfarm::scheduler::ios {
 namespace {
 
@@ -46,6 +49,48 @@ TEST(DeviceFloorTest, BackToBackTakesTheLaunchesOrTheWorkOnly) {
   EXPECT_LE(StageFloorMs(floor, 2, 20, 1), StageFloorMs(Floor(), 2, 20, 1));
   EXPECT_EQ(DescribeDeviceFloor(floor),
             "stage 2500 us, launch 3000 us, issue overlaps work, timed back to back");
+}
+
+// Free ops: with kViewsAndFusable, Add, Relu, Concat and Split launch no
+// kernel (nor any work), as the cuda backend may run them; a Conv, a Mul and
+// a pool still launch one; views launch none either way.
+TEST(DeviceFloorTest, FusableOpsLaunchNoKernelWhereTheBackendMayFuseThem) {
+  graph::GraphBuilder b("fusable");
+  const graph::ValueId x = b.Input("x", {1, 8, 16, 16});
+  graph::ConvSpec spec;
+  spec.out_channels = 8;
+  const graph::ValueId conv = b.Conv(x, spec, "conv");
+  const graph::ValueId relu = b.Relu(b.Add(conv, x, "add"), "relu");
+  const graph::ValueId cat = b.Concat({relu, x}, 1, "cat");
+  const graph::ValueId mul = b.Mul(relu, relu, "mul");
+  b.Output(b.GlobalAveragePool(cat, "pool"));
+  b.Output(b.Flatten(mul, 1, "flat"));
+  auto graph = std::move(b).Finish();
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  DeviceFloor every = Floor();
+  every.peak_gflops = 1000;
+  DeviceFloor fusable = every;
+  fusable.free_ops = DeviceFloor::FreeOps::kViewsAndFusable;
+  int checked = 0;
+  for (const graph::Node& node : graph->nodes()) {
+    SCOPED_TRACE(graph::OpTypeName(node.type));
+    const OpFloor all = ComputeOpFloor(*graph, node, every);
+    const OpFloor fused = ComputeOpFloor(*graph, node, fusable);
+    const bool free = node.type == graph::OpType::kAdd || node.type == graph::OpType::kRelu ||
+                      node.type == graph::OpType::kConcat;
+    const bool view = graph::LaunchesNoKernel(node.type);
+    EXPECT_EQ(all.kernels, view ? 0 : 1);
+    EXPECT_EQ(fused.kernels, view || free ? 0 : 1);
+    if (free) EXPECT_EQ(fused.work_ms(), 0);
+    if (!free && !view) EXPECT_EQ(fused.work_ms(), all.work_ms());
+    ++checked;
+  }
+  EXPECT_GE(checked, 7);
+  EXPECT_NE(DescribeDeviceFloor(fusable).find("Add, Relu, Concat and Split may launch no kernel"),
+            std::string::npos);
+  EXPECT_EQ(FreeOpsFromNumber(0), DeviceFloor::FreeOps::kViews);
+  EXPECT_EQ(FreeOpsFromNumber(1), DeviceFloor::FreeOps::kViewsAndFusable);
+  EXPECT_EQ(FreeOpsFromNumber(5), DeviceFloor::FreeOps::kViewsAndFusable);  // fewest kernels
 }
 
 // Back to back needs issue that overlaps work and no issue order: the

@@ -174,7 +174,10 @@ nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& r
             {"bandwidth_gbps", report.device_floor.bandwidth_gbps},
             {"issue_overlaps_work", report.device_floor.issue_overlaps_work},
             {"issue_order", std::string(IssueOrderName(report.device_floor.issue_order))},
-            {"back_to_back", report.device_floor.back_to_back}}},
+            {"back_to_back", report.device_floor.back_to_back},
+            {"free_ops", report.device_floor.free_ops == DeviceFloor::FreeOps::kViews
+                             ? "views"
+                             : "views and fusable"}}},
           {"schedule", ScheduleToJson(graph, report.ios.schedule, metadata)}};
 }
 

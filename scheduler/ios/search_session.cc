@@ -495,9 +495,14 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
 
 void SearchSession::SizeBlock(int b) {
   BlockState& state = blocks_[b];
-  const bool ordered = options_.device_floor.bounds_anything() &&
-                       options_.device_floor.issue_order != DeviceFloor::IssueOrder::kUnknown;
-  const int64_t limit = options_.bounded_max_states * (ordered ? kDeviceFloorStatesFactor : 1);
+  // A floor that knows the issue order, or of stages timed back to back
+  // (whose launches rule a stage of small kernels), is tight enough to take
+  // larger blocks.
+  const DeviceFloor& device = options_.device_floor;
+  const bool tight =
+      device.bounds_anything() &&
+      (device.issue_order != DeviceFloor::IssueOrder::kUnknown || device.back_to_back);
+  const int64_t limit = options_.bounded_max_states * (tight ? kDeviceFloorStatesFactor : 1);
   const bool floor = options_.floor_samples > 0;
   if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
       (limit <= 0 && !floor)) {

@@ -184,8 +184,9 @@ class Backend {
   // bandwidth), for the bounded search's floor bound
   // (scheduler::ios::SearchOptions::device_floor); all zeros where it is not
   // known. Only a backend whose figures are lower bounds of its own
-  // measurements declares one: sim (its model's); cuda and cpu declare none
-  // until a microbenchmark of the device gives them.
+  // measurements declares one: sim (its model's); cuda (eagerly timed
+  // stages: its launch cost, measured when it starts, cuda/cuda_floor.h);
+  // cpu none.
   virtual scheduler::ios::DeviceFloor device_floor() const { return {}; }
 
   // Whether Profile times each stage as a captured CUDA graph (cuda with

@@ -13,6 +13,7 @@
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
 #include "worker/backends/cuda/cuda_buffers.h"
+#include "worker/backends/cuda/cuda_floor.h"
 #include "worker/backends/cuda/cuda_graph_runner.h"
 #include "worker/backends/cuda/cuda_status.h"
 #include "worker/backends/cuda/device_program.h"
@@ -84,7 +85,21 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOpti
              info.cudnn_version, options.execution.allow_tf32 ? ", TF32" : ", fp32",
              options.execution.graph_stages ? ", stages timed as CUDA graphs" : "",
              options.execution.flush_l2 ? ", L2 flushed before each replay" : "", ")");
-  return std::unique_ptr<CudaBackend>(new CudaBackend(options, info, std::move(description)));
+  // Stages timed as graphs pay no host launch: no floor for them.
+  scheduler::ios::DeviceFloor floor;
+  if (!options.execution.graph_stages) {
+    StatusOr<double> launch_us = MeasureLeastLaunchUs(options.device);
+    if (launch_us.ok()) {
+      floor = CudaDeviceFloor(*launch_us);
+      spdlog::debug("cuda device floor: least launch {:.2f} us, {}", *launch_us,
+                    scheduler::ios::DescribeDeviceFloor(floor));
+    } else {
+      spdlog::warn("cuda backend: no device floor, the launch cost was not measured: {}",
+                   std::string(launch_us.status().message()));
+    }
+  }
+  return std::unique_ptr<CudaBackend>(
+      new CudaBackend(options, info, std::move(description), floor));
 }
 
 CudaBackend::~CudaBackend() {

@@ -25,6 +25,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "common/status.h"
+#include "scheduler/ios/device_floor.h"
 #include "worker/backends/backend.h"
 #include "worker/backends/cuda/cuda_context.h"
 #include "worker/backends/cuda/cuda_device.h"
@@ -54,6 +55,11 @@ class CudaBackend final : public Backend {
   bool accepts_device_buffers() const override { return true; }
   bool times_stages_as_graphs() const override { return options_.execution.graph_stages; }
 
+  // CudaDeviceFloor (cuda_floor.h) of the launch cost measured when the
+  // backend was created; none for stages timed as CUDA graphs, or where
+  // the measurement failed.
+  scheduler::ios::DeviceFloor device_floor() const override { return device_floor_; }
+
   Status CheckSupported(const graph::Graph& graph) const override;
 
   // Build (backend.h has the shared checks): InvalidArgument /
@@ -65,8 +71,12 @@ class CudaBackend final : public Backend {
   const CudaDeviceInfo& device_info() const { return info_; }
 
  private:
-  CudaBackend(const CudaBackendOptions& options, CudaDeviceInfo info, std::string description)
-      : options_(options), info_(std::move(info)), description_(std::move(description)) {}
+  CudaBackend(const CudaBackendOptions& options, CudaDeviceInfo info, std::string description,
+              scheduler::ios::DeviceFloor device_floor)
+      : options_(options),
+        info_(std::move(info)),
+        description_(std::move(description)),
+        device_floor_(device_floor) {}
 
   StatusOr<std::vector<std::unique_ptr<StagePlan>>> DoBuild(
       const graph::Graph& graph, const std::vector<scheduler::ios::Stage>& stages) override;
@@ -96,6 +106,7 @@ class CudaBackend final : public Backend {
   const CudaBackendOptions options_;
   const CudaDeviceInfo info_;
   const std::string description_;
+  const scheduler::ios::DeviceFloor device_floor_;
   // The weights Build draws, shared by every stage it plans (a search plans
   // thousands of stages of one model; bench/cuda_plan_bench). Thread-safe.
   WeightCache weight_cache_;

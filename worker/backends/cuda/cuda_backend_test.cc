@@ -421,6 +421,39 @@ TEST(CudaStageTest, GraphTimedStagesProfileConcurrentAndMergedStages) {
   for (const LatencyStats& s : *stats) EXPECT_GT(s.median_ms, 0.0);
 }
 
+// The floor the backend declares (cuda_floor.h): back to back, from a launch
+// cost of a few microseconds, none with graph-timed stages; and a stage of
+// three groups it profiles does not beat it (the floor's assumption, also
+// checked over whole searches on a GPU lease: docs/benchmarks.md).
+TEST(CudaStageTest, DeclaresABackToBackFloorItsStagesKeep) {
+  CUDA_BACKEND_OR_SKIP(backend);
+  const scheduler::ios::DeviceFloor floor = backend->device_floor();
+  EXPECT_TRUE(floor.back_to_back);
+  EXPECT_EQ(floor.free_ops, scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
+  EXPECT_GT(floor.launch_ms, 0.0002);
+  EXPECT_LT(floor.launch_ms, 0.05);
+  CudaBackendOptions graph_options;
+  graph_options.execution.graph_stages = true;
+  auto graph_timed = CudaBackend::Create(graph_options);
+  ASSERT_TRUE(graph_timed.ok()) << graph_timed.status();
+  EXPECT_FALSE((*graph_timed)->device_floor().bounds_anything());
+  auto three = ThreeBranches(1);
+  ASSERT_TRUE(three.ok());
+  const Stage stage = ConcurrentStage({{0, 1}, {2}, {3, 4}});
+  double kernels = 0;
+  for (const auto& group : stage.groups) {
+    for (graph::NodeId id : group) {
+      kernels += scheduler::ios::ComputeOpFloor(*three, three->node(id), floor).kernels;
+    }
+  }
+  auto plans = backend->Build(*three, {stage});
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  auto stats = backend->Profile({(*plans)[0].get()}, Quick());
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_GE((*stats)[0].p10_ms, scheduler::ios::StageFloorMs(floor, kernels, 0))
+      << kernels << " kernels, " << scheduler::ios::DescribeDeviceFloor(floor);
+}
+
 // flush_l2: each replay follows an L2 flush and is timed alone; the
 // description says so, and it needs graph-timed stages.
 TEST(CudaStageTest, FlushedReplaysProfileAndAreKeptApart) {

@@ -3,6 +3,10 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
 #include "common/strings.h"
 #include "worker/backends/cuda/cuda_status.h"
 #include "worker/backends/cuda/probe_kernel.h"
@@ -61,6 +65,30 @@ Status ProbeDevice(int device) {
     }
   }
   return absl::OkStatus();
+}
+
+StatusOr<double> MeasureLeastLaunchUs(int device) {
+  constexpr int kBursts = 8, kLaunches = 128;
+  RETURN_IF_ERROR(CudaCall(cudaSetDevice(device), StrCat("cudaSetDevice(", device, ")")));
+  cudaStream_t stream = nullptr;
+  RETURN_IF_ERROR(CudaCall(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                           "cudaStreamCreateWithFlags (launch floor)"));
+  using Clock = std::chrono::steady_clock;
+  double least_us = std::numeric_limits<double>::infinity();
+  Status status;
+  for (int burst = 0; burst <= kBursts && status.ok(); ++burst) {
+    const Clock::time_point start = Clock::now();
+    for (int i = 0; i < kLaunches && status.ok(); ++i) {
+      status = CudaCall(LaunchEmptyKernel(stream), "empty kernel launch (launch floor)");
+    }
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    if (status.ok()) status = CudaCall(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (burst > 0) least_us = std::min(least_us, us / kLaunches);  // burst 0 warms up
+  }
+  const Status destroyed = CudaCall(cudaStreamDestroy(stream), "cudaStreamDestroy (launch floor)");
+  RETURN_IF_ERROR(status);
+  RETURN_IF_ERROR(destroyed);
+  return least_us;
 }
 
 }  // namespace iosfarm::worker::cuda

@@ -30,6 +30,12 @@ StatusOr<std::vector<CudaDeviceInfo>> ListCudaDevices();
 // executes code built for it (fails clearly when the binary lacks its arch).
 Status ProbeDevice(int device);
 
+// The least host time of one asynchronous empty-kernel launch on `device`,
+// in microseconds: the fastest of 8 bursts of 128 launches back to back on
+// a stream of its own, each burst's wall time over its launches (after a
+// warm-up burst, the stream drained between bursts). A few milliseconds.
+StatusOr<double> MeasureLeastLaunchUs(int device);
+
 }  // namespace iosfarm::worker::cuda
 
 #endif  // IOSFARM_WORKER_BACKENDS_CUDA_CUDA_DEVICE_H_

@@ -13,6 +13,10 @@ cudaError_t LaunchProbeKernel(int* out, int n);
 
 inline int ProbeKernelValue(int i) { return 3 * i + 1; }
 
+// Launches an empty kernel (one thread) on `stream`: what a launch costs the
+// host (MeasureLeastLaunchUs). Returns the launch error, if any.
+cudaError_t LaunchEmptyKernel(cudaStream_t stream);
+
 }  // namespace iosfarm::worker::cuda
 
 #endif  // IOSFARM_WORKER_BACKENDS_CUDA_PROBE_KERNEL_H_
