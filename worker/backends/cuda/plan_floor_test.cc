@@ -49,9 +49,10 @@ TEST(CudaFloorTest, DeclaresTheLaunchesOfStagesTimedBackToBack) {
 }
 
 // Every concurrent candidate stage of the exhaustive search's (resnet50's
-// residual blocks, inception_v3's concats, at batch 1 and 2) plans at least
-// as many steps (each one kernel or library call, or more) as the floor
-// counts kernels; counting every op would overstate some of them.
+// residual blocks, inception_v3's and squeezenet's concats, at batch 1 and
+// 2) plans at least as many steps (each one kernel or library call, or
+// more) as the floor counts kernels; counting every op would overstate some
+// of them (fused residuals; concats in place at batch 1).
 TEST(CudaFloorTest, PlansNeverLaunchFewerKernelsThanTheFloorCounts) {
   const ios::DeviceFloor floor = CudaDeviceFloor(3.0);
   ios::DeviceFloor every_op = floor;
@@ -84,7 +85,11 @@ TEST(CudaFloorTest, PlansNeverLaunchFewerKernelsThanTheFloorCounts) {
       ASSERT_TRUE(result.ok()) << result.status();
       EXPECT_GT(stages, 40);
       EXPECT_EQ(below, 0);
-      EXPECT_GT(overstated, 0) << "counting every op, no stage would be overstated";
+      // At batch 1 concats are in place (their slices are contiguous);
+      // ResNet's residual Adds fuse at any batch.
+      if (batch == 1 || std::string(model) == "resnet50") {
+        EXPECT_GT(overstated, 0) << "counting every op, no stage would be overstated";
+      }
       std::printf("%s batch %d: %lld concurrent stages, %lld overstated counting every op\n", model,
                   batch, static_cast<long long>(stages), static_cast<long long>(overstated));
     }

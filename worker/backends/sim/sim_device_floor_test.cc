@@ -205,16 +205,18 @@ TEST(SimDeviceFloorTest, BoundedSearchWithTheFloorIsExactAndMeasuresFarLess) {
 
 // Stages timed back to back, with the floor that timing leaves (no issue
 // order, no last kernel): the bounded search still finds the exhaustive
-// DP's latency on Inception-v3 and measures fewer stages than without a
-// floor.
+// DP's latency on RandWire (in blocks of 24 ops, to keep the exhaustive
+// searches short) and measures far fewer stages than without the floor,
+// whose launches rule its stages of small kernels.
 TEST(SimDeviceFloorTest, BackToBackTimingAndItsFloorKeepTheSearchExact) {
-  StatusOr<graph::Graph> graph = graph::models::BuildZooModel("inception_v3", 1);
+  StatusOr<graph::Graph> graph = graph::models::BuildZooModel("randwire", 1);
   ASSERT_TRUE(graph.ok()) << graph.status();
   auto backend = MakeBackend("h100", 0, /*back_to_back=*/true);
   auto oracle = [&](const ios::Stage& stage) { return backend->StageLatencyMs(*graph, stage); };
   ios::SearchOptions exhaustive_options;
   exhaustive_options.exhaustive = true;
   exhaustive_options.boundary_window_ops = 0;  // windows depend on ties
+  exhaustive_options.max_block_ops = 24;
   ios::SearchOptions plain_options = exhaustive_options;
   plain_options.exhaustive = false;
   ios::SearchOptions floor_options = plain_options;
@@ -228,8 +230,13 @@ TEST(SimDeviceFloorTest, BackToBackTimingAndItsFloorKeepTheSearchExact) {
   ASSERT_TRUE(floored.ok()) << floored.status();
   EXPECT_NEAR(floored->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
   EXPECT_NEAR(plain->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
-  EXPECT_LT(floored->stats.stages_measured, plain->stats.stages_measured);
-  EXPECT_LT(floored->stats.stages_measured * 3, exhaustive->stats.stages_measured);
+  std::printf(
+      "randwire sim:h100:back-to-back, 24-op blocks: %lld stages measured with the floor, "
+      "%lld without, %lld exhaustive\n",
+      static_cast<long long>(floored->stats.stages_measured),
+      static_cast<long long>(plain->stats.stages_measured),
+      static_cast<long long>(exhaustive->stats.stages_measured));
+  EXPECT_LT(floored->stats.stages_measured * 10, plain->stats.stages_measured);
 }
 
 }  // namespace
