@@ -238,7 +238,8 @@ void AddRunCommand(CLI::App& app, CommandContext& context) {
   auto* cmd = app.add_subcommand("run", "Execute a schedule end to end and time it");
   auto o = std::make_shared<RunCommandOptions>();
   cmd->add_option("MODEL", o->model, "Zoo model name or path to an .onnx file")->required();
-  cmd->add_option("--backend", o->backend, "cuda, cpu, sim or sim:<preset>")
+  cmd->add_option("--backend", o->backend,
+                  "cuda, cpu, sim, sim:<preset> or sim:<preset>:back-to-back")
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "Batch size")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   auto* file = cmd->add_option("--schedule", o->schedule_path, "Schedule JSON (iosfarm search -o)");

@@ -119,7 +119,8 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
       "search", "Run the IOS search in-process, measuring stages on a backend");
   auto o = std::make_shared<SearchCommandOptions>();
   cmd->add_option("MODEL", o->model, "Zoo model name or path to an .onnx file")->required();
-  cmd->add_option("--backend", o->backend, "cuda, cpu, sim or sim:<preset>")
+  cmd->add_option("--backend", o->backend,
+                  "cuda, cpu, sim, sim:<preset> or sim:<preset>:back-to-back")
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "Batch size")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->add_option("--r", o->r, "Most ops per group")->check(CLI::Range(1, 64))

@@ -125,7 +125,8 @@ int Main(int argc, char** argv) {
   app.add_option("--device-key", flags.options.device_key,
                  "GPU type this worker measures for (e.g. h100-sxm)")
       ->required();
-  app.add_option("--backend", flags.backend, "cuda, cpu, sim or sim:<preset>")
+  app.add_option("--backend", flags.backend,
+                 "cuda, cpu, sim, sim:<preset> or sim:<preset>:back-to-back")
       ->capture_default_str();
   app.add_option("--gpu", flags.gpu, "cuda: device index")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -206,7 +207,7 @@ int Main(int argc, char** argv) {
   }
   if (!is_sim && flags.backend != "cuda" && flags.backend != "cpu") {
     return Fail(kExitUsage, StrCat("--backend: unknown backend '", flags.backend,
-                                   "' (valid: cuda, cpu, sim, sim:<preset>)"));
+                                   "' (valid: cuda, cpu, sim, sim:<preset>[:back-to-back])"));
   }
   StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(flags.backend, config);
   if (!backend.ok()) {

@@ -23,6 +23,11 @@ StatusOr<std::unique_ptr<Backend>> CreateSim(std::string_view name, const Backen
     std::string_view preset = name.substr(kSimPrefix.size());
     const bool back_to_back = preset.ends_with(kBackToBack);
     if (back_to_back) preset.remove_suffix(kBackToBack.size());
+    if (const size_t colon = preset.find(':'); colon != std::string_view::npos) {
+      return absl::InvalidArgumentError(StrCat("unknown sim timing \"", preset.substr(colon + 1),
+                                               "\" in \"", name,
+                                               "\" (valid: ", kBackToBack.substr(1), ")"));
+    }
     ASSIGN_OR_RETURN(options.device, sim::SimDevicePreset(preset));
     options.device.back_to_back = back_to_back;
   }

@@ -56,6 +56,11 @@ TEST(BackendFactoryTest, SimPresetAndOptionsComeThrough) {
   EXPECT_TRUE((*timed)->device_floor().back_to_back);
   EXPECT_FALSE((*backend)->device_floor().back_to_back);
   EXPECT_EQ(CreateBackend("sim:back-to-back").status().code(), absl::StatusCode::kNotFound);
+  StatusOr<std::unique_ptr<Backend>> typo = CreateBackend("sim:h100:back-to-bak");
+  EXPECT_EQ(typo.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(typo.status()),
+              HasSubstr("unknown sim timing \"back-to-bak\" in \"sim:h100:back-to-bak\" (valid: "
+                        "back-to-back)"));
 
   config.sim.noise_sigma = -1;
   EXPECT_EQ(CreateBackend("sim", config).status().code(), absl::StatusCode::kInvalidArgument);
