@@ -176,6 +176,18 @@ TEST(SimDeviceFloorTest, NoiseLowersTheDeclaredFloor) {
   EXPECT_DOUBLE_EQ(exact.launch_ms, SimDevicePreset("h100")->kernel_launch_us / 1e3);
 }
 
+// Search options on two threads without boundary windows (they depend on
+// ties): exhaustive, or bounded with `floor`, in blocks of `block_ops`.
+ios::SearchOptions Options(bool exhaustive, const ios::DeviceFloor& floor, int block_ops = 50) {
+  ios::SearchOptions options;
+  options.exhaustive = exhaustive;
+  options.device_floor = floor;
+  options.boundary_window_ops = 0;
+  options.threads = 2;
+  options.max_block_ops = block_ops;
+  return options;
+}
+
 // The bounded search with the floor (and the bound DP as cost to go on every
 // block) finds the exhaustive DP's latency on RandWire under sim:h100 from
 // far fewer measurements: its stages of many small kernels are what the
@@ -185,13 +197,8 @@ TEST(SimDeviceFloorTest, BoundedSearchWithTheFloorIsExactAndMeasuresFarLess) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   auto backend = MakeBackend("h100");
   auto oracle = [&](const ios::Stage& stage) { return backend->StageLatencyMs(*graph, stage); };
-  ios::SearchOptions exhaustive_options;
-  exhaustive_options.exhaustive = true;
-  exhaustive_options.boundary_window_ops = 0;  // windows depend on ties
-  exhaustive_options.threads = 2;
-  ios::SearchOptions floor_options = exhaustive_options;
-  floor_options.exhaustive = false;
-  floor_options.device_floor = backend->device_floor();
+  const ios::SearchOptions exhaustive_options = Options(true, {});
+  const ios::SearchOptions floor_options = Options(false, backend->device_floor());
   auto exhaustive = ios::RunSearch(*graph, exhaustive_options, oracle);
   ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
   auto floored = ios::RunSearch(*graph, floor_options, oracle);
@@ -213,14 +220,9 @@ TEST(SimDeviceFloorTest, BackToBackTimingAndItsFloorKeepTheSearchExact) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   auto backend = MakeBackend("h100", 0, /*back_to_back=*/true);
   auto oracle = [&](const ios::Stage& stage) { return backend->StageLatencyMs(*graph, stage); };
-  ios::SearchOptions exhaustive_options;
-  exhaustive_options.exhaustive = true;
-  exhaustive_options.boundary_window_ops = 0;  // windows depend on ties
-  exhaustive_options.max_block_ops = 24;
-  ios::SearchOptions plain_options = exhaustive_options;
-  plain_options.exhaustive = false;
-  ios::SearchOptions floor_options = plain_options;
-  floor_options.device_floor = backend->device_floor();
+  const ios::SearchOptions exhaustive_options = Options(true, {}, 24);
+  const ios::SearchOptions plain_options = Options(false, {}, 24);
+  const ios::SearchOptions floor_options = Options(false, backend->device_floor(), 24);
   ASSERT_TRUE(floor_options.device_floor.back_to_back);
   auto exhaustive = ios::RunSearch(*graph, exhaustive_options, oracle);
   ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
