@@ -238,8 +238,12 @@ TEST_F(FarmServerTest, ACpuWorkersCoresAreStoredWithItsKeyAndBoundItsJobsSearch)
   two_threads.cpu_threads = 2;
   testing::BackendWorker cpu("cpu", two_threads, farm.address(), "cpu-worker", "cpu-test");
   SimWorker sim(farm.address(), "sim-worker", "sim-test");
-  ASSERT_TRUE(
-      WaitUntil([&] { return farm.HasWorker("cpu-worker") && farm.HasWorker("sim-worker"); }));
+  testing::BackendWorker timed("sim:v100:back-to-back", {}, farm.address(), "b2b-worker",
+                               "sim-b2b-test");
+  ASSERT_TRUE(WaitUntil([&] {
+    return farm.HasWorker("cpu-worker") && farm.HasWorker("sim-worker") &&
+           farm.HasWorker("b2b-worker");
+  }));
   {
     auto store = OpenFarmDatabase(DbPath());
     ASSERT_TRUE(store.ok()) << store.status();
@@ -252,6 +256,14 @@ TEST_F(FarmServerTest, ACpuWorkersCoresAreStoredWithItsKeyAndBoundItsJobsSearch)
     ASSERT_TRUE(floor.ok()) << floor.status();
     EXPECT_DOUBLE_EQ(floor->launch_ms,
                      worker::sim::SimDevicePreset("v100")->kernel_launch_us / 1e3);
+    EXPECT_FALSE(floor->back_to_back);
+    // A floor timed back to back travels in RegisterWorker.device_floor_v10
+    // and is stored as it was declared.
+    auto timed_floor = store->latencies->DeviceFloorOf("sim-b2b-test");
+    ASSERT_TRUE(timed_floor.ok()) << timed_floor.status();
+    EXPECT_TRUE(timed_floor->back_to_back);
+    EXPECT_EQ(timed_floor->issue_order, scheduler::ios::DeviceFloor::IssueOrder::kUnknown);
+    EXPECT_DOUBLE_EQ(timed_floor->launch_ms, floor->launch_ms);
   }
 
   const std::string onnx = TwoBranchOnnx();

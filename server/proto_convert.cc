@@ -161,8 +161,10 @@ WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration)
   out.version = registration.version();
   out.max_built_batches = registration.max_built_batches();
   out.cores = registration.cores();
-  if (registration.has_device_floor()) {
-    const v1::DeviceFloor& floor = registration.device_floor();
+  if (registration.has_device_floor_v10() || registration.has_device_floor()) {
+    const v1::DeviceFloor& floor = registration.has_device_floor_v10()
+                                       ? registration.device_floor_v10()
+                                       : registration.device_floor();
     out.device_floor.stage_ms = floor.stage_ms();
     out.device_floor.launch_ms = floor.launch_ms();
     out.device_floor.peak_gflops = floor.peak_gflops();

@@ -294,6 +294,21 @@ TEST(ProtoConvertTest, WorkerReportsAndRegistrationsKeepEveryField) {
   floor->set_free_ops(v1::DeviceFloor::FREE_OPS_VIEWS_AND_FUSABLE);
   EXPECT_EQ(RegistrationFromProto(registration).device_floor.free_ops,
             scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
+  // A floor an older server would misread comes in device_floor_v10, which
+  // is read where it is set.
+  v1::RegisterWorker v10;
+  v10.set_worker_id("w2");
+  v1::DeviceFloor* timed = v10.mutable_device_floor_v10();
+  timed->set_launch_ms(0.0015);
+  timed->set_timed_back_to_back(true);
+  timed->set_free_ops(v1::DeviceFloor::FREE_OPS_VIEWS_AND_FUSABLE);
+  const WorkerRegistration from_v10 = RegistrationFromProto(v10);
+  EXPECT_DOUBLE_EQ(from_v10.device_floor.launch_ms, 0.0015);
+  EXPECT_TRUE(from_v10.device_floor.back_to_back);
+  EXPECT_TRUE(from_v10.device_floor.issue_overlaps_work);
+  EXPECT_EQ(from_v10.device_floor.free_ops, scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
+  v10.mutable_device_floor()->set_launch_ms(0.5);  // never both; the v10 one wins
+  EXPECT_DOUBLE_EQ(RegistrationFromProto(v10).device_floor.launch_ms, 0.0015);
 
   v1::PhaseResult result;
   result.set_phase_id(12);

@@ -134,7 +134,12 @@ v1::WorkerMessage RegisterMessage(const WorkerRegistration& registration) {
   worker->set_cores(registration.cores);
   const scheduler::ios::DeviceFloor& floor = registration.device_floor;
   if (floor.bounds_anything()) {
-    v1::DeviceFloor* out = worker->mutable_device_floor();
+    // A floor an older server would misread goes where it does not look
+    // (RegisterWorker.device_floor_v10).
+    const bool needs_v10 =
+        floor.back_to_back || floor.free_ops != scheduler::ios::DeviceFloor::FreeOps::kViews;
+    v1::DeviceFloor* out =
+        needs_v10 ? worker->mutable_device_floor_v10() : worker->mutable_device_floor();
     out->set_stage_ms(floor.stage_ms);
     out->set_launch_ms(floor.launch_ms);
     out->set_peak_gflops(floor.peak_gflops);

@@ -310,12 +310,25 @@ TEST(WorkerMessagesTest, RegistrationAndHeartbeat) {
   EXPECT_FALSE(floor.issue_adds_to_work());
   EXPECT_EQ(floor.issue_order(), v1::DeviceFloor::ISSUE_ORDER_ROUND_ROBIN);
   EXPECT_FALSE(floor.timed_back_to_back());
+  EXPECT_FALSE(floored.register_().has_device_floor_v10());
+  // A floor timed back to back, or one with fusable free ops, goes in the
+  // field a server from before schema v10 does not read: such a server
+  // would take it for one timed from idle that counts every op's kernel.
   registration.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
   registration.device_floor.back_to_back = true;
   registration.device_floor.free_ops = scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable;
-  const v1::DeviceFloor timed = RegisterMessage(registration).register_().device_floor();
+  const v1::WorkerMessage timed_hello = RegisterMessage(registration);
+  EXPECT_FALSE(timed_hello.register_().has_device_floor());
+  ASSERT_TRUE(timed_hello.register_().has_device_floor_v10());
+  const v1::DeviceFloor& timed = timed_hello.register_().device_floor_v10();
   EXPECT_TRUE(timed.timed_back_to_back());
   EXPECT_EQ(timed.free_ops(), v1::DeviceFloor::FREE_OPS_VIEWS_AND_FUSABLE);
+  EXPECT_DOUBLE_EQ(timed.launch_ms(), 0.003);
+  registration.device_floor.back_to_back = false;
+  EXPECT_TRUE(RegisterMessage(registration).register_().has_device_floor_v10());  // free ops
+  registration.device_floor.free_ops = scheduler::ios::DeviceFloor::FreeOps::kViews;
+  registration.device_floor.back_to_back = true;
+  EXPECT_TRUE(RegisterMessage(registration).register_().has_device_floor_v10());
 
   const v1::WorkerMessage beat = HeartbeatMessage(1234567);
   ASSERT_TRUE(beat.has_heartbeat());
