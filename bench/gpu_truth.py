@@ -9,7 +9,8 @@ then speed with what is left; docs/benchmarks.md, "How to run it"):
 
   here:    cmake --build build -j2 && python3 bench/gpu_bench.py bundle
   device:  command = "PYTHONUNBUFFERED=1 python3 bench/gpu_truth.py run --out $OUT
-                      --steps env,floor,tests,zoo,torchvision,farm,runtime,kernels --deadline-s 300"
+                      --steps env,floor,tests,zoo,torchvision,farm,search,runtime,kernels
+                      --deadline-s 300"
            carry = [".gpubench"], timeout_s = 330
   device:  the same with --steps env,speed and the deadline that is left
 
@@ -37,6 +38,10 @@ records why):
                tune squeezenet` (embedded server and worker; on cuda with
                --cuda-graph-stages, so its worker times stages as graphs and
                its measure phase runs the schedules as one graph each)
+  search       `iosfarm search MODEL --backend cuda` with the backend's device
+               floor and without (--search-runs MODEL:VARIANT,...): stages
+               measured, IOS ms, and the stages measured below their bound
+               (how often this GPU breaks the floor; gpu_truth_search.py)
   runtime      bench/runtime_bench: Session::Run's cost per call beyond the
                schedule's own time on squeezenet, with host buffers and with
                the input and output in GPU memory (CUDA graph on)
@@ -70,11 +75,13 @@ import tarfile
 import time
 
 import gpu_bundle
+import gpu_truth_search
 from gpu_truth_farm import Farm
 from gpu_truth_kernels import find_ncu, parse_ncu_kernel_times, summarize_kernels
 
 REPO = gpu_bundle.REPO
-STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "runtime", "kernels", "speed")
+STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "search", "runtime", "kernels",
+         "speed")
 # (binary, gtest filter, cap in seconds) of the `tests` step.
 SUITES = (
     ("cuda_backend_test", "*", 150),
@@ -138,15 +145,17 @@ class Truth:
         with tarfile.open(os.path.join(self.out, "logs.tar.gz"), "w:gz") as tar:
             tar.add(self.logs, arcname="logs")
 
-    def run(self, argv, log_name, timeout):
-        """Runs argv with its output in logs/LOG_NAME; (exit code or
-        'timeout', last lines)."""
+    def run(self, argv, log_name, timeout, stdout_path=None):
+        """Runs argv with its output in logs/LOG_NAME (only its stderr there
+        when stdout goes to `stdout_path`); (exit code or 'timeout', last
+        lines of the log)."""
         timeout = max(1.0, min(timeout, self.remaining()))
         self.say("$ " + " ".join(argv) + f"   (at most {timeout:.0f} s)")
         path = os.path.join(self.logs, log_name)
-        with open(path, "w") as out:
+        with open(path, "w") as out, open(stdout_path or os.devnull, "w") as stdout:
             try:
-                code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
+                code = subprocess.run(argv, stdout=stdout if stdout_path else out,
+                                      stderr=subprocess.STDOUT if not stdout_path else out,
                                       env=self.env, cwd=self.work,
                                       timeout=timeout).returncode
             except subprocess.TimeoutExpired:
@@ -393,6 +402,9 @@ class Truth:
     def step_farm(self):
         return Farm(self).run()
 
+    def step_search(self):
+        return gpu_truth_search.Search(self).run()
+
     def step_runtime(self):
         cuda = self.args.backend == "cuda"
         argv = [self.bin["runtime_bench"], "--backend", self.args.backend, "--model",
@@ -507,6 +519,8 @@ def summary(doc):
                                  f"{r.get('max_abs_error_vs_cpu', float('nan')):.2e}, "
                                  f"{r.get('median_ms')} ms, {r.get('stages')} stages"
                                  + (f", {r['mismatches']}" if r.get("mismatches") else ""))
+        elif name == "search":
+            lines.extend(gpu_truth_search.summary_lines(step))
         elif name == "runtime":
             lines.append(f"- runtime: {status}, {step.get('summary')}")
         elif name == "kernels" and status in ("ok", "failed"):
@@ -601,6 +615,12 @@ def main(argv):
     run.add_argument("--farm-batch", type=int, default=1,
                      help="batch size of the farm step's jobs and tune (the worker's profile "
                      "breakdown at that batch)")
+    run.add_argument("--search-runs", default=gpu_truth_search.DEFAULT_RUNS,
+                     help="the search step's MODEL:VARIANT runs, VARIANT one of "
+                     + ", ".join(gpu_truth_search.VARIANTS))
+    run.add_argument("--search-cap-s", type=float, default=150,
+                     help="the longest one search run may take (cut off: its last progress)")
+    run.add_argument("--search-batch", type=int, default=1)
     run.add_argument("--speed-models", default="squeezenet,inception_v3,tv_googlenet,randwire,"
                      "nasnet_a,tv_inception_v3,resnet50")
     run.add_argument("--speed-args", default="", help="more gpu_bench.py run flags, one string")
@@ -614,6 +634,10 @@ def main(argv):
             parser.error(f"unknown step {step!r} (want {', '.join(STEPS)})")
     args.zoo_models = [m for m in args.zoo_models.split(",") if m]
     args.farm_models = [m for m in args.farm_models.split(",") if m]
+    try:
+        args.search_runs = gpu_truth_search.parse_runs(args.search_runs)
+    except ValueError as e:
+        parser.error(str(e))
     args.speed_args = args.speed_args.split()
     return cmd_run(args)
 

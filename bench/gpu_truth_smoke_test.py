@@ -28,6 +28,7 @@ sys.path.insert(0, HERE)
 import gpu_bundle  # noqa: E402
 import gpu_truth_farm  # noqa: E402
 import gpu_truth_kernels  # noqa: E402
+import gpu_truth_search  # noqa: E402
 
 
 def check(condition, message):
@@ -80,6 +81,21 @@ def main():
           summary["top"][0] == {"kernel": "sm90_xmma_fprop", "count": 2, "total_us": 8.0},
           f"kernel summary: {summary}")
     check(gpu_truth_kernels.parse_ncu_kernel_times("no profile here") == [], "no CSV, no kernels")
+    # The search step's run list and the progress a run cut off leaves.
+    check(gpu_truth_search.parse_runs(gpu_truth_search.DEFAULT_RUNS) ==
+          [("inception_v3", "floor"), ("inception_v3", "no-floor"), ("randwire", "floor")],
+          "default search runs")
+    for bad in ("randwire", "randwire:fast", ":floor"):
+        try:
+            gpu_truth_search.parse_runs(bad)
+            check(False, f"search run {bad!r} accepted")
+        except ValueError as e:
+            check(repr(bad) in str(e), f"the error names {bad!r}: {e}")
+    check(gpu_truth_search.last_progress(
+        "search: 0/20 blocks solved, 0 stages measured, 1ms\n[warn] x\n"
+        "search: 2/20 blocks solved, 7927 stages measured, 1m40s\n") ==
+        "search: 2/20 blocks solved, 7927 stages measured, 1m40s", "last progress line")
+    check(gpu_truth_search.last_progress("nothing\n") is None, "no progress line")
     with tempfile.TemporaryDirectory() as tmp:
         bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
         manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))
@@ -100,8 +116,8 @@ def main():
 
         run = subprocess.run(
             [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
-             "--backend", "cpu", "--steps", "env,tests,zoo,farm,runtime,kernels,speed", "--zoo-models",
-             "squeezenet", "--farm-models", "squeezenet", "--farm-batch", "2",
+             "--backend", "cpu", "--steps", "env,tests,zoo,farm,search,runtime,kernels,speed",
+             "--zoo-models", "squeezenet", "--search-runs", "squeezenet:floor,squeezenet:no-floor", "--farm-models", "squeezenet", "--farm-batch", "2",
              "--speed-models", "squeezenet",
              "--speed-args", "--rounds 1 --repeats 2 --no-torch", "--work", work, "--out", out,
              "--deadline-s", "400"], capture_output=True, text=True, timeout=450)
@@ -113,7 +129,7 @@ def main():
             check(os.path.exists(os.path.join(out, name)), f"{name} missing from --out")
         with open(os.path.join(out, "truth.json")) as f:
             steps = json.load(f)["steps"]
-        for step in ("env", "tests", "zoo", "farm", "runtime", "speed"):
+        for step in ("env", "tests", "zoo", "farm", "search", "runtime", "speed"):
             check(steps[step]["status"] == "ok", f"step {step}: {steps[step]}")
         check(steps["kernels"]["status"] == "skipped", f"kernels on the cpu: {steps['kernels']}")
         suites = steps["tests"]["suites"]
@@ -121,6 +137,16 @@ def main():
         eager = steps["zoo"]["models"]["squeezenet"]["eager"]
         check(eager["verified"] is True and eager["max_abs_error_vs_cpu"] <= 1e-3,
               f"zoo squeezenet: {eager}")
+        searches = steps["search"]["runs"]
+        for name in ("squeezenet:floor", "squeezenet:no-floor"):
+            row = searches[name]
+            check(row["status"] == "ok" and row["stages_measured"] > 0 and row["ios_ms"] > 0
+                  and row["lower_bound_misses"] >= 0 and row["device_key"] == "cpu",
+                  f"search {name}: {row}")
+        check("squeezenet: floor vs no-floor" in steps["search"]["compare"],
+              f"search comparison: {steps['search']}")
+        with open(os.path.join(out, "truth.md")) as f:
+            check("squeezenet:no-floor:" in f.read(), "truth.md lacks the search runs")
         jobs = steps["farm"]["jobs"]
         check(jobs["squeezenet (first)"]["profiled_stages"] > 0, f"farm: {jobs}")
         check(jobs["squeezenet (again)"]["profiled_stages"] == 0, f"farm: {jobs}")

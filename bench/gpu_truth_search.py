@@ -1,0 +1,151 @@
+"""The `search` step of gpu_truth.py: `iosfarm search` on this GPU with the
+backend's own device floor and without it (issue 15).
+
+The cuda backend declares a floor for eagerly timed stages
+(worker/backends/cuda/cuda_floor.h: stages timed back to back, three
+quarters of the least empty-kernel launch measured at start, the kernels its
+plans launch). The bounded search is exact only where no measured stage
+beats it. Each run records what the search measured (stages, unique
+signatures), the IOS latency it predicts from those measurements, and the
+stages measured below their lower bound (`lower_bound_misses`,
+`largest_bound_miss_ms`): how often and by how much this GPU breaks the
+assumption. A run cut off by its cap keeps its last progress line (blocks
+solved, stages measured so far).
+
+Runs are MODEL:VARIANT pairs (--search-runs), variants:
+  floor       the backend's floor, as `iosfarm search` uses it by default
+  no-floor    --no-device-floor: the groups' own bounds only
+  exhaustive  --exhaustive: every candidate stage (the reference)
+"""
+import json
+import os
+
+VARIANTS = {
+    "floor": [],
+    "no-floor": ["--no-device-floor"],
+    "exhaustive": ["--exhaustive"],
+}
+# inception_v3 both ways (about 5,000 stages exhaustive: the no-floor run
+# ends inside a minute or two on an H200); RandWire only with the floor
+# (about 1.07 M stages without one: hours of a GPU).
+DEFAULT_RUNS = "inception_v3:floor,inception_v3:no-floor,randwire:floor"
+
+
+def parse_runs(spec):
+    """'inception_v3:floor,randwire:floor' -> [(model, variant)].
+    ValueError naming the pair that is not MODEL:VARIANT with a known
+    variant."""
+    runs = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        model, sep, variant = item.rpartition(":")
+        if not sep or not model or variant not in VARIANTS:
+            raise ValueError(f"search run {item!r}: want MODEL:VARIANT with VARIANT one of "
+                             f"{', '.join(VARIANTS)}")
+        runs.append((model, variant))
+    return runs
+
+
+def last_progress(text):
+    """The last `search: ...` progress line of a search's stderr, or None."""
+    lines = [line.strip() for line in text.splitlines() if line.startswith("search:")]
+    return lines[-1] if lines else None
+
+
+def summarize_report(report):
+    """The figures of one `iosfarm search --format json` report."""
+    stats = report.get("stats", {})
+    latency = report.get("latency_ms", {})
+    keys = ("stages_measured", "unique_signatures", "candidate_stages", "blocks",
+            "exhaustive_blocks", "lower_bound_misses", "largest_bound_miss_ms", "bound_groups")
+    row = {k: stats.get(k) for k in keys}
+    row.update({f"{k}_ms": latency.get(k) for k in ("ios", "sequential", "greedy")})
+    row["latency_kind"] = report.get("latency_kind")
+    row["search_seconds"] = report.get("search_seconds")
+    row["device_key"] = report.get("device_key")
+    row["device_floor"] = report.get("device_floor")
+    return row
+
+
+def compare(runs):
+    """Per model with a floor run and a no-floor or exhaustive one that both
+    finished: how many times fewer stages the floor measured, and its IOS
+    latency against the other's (each from its own measurements)."""
+    out = {}
+    for model in {m for m, _ in (k.split(":", 1) for k in runs)}:
+        floor = runs.get(f"{model}:floor", {})
+        if floor.get("status") != "ok":
+            continue
+        for other in ("no-floor", "exhaustive"):
+            row = runs.get(f"{model}:{other}", {})
+            if row.get("status") != "ok" or not floor.get("stages_measured"):
+                continue
+            out[f"{model}: floor vs {other}"] = {
+                "stages_ratio": round(row["stages_measured"] / floor["stages_measured"], 2),
+                "ios_ms": [round(floor["ios_ms"], 4), round(row["ios_ms"], 4)],
+            }
+    return out
+
+
+class Search:
+    def __init__(self, truth):
+        self.truth = truth
+        self.args = truth.args
+
+    def run(self):
+        truth = self.truth
+        result = {"status": "ok", "runs": {}}
+        for model, variant in self.args.search_runs:
+            name = f"{model}:{variant}"
+            left = truth.remaining() - 5
+            if left < 20:
+                result["runs"][name] = {"status": "not run", "reason": "deadline"}
+                continue
+            stem = f"search_{model}_{variant}"
+            json_path = os.path.join(truth.logs, stem + ".json")
+            if os.path.exists(json_path):
+                os.remove(json_path)
+            argv = [truth.bin["iosfarm"], "search", model, "--backend", self.args.backend,
+                    "--batch", str(self.args.search_batch), "--format", "json"] + VARIANTS[variant]
+            code, tail = truth.run(argv, stem + ".log", min(self.args.search_cap_s, left),
+                                   stdout_path=json_path)
+            row = {"exit": code}
+            if code == 0:
+                with open(json_path) as f:
+                    row.update(summarize_report(json.load(f)))
+                row["status"] = "ok"
+                truth.say(f"search {name}: {row['stages_measured']} stages measured, IOS "
+                          f"{row['ios_ms']:.4f} ms, {row['lower_bound_misses']} bound misses "
+                          f"(largest {row['largest_bound_miss_ms']:.2e} ms)")
+            elif code == "timeout":
+                with open(os.path.join(truth.logs, stem + ".log"), errors="replace") as f:
+                    row["last_progress"] = last_progress(f.read())
+                row["status"] = "cut off"
+                truth.say(f"search {name}: cut off at its cap: {row['last_progress']}")
+            else:
+                row.update({"status": "failed", "output": tail})
+                result["status"] = "failed"
+                truth.say(f"search {name}: exit {code}: {tail[-1:]}")
+            result["runs"][name] = row
+        result["compare"] = compare(result["runs"])
+        return result
+
+
+def summary_lines(step):
+    """truth.md's lines for the step."""
+    lines = [f"- search: {step.get('status')}"]
+    for name, row in step.get("runs", {}).items():
+        if row.get("status") == "ok":
+            lines.append(f"  - {name}: {row['stages_measured']} stages measured of "
+                         f"{row['candidate_stages']} candidates, IOS {row['ios_ms']:.4f} ms "
+                         f"({row['latency_kind']}), {row['lower_bound_misses']} bound misses "
+                         f"(largest {row['largest_bound_miss_ms']:.2e} ms), "
+                         f"{row['exhaustive_blocks']}/{row['blocks']} blocks exhaustive, "
+                         f"{row['search_seconds']:.0f} s")
+        else:
+            lines.append(f"  - {name}: {row.get('status')}" + "".join(
+                f", {k} {row[k]}" for k in ("reason", "last_progress", "exit") if row.get(k)))
+    for name, c in step.get("compare", {}).items():
+        lines.append(f"  - {name}: {c['stages_ratio']}x the stages, IOS ms {c['ios_ms']}")
+    return lines
