@@ -78,9 +78,7 @@ class Search final : public BoundedBlockSearch {
         options_(options),
         enumerator_(block_, options.dp.bounds),
         stages_(block_),
-        ending_ids_(options.dp.bounds.max_groups),
-        bound_table_(std::make_shared<BoundTableOf>(block_.size())),
-        bound_cost_(bound_table_->costs) {
+        ending_ids_(options.dp.bounds.max_groups) {
     enumerator_.SetCheck([this](uint64_t) {
       if (status_.ok()) CheckBudget();
       return status_.ok();
@@ -177,8 +175,15 @@ class Search final : public BoundedBlockSearch {
   const BlockGraph& block() const override { return block_; }
   const std::vector<Signature>& waiting_for() const override { return waiting_; }
   const BlockSolution& solution() const override { return solution_; }
-  std::shared_ptr<const BoundTable> bound_table() const override {
-    return has_bound_cost_ ? bound_table_ : nullptr;
+  std::shared_ptr<const BoundTable> bound_table() override {
+    if (!has_bound_cost_) return nullptr;
+    if (bound_table_ == nullptr) {  // the walk's costs by state, for a later block
+      bound_table_ = std::make_shared<BoundTableOf>(block_.size());
+      walk_rows_->rows.ForEach([&](const OpBits<W>& ops, int32_t row) {
+        bound_table_->costs.Insert(ops, ops.Hash(), row_cost_[row]);
+      });
+    }
+    return bound_table_;
   }
   DpStats stats() const override {
     DpStats stats = stats_;
@@ -369,7 +374,6 @@ class Search final : public BoundedBlockSearch {
       Search& search = *searches[k];
       search.row_cost_.resize(states.size());
       for (size_t row = 0; row < states.size(); ++row) {
-        search.bound_cost_.Insert(states[row], states[row].Hash(), costs[row * k_count + k]);
         search.row_cost_[row] = costs[row * k_count + k];
       }
       search.walk_rows_ = walk_rows;
@@ -1067,7 +1071,10 @@ class Search final : public BoundedBlockSearch {
   // independent, at most r ops of a path). Each term drops by no more than
   // one stage's bound along an edge, so the largest is consistent too.
   double CostToGo(const OpBits<W>& ops) {
-    if (has_bound_cost_) return *bound_cost_.Find(ops, ops.Hash());
+    if (has_bound_cost_) {
+      const int32_t row = WalkRow(ops);  // every non-empty state has one
+      if (row >= 0) return row_cost_[row];
+    }
     return PathCostToGo(ops);
   }
 
@@ -1168,8 +1175,7 @@ class Search final : public BoundedBlockSearch {
     // the bound comes after it, cut off where the key passes the incumbent
     // or the slice.
     struct Pending {
-      OpBits<W> ops, child;  // child: where it is looked up by hashing
-      uint64_t hash;
+      OpBits<W> ops, child;  // child: where it has no row
       int32_t row;  // the child's in walk_rows_ (-1: none, or empty)
       int num_groups, found;
     };
@@ -1183,8 +1189,7 @@ class Search final : public BoundedBlockSearch {
       if (ending.row >= 0) {
         h = row_cost_[ending.row];
       } else if (!ending.child.Empty()) {
-        h = has_bound_cost_ ? *bound_cost_.Find(ending.child, ending.hash)
-                            : PathCostToGo(ending.child);
+        h = CostToGo(ending.child);  // (with a walk, a state's endings go by_row)
       }
       const bool first = from == 0;
       const double slice =
@@ -1228,9 +1233,7 @@ class Search final : public BoundedBlockSearch {
     auto by_hash = [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
       Pending& ending = list(ops, groups, num_groups);
       ending.child = parent.ops.Minus(ops);
-      ending.hash = ending.child.Hash();
       ending.row = -1;
-      if (has_bound_cost_) bound_cost_.Prefetch(ending.hash);
     };
     if (parent.row >= 0) {
       const StateDrops<W>& drops = *walk_rows_->drops;
@@ -1552,9 +1555,8 @@ class Search final : public BoundedBlockSearch {
 
   int64_t MemoryBytes() const {
     const size_t bytes = open_.capacity() * sizeof(Entry) + closed_.capacity() * sizeof(Closed) +
-                         closed_index_.memory_bytes() + bound_cost_.memory_bytes() +
-                         group_index_.memory_bytes() + stages_.memory_bytes() +
-                         groups_.capacity() * sizeof(OpBits<W>) +
+                         closed_index_.memory_bytes() + group_index_.memory_bytes() +
+                         stages_.memory_bytes() + groups_.capacity() * sizeof(OpBits<W>) +
                          row_cost_.capacity() * sizeof(double) +
                          (walk_rows_ != nullptr ? walk_rows_->memory_bytes() : 0);
     return static_cast<int64_t>(bytes) + slice_cache_bytes_ + walk_bytes_;
@@ -1597,8 +1599,15 @@ class Search final : public BoundedBlockSearch {
   // run times.
   std::optional<IssueChains> issue_chains_;
   bool has_issue_order_ = false;
-  // The bound DP's costs to go, in a table that bound_table() shares (a
-  // later block's prefix_bounds) and that outlives the search.
+  // Once the bound DP ran (has_bound_cost_): the walk's states and drops
+  // (shared by the searches of one walk) and this search's cost to go by
+  // row, every non-empty state having one. A*'s expansions follow an
+  // ending's child through the drops instead of hashing it (WalkRow).
+  bool has_bound_cost_ = false;
+  std::shared_ptr<const WalkRows> walk_rows_;
+  std::vector<double> row_cost_;
+  // The same costs by state, made only when a later block asks for them
+  // (bound_table(), its prefix_bounds); it outlives the search.
   struct BoundTableOf final : BoundTable {
     explicit BoundTableOf(int size) : size(size) {}
     int ops() const override { return size; }
@@ -1606,13 +1615,6 @@ class Search final : public BoundedBlockSearch {
     OpBitsMap<W, double> costs;
   };
   std::shared_ptr<BoundTableOf> bound_table_;
-  OpBitsMap<W, double>& bound_cost_;
-  bool has_bound_cost_ = false;
-  // The bound DP walk's states and drops (shared by the searches of one
-  // walk) and this search's cost to go by row: A*'s expansions follow an
-  // ending's child through them instead of hashing it (WalkRow).
-  std::shared_ptr<const WalkRows> walk_rows_;
-  std::vector<double> row_cost_;
   // The calibrated floor (floor_samples): per-op features, the sampled
   // stages and their latencies (NaN while unknown), the fitted envelope.
   std::vector<OpFeatures> op_features_;

@@ -309,8 +309,9 @@ class BoundedBlockSearch {
   virtual DpStats stats() const = 0;
   // The bound DP's table once it ran (null before, or without one: no
   // bound_dp_max_states, or a block over it), for a later block's
-  // prefix_bounds. It outlives the search.
-  virtual std::shared_ptr<const BoundTable> bound_table() const = 0;
+  // prefix_bounds: made at the first call, from the walk's costs. It
+  // outlives the search.
+  virtual std::shared_ptr<const BoundTable> bound_table() = 0;
 };
 
 }  // namespace iosfarm::scheduler::ios
