@@ -25,6 +25,20 @@
 //                         ((t(200) - t(1)) / 199, events around each launch)
 //   graph_fork_node_us    the same for 4 parallel chains of 50 nodes, forked
 //                         and joined by events during capture
+//   event_record_host_us  host time of one cudaEventRecord (1,000 back to back
+//                         on one stream, wall time / 1,000)
+//   stream_wait_host_us   host time of one cudaStreamWaitEvent, likewise
+//   stage2_host_us,       host time to enqueue one run of a stage of 2 (8)
+//   stage8_host_us        groups of one empty kernel each, forked and joined
+//                         as the cuda backend's StageExecutor does (a record
+//                         on the main stream, per group a wait, its kernel and
+//                         a record, then the main stream's waits), 20 runs
+//                         back to back per sample
+//   fork_join_host_per_group_us
+//                         (stage8 - stage2) / 6 - launch_host_us: what the
+//                         host pays per group of a concurrent stage beyond
+//                         its kernels' launches, the term a back-to-back
+//                         device floor could add for stages of 2+ groups
 // Published figures to compare (H100): about 2-3 us per launch, about 1.3 us
 // per kernel even inside graphs.
 //
@@ -82,7 +96,59 @@ struct Floor {
   double graph_launch_us = 0;
   double graph_node_us = 0;
   double graph_fork_node_us = 0;
+  double event_record_host_us = 0;
+  double stream_wait_host_us = 0;
+  double stage2_host_us = 0;
+  double stage8_host_us = 0;
+  double fork_join_host_per_group_us = 0;
 };
+
+// Median host time of one run of a stage of `groups` groups of one empty
+// kernel, enqueued as StageExecutor::EnqueueStage does (streams[0] the main
+// stream), over `repeats` samples of 20 runs back to back (few enough that
+// the device's queue never fills and blocks the host).
+double StageHostMicros(const std::vector<cudaStream_t>& streams, int groups, int repeats) {
+  constexpr int kRuns = 20;
+  std::vector<cudaEvent_t> events(groups + 1);
+  for (auto& event : events) CHECK_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  const cudaStream_t main = streams[0];
+  auto enqueue = [&] {
+    CHECK_CUDA(cudaEventRecord(events[0], main));
+    for (int g = 0; g < groups; ++g) {
+      CHECK_CUDA(cudaStreamWaitEvent(streams[g], events[0], 0));
+      EmptyKernel<<<1, 1, 0, streams[g]>>>();
+      CHECK_CUDA(cudaEventRecord(events[g + 1], streams[g]));
+    }
+    for (int g = 0; g < groups; ++g) CHECK_CUDA(cudaStreamWaitEvent(main, events[g + 1], 0));
+  };
+  for (int i = 0; i < kRuns; ++i) enqueue();  // warm-up
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < kRuns; ++i) enqueue();
+    samples.push_back(MicrosSince(start) / kRuns);
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  CHECK_CUDA(cudaGetLastError());
+  for (auto& event : events) CHECK_CUDA(cudaEventDestroy(event));
+  return Median(samples);
+}
+
+// Median host time of one call of `call`, over `repeats` samples of 1,000
+// calls back to back.
+template <typename Call>
+double HostMicros(int repeats, cudaStream_t stream, Call&& call) {
+  constexpr int kCalls = 1000;
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < kCalls; ++i) CHECK_CUDA(call());
+    samples.push_back(MicrosSince(start) / kCalls);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+  }
+  return Median(samples);
+}
 
 // A graph of `chains` parallel chains of `length` empty kernels, captured
 // from `main` (forked to and joined from the side streams by events).
@@ -194,6 +260,20 @@ Floor Measure(int repeats) {
   const double t1 = GraphMicros(one, a, begin, end, 20 * repeats);
   floor.graph_node_us = (GraphMicros(chain, a, begin, end, 5 * repeats) - t1) / 199.0;
   floor.graph_fork_node_us = (GraphMicros(fork, a, begin, end, 5 * repeats) - t1) / 199.0;
+  floor.event_record_host_us =
+      HostMicros(repeats, a, [&] { return cudaEventRecord(link, a); });
+  floor.stream_wait_host_us =
+      HostMicros(repeats, b, [&] { return cudaStreamWaitEvent(b, link, 0); });
+  std::vector<cudaStream_t> lanes(8);
+  lanes[0] = a;
+  for (size_t i = 1; i < lanes.size(); ++i) {
+    CHECK_CUDA(cudaStreamCreateWithFlags(&lanes[i], cudaStreamNonBlocking));
+  }
+  floor.stage2_host_us = StageHostMicros(lanes, 2, 5 * repeats);
+  floor.stage8_host_us = StageHostMicros(lanes, 8, 5 * repeats);
+  floor.fork_join_host_per_group_us =
+      (floor.stage8_host_us - floor.stage2_host_us) / 6.0 - floor.launch_host_us;
+  for (size_t i = 1; i < lanes.size(); ++i) CHECK_CUDA(cudaStreamDestroy(lanes[i]));
   for (cudaGraphExec_t exec : {one, chain, fork}) CHECK_CUDA(cudaGraphExecDestroy(exec));
   for (auto& stream : side) CHECK_CUDA(cudaStreamDestroy(stream));
   CHECK_CUDA(cudaEventDestroy(begin));
@@ -250,9 +330,13 @@ int main(int argc, char** argv) {
       "{\"device\": \"%s\", \"sm\": %d%d, \"sms\": %d, \"driver\": %d, \"runtime\": %d, "
       "\"repeats\": %d,\n \"launch_host_us\": %.3f, \"launch_device_us\": %.3f, "
       "\"launch_sync_us\": %.3f, \"event_record_sync_us\": %.3f, \"cross_stream_wait_us\": %.3f,\n"
-      " \"graph_launch_us\": %.3f, \"graph_node_us\": %.3f, \"graph_fork_node_us\": %.3f}\n",
+      " \"graph_launch_us\": %.3f, \"graph_node_us\": %.3f, \"graph_fork_node_us\": %.3f,\n"
+      " \"event_record_host_us\": %.3f, \"stream_wait_host_us\": %.3f, \"stage2_host_us\": %.3f,"
+      " \"stage8_host_us\": %.3f, \"fork_join_host_per_group_us\": %.3f}\n",
       prop.name, prop.major, prop.minor, prop.multiProcessorCount, driver, runtime, repeats,
       f.launch_host_us, f.launch_device_us, f.launch_sync_us, f.event_record_sync_us,
-      f.cross_stream_wait_us, f.graph_launch_us, f.graph_node_us, f.graph_fork_node_us);
+      f.cross_stream_wait_us, f.graph_launch_us, f.graph_node_us, f.graph_fork_node_us,
+      f.event_record_host_us, f.stream_wait_host_us, f.stage2_host_us, f.stage8_host_us,
+      f.fork_join_host_per_group_us);
   return 0;
 }
