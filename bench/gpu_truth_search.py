@@ -73,7 +73,7 @@ def compare(runs):
     finished: how many times fewer stages the floor measured, and its IOS
     latency against the other's (each from its own measurements)."""
     out = {}
-    for model in {m for m, _ in (k.split(":", 1) for k in runs)}:
+    for model in {k.rpartition(":")[0] for k in runs}:
         floor = runs.get(f"{model}:floor", {})
         if floor.get("status") != "ok":
             continue
