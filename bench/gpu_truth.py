@@ -65,6 +65,7 @@ the gtest suites' CUDA tests then skip): the smoke test
 (gpu_truth_smoke_test.py) runs it so that the script itself is tested here.
 """
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -152,10 +153,11 @@ class Truth:
         timeout = max(1.0, min(timeout, self.remaining()))
         self.say("$ " + " ".join(argv) + f"   (at most {timeout:.0f} s)")
         path = os.path.join(self.logs, log_name)
-        with open(path, "w") as out, open(stdout_path or os.devnull, "w") as stdout:
+        with open(path, "w") as out, (open(stdout_path, "w") if stdout_path
+                                      else contextlib.nullcontext(out)) as stdout:
             try:
-                code = subprocess.run(argv, stdout=stdout if stdout_path else out,
-                                      stderr=subprocess.STDOUT if not stdout_path else out,
+                code = subprocess.run(argv, stdout=stdout,
+                                      stderr=out if stdout_path else subprocess.STDOUT,
                                       env=self.env, cwd=self.work,
                                       timeout=timeout).returncode
             except subprocess.TimeoutExpired:
