@@ -1,6 +1,6 @@
 // EndingGuesses: a few endings of a state that are likely to be among its
 // best, from the best endings of its children by one op. The bound DP's
-// walk (bounded_block_search.cc) takes the least value of these guesses as
+// walk (bound_dp_walk.h) takes the least value of these guesses as
 // a state's first cutoff, so that it bounds the endings it lists against a
 // cutoff near the state's value from the first on, not one that falls as
 // they come.
