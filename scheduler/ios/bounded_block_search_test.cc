@@ -164,22 +164,6 @@ TEST(BoundedBlockSearchTest, CalibratedFloorStaysValidWhereStagesFallBelowIt) {
   EXPECT_GT(misses, 0);
 }
 
-// The analytic oracle, except that a merged convolution costs at least its
-// slowest branch alone (the search's assumption; the analytic model runs a
-// merged convolution at the utilisation of its larger output, which can be
-// faster).
-StageLatencyFn AnalyticMergeKeepingOracle(const graph::Graph& graph) {
-  return [&graph, analytic = MakeAnalyticOracle(graph)](const Stage& stage) -> StatusOr<double> {
-    ASSIGN_OR_RETURN(double latency, analytic(stage));
-    if (stage.strategy != Strategy::kMerge) return latency;
-    for (const auto& group : stage.groups) {
-      ASSIGN_OR_RETURN(double alone, analytic(testing::ConcurrentStage({group})));
-      latency = std::max(latency, alone);
-    }
-    return latency;
-  };
-}
-
 // Stages measured over the random block cases, with a floor and without.
 struct FloorTotals {
   int64_t with_floor = 0, without = 0;
@@ -194,7 +178,7 @@ FloorTotals ExpectExactWithFloor(const DeviceFloor& floor, bool each_no_more) {
   FloorTotals totals;
   testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
     SCOPED_TRACE(c.Describe());
-    const StageLatencyFn oracle = AnalyticMergeKeepingOracle(*c.graph);
+    const StageLatencyFn oracle = testing::AnalyticMergeKeepingOracle(*c.graph);
     FnSource exhaustive_source(oracle), plain_source(oracle), floor_source(oracle),
         floor_dp_source(oracle);
     auto exhaustive = SolveBlock(*c.block, c.options, exhaustive_source);
@@ -427,7 +411,7 @@ TEST(BoundedBlockSearchTest, ASharedBoundDpWalkGivesWhatEachWalkGivesAlone) {
     for (const Block& block : partition.blocks) {
       blocks.push_back(*BlockGraph::Build(graph, block.ops));
     }
-    const StageLatencyFn oracle = AnalyticMergeKeepingOracle(graph);
+    const StageLatencyFn oracle = testing::AnalyticMergeKeepingOracle(graph);
     BoundedSearchOptions options;
     options.dp.bounds = {3, 4};
     options.bound_dp_max_states = kBoundDp;

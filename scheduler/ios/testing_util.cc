@@ -188,6 +188,20 @@ StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed) {
   };
 }
 
+StageLatencyFn AnalyticMergeKeepingOracle(const graph::Graph& graph,
+                                          const AnalyticDeviceModel& model) {
+  return [&graph,
+          analytic = MakeAnalyticOracle(graph, model)](const Stage& stage) -> StatusOr<double> {
+    ASSIGN_OR_RETURN(double latency, analytic(stage));
+    if (stage.strategy != Strategy::kMerge) return latency;
+    for (const auto& group : stage.groups) {
+      ASSIGN_OR_RETURN(double alone, analytic(ConcurrentStage({group})));
+      latency = std::max(latency, alone);
+    }
+    return latency;
+  };
+}
+
 StageLatencyFn FeatureLinearOracle(const graph::Graph& graph, uint64_t seed, double noise) {
   const double c0 = 0.002 + 0.003 * Unit(seed, 0, 10), c1 = 0.002 * Unit(seed, 0, 11);
   const double c2 = 0.003 + 0.002 * Unit(seed, 0, 12), c5 = 500 * Unit(seed, 0, 13);

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/status.h"
 #include "graph/graph.h"
+#include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/block_dp.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/latency_oracle.h"
@@ -68,6 +69,14 @@ StageLatencyFn GroupMonotoneOracle(const graph::Graph& graph, uint64_t seed);
 // largest w over ceil(cores / k), plus extras as in GroupMonotoneOracle. A
 // function of signatures and `seed`.
 StageLatencyFn CoresOracle(const graph::Graph& graph, uint64_t seed, int cores);
+
+// The analytic oracle (analytic_oracle.h), except that a merged
+// convolution costs at least its slowest branch alone (the bounded search's
+// assumption; the analytic model runs a merged convolution at the
+// utilisation of its larger output, which can be faster). Keeps a reference
+// to `graph`.
+StageLatencyFn AnalyticMergeKeepingOracle(const graph::Graph& graph,
+                                          const AnalyticDeviceModel& model = {});
 
 // An oracle linear in the calibrated floor's features (stage_floor.h) with
 // pseudo-random non-negative coefficients drawn from `seed`: a concurrent

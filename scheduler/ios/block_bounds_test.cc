@@ -1,0 +1,204 @@
+#include "scheduler/ios/block_bounds.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
+#include "gtest/gtest.h"
+#include "scheduler/ios/analytic_oracle.h"
+#include "scheduler/ios/block_stages.h"
+#include "scheduler/ios/endings.h"
+#include "scheduler/ios/testing_util.h"
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+// The block's groups by brute force (blocks of at most 64 ops, as bit
+// masks): every set of at most r ops that is connected through the block's
+// edges inside it and convex (no op outside it lies on a path between two
+// of its ops).
+std::set<uint64_t> BruteForceGroups(const BlockGraph& block, int r) {
+  const int n = block.size();
+  // reach[u]: the ops a path from u reaches (u not included).
+  std::vector<uint64_t> reach(n, 0);
+  for (int u = n - 1; u >= 0; --u) {
+    for (int s : block.succs(u)) reach[u] |= (uint64_t{1} << s) | reach[s];
+  }
+  std::set<uint64_t> groups;
+  for (uint64_t set = 1; set < (uint64_t{1} << n); ++set) {
+    if (std::popcount(set) > r) continue;
+    // Connected: grow from its lowest op along edges inside the set.
+    uint64_t seen = set & -set, frontier = seen;
+    while (frontier != 0) {
+      const int v = std::countr_zero(frontier);
+      frontier &= frontier - 1;
+      uint64_t next = 0;
+      for (int s : block.succs(v)) next |= uint64_t{1} << s;
+      for (int p : block.preds(v)) next |= uint64_t{1} << p;
+      next &= set & ~seen;
+      seen |= next;
+      frontier |= next;
+    }
+    if (seen != set) continue;
+    bool convex = true;
+    for (int v = 0; v < n && convex; ++v) {
+      if ((set >> v) & 1) continue;
+      bool from_set = false;
+      for (int u = 0; u < n; ++u)
+        from_set = from_set || (((set >> u) & 1) && ((reach[u] >> v) & 1));
+      convex = !(from_set && (reach[v] & set) != 0);
+    }
+    if (convex) groups.insert(set);
+  }
+  return groups;
+}
+
+BoundedSearchOptions OptionsOf(const testing::RandomBlockCase& c) {
+  BoundedSearchOptions options;
+  options.dp = c.options;
+  return options;
+}
+
+// The groups are exactly the connected, convex sets of at most r ops, each
+// once; past max_groups, EnumerateGroups says so.
+TEST(BlockBoundsTest, GroupsAreExactlyTheConnectedConvexSetsOfAtMostROps) {
+  int compared = 0, over = 0;
+  testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+    SCOPED_TRACE(c.Describe());
+    ASSERT_EQ(c.block->words(), 1);
+    BoundedSearchOptions options = OptionsOf(c);
+    BlockBounds<1> bounds(*c.block, options);
+    ASSERT_TRUE(bounds.EnumerateGroups());
+    std::set<uint64_t> found;
+    for (const OpBits<1>& group : bounds.groups()) found.insert(group.words[0]);
+    EXPECT_EQ(found.size(), bounds.groups().size()) << "a group enumerated twice";
+    EXPECT_EQ(found, BruteForceGroups(*c.block, c.options.bounds.max_group_ops));
+    ++compared;
+    if (found.size() < 2) return;
+    options.max_groups = static_cast<int64_t>(found.size()) - 1;
+    BlockBounds<1> capped(*c.block, options);
+    EXPECT_FALSE(capped.EnumerateGroups());
+    ++over;
+  });
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(over, 1000);
+}
+
+// One setting of the bounds: an oracle that keeps the search's assumption
+// under them, and the options that take its terms.
+struct BoundsSetting {
+  std::string name;
+  std::function<StageLatencyFn(const testing::RandomBlockCase&)> oracle;
+  DeviceFloor device_floor;
+  int cores = 0;
+};
+
+std::vector<BoundsSetting> Settings() {
+  auto analytic = [](const testing::RandomBlockCase& c) {
+    return testing::AnalyticMergeKeepingOracle(*c.graph);
+  };
+  // A device whose host issue rules small stages (20 us a kernel): the
+  // floor is the bound of most wide endings.
+  AnalyticDeviceModel issue_bound;
+  issue_bound.issue_us = 20.0;
+  auto issue_bound_oracle = [issue_bound](const testing::RandomBlockCase& c) {
+    return testing::AnalyticMergeKeepingOracle(*c.graph, issue_bound);
+  };
+  // Timed back to back (no last kernel, no launch before the work), which
+  // bounds the model too: it adds its issue to its work.
+  DeviceFloor back_to_back = AnalyticDeviceFloor(issue_bound);
+  back_to_back.issue_overlaps_work = true;
+  back_to_back.back_to_back = true;
+  return {
+      {"group monotone",
+       [](const testing::RandomBlockCase& c) {
+         return testing::GroupMonotoneOracle(*c.graph, c.seed);
+       },
+       {},
+       0},
+      {"analytic, its device floor", analytic, AnalyticDeviceFloor(), 0},
+      {"issue-bound analytic, back-to-back floor", issue_bound_oracle, back_to_back, 0},
+      {"issue-bound analytic, its device floor", issue_bound_oracle,
+       AnalyticDeviceFloor(issue_bound), 0},
+      {"2 cores",
+       [](const testing::RandomBlockCase& c) { return testing::CoresOracle(*c.graph, c.seed, 2); },
+       {},
+       2},
+  };
+}
+
+// Where the latencies keep the assumption: no ending of any state costs
+// less than its bound (the cheaper of its strategies), every group is
+// found, and the cost to go is consistent over every ending's bound
+// (h(S) <= bound(E) + h(S - E)), so A* may close a state the first time it
+// takes it off the open list. Checked on every state and every ending, not
+// only those a search evaluates (1.4 M endings in all). The floors and the
+// core bound must raise some bounds above the slowest group, or the check
+// would be the group bound's alone: under the default analytic model about
+// 900 endings, on the issue-bound device and with cores most of them.
+TEST(BlockBoundsTest, NoEndingBeatsItsBoundAndTheCostToGoIsConsistent) {
+  for (const BoundsSetting& setting : Settings()) {
+    SCOPED_TRACE(setting.name);
+    int64_t endings = 0, raised = 0;
+    testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
+      SCOPED_TRACE(c.Describe());
+      const StageLatencyFn oracle = setting.oracle(c);
+      testing::FnSource source(oracle);
+      BoundedSearchOptions options = OptionsOf(c);
+      options.device_floor = setting.device_floor;
+      options.cores = setting.cores;
+      BlockBounds<1> bounds(*c.block, options);
+      BlockStages<1> stages(*c.block);
+      ASSERT_TRUE(bounds.EnumerateGroups());
+      std::vector<Signature> waiting;
+      ASSERT_TRUE(bounds.LookUpGroups(source, stages, &waiting).ok());
+      ASSERT_TRUE(waiting.empty()) << "an inline source never waits";
+      bounds.Prepare(stages);
+      auto latency_of = [&](const OpBits<1>& ops) -> double {
+        stages.HashStage(ops);
+        StatusOr<double> concurrent = oracle(stages.CanonicalStage(Strategy::kConcurrent));
+        EXPECT_TRUE(concurrent.ok()) << concurrent.status();
+        double latency = concurrent.ok() ? *concurrent : 0.0;
+        if (c.options.enable_merge && stages.IsMergeable(ops)) {
+          StatusOr<double> merged = oracle(stages.CanonicalStage(Strategy::kMerge));
+          EXPECT_TRUE(merged.ok()) << merged.status();
+          if (merged.ok()) latency = std::min(latency, *merged);
+        }
+        return latency;
+      };
+      EndingEnumerator<1> enumerator(*c.block, c.options.bounds);
+      std::vector<int32_t> ids(c.options.bounds.max_groups);
+      ForEachRemainingSet<1>(*c.block, 1 << 20, [&](const OpBits<1>& state) {
+        const double h = bounds.PathCostToGo(state);
+        enumerator.Enumerate(
+            state, [&](const OpBits<1>& ops, EndingGroup<1>* groups, int num_groups) {
+              const int found = bounds.GroupIds(groups, num_groups, ids.data());
+              EXPECT_EQ(found, num_groups);
+              const double bound = bounds.IdsBound(ops, ids.data(), found, num_groups, kNever);
+              const double slowest = bounds.IdsBound(ops, ids.data(), found, num_groups, 0.0);
+              raised += bound > slowest * (1 + 1e-12);
+              const double latency = latency_of(ops);
+              EXPECT_LE(bound, latency * (1 + 1e-9) + 1e-12)
+                  << "ending " << ops.words[0] << " of state " << state.words[0];
+              const double after = bounds.PathCostToGo(state.Minus(ops));
+              EXPECT_LE(h, (bound + after) * (1 + 1e-9) + 1e-12)
+                  << "ending " << ops.words[0] << " of state " << state.words[0];
+              ++endings;
+            });
+      });
+    });
+    EXPECT_GT(endings, 100'000);
+    if (setting.device_floor.bounds_anything() || setting.cores >= 2) EXPECT_GT(raised, 100);
+  }
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::ios
