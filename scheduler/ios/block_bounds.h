@@ -243,18 +243,9 @@ class BlockBounds {
   // (0 stays a valid bound).
   double IdsBound(const OpBits<W>& ops, const int32_t* ids, int found, int num_groups,
                   double cutoff) {
-    // One pass over the groups' packed terms (the bound DP's walk calls
-    // this for every ending of every state).
     double bound = 0, kernels = 0, work_ms = 0, last = kNever;
     bool one_op_each = true;  // of the groups found
-    for (int g = 0; g < found; ++g) {
-      const GroupTerms& group = group_terms_[ids[g]];
-      bound = std::max(bound, group.latency);
-      kernels += group.kernels;
-      work_ms += group.work_ms;
-      last = std::min(last, group.last_kernel_ms);
-      one_op_each = one_op_each && group.one_op;
-    }
+    SumTerms(group_terms_.data(), ids, found, bound, kernels, work_ms, last, one_op_each);
     if (num_groups < 2 || !(has_floor_ || has_device_floor_ || by_cores()) || bound >= cutoff) {
       return bound;
     }
@@ -340,14 +331,7 @@ class BlockBounds {
                     int num_groups) const {
     double bound = 0, kernels = 0, work_ms = 0, last = kNever;
     bool one_op_each = true;
-    for (int g = 0; g < found; ++g) {
-      const GroupTerms& group = least[ids[g]];
-      bound = std::max(bound, group.latency);
-      kernels += group.kernels;
-      work_ms += group.work_ms;
-      last = std::min(last, group.last_kernel_ms);
-      one_op_each = one_op_each && group.one_op;
-    }
+    SumTerms(least.data(), ids, found, bound, kernels, work_ms, last, one_op_each);
     if (num_groups < 2 || !has_device_floor_ || one_op_each) return bound;
     return std::max(
         bound, StageFloorMs(options_.device_floor, kernels, work_ms, last == kNever ? 0.0 : last));
@@ -399,6 +383,26 @@ class BlockBounds {
     // kernel is another). Known once the groups are (Prepare).
     double last_kernel_ms = 0;
   };
+
+  // Adds the terms of an ending's groups ids[0..found) of `table` into the
+  // caller's: the slowest group's latency (max), their kernels and work
+  // (sums), the least last kernel (min), and whether each group is one op
+  // (and). One pass; into the caller's variables so that, inlined, the loop
+  // is the one the bound DP's walk ran before it was shared (a struct
+  // returned cost 0.9 % more instructions on randwire).
+  [[gnu::always_inline]] static void SumTerms(const GroupTerms* table, const int32_t* ids,
+                                              int found, double& slowest, double& kernels,
+                                              double& work_ms, double& last_kernel_ms,
+                                              bool& one_op_each) {
+    for (int g = 0; g < found; ++g) {
+      const GroupTerms& group = table[ids[g]];
+      slowest = std::max(slowest, group.latency);
+      kernels += group.kernels;
+      work_ms += group.work_ms;
+      last_kernel_ms = std::min(last_kernel_ms, group.last_kernel_ms);
+      one_op_each = one_op_each && group.one_op;
+    }
+  }
 
   // Looks up one group alone (single_core: on one core) into *latency, or
   // queues its signature.

@@ -165,6 +165,12 @@
 // (before the search or while it waits), so a search resumed after a restart
 // with its latencies from a database takes the same path and asks for
 // nothing again.
+//
+// Where it lives: the bounds (the groups, an ending's bound, the path and
+// floor cost to go) in block_bounds.h, the bound DP's walk and its table of
+// costs to go in bound_dp_walk.h, A* itself in bounded_block_search.cc.
+// The first two are templates included by the third only, so the hot
+// loops inline across them as they did in one file.
 #ifndef IOSFARM_SCHEDULER_IOS_BOUNDED_BLOCK_SEARCH_H_
 #define IOSFARM_SCHEDULER_IOS_BOUNDED_BLOCK_SEARCH_H_
 
