@@ -1,25 +1,18 @@
 #include "scheduler/ios/block_bounds.h"
 
-#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "common/strings.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
-#include "scheduler/ios/block_stages.h"
-#include "scheduler/ios/endings.h"
 #include "scheduler/ios/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
-
-constexpr double kNever = std::numeric_limits<double>::infinity();
 
 // The block's groups by brute force (blocks of at most 64 ops, as bit
 // masks): every set of at most r ops that is connected through the block's
@@ -150,52 +143,19 @@ TEST(BlockBoundsTest, NoEndingBeatsItsBoundAndTheCostToGoIsConsistent) {
     int64_t endings = 0, raised = 0;
     testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
       SCOPED_TRACE(c.Describe());
-      const StageLatencyFn oracle = setting.oracle(c);
-      testing::FnSource source(oracle);
       BoundedSearchOptions options = OptionsOf(c);
       options.device_floor = setting.device_floor;
       options.cores = setting.cores;
-      BlockBounds<1> bounds(*c.block, options);
-      BlockStages<1> stages(*c.block);
-      ASSERT_TRUE(bounds.EnumerateGroups());
-      std::vector<Signature> waiting;
-      ASSERT_TRUE(bounds.LookUpGroups(source, stages, &waiting).ok());
-      ASSERT_TRUE(waiting.empty()) << "an inline source never waits";
-      bounds.Prepare(stages);
-      auto latency_of = [&](const OpBits<1>& ops) -> double {
-        stages.HashStage(ops);
-        StatusOr<double> concurrent = oracle(stages.CanonicalStage(Strategy::kConcurrent));
-        EXPECT_TRUE(concurrent.ok()) << concurrent.status();
-        double latency = concurrent.ok() ? *concurrent : 0.0;
-        if (c.options.enable_merge && stages.IsMergeable(ops)) {
-          StatusOr<double> merged = oracle(stages.CanonicalStage(Strategy::kMerge));
-          EXPECT_TRUE(merged.ok()) << merged.status();
-          if (merged.ok()) latency = std::min(latency, *merged);
-        }
-        return latency;
-      };
-      EndingEnumerator<1> enumerator(*c.block, c.options.bounds);
-      std::vector<int32_t> ids(c.options.bounds.max_groups);
-      ForEachRemainingSet<1>(*c.block, 1 << 20, [&](const OpBits<1>& state) {
-        const double h = bounds.PathCostToGo(state);
-        enumerator.Enumerate(
-            state, [&](const OpBits<1>& ops, EndingGroup<1>* groups, int num_groups) {
-              const int found = bounds.GroupIds(groups, num_groups, ids.data());
-              EXPECT_EQ(found, num_groups);
-              const double bound = bounds.IdsBound(ops, ids.data(), found, num_groups, kNever);
-              const double slowest = bounds.IdsBound(ops, ids.data(), found, num_groups, 0.0);
-              raised += bound > slowest * (1 + 1e-12);
-              const double latency = latency_of(ops);
-              EXPECT_LE(bound, latency * (1 + 1e-9) + 1e-12)
-                  << "ending " << ops.words[0] << " of state " << state.words[0];
-              const double after = bounds.PathCostToGo(state.Minus(ops));
-              EXPECT_LE(h, (bound + after) * (1 + 1e-9) + 1e-12)
-                  << "ending " << ops.words[0] << " of state " << state.words[0];
-              ++endings;
-            });
-      });
+      StatusOr<testing::EndingBoundCheck> check =
+          testing::CheckEveryEndingsBound(*c.block, options, setting.oracle(c));
+      ASSERT_TRUE(check.ok()) << check.status();
+      EXPECT_EQ(check->below, 0) << check->first_failure;
+      EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
+      EXPECT_EQ(check->merge_below, 0);
+      endings += check->endings;
+      raised += check->raised;
     });
-    EXPECT_GT(endings, 100'000);
+    EXPECT_GT(endings, 1'000'000);
     if (setting.device_floor.bounds_anything() || setting.cores >= 2) EXPECT_GT(raised, 100);
   }
 }

@@ -11,8 +11,11 @@
 
 #include "common/strings.h"
 #include "graph/models/zoo.h"
+#include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/blocks.h"
 #include "scheduler/ios/device_floor.h"
 #include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/testing_util.h"
 #include "worker/backends/sim/kernel_model.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/backends/sim/stage_simulator.h"
@@ -137,6 +140,102 @@ TEST(SimDeviceFloorTest, NoCandidateStageBeatsTheFloor) {
         for (bool back_to_back : {false, true}) {
           ExpectNoCandidateBelowTheFloor(model, preset, batch, back_to_back);
         }
+      }
+    }
+  }
+}
+
+// The bounded search's own bounds (BlockBounds, not a copy of their
+// terms) against the sim on every ending of every state of the random
+// block sweep (2 to 12 ops), with the sim's floor: timed from
+// an idle device (with its issue order's chains and each op's last kernel)
+// and back to back. No ending is faster than its bound, the cost to go is
+// consistent over the bounds, and the floor raises many bounds above the
+// slowest group.
+TEST(SimDeviceFloorTest, NoEndingOfARandomBlockBeatsItsBound) {
+  for (bool back_to_back : {false, true}) {
+    SCOPED_TRACE(back_to_back ? "back to back" : "from idle");
+    auto backend = MakeBackend("h100", 0, back_to_back);
+    ASSERT_EQ(backend->device_floor().back_to_back, back_to_back);
+    int64_t endings = 0, raised = 0;
+    ios::testing::ForEachRandomBlockCase([&](const ios::testing::RandomBlockCase& c) {
+      SCOPED_TRACE(c.Describe());
+      ios::BoundedSearchOptions options;
+      options.dp = c.options;
+      options.device_floor = backend->device_floor();
+      auto oracle = [&](const ios::Stage& stage) {
+        return backend->StageLatencyMs(*c.graph, stage);
+      };
+      StatusOr<ios::testing::EndingBoundCheck> check =
+          ios::testing::CheckEveryEndingsBound(*c.block, options, oracle);
+      ASSERT_TRUE(check.ok()) << check.status();
+      EXPECT_EQ(check->below, 0) << check->first_failure;
+      EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
+      EXPECT_EQ(check->merge_below, 0);
+      endings += check->endings;
+      raised += check->raised;
+    });
+    std::printf("sim:h100%s: %lld endings, %lld bounds above the slowest group\n",
+                back_to_back ? ":back-to-back" : "", static_cast<long long>(endings),
+                static_cast<long long>(raised));
+    EXPECT_GT(endings, 100'000);
+    EXPECT_GT(raised * 10, endings);
+  }
+}
+
+// The same on zoo models' own blocks (cut at 12 ops, r=3, s=8, merge on),
+// at batch 1 and 8: kernels large enough that the device's work, not the
+// launches, rules many stages. One part of the assumption does not hold in
+// the sim: on inception_v3 at batch 1 a merged convolution is sometimes
+// faster than its slowest branch alone (42 endings, by at most 0.254 us,
+// under 4 % of the bound: the merged kernel's larger output keeps more SMs
+// busy, kernel_model.h). Those are the bounded search's misses there (2, of
+// 0.254 us); the test pins them below 5 % of the bound, and checks the
+// consistency of the cost to go where the latencies keep the bounds.
+TEST(SimDeviceFloorTest, NoEndingOfAZooBlockBeatsItsBound) {
+  for (const char* model : {"inception_v3", "randwire"}) {
+    for (int batch : {1, 8}) {
+      for (bool back_to_back : {false, true}) {
+        SCOPED_TRACE(StrCat(model, " batch ", batch, back_to_back ? " back to back" : ""));
+        StatusOr<graph::Graph> graph = graph::models::BuildZooModel(model, batch);
+        ASSERT_TRUE(graph.ok()) << graph.status();
+        auto backend = MakeBackend("h100", 0, back_to_back);
+        ios::BlockOptions block_options;
+        block_options.max_block_ops = 12;
+        StatusOr<ios::BlockPartition> partition = ios::PartitionIntoBlocks(*graph, block_options);
+        ASSERT_TRUE(partition.ok()) << partition.status();
+        ios::BoundedSearchOptions options;
+        options.device_floor = backend->device_floor();
+        auto oracle = [&](const ios::Stage& stage) {
+          return backend->StageLatencyMs(*graph, stage);
+        };
+        int64_t endings = 0, raised = 0, merge_below = 0, bound_inconsistent = 0;
+        double shortfall = 0, shortfall_share = 0;
+        for (const ios::Block& block : partition->blocks) {
+          StatusOr<ios::BlockGraph> block_graph = ios::BlockGraph::Build(*graph, block.ops);
+          ASSERT_TRUE(block_graph.ok()) << block_graph.status();
+          StatusOr<ios::testing::EndingBoundCheck> check =
+              ios::testing::CheckEveryEndingsBound(*block_graph, options, oracle);
+          ASSERT_TRUE(check.ok()) << check.status();
+          EXPECT_EQ(check->below, 0) << check->first_failure;
+          EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
+          endings += check->endings;
+          raised += check->raised;
+          merge_below += check->merge_below;
+          bound_inconsistent += check->bound_inconsistent;
+          shortfall = std::max(shortfall, check->largest_merge_shortfall_ms);
+          shortfall_share = std::max(shortfall_share, check->largest_merge_shortfall_share);
+        }
+        std::printf(
+            "%s batch %d sim:h100%s: %lld endings, %lld bounds above the slowest group, %lld "
+            "merges below it (by up to %.3g ms, %.3g of the bound), %lld not consistent over the "
+            "bound\n",
+            model, batch, back_to_back ? ":back-to-back" : "", static_cast<long long>(endings),
+            static_cast<long long>(raised), static_cast<long long>(merge_below), shortfall,
+            shortfall_share, static_cast<long long>(bound_inconsistent));
+        EXPECT_GT(endings, 1000);
+        EXPECT_GT(raised, 0);
+        EXPECT_LT(shortfall_share, 0.05);
       }
     }
   }
