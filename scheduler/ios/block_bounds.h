@@ -346,9 +346,12 @@ class BlockBounds {
   // The cost to go of `ops` without the bound DP: the largest of the
   // heaviest dependency path inside `ops` under the ops' weights (each the
   // least per-op latency of a group that holds it), with cores the ops'
-  // work over the cores, and the device floor's (FloorCostToGo). Each term
-  // drops by no more than one stage's bound along an edge, so the largest
-  // is consistent too.
+  // work over the cores, and the device floor's (FloorCostToGo). Along an
+  // edge each term drops by no more than the stage's latency under the
+  // assumption, so the largest is consistent too: by no more than its
+  // bound (IdsBound) for a concurrent stage, and for a merge by no more
+  // than the merged kernel's share of the floor, which can be above a
+  // merge's bound (its slowest branch; testing::CheckEveryEndingsBound).
   double PathCostToGo(const OpBits<W>& ops) {
     double heaviest = 0, work = 0;
     ops.ForEach([&](int v) {
