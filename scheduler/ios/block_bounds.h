@@ -351,7 +351,7 @@ class BlockBounds {
   // assumption, so the largest is consistent too: by no more than its
   // bound (IdsBound) for a concurrent stage, and for a merge by no more
   // than the merged kernel's share of the floor, which can be above a
-  // merge's bound (its slowest branch; testing::CheckEveryEndingsBound).
+  // merge's bound (its slowest branch; bound_audit.h).
   double PathCostToGo(const OpBits<W>& ops) {
     double heaviest = 0, work = 0;
     ops.ForEach([&](int v) {

@@ -140,23 +140,18 @@ std::vector<BoundsSetting> Settings() {
 TEST(BlockBoundsTest, NoEndingBeatsItsBoundAndTheCostToGoIsConsistent) {
   for (const BoundsSetting& setting : Settings()) {
     SCOPED_TRACE(setting.name);
-    int64_t endings = 0, raised = 0;
-    testing::ForEachRandomBlockCase([&](const testing::RandomBlockCase& c) {
-      SCOPED_TRACE(c.Describe());
-      BoundedSearchOptions options = OptionsOf(c);
-      options.device_floor = setting.device_floor;
-      options.cores = setting.cores;
-      StatusOr<testing::EndingBoundCheck> check =
-          testing::CheckEveryEndingsBound(*c.block, options, setting.oracle(c));
-      ASSERT_TRUE(check.ok()) << check.status();
-      EXPECT_EQ(check->below, 0) << check->first_failure;
-      EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
-      EXPECT_EQ(check->merge_below, 0);
-      endings += check->endings;
-      raised += check->raised;
-    });
-    EXPECT_GT(endings, 1'000'000);
-    if (setting.device_floor.bounds_anything() || setting.cores >= 2) EXPECT_GT(raised, 100);
+    BoundedSearchOptions options;
+    options.device_floor = setting.device_floor;
+    options.cores = setting.cores;
+    StatusOr<BoundAudit> check = testing::CheckSweepEndingsBound(options, setting.oracle);
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_EQ(check->below, 0) << check->first_failure;
+    EXPECT_EQ(check->merge_below, 0);
+    EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
+    EXPECT_GT(check->endings, 1'000'000);
+    if (setting.device_floor.bounds_anything() || setting.cores >= 2) {
+      EXPECT_GT(check->raised, 100);
+    }
   }
 }
 

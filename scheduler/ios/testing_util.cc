@@ -9,9 +9,6 @@
 
 #include "common/strings.h"
 #include "graph/graph_builder.h"
-#include "scheduler/ios/block_bounds.h"
-#include "scheduler/ios/block_stages.h"
-#include "scheduler/ios/endings.h"
 #include "scheduler/ios/merge.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/signature.h"
@@ -205,84 +202,39 @@ StageLatencyFn AnalyticMergeKeepingOracle(const graph::Graph& graph,
   };
 }
 
-StatusOr<EndingBoundCheck> CheckEveryEndingsBound(const BlockGraph& block,
-                                                  const BoundedSearchOptions& options,
-                                                  const StageLatencyFn& oracle) {
-  if (block.words() != 1) return absl::InvalidArgumentError("blocks of at most 64 ops");
-  if (options.floor_samples > 0) return absl::InvalidArgumentError("no calibrated floor");
-  FnSource source(oracle);
-  BlockBounds<1> bounds(block, options);
-  BlockStages<1> stages(block);
-  if (!bounds.EnumerateGroups()) return absl::ResourceExhaustedError("too many groups");
-  std::vector<Signature> waiting;
-  RETURN_IF_ERROR(bounds.LookUpGroups(source, stages, &waiting));
-  if (!waiting.empty()) return absl::InternalError("an inline source never waits");
-  bounds.Prepare(stages);
-  EndingEnumerator<1> enumerator(block, options.dp.bounds);
-  std::vector<int32_t> ids(options.dp.bounds.max_groups);
-  EndingBoundCheck check;
+StatusOr<BoundAudit> CheckSweepEndingsBound(
+    const BoundedSearchOptions& options,
+    const std::function<StageLatencyFn(const RandomBlockCase&)>& oracle_of) {
+  BoundAudit sum;
   Status status;
-  auto fail = [&](const char* what, const OpBits<1>& state, const OpBits<1>& ops, double lhs,
-                  double rhs) {
-    if (check.first_failure.empty()) {
-      check.first_failure = StrCat(what, ": ending ", ops.words[0], " of state ", state.words[0],
-                                   ": ", lhs, " > ", rhs);
+  ForEachRandomBlockCase([&](const RandomBlockCase& c) {
+    if (!status.ok()) return;
+    BoundedSearchOptions of_case = options;
+    of_case.dp.bounds = c.options.bounds;
+    of_case.dp.enable_merge = c.options.enable_merge;
+    StatusOr<BoundAudit> check = AuditBounds(*c.block, of_case, IgnoringSignature(oracle_of(c)));
+    if (!check.ok()) {
+      status = check.status();
+      return;
     }
-  };
-  ForEachRemainingSet<1>(block, std::numeric_limits<int64_t>::max(), [&](const OpBits<1>& state) {
-    const double h = bounds.PathCostToGo(state);
-    enumerator.Enumerate(state, [&](const OpBits<1>& ops, EndingGroup<1>* groups, int num_groups) {
-      if (!status.ok()) return;
-      const int found = bounds.GroupIds(groups, num_groups, ids.data());
-      if (found != num_groups) {
-        status = absl::InternalError(StrCat("ending ", ops.words[0], ": a group not enumerated"));
-        return;
-      }
-      const double bound = bounds.IdsBound(ops, ids.data(), found, num_groups,
-                                           std::numeric_limits<double>::infinity());
-      // With a cutoff of 0 IdsBound stops at the slowest group.
-      check.raised +=
-          bound > bounds.IdsBound(ops, ids.data(), found, num_groups, 0.0) * (1 + 1e-12);
-      stages.HashStage(ops);
-      StatusOr<double> concurrent = oracle(stages.CanonicalStage(Strategy::kConcurrent));
-      if (!concurrent.ok()) {
-        status = concurrent.status();
-        return;
-      }
-      double latency = *concurrent;
-      ++check.endings;
-      bool kept = true;  // the latencies keep the bound
-      if (bound > *concurrent * (1 + 1e-9) + 1e-12) {
-        ++check.below;
-        kept = false;
-        fail("bound above the concurrent latency", state, ops, bound, *concurrent);
-      }
-      if (options.dp.enable_merge && stages.IsMergeable(ops)) {
-        StatusOr<double> merged = oracle(stages.CanonicalStage(Strategy::kMerge));
-        if (!merged.ok()) {
-          status = merged.status();
-          return;
-        }
-        latency = std::min(latency, *merged);
-        if (bound > *merged * (1 + 1e-9) + 1e-12) {
-          ++check.merge_below;
-          kept = false;
-          check.largest_merge_shortfall_ms =
-              std::max(check.largest_merge_shortfall_ms, bound - *merged);
-          check.largest_merge_shortfall_share =
-              std::max(check.largest_merge_shortfall_share, (bound - *merged) / bound);
-        }
-      }
-      const double after = bounds.PathCostToGo(state.Minus(ops));
-      if (kept && h > (latency + after) * (1 + 1e-9) + 1e-12) {
-        ++check.inconsistent;
-        fail("h(S) above latency(E) + h(S - E)", state, ops, h, latency + after);
-      }
-      check.bound_inconsistent += h > (bound + after) * (1 + 1e-9) + 1e-12;
-    });
+    sum.endings += check->endings;
+    sum.raised += check->raised;
+    sum.below += check->below;
+    sum.largest_below_ms = std::max(sum.largest_below_ms, check->largest_below_ms);
+    sum.largest_below_share = std::max(sum.largest_below_share, check->largest_below_share);
+    sum.merge_below += check->merge_below;
+    sum.largest_merge_shortfall_ms =
+        std::max(sum.largest_merge_shortfall_ms, check->largest_merge_shortfall_ms);
+    sum.largest_merge_shortfall_share =
+        std::max(sum.largest_merge_shortfall_share, check->largest_merge_shortfall_share);
+    sum.inconsistent += check->inconsistent;
+    sum.bound_inconsistent += check->bound_inconsistent;
+    if (sum.first_failure.empty() && !check->first_failure.empty()) {
+      sum.first_failure = StrCat(c.Describe(), ": ", check->first_failure);
+    }
   });
   RETURN_IF_ERROR(status);
-  return check;
+  return sum;
 }
 
 StageLatencyFn FeatureLinearOracle(const graph::Graph& graph, uint64_t seed, double noise) {

@@ -15,6 +15,7 @@
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/block_dp.h"
 #include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/bound_audit.h"
 #include "scheduler/ios/latency_oracle.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_session.h"
@@ -88,43 +89,6 @@ StageLatencyFn AnalyticMergeKeepingOracle(const graph::Graph& graph,
 // floor fitted to samples can lie above stages it did not sample.
 StageLatencyFn FeatureLinearOracle(const graph::Graph& graph, uint64_t seed, double noise = 0);
 
-// What CheckEveryEndingsBound found.
-struct EndingBoundCheck {
-  int64_t endings = 0;
-  // Endings whose bound is above their slowest group alone (the floors or
-  // the core bound raised it).
-  int64_t raised = 0;
-  // Endings whose concurrent stage is faster than their bound: the
-  // assumption broken by a concurrent stage.
-  int64_t below = 0;
-  // Mergeable endings whose merged convolution is faster than their bound
-  // (the slowest branch alone): the assumption broken by a merge; the
-  // largest shortfall, in ms and as a share of the bound.
-  int64_t merge_below = 0;
-  double largest_merge_shortfall_ms = 0;
-  double largest_merge_shortfall_share = 0;
-  // Endings E of a state S, of latencies that keep their bound, where the
-  // cost to go without the bound DP is not consistent over E's latency (the
-  // cheaper strategy's): h(S) > latency(E) + h(S - E). A* closes a state
-  // the first time it takes it only where this is 0.
-  int64_t inconsistent = 0;
-  // The same over E's bound instead of its latency, a stronger property
-  // that the bounds do not promise: a merge's bound is its slowest branch,
-  // while the cost to go weighs the merged kernel's share of the floor.
-  int64_t bound_inconsistent = 0;
-  std::string first_failure;  // the first below or inconsistent one, described
-};
-
-// BlockBounds (block_bounds.h) of `block` (at most 64 ops) under `options`
-// (bounds, merge, device floor, cores; no calibrated floor), its groups
-// measured by `oracle`, checked on every ending E of every state S: its
-// bound against its concurrent and merged latencies, and the consistency
-// of the cost to go without the bound DP (BlockBounds::PathCostToGo).
-// Relative tolerance 1e-9. The oracle's errors are returned.
-StatusOr<EndingBoundCheck> CheckEveryEndingsBound(const BlockGraph& block,
-                                                  const BoundedSearchOptions& options,
-                                                  const StageLatencyFn& oracle);
-
 // A LatencySource over a StageLatencyFn that measures each signature once
 // (a memo) and counts the measurements.
 class FnSource : public LatencySource {
@@ -155,6 +119,14 @@ struct RandomBlockCase {
 // Calls `fn` for every case of the sweep: 300 seeds, each with up to five
 // (r, s) bounds (1x1, 1x3, 2x2, 3x8, nxn), merge on, and off at r=3.
 void ForEachRandomBlockCase(const std::function<void(const RandomBlockCase&)>& fn);
+
+// AuditBounds (bound_audit.h) on every case of the random sweep
+// (ForEachRandomBlockCase), with `options` (device floor, cores) taking each
+// case's bounds and merge, and the oracle oracle_of(case); the counts
+// summed, the first failure prefixed with its case. The first error ends it.
+StatusOr<BoundAudit> CheckSweepEndingsBound(
+    const BoundedSearchOptions& options,
+    const std::function<StageLatencyFn(const RandomBlockCase&)>& oracle_of);
 
 // The cheapest schedule cost over *all* schedules of the graph whose stages
 // have at most `max_groups` groups (connected components) of at most

@@ -1,0 +1,194 @@
+// bound_audit_bench: how often and by how much a backend's measurements
+// break the bounded search's assumption (scheduler/ios/bounded_block_search.h),
+// on every candidate stage of a model's blocks, not only on the stages a
+// search evaluates (scheduler/ios/bound_audit.h).
+//
+//   bound_audit_bench [--models a,b,...] [--backend cpu|cuda|sim[:preset]] [--batch N]
+//                     [--block-size B] [--r R] [--s S] [--no-merge] [--no-device-floor]
+//                     [--no-core-bound] [--threads T] [--min-repeats N] [--max-repeats N]
+//                     [--version]
+//
+// The model is cut into blocks of at most --block-size ops (every candidate
+// stage of every block is measured once: keep blocks small on a real
+// backend); each block is audited with the backend's own device
+// floor and, on the cpu backend, its core bound, as `iosfarm search` bounds
+// stages. One row per model: endings (candidate stages), bounds the floors
+// or cores raise above the slowest group, concurrent stages and merges
+// measured below their bound (how many, the largest shortfall in us and as a
+// share of the bound), endings where the cost to go is not consistent, and
+// the stages measured. Exit 0 when the audit ran (a broken assumption is a
+// finding, not an error), 1 on a backend or model error, 2 on a usage error.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "common/flags/flags.h"
+#include "common/strings.h"
+#include "graph/model_loader.h"
+#include "scheduler/ios/block_graph.h"
+#include "scheduler/ios/blocks.h"
+#include "scheduler/ios/bound_audit.h"
+#include "worker/backends/backend_factory.h"
+#include "worker/backends/backend_oracle.h"
+#include "worker/backends/profiling.h"
+
+namespace iosfarm::bench {
+namespace {
+
+namespace ios = scheduler::ios;
+
+struct Settings {
+  std::vector<std::string> models = {"squeezenet", "inception_v3"};
+  std::string backend = "cpu";
+  int batch = 1;
+  int block_size = 8;
+  int r = 3;
+  int s = 8;
+  bool no_merge = false;
+  bool no_device_floor = false;
+  bool no_core_bound = false;
+  int threads = 0;
+  worker::ProfileOptions profile;
+};
+
+// The audit of every block of `model`, summed (identical blocks repeat
+// their endings, but measure nothing again: the oracle remembers signatures).
+StatusOr<ios::BoundAudit> AuditModel(const Settings& settings, const std::string& model,
+                                     worker::Backend& backend, int64_t* measured) {
+  ASSIGN_OR_RETURN(graph::LoadedModel loaded, graph::LoadModel(model, settings.batch));
+  const graph::Graph& graph = loaded.graph;
+  RETURN_IF_ERROR(backend.CheckSupported(graph));
+  ios::BlockOptions block_options;
+  block_options.max_block_ops = settings.block_size;
+  ASSIGN_OR_RETURN(ios::BlockPartition partition, ios::PartitionIntoBlocks(graph, block_options));
+  ios::BoundedSearchOptions options;
+  options.dp.bounds = {settings.r, settings.s};
+  options.dp.enable_merge = !settings.no_merge;
+  options.cores = settings.no_core_bound ? 0 : backend.cores();
+  if (!settings.no_device_floor) options.device_floor = backend.device_floor();
+  const ios::SignedLatencyFn oracle = worker::MakeBackendOracle(graph, backend, settings.profile);
+  std::set<ios::Signature> seen;
+  const ios::SignedLatencyFn counted = [&](ios::Signature signature, const ios::Stage& stage) {
+    *measured += seen.insert(signature).second;
+    return oracle(signature, stage);
+  };
+  ios::BoundAudit sum;
+  for (const ios::Block& block : partition.blocks) {
+    ASSIGN_OR_RETURN(ios::BlockGraph block_graph, ios::BlockGraph::Build(graph, block.ops));
+    ASSIGN_OR_RETURN(ios::BoundAudit audit, ios::AuditBounds(block_graph, options, counted));
+    sum.endings += audit.endings;
+    sum.raised += audit.raised;
+    sum.below += audit.below;
+    sum.largest_below_ms = std::max(sum.largest_below_ms, audit.largest_below_ms);
+    sum.largest_below_share = std::max(sum.largest_below_share, audit.largest_below_share);
+    sum.merge_below += audit.merge_below;
+    sum.largest_merge_shortfall_ms =
+        std::max(sum.largest_merge_shortfall_ms, audit.largest_merge_shortfall_ms);
+    sum.largest_merge_shortfall_share =
+        std::max(sum.largest_merge_shortfall_share, audit.largest_merge_shortfall_share);
+    sum.inconsistent += audit.inconsistent;
+    sum.bound_inconsistent += audit.bound_inconsistent;
+  }
+  return sum;
+}
+
+int Run(const Settings& settings) {
+  worker::BackendConfig config;
+  config.cpu_threads = settings.threads;
+  StatusOr<std::unique_ptr<worker::Backend>> backend =
+      worker::CreateBackend(settings.backend, config);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "bound_audit_bench: %s backend: %s\n", settings.backend.c_str(),
+                 std::string(backend.status().message()).c_str());
+    return 1;
+  }
+  std::printf("backend %s: %s; floor: %s; cores %d; r=%d s=%d, blocks of %d ops, batch %d%s\n",
+              settings.backend.c_str(), (*backend)->device_description().c_str(),
+              settings.no_device_floor
+                  ? "none"
+                  : ios::DescribeDeviceFloor((*backend)->device_floor()).c_str(),
+              settings.no_core_bound ? 0 : (*backend)->cores(), settings.r, settings.s,
+              settings.block_size, settings.batch, settings.no_merge ? ", no merge" : "");
+  std::printf(
+      "| model | endings | bound above the slowest group | concurrent below its bound "
+      "(largest: us, share) | merges below their bound (largest: us, share) | cost to go "
+      "inconsistent | stages measured |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const std::string& model : settings.models) {
+    int64_t measured = 0;
+    StatusOr<ios::BoundAudit> audit = AuditModel(settings, model, **backend, &measured);
+    if (!audit.ok()) {
+      std::fprintf(stderr, "bound_audit_bench: %s: %s\n", model.c_str(),
+                   std::string(audit.status().message()).c_str());
+      return 1;
+    }
+    std::printf(
+        "| %s | %lld | %lld | %lld (%.3f us, %.1f %%) | %lld (%.3f us, %.1f %%) | %lld | %lld |\n",
+        model.c_str(), static_cast<long long>(audit->endings),
+        static_cast<long long>(audit->raised), static_cast<long long>(audit->below),
+        audit->largest_below_ms * 1e3, audit->largest_below_share * 100,
+        static_cast<long long>(audit->merge_below), audit->largest_merge_shortfall_ms * 1e3,
+        audit->largest_merge_shortfall_share * 100, static_cast<long long>(audit->inconsistent),
+        static_cast<long long>(measured));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace iosfarm::bench
+
+int main(int argc, char** argv) {
+  using iosfarm::StrCat;
+  iosfarm::bench::Settings settings;
+  std::string models_text;
+  CLI::App app{
+      "bound_audit_bench: every candidate stage of a model's blocks measured on a "
+      "backend against the bounded search's bounds (docs/benchmarks.md)",
+      "bound_audit_bench"};
+  app.add_option("--models", models_text,
+                 "comma-separated zoo models or ONNX files (default: squeezenet,inception_v3)");
+  app.add_option("--backend", settings.backend, "cpu, cuda, sim or sim:<preset>")
+      ->capture_default_str();
+  app.add_option("--batch", settings.batch, "batch size")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--block-size", settings.block_size,
+                 "operators per block (every candidate stage is measured: keep it small)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--r", settings.r, "most ops per group")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--s", settings.s, "most groups per stage")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_flag("--no-merge", settings.no_merge, "no merged convolutions");
+  app.add_flag("--no-device-floor", settings.no_device_floor,
+               "audit without the backend's device floor");
+  app.add_flag("--no-core-bound", settings.no_core_bound, "cpu backend: without the core bound");
+  app.add_option("--threads", settings.threads, "cpu backend: threads (0 = all)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--min-repeats", settings.profile.min_repeats, "fewest timed runs per stage")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--max-repeats", settings.profile.max_repeats, "most timed runs per stage")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.set_version_flag("--version", StrCat("bound_audit_bench ", IOSFARM_VERSION));
+  if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
+  if (iosfarm::Status valid = iosfarm::worker::ValidateProfileOptions(settings.profile);
+      !valid.ok()) {
+    std::fprintf(stderr, "bound_audit_bench: %s\n", std::string(valid.message()).c_str());
+    return 2;
+  }
+  if (!models_text.empty()) {
+    settings.models = absl::StrSplit(models_text, ',', absl::SkipEmpty());
+  }
+  return iosfarm::bench::Run(settings);
+}

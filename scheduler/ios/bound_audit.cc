@@ -1,0 +1,121 @@
+#include "scheduler/ios/bound_audit.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "common/strings.h"
+#include "scheduler/ios/block_bounds.h"
+#include "scheduler/ios/block_stages.h"
+#include "scheduler/ios/endings.h"
+
+namespace iosfarm::scheduler::ios {
+namespace {
+
+// Measures what it is asked for, on the spot.
+class MeasuringSource : public LatencySource {
+ public:
+  explicit MeasuringSource(const SignedLatencyFn& measure) : measure_(measure) {}
+  std::optional<double> Lookup(Signature signature, absl::FunctionRef<Stage()> stage) override {
+    StatusOr<double> latency = measure_(signature, stage());
+    if (!latency.ok()) {
+      status_ = latency.status();
+      return std::nullopt;
+    }
+    return *latency;
+  }
+  Status status() const override { return status_; }
+
+ private:
+  const SignedLatencyFn& measure_;
+  Status status_;
+};
+
+}  // namespace
+
+StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOptions& options,
+                                 const SignedLatencyFn& measure) {
+  if (block.words() != 1) return absl::InvalidArgumentError("blocks of at most 64 ops");
+  if (options.floor_samples > 0) return absl::InvalidArgumentError("no calibrated floor");
+  MeasuringSource source(measure);
+  BlockBounds<1> bounds(block, options);
+  BlockStages<1> stages(block);
+  if (!bounds.EnumerateGroups()) return absl::ResourceExhaustedError("too many groups");
+  std::vector<Signature> waiting;
+  RETURN_IF_ERROR(bounds.LookUpGroups(source, stages, &waiting));
+  if (!waiting.empty()) return absl::InternalError("an inline source never waits");
+  bounds.Prepare(stages);
+  EndingEnumerator<1> enumerator(block, options.dp.bounds);
+  std::vector<int32_t> ids(options.dp.bounds.max_groups);
+  BoundAudit check;
+  Status status;
+  auto fail = [&](const char* what, const OpBits<1>& state, const OpBits<1>& ops, double lhs,
+                  double rhs) {
+    if (check.first_failure.empty()) {
+      check.first_failure = StrCat(what, ": ending ", ops.words[0], " of state ", state.words[0],
+                                   ": ", lhs, " > ", rhs);
+    }
+  };
+  ForEachRemainingSet<1>(block, std::numeric_limits<int64_t>::max(), [&](const OpBits<1>& state) {
+    const double h = bounds.PathCostToGo(state);
+    enumerator.Enumerate(state, [&](const OpBits<1>& ops, EndingGroup<1>* groups, int num_groups) {
+      if (!status.ok()) return;
+      const int found = bounds.GroupIds(groups, num_groups, ids.data());
+      if (found != num_groups) {
+        status = absl::InternalError(StrCat("ending ", ops.words[0], ": a group not enumerated"));
+        return;
+      }
+      const double bound = bounds.IdsBound(ops, ids.data(), found, num_groups,
+                                           std::numeric_limits<double>::infinity());
+      // With a cutoff of 0 IdsBound stops at the slowest group.
+      check.raised +=
+          bound > bounds.IdsBound(ops, ids.data(), found, num_groups, 0.0) * (1 + 1e-12);
+      const Signature signature = stages.HashStage(ops);
+      StatusOr<double> concurrent =
+          measure(signature, stages.CanonicalStage(Strategy::kConcurrent));
+      if (!concurrent.ok()) {
+        status = concurrent.status();
+        return;
+      }
+      double latency = *concurrent;
+      ++check.endings;
+      bool kept = true;  // the latencies keep the bound
+      if (bound > *concurrent * (1 + 1e-9) + 1e-12) {
+        ++check.below;
+        kept = false;
+        check.largest_below_ms = std::max(check.largest_below_ms, bound - *concurrent);
+        check.largest_below_share =
+            std::max(check.largest_below_share, (bound - *concurrent) / bound);
+        fail("bound above the concurrent latency", state, ops, bound, *concurrent);
+      }
+      if (options.dp.enable_merge && stages.IsMergeable(ops)) {
+        StatusOr<double> merged =
+            measure(stages.MergeSignature(), stages.CanonicalStage(Strategy::kMerge));
+        if (!merged.ok()) {
+          status = merged.status();
+          return;
+        }
+        latency = std::min(latency, *merged);
+        if (bound > *merged * (1 + 1e-9) + 1e-12) {
+          ++check.merge_below;
+          kept = false;
+          check.largest_merge_shortfall_ms =
+              std::max(check.largest_merge_shortfall_ms, bound - *merged);
+          check.largest_merge_shortfall_share =
+              std::max(check.largest_merge_shortfall_share, (bound - *merged) / bound);
+        }
+      }
+      const double after = bounds.PathCostToGo(state.Minus(ops));
+      if (kept && h > (latency + after) * (1 + 1e-9) + 1e-12) {
+        ++check.inconsistent;
+        fail("h(S) above latency(E) + h(S - E)", state, ops, h, latency + after);
+      }
+      check.bound_inconsistent += h > (bound + after) * (1 + 1e-9) + 1e-12;
+    });
+  });
+  RETURN_IF_ERROR(status);
+  return check;
+}
+
+}  // namespace iosfarm::scheduler::ios
