@@ -30,6 +30,7 @@ BINARIES = (
     "bench/schedule_bench",
     "bench/cuda_floor_bench",
     "bench/runtime_bench",
+    "bench/bound_audit_bench",
     "client/iosfarm",
     "server/iosfarm-server",
     "worker/iosfarm-worker",

@@ -623,6 +623,10 @@ def main(argv):
     run.add_argument("--search-cap-s", type=float, default=150,
                      help="the longest one search run may take (cut off: its last progress)")
     run.add_argument("--search-batch", type=int, default=1)
+    run.add_argument("--audit-models", default=gpu_truth_search.DEFAULT_AUDIT_MODELS,
+                     help="the search step's bound audit: every candidate stage of these "
+                     "models' blocks against its bound (empty: none)")
+    run.add_argument("--audit-block-size", type=int, default=6)
     run.add_argument("--speed-models", default="squeezenet,inception_v3,tv_googlenet,randwire,"
                      "nasnet_a,tv_inception_v3,resnet50")
     run.add_argument("--speed-args", default="", help="more gpu_bench.py run flags, one string")
@@ -636,6 +640,7 @@ def main(argv):
             parser.error(f"unknown step {step!r} (want {', '.join(STEPS)})")
     args.zoo_models = [m for m in args.zoo_models.split(",") if m]
     args.farm_models = [m for m in args.farm_models.split(",") if m]
+    args.audit_models = [m for m in args.audit_models.split(",") if m]
     try:
         args.search_runs = gpu_truth_search.parse_runs(args.search_runs)
     except ValueError as e:

@@ -12,6 +12,13 @@ stages measured below their lower bound (`lower_bound_misses`,
 assumption. A run cut off by its cap keeps its last progress line (blocks
 solved, stages measured so far).
 
+Then `bound_audit_bench` measures every candidate stage of the
+--audit-models' blocks (--audit-block-size ops each) and checks each against
+its bound (scheduler/ios/bound_audit.h): how many concurrent stages and
+merges this GPU runs faster than their bound, by how much, and whether the
+cost to go stays consistent, over all stages and not only those a search
+evaluates.
+
 Runs are MODEL:VARIANT pairs (--search-runs), variants:
   floor       the backend's floor, as `iosfarm search` uses it by default
   no-floor    --no-device-floor: the groups' own bounds only
@@ -29,6 +36,8 @@ VARIANTS = {
 # ends inside a minute or two on an H200); RandWire only with the floor
 # (about 1.07 M stages without one: hours of a GPU).
 DEFAULT_RUNS = "inception_v3:floor,inception_v3:no-floor,randwire:floor"
+# About 450 and 360 stages in 6-op blocks (the cpu backend's counts).
+DEFAULT_AUDIT_MODELS = "inception_v3,randwire"
 
 
 def parse_runs(spec):
@@ -45,6 +54,30 @@ def parse_runs(spec):
                              f"{', '.join(VARIANTS)}")
         runs.append((model, variant))
     return runs
+
+
+def parse_audit(text):
+    """bound_audit_bench's table -> {model: {endings, raised, below,
+    largest_below_us, largest_below_share_pct, merge_below,
+    largest_merge_us, largest_merge_share_pct, inconsistent, measured}};
+    rows that are not a model's are skipped."""
+    out = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 7 or not cells[1].isdigit():
+            continue
+        row = {"endings": int(cells[1]), "raised": int(cells[2])}
+        for key, cell in (("below", cells[3]), ("merge_below", cells[4])):
+            count, _, rest = cell.partition(" (")
+            us, _, share = rest.rstrip(")").partition(", ")
+            row[key] = int(count)
+            prefix = "largest_below" if key == "below" else "largest_merge"
+            row[f"{prefix}_us"] = float(us.split()[0])
+            row[f"{prefix}_share_pct"] = float(share.split()[0])
+        row["inconsistent"] = int(cells[5])
+        row["measured"] = int(cells[6])
+        out[cells[0]] = row
+    return out
 
 
 def last_progress(text):
@@ -129,6 +162,38 @@ class Search:
                 truth.say(f"search {name}: exit {code}: {tail[-1:]}")
             result["runs"][name] = row
         result["compare"] = compare(result["runs"])
+        if self.args.audit_models:
+            result["audit"] = self.audit()
+            if result["audit"].get("status") == "failed":
+                result["status"] = "failed"
+        return result
+
+    def audit(self):
+        """bound_audit_bench on --audit-models: every candidate stage of
+        their blocks against its bound."""
+        truth = self.truth
+        left = truth.remaining() - 5
+        if left < 20:
+            return {"status": "not run", "reason": "deadline"}
+        stdout_path = os.path.join(truth.logs, "bound_audit.md")
+        argv = [truth.bin["bound_audit_bench"], "--backend", self.args.backend, "--models",
+                ",".join(self.args.audit_models), "--block-size",
+                str(self.args.audit_block_size), "--batch", str(self.args.search_batch)]
+        code, tail = truth.run(argv, "bound_audit.log", min(self.args.search_cap_s, left),
+                               stdout_path=stdout_path)
+        with open(stdout_path, errors="replace") as f:
+            text = f.read()
+        models = parse_audit(text)
+        status = "ok" if code == 0 else "cut off" if code == "timeout" else "failed"
+        for model, row in models.items():
+            truth.say(f"bound audit {model}: {row['endings']} stages, {row['below']} concurrent "
+                      f"below their bound (largest {row['largest_below_us']} us), "
+                      f"{row['merge_below']} merges below (largest {row['largest_merge_us']} "
+                      f"us), {row['inconsistent']} inconsistent")
+        result = {"status": status, "exit": code, "models": models,
+                  "header": text.splitlines()[0] if text else None}
+        if status == "failed":
+            result["output"] = tail
         return result
 
 
@@ -148,4 +213,13 @@ def summary_lines(step):
                 f", {k} {row[k]}" for k in ("reason", "last_progress", "exit") if row.get(k)))
     for name, c in step.get("compare", {}).items():
         lines.append(f"  - {name}: {c['stages_ratio']}x the stages, IOS ms {c['ios_ms']}")
+    audit = step.get("audit")
+    if audit:
+        lines.append(f"  - bound audit: {audit.get('status')}")
+        for model, row in audit.get("models", {}).items():
+            lines.append(f"    - {model}: {row['endings']} stages, {row['below']} concurrent "
+                         f"below their bound (largest {row['largest_below_us']} us, "
+                         f"{row['largest_below_share_pct']} %), {row['merge_below']} merges "
+                         f"below (largest {row['largest_merge_us']} us), "
+                         f"{row['inconsistent']} inconsistent")
     return lines

@@ -96,6 +96,15 @@ def main():
         "search: 2/20 blocks solved, 7927 stages measured, 1m40s\n") ==
         "search: 2/20 blocks solved, 7927 stages measured, 1m40s", "last progress line")
     check(gpu_truth_search.last_progress("nothing\n") is None, "no progress line")
+    audit = gpu_truth_search.parse_audit(
+        "backend cpu: CPU; floor: none\n| model | endings | raised | below | merges | "
+        "inconsistent | measured |\n| --- | --- | --- | --- | --- | --- | --- |\n"
+        "| inception_v3 | 667 | 194 | 7 (94.129 us, 7.9 %) | 0 (0.000 us, 0.0 %) | 1 | 458 |\n")
+    check(audit == {"inception_v3": {
+        "endings": 667, "raised": 194, "below": 7, "largest_below_us": 94.129,
+        "largest_below_share_pct": 7.9, "merge_below": 0, "largest_merge_us": 0.0,
+        "largest_merge_share_pct": 0.0, "inconsistent": 1, "measured": 458}},
+        f"bound audit parsed: {audit}")
     with tempfile.TemporaryDirectory() as tmp:
         bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
         manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))
@@ -117,7 +126,8 @@ def main():
         run = subprocess.run(
             [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
              "--backend", "cpu", "--steps", "env,tests,zoo,farm,search,runtime,kernels,speed",
-             "--zoo-models", "squeezenet", "--search-runs", "squeezenet:floor,squeezenet:no-floor", "--farm-models", "squeezenet", "--farm-batch", "2",
+             "--zoo-models", "squeezenet", "--search-runs", "squeezenet:floor,squeezenet:no-floor",
+             "--audit-models", "squeezenet", "--farm-models", "squeezenet", "--farm-batch", "2",
              "--speed-models", "squeezenet",
              "--speed-args", "--rounds 1 --repeats 2 --no-torch", "--work", work, "--out", out,
              "--deadline-s", "400"], capture_output=True, text=True, timeout=450)
@@ -145,6 +155,9 @@ def main():
                   f"search {name}: {row}")
         check("squeezenet: floor vs no-floor" in steps["search"]["compare"],
               f"search comparison: {steps['search']}")
+        audited = steps["search"]["audit"]
+        check(audited["status"] == "ok" and audited["models"]["squeezenet"]["endings"] > 0 and
+              audited["models"]["squeezenet"]["measured"] > 0, f"bound audit: {audited}")
         with open(os.path.join(out, "truth.md")) as f:
             check("squeezenet:no-floor:" in f.read(), "truth.md lacks the search runs")
         jobs = steps["farm"]["jobs"]
