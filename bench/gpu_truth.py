@@ -41,7 +41,9 @@ records why):
   search       `iosfarm search MODEL --backend cuda` with the backend's device
                floor and without (--search-runs MODEL:VARIANT,...): stages
                measured, IOS ms, and the stages measured below their bound
-               (how often this GPU breaks the floor; gpu_truth_search.py)
+               (how often this GPU breaks the floor; gpu_truth_search.py);
+               then bound_audit_bench on --audit-models: every candidate
+               stage of their blocks against its bound
   runtime      bench/runtime_bench: Session::Run's cost per call beyond the
                schedule's own time on squeezenet, with host buffers and with
                the input and output in GPU memory (CUDA graph on)
