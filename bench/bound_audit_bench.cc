@@ -82,18 +82,7 @@ StatusOr<ios::BoundAudit> AuditModel(const Settings& settings, const std::string
   for (const ios::Block& block : partition.blocks) {
     ASSIGN_OR_RETURN(ios::BlockGraph block_graph, ios::BlockGraph::Build(graph, block.ops));
     ASSIGN_OR_RETURN(ios::BoundAudit audit, ios::AuditBounds(block_graph, options, counted));
-    sum.endings += audit.endings;
-    sum.raised += audit.raised;
-    sum.below += audit.below;
-    sum.largest_below_ms = std::max(sum.largest_below_ms, audit.largest_below_ms);
-    sum.largest_below_share = std::max(sum.largest_below_share, audit.largest_below_share);
-    sum.merge_below += audit.merge_below;
-    sum.largest_merge_shortfall_ms =
-        std::max(sum.largest_merge_shortfall_ms, audit.largest_merge_shortfall_ms);
-    sum.largest_merge_shortfall_share =
-        std::max(sum.largest_merge_shortfall_share, audit.largest_merge_shortfall_share);
-    sum.inconsistent += audit.inconsistent;
-    sum.bound_inconsistent += audit.bound_inconsistent;
+    sum.Add(audit);
   }
   return sum;
 }

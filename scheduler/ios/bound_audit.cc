@@ -34,6 +34,25 @@ class MeasuringSource : public LatencySource {
 
 }  // namespace
 
+void BoundAudit::Add(const BoundAudit& other, const std::string& context) {
+  endings += other.endings;
+  raised += other.raised;
+  below += other.below;
+  largest_below_ms = std::max(largest_below_ms, other.largest_below_ms);
+  largest_below_share = std::max(largest_below_share, other.largest_below_share);
+  merge_below += other.merge_below;
+  largest_merge_shortfall_ms =
+      std::max(largest_merge_shortfall_ms, other.largest_merge_shortfall_ms);
+  largest_merge_shortfall_share =
+      std::max(largest_merge_shortfall_share, other.largest_merge_shortfall_share);
+  inconsistent += other.inconsistent;
+  bound_inconsistent += other.bound_inconsistent;
+  if (first_failure.empty() && !other.first_failure.empty()) {
+    first_failure =
+        context.empty() ? other.first_failure : StrCat(context, ": ", other.first_failure);
+  }
+}
+
 StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOptions& options,
                                  const SignedLatencyFn& measure) {
   if (block.words() != 1) return absl::InvalidArgumentError("blocks of at most 64 ops");

@@ -49,6 +49,11 @@ struct BoundAudit {
   // while the cost to go weighs the merged kernel's share of the floor.
   int64_t bound_inconsistent = 0;
   std::string first_failure;  // the first below or inconsistent one, described
+
+  // Adds another block's audit: counts summed, largest shortfalls kept,
+  // the first failure kept (`other`'s prefixed with `context` where this
+  // has none).
+  void Add(const BoundAudit& other, const std::string& context = "");
 };
 
 // BlockBounds (block_bounds.h) of `block` (at most 64 ops) under `options`

@@ -217,21 +217,7 @@ StatusOr<BoundAudit> CheckSweepEndingsBound(
       status = check.status();
       return;
     }
-    sum.endings += check->endings;
-    sum.raised += check->raised;
-    sum.below += check->below;
-    sum.largest_below_ms = std::max(sum.largest_below_ms, check->largest_below_ms);
-    sum.largest_below_share = std::max(sum.largest_below_share, check->largest_below_share);
-    sum.merge_below += check->merge_below;
-    sum.largest_merge_shortfall_ms =
-        std::max(sum.largest_merge_shortfall_ms, check->largest_merge_shortfall_ms);
-    sum.largest_merge_shortfall_share =
-        std::max(sum.largest_merge_shortfall_share, check->largest_merge_shortfall_share);
-    sum.inconsistent += check->inconsistent;
-    sum.bound_inconsistent += check->bound_inconsistent;
-    if (sum.first_failure.empty() && !check->first_failure.empty()) {
-      sum.first_failure = StrCat(c.Describe(), ": ", check->first_failure);
-    }
+    sum.Add(*check, c.Describe());
   });
   RETURN_IF_ERROR(status);
   return sum;
