@@ -61,10 +61,11 @@ struct BoundAudit {
 // measured by `measure` (signature, stage), checked on every ending E of
 // every state S: its bound against its concurrent and merged latencies,
 // and the consistency of the cost to go without the bound DP
-// (BlockBounds::PathCostToGo). Relative tolerance 1e-9. Measures every
-// candidate stage of the block once per call (a backend oracle should
-// remember signatures: MakeBackendOracle does). InvalidArgument for a
-// larger block or a calibrated floor; the oracle's errors are returned.
+// (BlockBounds::PathCostToGo). Relative tolerance 1e-9. Asks for a stage
+// once for every state it ends, so a backend oracle should remember
+// signatures (MakeBackendOracle does). Walks every state of the block: keep
+// blocks small. InvalidArgument for a larger block or a calibrated floor;
+// the oracle's errors are returned.
 StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOptions& options,
                                  const SignedLatencyFn& measure);
 
