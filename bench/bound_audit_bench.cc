@@ -31,8 +31,6 @@
 #include "common/flags/flags.h"
 #include "common/strings.h"
 #include "graph/model_loader.h"
-#include "scheduler/ios/block_graph.h"
-#include "scheduler/ios/blocks.h"
 #include "scheduler/ios/bound_audit.h"
 #include "worker/backends/backend_factory.h"
 #include "worker/backends/backend_oracle.h"
@@ -57,16 +55,13 @@ struct Settings {
   worker::ProfileOptions profile;
 };
 
-// The audit of every block of `model`, summed (identical blocks repeat
-// their endings, but measure nothing again: the oracle remembers signatures).
+// The audit of every block of `model` (AuditGraphBounds; the oracle
+// remembers signatures, so identical blocks measure nothing again).
 StatusOr<ios::BoundAudit> AuditModel(const Settings& settings, const std::string& model,
                                      worker::Backend& backend, int64_t* measured) {
   ASSIGN_OR_RETURN(graph::LoadedModel loaded, graph::LoadModel(model, settings.batch));
   const graph::Graph& graph = loaded.graph;
   RETURN_IF_ERROR(backend.CheckSupported(graph));
-  ios::BlockOptions block_options;
-  block_options.max_block_ops = settings.block_size;
-  ASSIGN_OR_RETURN(ios::BlockPartition partition, ios::PartitionIntoBlocks(graph, block_options));
   ios::BoundedSearchOptions options;
   options.dp.bounds = {settings.r, settings.s};
   options.dp.enable_merge = !settings.no_merge;
@@ -78,13 +73,7 @@ StatusOr<ios::BoundAudit> AuditModel(const Settings& settings, const std::string
     *measured += seen.insert(signature).second;
     return oracle(signature, stage);
   };
-  ios::BoundAudit sum;
-  for (const ios::Block& block : partition.blocks) {
-    ASSIGN_OR_RETURN(ios::BlockGraph block_graph, ios::BlockGraph::Build(graph, block.ops));
-    ASSIGN_OR_RETURN(ios::BoundAudit audit, ios::AuditBounds(block_graph, options, counted));
-    sum.Add(audit);
-  }
-  return sum;
+  return ios::AuditGraphBounds(graph, settings.block_size, options, counted);
 }
 
 int Run(const Settings& settings) {

@@ -40,6 +40,11 @@
 
 namespace iosfarm::scheduler::ios {
 
+// `ms` raised by the rounding the bounded search tolerates: a cost at or
+// under it is not above `ms` (the open list's limits, the bound DP's
+// cutoffs, AuditBounds' comparisons).
+inline double RoundingLimit(double ms) { return ms * (1 + 1e-9) + 1e-12; }
+
 template <int W>
 class BlockBounds {
  public:

@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "scheduler/ios/block_bounds.h"
 #include "scheduler/ios/block_stages.h"
+#include "scheduler/ios/blocks.h"
 #include "scheduler/ios/endings.h"
 
 namespace iosfarm::scheduler::ios {
@@ -100,7 +101,7 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
       double latency = *concurrent;
       ++check.endings;
       bool kept = true;  // the latencies keep the bound
-      if (bound > *concurrent * (1 + 1e-9) + 1e-12) {
+      if (bound > RoundingLimit(*concurrent)) {
         ++check.below;
         kept = false;
         check.largest_below_ms = std::max(check.largest_below_ms, bound - *concurrent);
@@ -116,7 +117,7 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
           return;
         }
         latency = std::min(latency, *merged);
-        if (bound > *merged * (1 + 1e-9) + 1e-12) {
+        if (bound > RoundingLimit(*merged)) {
           ++check.merge_below;
           kept = false;
           check.largest_merge_shortfall_ms =
@@ -126,15 +127,30 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
         }
       }
       const double after = bounds.PathCostToGo(state.Minus(ops));
-      if (kept && h > (latency + after) * (1 + 1e-9) + 1e-12) {
+      if (kept && h > RoundingLimit(latency + after)) {
         ++check.inconsistent;
         fail("h(S) above latency(E) + h(S - E)", state, ops, h, latency + after);
       }
-      check.bound_inconsistent += h > (bound + after) * (1 + 1e-9) + 1e-12;
+      check.bound_inconsistent += h > RoundingLimit(bound + after);
     });
   });
   RETURN_IF_ERROR(status);
   return check;
+}
+
+StatusOr<BoundAudit> AuditGraphBounds(const graph::Graph& graph, int max_block_ops,
+                                      const BoundedSearchOptions& options,
+                                      const SignedLatencyFn& measure) {
+  BlockOptions block_options;
+  block_options.max_block_ops = max_block_ops;
+  ASSIGN_OR_RETURN(BlockPartition partition, PartitionIntoBlocks(graph, block_options));
+  BoundAudit sum;
+  for (const Block& block : partition.blocks) {
+    ASSIGN_OR_RETURN(BlockGraph block_graph, BlockGraph::Build(graph, block.ops));
+    ASSIGN_OR_RETURN(BoundAudit audit, AuditBounds(block_graph, options, measure));
+    sum.Add(audit, StrCat("block starting at '", graph.node(block.ops[0]).name, "'"));
+  }
+  return sum;
 }
 
 }  // namespace iosfarm::scheduler::ios

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "graph/graph.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/bounded_block_search.h"
 #include "scheduler/ios/latency_oracle.h"
@@ -68,6 +69,14 @@ struct BoundAudit {
 // the oracle's errors are returned.
 StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOptions& options,
                                  const SignedLatencyFn& measure);
+
+// AuditBounds on every block of `graph` cut at `max_block_ops` ops (at most
+// 64), summed (BoundAudit::Add; a failure names its block's first op).
+// Identical blocks repeat their endings; a remembering oracle measures
+// them once.
+StatusOr<BoundAudit> AuditGraphBounds(const graph::Graph& graph, int max_block_ops,
+                                      const BoundedSearchOptions& options,
+                                      const SignedLatencyFn& measure);
 
 }  // namespace iosfarm::scheduler::ios
 

@@ -255,7 +255,7 @@ class BoundDpWalk {
                                          after);
             }
           });
-      for (double& cutoff : limit) cutoff = cutoff * (1 + 1e-9) + 1e-12;
+      for (double& cutoff : limit) cutoff = RoundingLimit(cutoff);
       cut = limit;
       OpBits<W>* best_ops = &best_ending[row * k_count];
       // As an ending is listed, its child's costs are prefetched (a row of

@@ -340,7 +340,7 @@ class Search final : public BoundedBlockSearch {
 
   // The open list keeps what can still beat a schedule of latency `ms`
   // (rounding aside).
-  static double Limit(double ms) { return ms * (1 + 1e-9) + 1e-12; }
+  static double Limit(double ms) { return RoundingLimit(ms); }
 
   // This search's part in a bound DP walk (BoundDpWalk).
   BoundDpPart<W> part() {

@@ -11,8 +11,6 @@
 
 #include "common/strings.h"
 #include "graph/models/zoo.h"
-#include "scheduler/ios/block_graph.h"
-#include "scheduler/ios/blocks.h"
 #include "scheduler/ios/bound_audit.h"
 #include "scheduler/ios/device_floor.h"
 #include "scheduler/ios/direct_oracle.h"
@@ -196,42 +194,28 @@ TEST(SimDeviceFloorTest, NoEndingOfAZooBlockBeatsItsBound) {
         StatusOr<graph::Graph> graph = graph::models::BuildZooModel(model, batch);
         ASSERT_TRUE(graph.ok()) << graph.status();
         auto backend = MakeBackend("h100", 0, back_to_back);
-        ios::BlockOptions block_options;
-        block_options.max_block_ops = 12;
-        StatusOr<ios::BlockPartition> partition = ios::PartitionIntoBlocks(*graph, block_options);
-        ASSERT_TRUE(partition.ok()) << partition.status();
         ios::BoundedSearchOptions options;
         options.device_floor = backend->device_floor();
         auto oracle = [&](const ios::Stage& stage) {
           return backend->StageLatencyMs(*graph, stage);
         };
-        int64_t endings = 0, raised = 0, merge_below = 0, bound_inconsistent = 0;
-        double shortfall = 0, shortfall_share = 0;
-        for (const ios::Block& block : partition->blocks) {
-          StatusOr<ios::BlockGraph> block_graph = ios::BlockGraph::Build(*graph, block.ops);
-          ASSERT_TRUE(block_graph.ok()) << block_graph.status();
-          StatusOr<ios::BoundAudit> check =
-              ios::AuditBounds(*block_graph, options, ios::IgnoringSignature(oracle));
-          ASSERT_TRUE(check.ok()) << check.status();
-          EXPECT_EQ(check->below, 0) << check->first_failure;
-          EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
-          endings += check->endings;
-          raised += check->raised;
-          merge_below += check->merge_below;
-          bound_inconsistent += check->bound_inconsistent;
-          shortfall = std::max(shortfall, check->largest_merge_shortfall_ms);
-          shortfall_share = std::max(shortfall_share, check->largest_merge_shortfall_share);
-        }
+        StatusOr<ios::BoundAudit> check =
+            ios::AuditGraphBounds(*graph, 12, options, ios::IgnoringSignature(oracle));
+        ASSERT_TRUE(check.ok()) << check.status();
+        EXPECT_EQ(check->below, 0) << check->first_failure;
+        EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
         std::printf(
             "%s batch %d sim:h100%s: %lld endings, %lld bounds above the slowest group, %lld "
             "merges below it (by up to %.3g ms, %.3g of the bound), %lld not consistent over the "
             "bound\n",
-            model, batch, back_to_back ? ":back-to-back" : "", static_cast<long long>(endings),
-            static_cast<long long>(raised), static_cast<long long>(merge_below), shortfall,
-            shortfall_share, static_cast<long long>(bound_inconsistent));
-        EXPECT_GT(endings, 1000);
-        EXPECT_GT(raised, 0);
-        EXPECT_LT(shortfall_share, 0.05);
+            model, batch, back_to_back ? ":back-to-back" : "",
+            static_cast<long long>(check->endings), static_cast<long long>(check->raised),
+            static_cast<long long>(check->merge_below), check->largest_merge_shortfall_ms,
+            check->largest_merge_shortfall_share,
+            static_cast<long long>(check->bound_inconsistent));
+        EXPECT_GT(check->endings, 1000);
+        EXPECT_GT(check->raised, 0);
+        EXPECT_LT(check->largest_merge_shortfall_share, 0.05);
       }
     }
   }
