@@ -103,6 +103,20 @@ struct Floor {
   double fork_join_host_per_group_us = 0;
 };
 
+// Median host time of one call of `call`, over `repeats` samples of
+// `calls` calls back to back, sync() after each sample (untimed).
+template <typename Call, typename Sync>
+double SampledHostMicros(int repeats, int calls, Call&& call, Sync&& sync) {
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) call();
+    samples.push_back(MicrosSince(start) / calls);
+    sync();
+  }
+  return Median(samples);
+}
+
 // Median host time of one run of a stage of `groups` groups of one empty
 // kernel, enqueued as StageExecutor::EnqueueStage does (streams[0] the main
 // stream), over `repeats` samples of 20 runs back to back (few enough that
@@ -123,31 +137,20 @@ double StageHostMicros(const std::vector<cudaStream_t>& streams, int groups, int
   };
   for (int i = 0; i < kRuns; ++i) enqueue();  // warm-up
   CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<double> samples;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = Clock::now();
-    for (int i = 0; i < kRuns; ++i) enqueue();
-    samples.push_back(MicrosSince(start) / kRuns);
-    CHECK_CUDA(cudaDeviceSynchronize());
-  }
+  const double micros = SampledHostMicros(repeats, kRuns, enqueue,
+                                          [] { CHECK_CUDA(cudaDeviceSynchronize()); });
   CHECK_CUDA(cudaGetLastError());
   for (auto& event : events) CHECK_CUDA(cudaEventDestroy(event));
-  return Median(samples);
+  return micros;
 }
 
 // Median host time of one call of `call`, over `repeats` samples of 1,000
 // calls back to back.
 template <typename Call>
 double HostMicros(int repeats, cudaStream_t stream, Call&& call) {
-  constexpr int kCalls = 1000;
-  std::vector<double> samples;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = Clock::now();
-    for (int i = 0; i < kCalls; ++i) CHECK_CUDA(call());
-    samples.push_back(MicrosSince(start) / kCalls);
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-  }
-  return Median(samples);
+  return SampledHostMicros(
+      repeats, 1000, [&] { CHECK_CUDA(call()); },
+      [&] { CHECK_CUDA(cudaStreamSynchronize(stream)); });
 }
 
 // A graph of `chains` parallel chains of `length` empty kernels, captured
