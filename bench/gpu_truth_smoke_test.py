@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -59,6 +60,14 @@ def main():
                         "samples": 1.0, "release": 0.25, "total": 2.35}, f"breakdown {breakdown}")
     check(gpu_truth_farm.parse_profile_breakdown("[info] no such line\n") is None,
           "no breakdown without the line")
+    # A farm step with too little of the deadline left does not start (the
+    # fifth H200 run's call 1 started one with 32 s left and called the
+    # deadline a failure).
+    with tempfile.TemporaryDirectory() as work:
+        short = types.SimpleNamespace(work=work, env={}, remaining=lambda: 30.0,
+                                      args=types.SimpleNamespace(backend="cpu"))
+        row = gpu_truth_farm.Farm(short).run()
+        check(row == {"status": "not run", "reason": "30 s left"}, f"farm with 30 s left: {row}")
     # The kernels step's parser, on ncu's CSV layout (--csv --print-units
     # base), after the lines a profiled program prints first.
     ncu_csv = "\n".join([
