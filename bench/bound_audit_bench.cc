@@ -15,9 +15,11 @@
 // stages. One row per model: endings (candidate stages), bounds the floors
 // or cores raise above the slowest group, concurrent stages and merges
 // measured below their bound (how many, the largest shortfall in us and as a
-// share of the bound), endings where the cost to go is not consistent, and
-// the stages measured. Exit 0 when the audit ran (a broken assumption is a
-// finding, not an error), 1 on a backend or model error, 2 on a usage error.
+// share of the bound), concurrent stages of three or more groups measured
+// below a stage of all but one of their groups (the search's sub-stage
+// bound; the shortfall's share is of that stage), endings where the cost to
+// go is not consistent, and the stages measured. Exit 0 when the audit ran (a broken assumption is
+// a finding, not an error), 1 on a backend or model error, 2 on a usage error.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -95,8 +97,9 @@ int Run(const Settings& settings) {
               settings.block_size, settings.batch, settings.no_merge ? ", no merge" : "");
   std::printf(
       "| model | endings | bound above the slowest group | concurrent below its bound "
-      "(largest: us, share) | merges below their bound (largest: us, share) | cost to go "
-      "inconsistent | stages measured |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+      "(largest: us, share) | merges below their bound (largest: us, share) | concurrent "
+      "below a stage of all but one of its groups (largest: us, share) | cost to go "
+      "inconsistent | stages measured |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const std::string& model : settings.models) {
     int64_t measured = 0;
     StatusOr<ios::BoundAudit> audit = AuditModel(settings, model, **backend, &measured);
@@ -106,13 +109,15 @@ int Run(const Settings& settings) {
       return 1;
     }
     std::printf(
-        "| %s | %lld | %lld | %lld (%.3f us, %.1f %%) | %lld (%.3f us, %.1f %%) | %lld | %lld |\n",
+        "| %s | %lld | %lld | %lld (%.3f us, %.1f %%) | %lld (%.3f us, %.1f %%) | %lld (%.3f us, "
+        "%.1f %%) | %lld | %lld |\n",
         model.c_str(), static_cast<long long>(audit->endings),
         static_cast<long long>(audit->raised), static_cast<long long>(audit->below),
         audit->largest_below_ms * 1e3, audit->largest_below_share * 100,
         static_cast<long long>(audit->merge_below), audit->largest_merge_shortfall_ms * 1e3,
-        audit->largest_merge_shortfall_share * 100, static_cast<long long>(audit->inconsistent),
-        static_cast<long long>(measured));
+        audit->largest_merge_shortfall_share * 100, static_cast<long long>(audit->sub_below),
+        audit->largest_sub_shortfall_ms * 1e3, audit->largest_sub_shortfall_share * 100,
+        static_cast<long long>(audit->inconsistent), static_cast<long long>(measured));
     std::fflush(stdout);
   }
   return 0;

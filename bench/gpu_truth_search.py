@@ -59,23 +59,25 @@ def parse_runs(spec):
 def parse_audit(text):
     """bound_audit_bench's table -> {model: {endings, raised, below,
     largest_below_us, largest_below_share_pct, merge_below,
-    largest_merge_us, largest_merge_share_pct, inconsistent, measured}};
-    rows that are not a model's are skipped."""
+    largest_merge_us, largest_merge_share_pct, sub_below, largest_sub_us,
+    largest_sub_share_pct, inconsistent, measured}}; a table without the
+    sub-stage column (before 2026-11-30) gives no sub_* keys. Rows that are
+    not a model's are skipped."""
     out = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 7 or not cells[1].isdigit():
+        if len(cells) not in (7, 8) or not cells[1].isdigit():
             continue
         row = {"endings": int(cells[1]), "raised": int(cells[2])}
-        for key, cell in (("below", cells[3]), ("merge_below", cells[4])):
+        kinds = ("below", "merge", "sub")[:len(cells) - 5]
+        for kind, cell in zip(kinds, cells[3:]):
             count, _, rest = cell.partition(" (")
             us, _, share = rest.rstrip(")").partition(", ")
-            row[key] = int(count)
-            prefix = "largest_below" if key == "below" else "largest_merge"
-            row[f"{prefix}_us"] = float(us.split()[0])
-            row[f"{prefix}_share_pct"] = float(share.split()[0])
-        row["inconsistent"] = int(cells[5])
-        row["measured"] = int(cells[6])
+            row["below" if kind == "below" else f"{kind}_below"] = int(count)
+            row[f"largest_{kind}_us"] = float(us.split()[0])
+            row[f"largest_{kind}_share_pct"] = float(share.split()[0])
+        row["inconsistent"] = int(cells[-2])
+        row["measured"] = int(cells[-1])
         out[cells[0]] = row
     return out
 
@@ -186,15 +188,23 @@ class Search:
         models = parse_audit(text)
         status = "ok" if code == 0 else "cut off" if code == "timeout" else "failed"
         for model, row in models.items():
-            truth.say(f"bound audit {model}: {row['endings']} stages, {row['below']} concurrent "
-                      f"below their bound (largest {row['largest_below_us']} us), "
-                      f"{row['merge_below']} merges below (largest {row['largest_merge_us']} "
-                      f"us), {row['inconsistent']} inconsistent")
+            truth.say(f"bound audit {model}: {describe_audit_row(row)}")
         result = {"status": status, "exit": code, "models": models,
                   "header": text.splitlines()[0] if text else None}
         if status == "failed":
             result["output"] = tail
         return result
+
+
+def describe_audit_row(row):
+    """One parse_audit row in words, for the log and truth.md."""
+    text = (f"{row['endings']} stages, {row['below']} concurrent below their bound (largest "
+            f"{row['largest_below_us']} us, {row['largest_below_share_pct']} %), "
+            f"{row['merge_below']} merges below (largest {row['largest_merge_us']} us)")
+    if "sub_below" in row:
+        text += (f", {row['sub_below']} below a stage of all but one of their groups (largest "
+                 f"{row['largest_sub_us']} us, {row['largest_sub_share_pct']} %)")
+    return text + f", {row['inconsistent']} inconsistent"
 
 
 def summary_lines(step):
@@ -217,9 +227,5 @@ def summary_lines(step):
     if audit:
         lines.append(f"  - bound audit: {audit.get('status')}")
         for model, row in audit.get("models", {}).items():
-            lines.append(f"    - {model}: {row['endings']} stages, {row['below']} concurrent "
-                         f"below their bound (largest {row['largest_below_us']} us, "
-                         f"{row['largest_below_share_pct']} %), {row['merge_below']} merges "
-                         f"below (largest {row['largest_merge_us']} us), "
-                         f"{row['inconsistent']} inconsistent")
+            lines.append(f"    - {model}: {describe_audit_row(row)}")
     return lines

@@ -114,6 +114,16 @@ def main():
         "largest_below_share_pct": 7.9, "merge_below": 0, "largest_merge_us": 0.0,
         "largest_merge_share_pct": 0.0, "inconsistent": 1, "measured": 458}},
         f"bound audit parsed: {audit}")
+    audit = gpu_truth_search.parse_audit(
+        "| model | endings | raised | below | merges | sub-stages | inconsistent | measured |\n"
+        "| randwire | 1401 | 0 | 0 (0.000 us, 0.0 %) | 2 (1.500 us, 3.0 %) | "
+        "5 (12.250 us, 20.5 %) | 0 | 225 |\n")
+    check(audit == {"randwire": {
+        "endings": 1401, "raised": 0, "below": 0, "largest_below_us": 0.0,
+        "largest_below_share_pct": 0.0, "merge_below": 2, "largest_merge_us": 1.5,
+        "largest_merge_share_pct": 3.0, "sub_below": 5, "largest_sub_us": 12.25,
+        "largest_sub_share_pct": 20.5, "inconsistent": 0, "measured": 225}},
+        f"bound audit with sub-stages parsed: {audit}")
     with tempfile.TemporaryDirectory() as tmp:
         bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
         manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))

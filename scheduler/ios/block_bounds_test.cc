@@ -1,5 +1,6 @@
 #include "scheduler/ios/block_bounds.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <functional>
@@ -147,12 +148,43 @@ TEST(BlockBoundsTest, NoEndingBeatsItsBoundAndTheCostToGoIsConsistent) {
     ASSERT_TRUE(check.ok()) << check.status();
     EXPECT_EQ(check->below, 0) << check->first_failure;
     EXPECT_EQ(check->merge_below, 0);
+    EXPECT_EQ(check->sub_below, 0) << check->first_failure;
     EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
     EXPECT_GT(check->endings, 1'000'000);
     if (setting.device_floor.bounds_anything() || setting.cores >= 2) {
       EXPECT_GT(check->raised, 100);
     }
   }
+}
+
+// An oracle that keeps the group bound but not the sub-stage one: a
+// concurrent stage of three or more groups costs its slowest group alone,
+// while one of two costs that plus the groups' extras (GroupMonotoneOracle).
+// The audit must count those stages below their sub-stages, and only them.
+TEST(BlockBoundsTest, TheAuditCountsStagesFasterThanSomeOfTheirGroups) {
+  StatusOr<BoundAudit> check = testing::CheckSweepEndingsBound(
+      BoundedSearchOptions{}, [](const testing::RandomBlockCase& c) -> StageLatencyFn {
+        StageLatencyFn base = testing::GroupMonotoneOracle(*c.graph, c.seed);
+        return [base](const Stage& stage) -> StatusOr<double> {
+          if (stage.strategy != Strategy::kConcurrent || stage.groups.size() < 3) {
+            return base(stage);
+          }
+          double slowest = 0;
+          for (const auto& group : stage.groups) {
+            ASSIGN_OR_RETURN(double alone, base(testing::ConcurrentStage({group})));
+            slowest = std::max(slowest, alone);
+          }
+          return slowest;
+        };
+      });
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_EQ(check->below, 0) << check->first_failure;
+  EXPECT_EQ(check->merge_below, 0);
+  EXPECT_GT(check->sub_below, 1000);
+  EXPECT_GT(check->largest_sub_shortfall_ms, 0.1);
+  EXPECT_LE(check->largest_sub_shortfall_share, 1.0);
+  EXPECT_NE(check->first_failure.find("all but one group"), std::string::npos)
+      << check->first_failure;
 }
 
 }  // namespace

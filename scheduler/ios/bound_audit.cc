@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/strings.h"
 #include "scheduler/ios/block_bounds.h"
 #include "scheduler/ios/block_stages.h"
@@ -46,6 +47,10 @@ void BoundAudit::Add(const BoundAudit& other, const std::string& context) {
       std::max(largest_merge_shortfall_ms, other.largest_merge_shortfall_ms);
   largest_merge_shortfall_share =
       std::max(largest_merge_shortfall_share, other.largest_merge_shortfall_share);
+  sub_below += other.sub_below;
+  largest_sub_shortfall_ms = std::max(largest_sub_shortfall_ms, other.largest_sub_shortfall_ms);
+  largest_sub_shortfall_share =
+      std::max(largest_sub_shortfall_share, other.largest_sub_shortfall_share);
   inconsistent += other.inconsistent;
   bound_inconsistent += other.bound_inconsistent;
   if (first_failure.empty() && !other.first_failure.empty()) {
@@ -77,6 +82,16 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
                                    ": ", lhs, " > ", rhs);
     }
   };
+  // The concurrent latency of a stage, measured once per signature: each
+  // sub-stage looked up below is also an ending of the same state.
+  absl::flat_hash_map<Signature, double> concurrent_ms;
+  auto concurrent_of = [&](const OpBits<1>& ops) -> StatusOr<double> {
+    const Signature signature = stages.HashStage(ops);
+    if (auto it = concurrent_ms.find(signature); it != concurrent_ms.end()) return it->second;
+    ASSIGN_OR_RETURN(double ms, measure(signature, stages.CanonicalStage(Strategy::kConcurrent)));
+    concurrent_ms.emplace(signature, ms);
+    return ms;
+  };
   ForEachRemainingSet<1>(block, std::numeric_limits<int64_t>::max(), [&](const OpBits<1>& state) {
     const double h = bounds.PathCostToGo(state);
     enumerator.Enumerate(state, [&](const OpBits<1>& ops, EndingGroup<1>* groups, int num_groups) {
@@ -91,9 +106,7 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
       // With a cutoff of 0 IdsBound stops at the slowest group.
       check.raised +=
           bound > bounds.IdsBound(ops, ids.data(), found, num_groups, 0.0) * (1 + 1e-12);
-      const Signature signature = stages.HashStage(ops);
-      StatusOr<double> concurrent =
-          measure(signature, stages.CanonicalStage(Strategy::kConcurrent));
+      StatusOr<double> concurrent = concurrent_of(ops);
       if (!concurrent.ok()) {
         status = concurrent.status();
         return;
@@ -124,6 +137,26 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
               std::max(check.largest_merge_shortfall_ms, bound - *merged);
           check.largest_merge_shortfall_share =
               std::max(check.largest_merge_shortfall_share, (bound - *merged) / bound);
+        }
+      }
+      if (num_groups >= 3 && !(options.dp.enable_merge && stages.IsMergeable(ops))) {
+        double slowest_sub = 0;  // of the stages of all but one group
+        for (int i = 0; i < num_groups; ++i) {
+          StatusOr<double> sub = concurrent_of(ops.Minus(groups[i].ops));
+          if (!sub.ok()) {
+            status = sub.status();
+            return;
+          }
+          slowest_sub = std::max(slowest_sub, *sub);
+        }
+        if (slowest_sub > RoundingLimit(*concurrent)) {
+          ++check.sub_below;
+          check.largest_sub_shortfall_ms =
+              std::max(check.largest_sub_shortfall_ms, slowest_sub - *concurrent);
+          check.largest_sub_shortfall_share = std::max(check.largest_sub_shortfall_share,
+                                                       (slowest_sub - *concurrent) / slowest_sub);
+          fail("a stage of all but one group above the concurrent latency", state, ops, slowest_sub,
+               *concurrent);
         }
       }
       const double after = bounds.PathCostToGo(state.Minus(ops));

@@ -40,6 +40,19 @@ struct BoundAudit {
   int64_t merge_below = 0;
   double largest_merge_shortfall_ms = 0;
   double largest_merge_shortfall_share = 0;
+  // Concurrent endings of three or more groups (not mergeable, where merges
+  // are on: those keep the group bound) faster than a stage of all but one
+  // of their groups, both timed concurrently: the assumption broken by
+  // adding a group, which the search's sub-stage bound
+  // (bounded_block_search.cc, SubStageBound) relies on; the largest
+  // shortfall, in ms and as a share of the sub-stage's latency. A stage of
+  // all but one group of an ending is itself an ending of the same state
+  // (groups share no edge), so a remembering oracle measures nothing more.
+  // Checking all but one group covers every smaller subset: a break there
+  // breaks some chain of one-group steps.
+  int64_t sub_below = 0;
+  double largest_sub_shortfall_ms = 0;
+  double largest_sub_shortfall_share = 0;
   // Endings E of a state S, of latencies that keep their bound, where the
   // cost to go without the bound DP is not consistent over E's latency (the
   // cheaper strategy's): h(S) > latency(E) + h(S - E). A* closes a state
@@ -49,7 +62,7 @@ struct BoundAudit {
   // that the bounds do not promise: a merge's bound is its slowest branch,
   // while the cost to go weighs the merged kernel's share of the floor.
   int64_t bound_inconsistent = 0;
-  std::string first_failure;  // the first below or inconsistent one, described
+  std::string first_failure;  // the first below, sub-below or inconsistent one, described
 
   // Adds another block's audit: counts summed, largest shortfalls kept,
   // the first failure kept (`other`'s prefixed with `context` where this
@@ -61,10 +74,12 @@ struct BoundAudit {
 // (bounds, merge, device floor, cores; no calibrated floor), its groups
 // measured by `measure` (signature, stage), checked on every ending E of
 // every state S: its bound against its concurrent and merged latencies,
-// and the consistency of the cost to go without the bound DP
-// (BlockBounds::PathCostToGo). Relative tolerance 1e-9. Asks for a stage
-// once for every state it ends, so a backend oracle should remember
-// signatures (MakeBackendOracle does). Walks every state of the block: keep
+// its concurrent latency against its sub-stages' (sub_below), and the
+// consistency of the cost to go without the bound DP
+// (BlockBounds::PathCostToGo). Relative tolerance 1e-9. Asks for a
+// concurrent stage once per signature, a merged one once for every state it
+// ends, so a backend oracle should remember signatures (MakeBackendOracle
+// does). Walks every state of the block: keep
 // blocks small. InvalidArgument for a larger block or a calibrated floor;
 // the oracle's errors are returned.
 StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOptions& options,

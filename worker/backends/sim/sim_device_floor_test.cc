@@ -168,6 +168,7 @@ TEST(SimDeviceFloorTest, NoEndingOfARandomBlockBeatsItsBound) {
     ASSERT_TRUE(check.ok()) << check.status();
     EXPECT_EQ(check->below, 0) << check->first_failure;
     EXPECT_EQ(check->merge_below, 0);
+    EXPECT_EQ(check->sub_below, 0) << check->first_failure;
     EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
     std::printf("sim:h100%s: %lld endings, %lld bounds above the slowest group\n",
                 back_to_back ? ":back-to-back" : "", static_cast<long long>(check->endings),
@@ -184,8 +185,11 @@ TEST(SimDeviceFloorTest, NoEndingOfARandomBlockBeatsItsBound) {
 // faster than its slowest branch alone (42 endings, by at most 0.254 us,
 // under 4 % of the bound: the merged kernel's larger output keeps more SMs
 // busy, kernel_model.h). Those are the bounded search's misses there (2, of
-// 0.254 us); the test pins them below 5 % of the bound, and checks the
-// consistency of the cost to go where the latencies keep the bounds.
+// 0.254 us). Timed from idle, 2 of its concurrent stages of three groups
+// in Mixed_5d are faster than a stage of two of their groups, by at most
+// 0.18 us (0.7 %; found 2026-11-30, not traced further: the third group
+// changes the round-robin issue order of the other two). The test pins both below 5 %, and checks
+// the consistency of the cost to go where the latencies keep the bounds.
 TEST(SimDeviceFloorTest, NoEndingOfAZooBlockBeatsItsBound) {
   for (const char* model : {"inception_v3", "randwire"}) {
     for (int batch : {1, 8}) {
@@ -206,16 +210,17 @@ TEST(SimDeviceFloorTest, NoEndingOfAZooBlockBeatsItsBound) {
         EXPECT_EQ(check->inconsistent, 0) << check->first_failure;
         std::printf(
             "%s batch %d sim:h100%s: %lld endings, %lld bounds above the slowest group, %lld "
-            "merges below it (by up to %.3g ms, %.3g of the bound), %lld not consistent over the "
-            "bound\n",
+            "merges below it (by up to %.3g ms, %.3g of the bound), %lld below a stage of all but "
+            "one of their groups, %lld not consistent over the bound\n",
             model, batch, back_to_back ? ":back-to-back" : "",
             static_cast<long long>(check->endings), static_cast<long long>(check->raised),
             static_cast<long long>(check->merge_below), check->largest_merge_shortfall_ms,
-            check->largest_merge_shortfall_share,
+            check->largest_merge_shortfall_share, static_cast<long long>(check->sub_below),
             static_cast<long long>(check->bound_inconsistent));
         EXPECT_GT(check->endings, 1000);
         EXPECT_GT(check->raised, 0);
         EXPECT_LT(check->largest_merge_shortfall_share, 0.05);
+        EXPECT_LT(check->largest_sub_shortfall_share, 0.05) << check->first_failure;
       }
     }
   }
