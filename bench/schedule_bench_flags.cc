@@ -68,6 +68,17 @@ void AddFlags(CLI::App& app, Settings& settings, std::string& models_text) {
       ->capture_default_str();
   app.add_option("--search-budget-s", settings.search_budget_s, "search time budget (0: none)")
       ->check(CLI::Range(0.0, 1e7));
+  app.add_option_function<std::string>(
+         "--search",
+         [&settings](const std::string& kind) { settings.exhaustive = kind == "exhaustive"; },
+         "bounded (measures only the stages that can change the optimum; the default) or "
+         "exhaustive (every candidate stage: the reference DP)")
+      ->check(CLI::IsMember({"bounded", "exhaustive"}));
+  app.add_flag("--no-core-bound", settings.no_core_bound,
+               "cpu, bounded search: bound stages by their slowest group only, without measuring "
+               "each group on one core (the core bound)");
+  app.add_flag("--no-sub-stage-bound", settings.no_sub_stage_bound,
+               "bounded search: do not bound a stage by the measured stages of some of its groups");
   app.add_option("--schedule-dir", settings.schedule_dir, "keep (and reuse) schedules here");
   app.add_option("--latency-db,--latency-cache", settings.latency_db,
                  "SQLite latency database of measured stages (created if missing)");

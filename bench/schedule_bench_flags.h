@@ -39,6 +39,16 @@ struct Settings {
   int global_r = 0, global_s = 0, global_block_size = 0;  // 0: per-model default
   worker::ProfileOptions search_profile;
   double search_budget_s = 0;  // 0: none
+  // The exhaustive DP (the reference: every candidate stage) instead of the
+  // bounded search. Schedules are kept apart; with a shared --latency-db a
+  // bounded run after an exhaustive one measures nothing and searches the
+  // same latencies, which isolates what broken bounds cost.
+  bool exhaustive = false;
+  // cpu: bound stages by their slowest group only, not by each group's
+  // one-core run (the bounded search's core bound; iosfarm search's flag).
+  bool no_core_bound = false;
+  // Bounded search: no sub-stage bound (SearchOptions::sub_stage_bound).
+  bool no_sub_stage_bound = false;
   std::string schedule_dir;
   std::string latency_db;  // empty: no latency database
   bool verify = false;

@@ -115,5 +115,20 @@ TEST(ScheduleBenchFlagsTest, GraphTimedStagesOnCuda) {
   EXPECT_TRUE(flushed.args.settings.cuda_flush_l2);
 }
 
+TEST(ScheduleBenchFlagsTest, BoundedSearchByDefaultExhaustiveOnRequest) {
+  EXPECT_FALSE(Parse({}).args.settings.exhaustive);
+  EXPECT_FALSE(Parse({"--search", "bounded"}).args.settings.exhaustive);
+  Parsed exhaustive = Parse({"--search", "exhaustive", "--models", "inception_v3"});
+  ASSERT_FALSE(exhaustive.exit.has_value()) << exhaustive.err;
+  EXPECT_TRUE(exhaustive.args.settings.exhaustive);
+  EXPECT_FALSE(exhaustive.args.settings.no_core_bound);
+  EXPECT_TRUE(Parse({"--no-core-bound"}).args.settings.no_core_bound);
+  EXPECT_TRUE(Parse({"--no-sub-stage-bound"}).args.settings.no_sub_stage_bound);
+  EXPECT_FALSE(exhaustive.args.settings.no_sub_stage_bound);
+  Parsed wrong = Parse({"--search", "lazy"});
+  EXPECT_EQ(wrong.exit, 2);
+  EXPECT_THAT(wrong.err, HasSubstr("--search"));
+}
+
 }  // namespace
 }  // namespace iosfarm::bench

@@ -37,6 +37,7 @@ struct Row {
   long long bound_misses = 0;
   double largest_bound_miss_ms = 0;
   bool search_reused = false;
+  bool search_exhaustive = false;  // --search exhaustive
   size_t seq_stages = 0, greedy_stages = 0, ios_stages = 0;
   double pred_seq = 0, pred_greedy = 0, pred_ios = 0;
   Measured measured[kNumConfigs];

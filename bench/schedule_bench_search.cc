@@ -39,6 +39,9 @@ std::string ScheduleStem(const ModelSpec& spec, const Settings& settings) {
   std::string backend_part = settings.backend == "cpu" ? "" : "_" + settings.backend;
   if (settings.cuda_graph_stages) backend_part += "_graphstages";
   if (settings.cuda_flush_l2) backend_part += "_flushl2";
+  if (settings.exhaustive) backend_part += "_exhaustive";
+  if (settings.no_core_bound) backend_part += "_nocorebound";
+  if (settings.no_sub_stage_bound) backend_part += "_nosubstage";
   return StrCat(settings.schedule_dir, "/", spec.name, backend_part, "_b", settings.batch, "_r",
                 spec.r, "_s", spec.s, "_bs", spec.block_size);
 }
@@ -152,9 +155,12 @@ StatusOr<ios::Schedule> SearchOrLoad(const graph::Graph& graph, const ModelSpec&
   options.max_group_ops = spec.r;
   options.max_groups = spec.s;
   options.max_block_ops = spec.block_size;
-  options.cores = backend.cores();  // the core bound on the cpu backend
+  options.cores = settings.no_core_bound ? 0 : backend.cores();  // the cpu's core bound
   options.device_floor = backend.device_floor();  // the sim backend's
+  options.exhaustive = settings.exhaustive;
+  options.sub_stage_bound = !settings.no_sub_stage_bound;
   RETURN_IF_ERROR(Prefixed(spec.name, ios::ValidateSearchOptions(options)));
+  row.search_exhaustive = settings.exhaustive;
   const std::string stem = settings.schedule_dir.empty() ? "" : ScheduleStem(spec, settings);
   if (!stem.empty()) {
     ASSIGN_OR_RETURN(std::optional<ios::Schedule> saved, LoadSaved(graph, spec, stem, row));
@@ -170,8 +176,9 @@ StatusOr<ios::Schedule> SearchOrLoad(const graph::Graph& graph, const ModelSpec&
                                                   const ios::Stage& stage) {
     return oracle(signature, stage);
   };
-  std::printf("%s: searching r=%d s=%d block %d on the %s backend (load %s)\n", spec.name.c_str(),
-              spec.r, spec.s, spec.block_size, settings.backend.c_str(), LoadAvg().c_str());
+  std::printf("%s: searching (%s) r=%d s=%d block %d on the %s backend (load %s)\n",
+              spec.name.c_str(), settings.exhaustive ? "exhaustive" : "bounded", spec.r, spec.s,
+              spec.block_size, settings.backend.c_str(), LoadAvg().c_str());
   std::fflush(stdout);
   StatusOr<ios::SearchReport> report = ios::SearchWithBaselines(graph, options, counting);
   if (!report.ok()) return Prefixed(spec.name + " search", report.status());

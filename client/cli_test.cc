@@ -222,6 +222,28 @@ TEST(CliTest, SearchBackToBackFloorDropsTheIssueOrderAndStaysExact) {
   EXPECT_THAT(both.err, HasSubstr("--no-device-floor"));
 }
 
+// --no-sub-stage-bound drops the bound from stages of some of a stage's
+// groups: nothing is tightened, more stages are measured, the same latency.
+TEST(CliTest, SearchWithoutTheSubStageBoundTightensNothing) {
+  auto search = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "search", "inception_v3", "--backend", "sim:h100", "--no-device-floor", "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunIosfarm(args);
+  };
+  Result with = search({});
+  Result without = search({"--no-sub-stage-bound"});
+  ASSERT_EQ(with.code, kExitOk) << with.err;
+  ASSERT_EQ(without.code, kExitOk) << without.err;
+  const auto a = nlohmann::json::parse(with.out);
+  const auto b = nlohmann::json::parse(without.out);
+  EXPECT_GT(a["stats"]["tightened_bounds"].get<int64_t>(), 0);
+  EXPECT_EQ(b["stats"]["tightened_bounds"].get<int64_t>(), 0);
+  EXPECT_GT(b["stats"]["stages_measured"].get<int64_t>(),
+            a["stats"]["stages_measured"].get<int64_t>());
+  EXPECT_NEAR(b["latency_ms"]["ios"].get<double>(), a["latency_ms"]["ios"].get<double>(), 1e-9);
+}
+
 TEST(CliTest, RunTimesExactlyTheIterationsAskedFor) {
   Result r = RunIosfarm({"run", "squeezenet", "--backend", "sim", "--iterations", "5", "--warmup",
                          "0", "--format", "json"});

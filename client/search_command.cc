@@ -1,6 +1,6 @@
 // `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
 //  [--block-size B] [--no-merge] [--exhaustive] [--no-core-bound] [--no-bound-dp]
-//  [--floor-samples N]
+//  [--no-sub-stage-bound] [--floor-samples N]
 //  [--search-threads N] [-o FILE] [--format text|json] [--stages]`:
 // runs the IOS search in-process, measuring stages on the backend (progress
 // on stderr), and prints the predicted sequential, greedy and IOS latencies
@@ -42,6 +42,7 @@ struct SearchCommandOptions {
   bool cuda_graph_stages = false;
   bool no_core_bound = false;
   bool no_bound_dp = false;
+  bool no_sub_stage_bound = false;
   bool no_device_floor = false;
   bool back_to_back_floor = false;
   int floor_samples = 0;
@@ -78,6 +79,7 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.threads = o.search_threads.value_or(DefaultSearchThreads(o.backend));
   options.cores = o.no_core_bound ? 0 : backend->cores();
   if (o.no_bound_dp) options.bound_dp_max_states = 0;
+  options.sub_stage_bound = !o.no_sub_stage_bound;
   if (!o.no_device_floor) options.device_floor = backend->device_floor();
   if (o.back_to_back_floor) {
     // What the floor keeps where stages are timed back to back: no issue
@@ -151,6 +153,9 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--no-bound-dp", o->no_bound_dp,
                 "Bounded search: take the critical path as every block's cost to go, not the "
                 "DP over its group bounds (which small blocks get; it measures fewer stages)");
+  cmd->add_flag("--no-sub-stage-bound", o->no_sub_stage_bound,
+                "Bounded search: do not bound a stage of three or more groups by the measured "
+                "stages of some of its groups (the bound real measurements break most often)");
   cmd->add_flag("--no-device-floor", o->no_device_floor,
                 "Bounded search: do not bound stages by the device's floor (its launches and "
                 "work; the sim backend declares one)");

@@ -573,6 +573,7 @@ class Search final : public BoundedBlockSearch {
   // gets 0: the assumption bounds a merged conv by its slowest conv only, so
   // its cost (the cheaper strategy) keeps the group bound.
   double SubStageBound(const OpBits<W>& stage) {
+    if (!options_.sub_stage_bound) return 0;
     stages_.HashStage(stage);
     const std::vector<OpBits<W>>& groups = stages_.groups();
     if (groups.size() < 3) return 0;  // pairs: their groups' bound already

@@ -227,6 +227,10 @@ struct BoundedSearchOptions {
   // The device's cores where it runs a stage's groups on cores of their own
   // (SearchOptions::cores): with 2 or more, the core bound below. 0: none.
   int cores = 0;
+  // A concurrent stage of three or more groups is also bounded by the
+  // stages of some of its groups measured so far (SearchOptions::
+  // sub_stage_bound).
+  bool sub_stage_bound = true;
   // A block of at most this many DP states (CountStates) takes as its cost
   // to go the bound DP (above) where it is more than the critical path.
   // 0: the critical path (and work) bound only.

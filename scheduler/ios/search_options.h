@@ -74,6 +74,12 @@ struct SearchOptions {
   // the optimum and finds the same latency wherever no stage is faster than
   // its slowest group alone (the assumption stated there).
   bool exhaustive = false;
+  // Bounded search: a concurrent stage of three or more groups (not
+  // mergeable) is also bounded by the stages of some of its groups measured
+  // so far (adding a group never makes a stage faster). Off: its group and
+  // floor bounds only. Real measurements break this part most often
+  // (bound_audit.h's sub_below: the cpu backend's, 2026-11-30).
+  bool sub_stage_bound = true;
   // Bounded search: while a block waits for a latency, the latencies of its
   // next `lookahead` candidates are requested too, so that a farm's batches
   // are wide enough for several GPUs (more of them turn out not to matter

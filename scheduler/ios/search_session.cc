@@ -415,6 +415,7 @@ BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool flo
   options.lookahead = options_.lookahead;
   options.max_open_steps = options_.bounded_steps_per_block;
   options.cores = options_.cores;
+  options.sub_stage_bound = options_.sub_stage_bound;
   options.device_floor = options_.device_floor;
   options.bound_dp_max_states = options_.bound_dp_max_states;
   options.walk_progress = &walk_progress_;
