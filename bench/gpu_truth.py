@@ -44,6 +44,11 @@ records why):
                (how often this GPU breaks the floor; gpu_truth_search.py);
                then bound_audit_bench on --audit-models: every candidate
                stage of their blocks against its bound
+  exact        schedule_bench --search exhaustive, then the bounded search on
+               the same latency database (--exact-models MODEL[:graph],...):
+               both searches see the very same stage latencies, so the
+               difference of their IOS latencies is what the bounds' misses
+               cost on this device (gpu_truth_exact.py)
   runtime      bench/runtime_bench: Session::Run's cost per call beyond the
                schedule's own time on squeezenet, with host buffers and with
                the input and output in GPU memory (CUDA graph on)
@@ -78,13 +83,14 @@ import tarfile
 import time
 
 import gpu_bundle
+import gpu_truth_exact
 import gpu_truth_search
 from gpu_truth_farm import Farm
 from gpu_truth_kernels import find_ncu, parse_ncu_kernel_times, summarize_kernels
 
 REPO = gpu_bundle.REPO
-STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "search", "runtime", "kernels",
-         "speed")
+STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "search", "exact", "runtime",
+         "kernels", "speed")
 # (binary, gtest filter, cap in seconds) of the `tests` step.
 SUITES = (
     ("cuda_backend_test", "*", 150),
@@ -409,6 +415,9 @@ class Truth:
     def step_search(self):
         return gpu_truth_search.Search(self).run()
 
+    def step_exact(self):
+        return gpu_truth_exact.Exact(self).run()
+
     def step_runtime(self):
         cuda = self.args.backend == "cuda"
         argv = [self.bin["runtime_bench"], "--backend", self.args.backend, "--model",
@@ -525,6 +534,8 @@ def summary(doc):
                                  + (f", {r['mismatches']}" if r.get("mismatches") else ""))
         elif name == "search":
             lines.extend(gpu_truth_search.summary_lines(step))
+        elif name == "exact":
+            lines.extend(gpu_truth_exact.summary_lines(step))
         elif name == "runtime":
             lines.append(f"- runtime: {status}, {step.get('summary')}")
         elif name == "kernels" and status in ("ok", "failed"):
@@ -629,6 +640,9 @@ def main(argv):
                      help="the search step's bound audit: every candidate stage of these "
                      "models' blocks against its bound (empty: none)")
     run.add_argument("--audit-block-size", type=int, default=6)
+    run.add_argument("--exact-models", default="inception_v3",
+                     help="the exact step's MODEL or MODEL:graph entries (graph: stages timed "
+                     "as CUDA graphs)")
     run.add_argument("--speed-models", default="squeezenet,inception_v3,tv_googlenet,randwire,"
                      "nasnet_a,tv_inception_v3,resnet50")
     run.add_argument("--speed-args", default="", help="more gpu_bench.py run flags, one string")
@@ -645,6 +659,10 @@ def main(argv):
     args.audit_models = [m for m in args.audit_models.split(",") if m]
     try:
         args.search_runs = gpu_truth_search.parse_runs(args.search_runs)
+    except ValueError as e:
+        parser.error(str(e))
+    try:
+        args.exact_models = gpu_truth_exact.parse_entries(args.exact_models)
     except ValueError as e:
         parser.error(str(e))
     args.speed_args = args.speed_args.split()

@@ -27,6 +27,7 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gpu_bundle  # noqa: E402
+import gpu_truth_exact  # noqa: E402
 import gpu_truth_farm  # noqa: E402
 import gpu_truth_kernels  # noqa: E402
 import gpu_truth_search  # noqa: E402
@@ -105,6 +106,20 @@ def main():
         "search: 2/20 blocks solved, 7927 stages measured, 1m40s\n") ==
         "search: 2/20 blocks solved, 7927 stages measured, 1m40s", "last progress line")
     check(gpu_truth_search.last_progress("nothing\n") is None, "no progress line")
+    check(gpu_truth_exact.parse_entries("inception_v3, randwire:graph,") ==
+          [("inception_v3", False), ("randwire", True)], "exact entries")
+    try:
+        gpu_truth_exact.parse_entries("inception_v3:eager")
+        check(False, "exact entry with an unknown mode accepted")
+    except ValueError as e:
+        check("inception_v3:eager" in str(e), f"exact entry error: {e}")
+    row = gpu_truth_exact.compare_rows(
+        {"predicted_ms": {"ios": 10.0}, "search": {"stages_measured": 1000}},
+        {"predicted_ms": {"ios": 10.05}, "search": {"stages_measured": 20, "stages_cached": 230,
+                                                     "lower_bound_misses": 3,
+                                                     "largest_bound_miss_ms": 0.01}})
+    check(row["ratio"] == 4.0 and row["difference_pct"] == 0.5 and row["bounded_cached"] == 230,
+          f"exact row: {row}")
     audit = gpu_truth_search.parse_audit(
         "backend cpu: CPU; floor: none\n| model | endings | raised | below | merges | "
         "inconsistent | measured |\n| --- | --- | --- | --- | --- | --- | --- |\n"
@@ -144,7 +159,9 @@ def main():
 
         run = subprocess.run(
             [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
-             "--backend", "cpu", "--steps", "env,tests,zoo,farm,search,runtime,kernels,speed",
+             "--backend", "cpu", "--steps",
+             "env,tests,zoo,farm,search,exact,runtime,kernels,speed",
+             "--exact-models", "squeezenet,squeezenet:graph",
              "--zoo-models", "squeezenet", "--search-runs", "squeezenet:floor,squeezenet:no-floor",
              "--audit-models", "squeezenet", "--farm-models", "squeezenet", "--farm-batch", "2",
              "--speed-models", "squeezenet",
@@ -158,7 +175,7 @@ def main():
             check(os.path.exists(os.path.join(out, name)), f"{name} missing from --out")
         with open(os.path.join(out, "truth.json")) as f:
             steps = json.load(f)["steps"]
-        for step in ("env", "tests", "zoo", "farm", "search", "runtime", "speed"):
+        for step in ("env", "tests", "zoo", "farm", "search", "exact", "runtime", "speed"):
             check(steps[step]["status"] == "ok", f"step {step}: {steps[step]}")
         check(steps["kernels"]["status"] == "skipped", f"kernels on the cpu: {steps['kernels']}")
         suites = steps["tests"]["suites"]
@@ -177,8 +194,19 @@ def main():
         audited = steps["search"]["audit"]
         check(audited["status"] == "ok" and audited["models"]["squeezenet"]["endings"] > 0 and
               audited["models"]["squeezenet"]["measured"] > 0, f"bound audit: {audited}")
+        # The exact step: the bounded search on the exhaustive one's latency
+        # database measures no stage anew (the cpu's one-core group runs
+        # aside) and finds the exhaustive latency within the misses' cost.
+        exact = steps["exact"]["models"]
+        row = exact["squeezenet"]
+        check(row["status"] == "ok" and row["exhaustive_stages"] > 0 and
+              0 < row["bounded_cached"] <= row["exhaustive_stages"] and
+              row["bounded_ios_ms"] > 0 and abs(row["difference_pct"]) < 5, f"exact: {row}")
+        check(exact["squeezenet:graph"]["status"] == "skipped", f"exact graph on cpu: {exact}")
         with open(os.path.join(out, "truth.md")) as f:
-            check("squeezenet:no-floor:" in f.read(), "truth.md lacks the search runs")
+            text = f.read()
+        check("squeezenet:no-floor:" in text, "truth.md lacks the search runs")
+        check("bounded on the same latencies" in text, "truth.md lacks the exact step")
         jobs = steps["farm"]["jobs"]
         check(jobs["squeezenet (first)"]["profiled_stages"] > 0, f"farm: {jobs}")
         check(jobs["squeezenet (again)"]["profiled_stages"] == 0, f"farm: {jobs}")

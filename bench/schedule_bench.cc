@@ -7,6 +7,7 @@
 //                  [--batch N] [--threads T] [--rounds K] [--repeats N] [--warmup N]
 //                  [--search-min-repeats N] [--search-max-repeats N]
 //                  [--search-budget-s S] [--schedule-dir DIR] [--latency-db FILE]
+//                  [--search bounded|exhaustive] [--no-core-bound] [--no-sub-stage-bound]
 //                  [--verify] [--verify-rtol X] [--json FILE]
 //
 // A model is a zoo name or the path of an .onnx file (graph/model_loader.h;
@@ -29,7 +30,13 @@
 //     created if missing; keyed by backend, device and signature version,
 //     bench_latency_cache.h) and answers later searches (other models with
 //     the same stages, a retry with other bounds, a rerun after a kill) from
-//     it instead of measuring again.
+//     it instead of measuring again. --search exhaustive runs the reference
+//     DP (every candidate stage) instead of the bounded search; run after it
+//     on the same --latency-db, a bounded search measures no stage latency
+//     anew (only the core bound's one-core group runs) and works on the very
+//     same latencies, so its predicted IOS latency against the exhaustive
+//     one's is what the bounds' misses cost on this device, free of the
+//     measurement noise between two runs (docs/benchmarks.md, 2026-11-30).
 //  2. Measure. The sequential, greedy (at most S groups per stage, as
 //     SearchWithBaselines costs it) and IOS schedules run end to end with
 //     RunSchedule, round-robin for K rounds (the order rotates each round),
