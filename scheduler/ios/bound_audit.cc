@@ -34,6 +34,14 @@ class MeasuringSource : public LatencySource {
   Status status_;
 };
 
+// Counts one latency `ms` short of a bound `of`, keeping the largest
+// shortfall in ms and as a share of the bound.
+void Shortfall(double ms, double of, int64_t& count, double& largest_ms, double& largest_share) {
+  ++count;
+  largest_ms = std::max(largest_ms, ms);
+  largest_share = std::max(largest_share, ms / of);
+}
+
 }  // namespace
 
 void BoundAudit::Add(const BoundAudit& other, const std::string& context) {
@@ -115,11 +123,9 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
       ++check.endings;
       bool kept = true;  // the latencies keep the bound
       if (bound > RoundingLimit(*concurrent)) {
-        ++check.below;
+        Shortfall(bound - *concurrent, bound, check.below, check.largest_below_ms,
+                  check.largest_below_share);
         kept = false;
-        check.largest_below_ms = std::max(check.largest_below_ms, bound - *concurrent);
-        check.largest_below_share =
-            std::max(check.largest_below_share, (bound - *concurrent) / bound);
         fail("bound above the concurrent latency", state, ops, bound, *concurrent);
       }
       if (options.dp.enable_merge && stages.IsMergeable(ops)) {
@@ -131,12 +137,9 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
         }
         latency = std::min(latency, *merged);
         if (bound > RoundingLimit(*merged)) {
-          ++check.merge_below;
+          Shortfall(bound - *merged, bound, check.merge_below, check.largest_merge_shortfall_ms,
+                    check.largest_merge_shortfall_share);
           kept = false;
-          check.largest_merge_shortfall_ms =
-              std::max(check.largest_merge_shortfall_ms, bound - *merged);
-          check.largest_merge_shortfall_share =
-              std::max(check.largest_merge_shortfall_share, (bound - *merged) / bound);
         }
       }
       if (num_groups >= 3 && !(options.dp.enable_merge && stages.IsMergeable(ops))) {
@@ -150,11 +153,8 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
           slowest_sub = std::max(slowest_sub, *sub);
         }
         if (slowest_sub > RoundingLimit(*concurrent)) {
-          ++check.sub_below;
-          check.largest_sub_shortfall_ms =
-              std::max(check.largest_sub_shortfall_ms, slowest_sub - *concurrent);
-          check.largest_sub_shortfall_share = std::max(check.largest_sub_shortfall_share,
-                                                       (slowest_sub - *concurrent) / slowest_sub);
+          Shortfall(slowest_sub - *concurrent, slowest_sub, check.sub_below,
+                    check.largest_sub_shortfall_ms, check.largest_sub_shortfall_share);
           fail("a stage of all but one group above the concurrent latency", state, ops, slowest_sub,
                *concurrent);
         }
