@@ -53,6 +53,7 @@ struct Settings {
   bool no_merge = false;
   bool no_device_floor = false;
   bool no_core_bound = false;
+  bool cuda_graph_stages = false;
   int threads = 0;
   worker::ProfileOptions profile;
 };
@@ -81,6 +82,7 @@ StatusOr<ios::BoundAudit> AuditModel(const Settings& settings, const std::string
 int Run(const Settings& settings) {
   worker::BackendConfig config;
   config.cpu_threads = settings.threads;
+  config.cuda_graph_stages = settings.cuda_graph_stages;
   StatusOr<std::unique_ptr<worker::Backend>> backend =
       worker::CreateBackend(settings.backend, config);
   if (!backend.ok()) {
@@ -155,6 +157,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-device-floor", settings.no_device_floor,
                "audit without the backend's device floor");
   app.add_flag("--no-core-bound", settings.no_core_bound, "cpu backend: without the core bound");
+  app.add_flag("--cuda-graph-stages", settings.cuda_graph_stages,
+               "cuda backend: time each stage as a CUDA graph (its device floor is none)");
   app.add_option("--threads", settings.threads, "cpu backend: threads (0 = all)")
       ->check(CLI::Range(0, 1024));
   app.add_option("--min-repeats", settings.profile.min_repeats, "fewest timed runs per stage")
@@ -172,6 +176,10 @@ int main(int argc, char** argv) {
   }
   if (!models_text.empty()) {
     settings.models = absl::StrSplit(models_text, ',', absl::SkipEmpty());
+  }
+  if (settings.cuda_graph_stages && settings.backend != "cuda") {
+    std::fprintf(stderr, "bound_audit_bench: --cuda-graph-stages needs --backend cuda\n");
+    return 2;
   }
   return iosfarm::bench::Run(settings);
 }

@@ -43,7 +43,9 @@ records why):
                measured, IOS ms, and the stages measured below their bound
                (how often this GPU breaks the floor; gpu_truth_search.py);
                then bound_audit_bench on --audit-models: every candidate
-               stage of their blocks against its bound
+               stage of their blocks against its bound (graph-timed with
+               --audit-graph-stages; a run's variant `graph` times the
+               search's stages as CUDA graphs)
   exact        schedule_bench --search exhaustive, then the bounded search on
                the same latency database (--exact-models MODEL[:graph],...):
                both searches see the very same stage latencies, so the
@@ -640,6 +642,8 @@ def main(argv):
                      help="the search step's bound audit: every candidate stage of these "
                      "models' blocks against its bound (empty: none)")
     run.add_argument("--audit-block-size", type=int, default=6)
+    run.add_argument("--audit-graph-stages", action="store_true",
+                     help="the audit times stages as CUDA graphs (cuda only)")
     run.add_argument("--exact-models", default="inception_v3",
                      help="the exact step's MODEL or MODEL:graph entries (graph: stages timed "
                      "as CUDA graphs)")

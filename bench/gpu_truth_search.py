@@ -23,6 +23,8 @@ Runs are MODEL:VARIANT pairs (--search-runs), variants:
   floor       the backend's floor, as `iosfarm search` uses it by default
   no-floor    --no-device-floor: the groups' own bounds only
   exhaustive  --exhaustive: every candidate stage (the reference)
+  graph       --cuda-graph-stages: stages timed as CUDA graphs (no device
+              floor: the cuda backend declares none for them); cuda only
 """
 import json
 import os
@@ -31,6 +33,7 @@ VARIANTS = {
     "floor": [],
     "no-floor": ["--no-device-floor"],
     "exhaustive": ["--exhaustive"],
+    "graph": ["--cuda-graph-stages"],
 }
 # inception_v3 both ways (about 5,000 stages exhaustive: the no-floor run
 # ends inside a minute or two on an H200); RandWire only with the floor
@@ -181,6 +184,8 @@ class Search:
         argv = [truth.bin["bound_audit_bench"], "--backend", self.args.backend, "--models",
                 ",".join(self.args.audit_models), "--block-size",
                 str(self.args.audit_block_size), "--batch", str(self.args.search_batch)]
+        if self.args.audit_graph_stages and self.args.backend == "cuda":
+            argv.append("--cuda-graph-stages")
         code, tail = truth.run(argv, "bound_audit.log", min(self.args.search_cap_s, left),
                                stdout_path=stdout_path)
         with open(stdout_path, errors="replace") as f:
