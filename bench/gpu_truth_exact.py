@@ -5,9 +5,10 @@ Two `iosfarm search` runs measure their stages anew, so their IOS latencies
 differ by the device's noise (on the H200's eager timing: 10 % between two
 runs a minute apart, 2026-11-30). Here `schedule_bench --search exhaustive`
 measures every candidate stage into a latency database, then `schedule_bench`
-with the bounded search on the same database finds every stage latency there
-(it measures only the core bound's one-core group runs, on the cpu backend)
-and searches the very same latencies. Its predicted IOS latency against the
+with the bounded search on the same database finds every stage latency of
+the blocks there (it measures only the core bound's one-core group runs, on
+the cpu backend, and the odd stage across a block cut that its boundary
+windows ask for) and searches the very same latencies. Its predicted IOS latency against the
 exhaustive one's is what the bounds' misses cost; the difference is 0 where
 no latency breaks them (bounded_block_search.h).
 

@@ -32,9 +32,10 @@
 //     the same stages, a retry with other bounds, a rerun after a kill) from
 //     it instead of measuring again. --search exhaustive runs the reference
 //     DP (every candidate stage) instead of the bounded search; run after it
-//     on the same --latency-db, a bounded search measures no stage latency
-//     anew (only the core bound's one-core group runs) and works on the very
-//     same latencies, so its predicted IOS latency against the exhaustive
+//     on the same --latency-db, a bounded search measures almost nothing
+//     anew (the core bound's one-core group runs, the odd stage across a
+//     block cut its boundary windows ask for) and works on the very same
+//     latencies, so its predicted IOS latency against the exhaustive
 //     one's is what the bounds' misses cost on this device, free of the
 //     measurement noise between two runs (docs/benchmarks.md, 2026-11-30).
 //  2. Measure. The sequential, greedy (at most S groups per stage, as

@@ -41,8 +41,10 @@ struct Settings {
   double search_budget_s = 0;  // 0: none
   // The exhaustive DP (the reference: every candidate stage) instead of the
   // bounded search. Schedules are kept apart; with a shared --latency-db a
-  // bounded run after an exhaustive one measures nothing and searches the
-  // same latencies, which isolates what broken bounds cost.
+  // bounded run after an exhaustive one measures almost nothing (the core
+  // bound's one-core runs, the odd stage its boundary windows ask for) and
+  // searches the blocks' very latencies, which isolates what broken bounds
+  // cost.
   bool exhaustive = false;
   // cpu: bound stages by their slowest group only, not by each group's
   // one-core run (the bounded search's core bound; iosfarm search's flag).

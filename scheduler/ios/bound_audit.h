@@ -48,8 +48,8 @@ struct BoundAudit {
   // shortfall, in ms and as a share of the sub-stage's latency. A stage of
   // all but one group of an ending is itself an ending of the same state
   // (groups share no edge), so a remembering oracle measures nothing more.
-  // Checking all but one group covers every smaller subset: a break there
-  // breaks some chain of one-group steps.
+  // Checking all but one group covers every smaller subset of stages that
+  // do not merge: a break there breaks some chain of one-group steps.
   int64_t sub_below = 0;
   double largest_sub_shortfall_ms = 0;
   double largest_sub_shortfall_share = 0;
