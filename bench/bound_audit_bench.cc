@@ -18,8 +18,9 @@
 // share of the bound), concurrent stages of three or more groups measured
 // below a stage of all but one of their groups (the search's sub-stage
 // bound; the shortfall's share is of that stage), endings where the cost to
-// go is not consistent, and the stages measured. Exit 0 when the audit ran (a broken assumption is
-// a finding, not an error), 1 on a backend or model error, 2 on a usage error.
+// go is not consistent, and the stages measured. Exit 0 when the audit ran
+// (a broken assumption is a finding, not an error), 1 on a backend or model
+// error, 2 on a usage error.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
