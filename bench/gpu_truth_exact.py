@@ -8,9 +8,9 @@ measures every candidate stage into a latency database, then `schedule_bench`
 with the bounded search on the same database finds every stage latency of
 the blocks there (it measures only the core bound's one-core group runs, on
 the cpu backend, and the odd stage across a block cut that its boundary
-windows ask for) and searches the very same latencies. Its predicted IOS latency against the
-exhaustive one's is what the bounds' misses cost; the difference is 0 where
-no latency breaks them (bounded_block_search.h).
+windows ask for) and searches the very same latencies. Its predicted IOS
+latency against the exhaustive one's is what the bounds' misses cost; the
+difference is 0 where no latency breaks them (bounded_block_search.h).
 
 Entries are MODEL or MODEL:graph (--exact-models; graph: stages timed as
 CUDA graphs, --cuda-graph-stages). Each row: stages the exhaustive DP
