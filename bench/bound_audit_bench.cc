@@ -6,7 +6,7 @@
 //   bound_audit_bench [--models a,b,...] [--backend cpu|cuda|sim[:preset]] [--batch N]
 //                     [--block-size B] [--r R] [--s S] [--no-merge] [--no-device-floor]
 //                     [--no-core-bound] [--threads T] [--min-repeats N] [--max-repeats N]
-//                     [--version]
+//                     [--stages FILE] [--version]
 //
 // The model is cut into blocks of at most --block-size ops (every candidate
 // stage of every block is measured once: keep blocks small on a real
@@ -18,11 +18,21 @@
 // share of the bound), concurrent stages of three or more groups measured
 // below a stage of all but one of their groups (the search's sub-stage
 // bound; the shortfall's share is of that stage), endings where the cost to
-// go is not consistent, and the stages measured. Exit 0 when the audit ran
+// go is not consistent, and the stages measured.
+//
+// --stages FILE keeps every distinct stage measured, one JSON object a line,
+// for studying other bounds offline (bench/bound_fit.py): a first line
+// {"backend", "device", "floor", "batch", "r", "s", "block_size"}, then per
+// stage {"model", "signature", "strategy" (concurrent, merge, single-core),
+// "groups" (node ids), "ms", and per group "kernels" (as the backend's device floor counts
+// them), "gflop" and "mbytes" (graph/cost.h)}. A single group's stage is that
+// group timed alone. Identical blocks repeat their stages under other node
+// ids and the signatures of the first, measured once. Exit 0 when the audit ran
 // (a broken assumption is a finding, not an error), 1 on a backend or model
 // error, 2 on a usage error.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -33,8 +43,12 @@
 #include "absl/strings/str_split.h"
 #include "common/flags/flags.h"
 #include "common/strings.h"
+#include "graph/cost.h"
 #include "graph/model_loader.h"
+#include "nlohmann/json.hpp"
 #include "scheduler/ios/bound_audit.h"
+#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/stage.h"
 #include "worker/backends/backend_factory.h"
 #include "worker/backends/backend_oracle.h"
 #include "worker/backends/profiling.h"
@@ -56,13 +70,51 @@ struct Settings {
   bool no_core_bound = false;
   bool cuda_graph_stages = false;
   int threads = 0;
+  std::string stages_path;  // --stages: every distinct stage measured, JSON lines
   worker::ProfileOptions profile;
 };
+
+// "concurrent", "merge" or "single-core".
+std::string StrategyOf(const ios::Stage& stage) {
+  return stage.single_core ? "single-core" : std::string(ios::StrategyName(stage.strategy));
+}
+
+// One stage measured, as a --stages line: its groups' node ids, its latency,
+// and each group's kernels (as `floor` counts them), GFLOP and MB.
+nlohmann::json StageRecord(const graph::Graph& graph, const std::string& model,
+                           ios::Signature signature, const ios::Stage& stage, double ms,
+                           const ios::DeviceFloor& floor) {
+  nlohmann::json groups = nlohmann::json::array(), kernels = nlohmann::json::array(),
+                 gflop = nlohmann::json::array(), mbytes = nlohmann::json::array();
+  for (const auto& group : stage.groups) {
+    double k = 0, flops = 0, bytes = 0;
+    for (graph::NodeId id : group) {
+      const graph::Node& node = graph.node(id);
+      k += ios::ComputeOpFloor(graph, node, floor).kernels;
+      const graph::OpCost cost = graph::ComputeOpCost(graph, node);
+      flops += static_cast<double>(cost.flops);
+      bytes += static_cast<double>(cost.bytes_read + cost.bytes_written);
+    }
+    groups.push_back(group);
+    kernels.push_back(k);
+    gflop.push_back(flops / 1e9);
+    mbytes.push_back(bytes / 1e6);
+  }
+  return {{"model", model},
+          {"signature", signature},
+          {"strategy", StrategyOf(stage)},
+          {"groups", groups},
+          {"ms", ms},
+          {"kernels", kernels},
+          {"gflop", gflop},
+          {"mbytes", mbytes}};
+}
 
 // The audit of every block of `model` (AuditGraphBounds; the oracle
 // remembers signatures, so identical blocks measure nothing again).
 StatusOr<ios::BoundAudit> AuditModel(const Settings& settings, const std::string& model,
-                                     worker::Backend& backend, int64_t* measured) {
+                                     worker::Backend& backend, int64_t* measured,
+                                     std::ofstream* stages_out) {
   ASSIGN_OR_RETURN(graph::LoadedModel loaded, graph::LoadModel(model, settings.batch));
   const graph::Graph& graph = loaded.graph;
   RETURN_IF_ERROR(backend.CheckSupported(graph));
@@ -73,9 +125,20 @@ StatusOr<ios::BoundAudit> AuditModel(const Settings& settings, const std::string
   if (!settings.no_device_floor) options.device_floor = backend.device_floor();
   const ios::SignedLatencyFn oracle = worker::MakeBackendOracle(graph, backend, settings.profile);
   std::set<ios::Signature> seen;
-  const ios::SignedLatencyFn counted = [&](ios::Signature signature, const ios::Stage& stage) {
+  std::set<std::pair<std::string, std::vector<std::vector<graph::NodeId>>>> recorded;
+  const ios::SignedLatencyFn counted = [&](ios::Signature signature,
+                                           const ios::Stage& stage) -> StatusOr<double> {
     *measured += seen.insert(signature).second;
-    return oracle(signature, stage);
+    StatusOr<double> ms = oracle(signature, stage);
+    // Identical blocks share signatures, not node ids: each block's stages
+    // are kept, so that a stage and its groups are found in one block.
+    if (ms.ok() && stages_out != nullptr &&
+        recorded.insert({StrategyOf(stage), stage.groups}).second) {
+      *stages_out << StageRecord(graph, model, signature, stage, *ms, options.device_floor).dump()
+                  << '\n';
+      if (!*stages_out) return absl::UnavailableError("--stages: cannot write the file");
+    }
+    return ms;
   };
   return ios::AuditGraphBounds(graph, settings.block_size, options, counted);
 }
@@ -98,6 +161,26 @@ int Run(const Settings& settings) {
                   : ios::DescribeDeviceFloor((*backend)->device_floor()).c_str(),
               settings.no_core_bound ? 0 : (*backend)->cores(), settings.r, settings.s,
               settings.block_size, settings.batch, settings.no_merge ? ", no merge" : "");
+  std::ofstream stages_out;
+  if (!settings.stages_path.empty()) {
+    stages_out.open(settings.stages_path);
+    const ios::DeviceFloor floor =
+        settings.no_device_floor ? ios::DeviceFloor{} : (*backend)->device_floor();
+    stages_out << nlohmann::json{{"backend", settings.backend},
+                                 {"device", (*backend)->device_description()},
+                                 {"floor", ios::DescribeDeviceFloor(floor)},
+                                 {"batch", settings.batch},
+                                 {"r", settings.r},
+                                 {"s", settings.s},
+                                 {"block_size", settings.block_size}}
+                      .dump()
+               << '\n';
+    if (!stages_out) {
+      std::fprintf(stderr, "bound_audit_bench: --stages: cannot write %s\n",
+                   settings.stages_path.c_str());
+      return 1;
+    }
+  }
   std::printf(
       "| model | endings | bound above the slowest group | concurrent below its bound "
       "(largest: us, share) | merges below their bound (largest: us, share) | concurrent "
@@ -105,7 +188,8 @@ int Run(const Settings& settings) {
       "inconsistent | stages measured |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const std::string& model : settings.models) {
     int64_t measured = 0;
-    StatusOr<ios::BoundAudit> audit = AuditModel(settings, model, **backend, &measured);
+    StatusOr<ios::BoundAudit> audit = AuditModel(settings, model, **backend, &measured,
+                                                 stages_out.is_open() ? &stages_out : nullptr);
     if (!audit.ok()) {
       std::fprintf(stderr, "bound_audit_bench: %s: %s\n", model.c_str(),
                    std::string(audit.status().message()).c_str());
@@ -162,6 +246,9 @@ int main(int argc, char** argv) {
                "cuda backend: time each stage as a CUDA graph (its device floor is none)");
   app.add_option("--threads", settings.threads, "cpu backend: threads (0 = all)")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--stages", settings.stages_path,
+                 "write every distinct stage measured to FILE, one JSON object a line (for "
+                 "bench/bound_fit.py)");
   app.add_option("--min-repeats", settings.profile.min_repeats, "fewest timed runs per stage")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

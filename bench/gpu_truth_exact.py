@@ -69,7 +69,9 @@ class Exact:
                 result["models"][name] = {"status": "skipped", "reason": "graph: cuda only"}
                 continue
             stem = f"exact_{model}{'_graph' if graph_stages else ''}"
-            db = os.path.join(truth.work, stem + ".db")
+            # In logs/, so that the measurements come back (logs.tar.gz) for
+            # studying other bounds on them without a GPU.
+            db = os.path.join(truth.logs, stem + ".db")
             if os.path.exists(db):
                 os.remove(db)
             argv = [truth.bin["schedule_bench"], "--backend", self.args.backend, "--models",

@@ -29,6 +29,8 @@ Runs are MODEL:VARIANT pairs (--search-runs), variants:
 import json
 import os
 
+import bound_fit
+
 VARIANTS = {
     "floor": [],
     "no-floor": ["--no-device-floor"],
@@ -181,9 +183,11 @@ class Search:
         if left < 20:
             return {"status": "not run", "reason": "deadline"}
         stdout_path = os.path.join(truth.logs, "bound_audit.md")
+        stages_path = os.path.join(truth.logs, "bound_audit_stages.jsonl")
         argv = [truth.bin["bound_audit_bench"], "--backend", self.args.backend, "--models",
                 ",".join(self.args.audit_models), "--block-size",
-                str(self.args.audit_block_size), "--batch", str(self.args.search_batch)]
+                str(self.args.audit_block_size), "--batch", str(self.args.search_batch),
+                "--stages", stages_path]
         if self.args.audit_graph_stages and self.args.backend == "cuda":
             argv.append("--cuda-graph-stages")
         code, tail = truth.run(argv, "bound_audit.log", min(self.args.search_cap_s, left),
@@ -198,7 +202,20 @@ class Search:
                   "header": text.splitlines()[0] if text else None}
         if status == "failed":
             result["output"] = tail
+        elif os.path.exists(stages_path):
+            result["fit"] = fit_bounds(stages_path)
         return result
+
+
+def fit_bounds(stages_path):
+    """bound_fit.py's tables over the audit's stages (the file itself comes
+    back in logs.tar.gz for other studies); an error's text where the file
+    cannot be read (a run cut off mid-line)."""
+    try:
+        header, models = bound_fit.load(stages_path)
+    except (OSError, ValueError, KeyError) as e:
+        return [f"bound_fit: {e}"]
+    return bound_fit.report(header, models, bound_fit.parse_args([stages_path]))
 
 
 def describe_audit_row(row):
@@ -233,4 +250,7 @@ def summary_lines(step):
         lines.append(f"  - bound audit: {audit.get('status')}")
         for model, row in audit.get("models", {}).items():
             lines.append(f"    - {model}: {describe_audit_row(row)}")
+        if audit.get("fit"):
+            lines += ["", "  Other bounds on the audit's stages (bench/bound_fit.py):", ""]
+            lines += ["  " + line for line in audit["fit"]]
     return lines

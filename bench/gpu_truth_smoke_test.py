@@ -26,6 +26,7 @@ import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import bound_fit  # noqa: E402
 import gpu_bundle  # noqa: E402
 import gpu_truth_exact  # noqa: E402
 import gpu_truth_farm  # noqa: E402
@@ -37,6 +38,42 @@ def check(condition, message):
     if not condition:
         print(f"FAIL: {message}", file=sys.stderr)
         sys.exit(1)
+
+
+def check_bound_fit():
+    """bound_fit.py on stages whose fits are known: groups a (1 ms) and b
+    (3 ms) alone, a|b in 3.5 ms, c (2 ms) alone, a|c in 2.5 ms: P = the
+    largest sum / ms = 3 / 2.5 (a|c), gamma = the least (ms - slowest) /
+    (sum - slowest) = 0.5 (a|b: 0.5 / 1, a|c: 0.5 / 1)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "stages.jsonl")
+        with open(path, "w") as f:
+            f.write(json.dumps({"backend": "sim", "device": "d", "floor": "", "batch": 1,
+                                "r": 3, "s": 8, "block_size": 4}) + "\n")
+            for groups, ms in (([[0]], 1.0), ([[1]], 3.0), ([[0], [1]], 3.5), ([[2]], 2.0),
+                               ([[0], [2]], 2.5), ([[0, 1]], 9.0)):
+                f.write(json.dumps({"model": "m", "strategy": "concurrent", "groups": groups,
+                                    "ms": ms, "kernels": [1] * len(groups)}) + "\n")
+            f.write('{"model": "m", "strat')  # a run cut off mid-line
+        header, models = bound_fit.load(path)
+        rows = sorted(bound_fit.studied(models["m"]), key=lambda r: r["ms"])
+        check([(r["slowest"], r["sum"], r["kernels"]) for r in rows] == [(2.0, 3.0, 2),
+                                                                        (3.0, 4.0, 2)],
+              f"bound_fit studied: {rows}")
+        check(abs(bound_fit.fit_parallelism(rows) - 3 / 2.5) < 1e-12, "bound_fit P")
+        check(abs(bound_fit.fit_overlap(rows) - 0.5) < 1e-12, "bound_fit gamma")
+        # A host bound of 1.2 ms a kernel: 2.4 ms raises a|c above its
+        # slowest group (2 ms) and stays under its 2.5 ms, and stays under
+        # a|b's slowest group (3 ms); mean share (3 / 3.5 + 2.4 / 2.5) / 2.
+        # At 2 ms a kernel: 4 ms, above both groups and both latencies.
+        args = bound_fit.parse_args([path, "--launch-us", "1200"])
+        lines = bound_fit.report(header, models, args)
+        check("| m | host: 0 + K x 1200 + G x 0 us |  | 1 | 0 |  | 0.909 |" in lines,
+              f"bound_fit host row: {lines}")
+        args = bound_fit.parse_args([path, "--launch-us", "2000"])
+        check(any(line.startswith("| m | host: 0 + K x 2000 + G x 0 us |  | 2 | 2 |")
+                  for line in bound_fit.report(header, models, args)),
+              "bound_fit: a host bound above every latency is counted below")
 
 
 def main():
@@ -120,6 +157,7 @@ def main():
                                                      "largest_bound_miss_ms": 0.01}})
     check(row["ratio"] == 4.0 and row["difference_pct"] == 0.5 and row["bounded_cached"] == 230,
           f"exact row: {row}")
+    check_bound_fit()
     audit = gpu_truth_search.parse_audit(
         "backend cpu: CPU; floor: none\n| model | endings | raised | below | merges | "
         "inconsistent | measured |\n| --- | --- | --- | --- | --- | --- | --- |\n"
@@ -194,6 +232,14 @@ def main():
         audited = steps["search"]["audit"]
         check(audited["status"] == "ok" and audited["models"]["squeezenet"]["endings"] > 0 and
               audited["models"]["squeezenet"]["measured"] > 0, f"bound audit: {audited}")
+        check(any(line.startswith("| squeezenet | slowest group alone |")
+                  for line in audited.get("fit", [])), f"bound_fit on the audit: {audited}")
+        # The measurements come back for offline studies: the audit's stages
+        # and the exact step's latency database.
+        with tarfile.open(os.path.join(out, "logs.tar.gz")) as tar:
+            names = set(tar.getnames())
+        for name in ("logs/bound_audit_stages.jsonl", "logs/exact_squeezenet.db"):
+            check(name in names, f"{name} missing from logs.tar.gz")
         # The exact step: the bounded search on the exhaustive one's latency
         # database finds its stages there (the cpu's one-core group runs
         # aside) and the exhaustive latency within the misses' cost.

@@ -46,6 +46,19 @@ bool IsMergeableStage(const BlockGraph& block, const OpBits<W>& ops, int num_gro
   return same;
 }
 
+// Whether the bounded search bounds the concurrent stage of `ops`, of
+// `num_groups` groups, by its measured sub-stages (BoundedSearchOptions::
+// sub_stage_bound) and the bound audit checks it there: three or more
+// groups (a pair's sub-stages are its groups, whose bound it has already),
+// and not mergeable where merges are on (the assumption bounds a merged
+// conv by its slowest conv only, so the stage's cost, the cheaper strategy,
+// keeps the group bound).
+template <int W>
+bool TakesSubStageBound(const BlockGraph& block, const OpBits<W>& ops, int num_groups,
+                        bool enable_merge) {
+  return num_groups >= 3 && !(enable_merge && IsMergeableStage(block, ops, num_groups));
+}
+
 template <int W>
 class BlockStages {
  public:

@@ -142,7 +142,7 @@ StatusOr<BoundAudit> AuditBounds(const BlockGraph& block, const BoundedSearchOpt
           kept = false;
         }
       }
-      if (num_groups >= 3 && !(options.dp.enable_merge && stages.IsMergeable(ops))) {
+      if (TakesSubStageBound(block, ops, num_groups, options.dp.enable_merge)) {
         double slowest_sub = 0;  // of the stages of all but one group
         for (int i = 0; i < num_groups; ++i) {
           StatusOr<double> sub = concurrent_of(ops.Minus(groups[i].ops));

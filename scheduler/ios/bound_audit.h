@@ -40,11 +40,11 @@ struct BoundAudit {
   int64_t merge_below = 0;
   double largest_merge_shortfall_ms = 0;
   double largest_merge_shortfall_share = 0;
-  // Concurrent endings of three or more groups (not mergeable, where merges
-  // are on: those keep the group bound) faster than a stage of all but one
-  // of their groups, both timed concurrently: the assumption broken by
-  // adding a group, which the search's sub-stage bound
-  // (bounded_block_search.cc, SubStageBound) relies on; the largest
+  // Concurrent endings that take the sub-stage bound (block_stages.h,
+  // TakesSubStageBound: three or more groups, not mergeable where merges are
+  // on) faster than a stage of all but one of their groups, both timed
+  // concurrently: the assumption broken by adding a group, which the
+  // search's sub-stage bound relies on; the largest
   // shortfall, in ms and as a share of the sub-stage's latency. A stage of
   // all but one group of an ending is itself an ending of the same state
   // (groups share no edge), so a remembering oracle measures nothing more.

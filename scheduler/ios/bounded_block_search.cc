@@ -568,18 +568,16 @@ class Search final : public BoundedBlockSearch {
   }
 
   // The largest concurrent latency known in this block of a stage made of
-  // some of `stage`'s groups (of all but one where it has many) (a lower bound of its concurrent latency
-  // when adding a group never makes a stage faster), or 0. A mergeable stage
-  // gets 0: the assumption bounds a merged conv by its slowest conv only, so
-  // its cost (the cheaper strategy) keeps the group bound.
+  // some of `stage`'s groups (of all but one where it has many): a lower
+  // bound of its concurrent latency when adding a group never makes a stage
+  // faster. 0 for a stage that takes no such bound (TakesSubStageBound).
   double SubStageBound(const OpBits<W>& stage) {
     if (!options_.sub_stage_bound) return 0;
     stages_.HashStage(stage);
     const std::vector<OpBits<W>>& groups = stages_.groups();
-    if (groups.size() < 3) return 0;  // pairs: their groups' bound already
-    if (options_.dp.enable_merge && stages_.IsMergeable(stage)) return 0;
-    double bound = 0;
     const int k = static_cast<int>(groups.size());
+    if (!TakesSubStageBound(block_, stage, k, options_.dp.enable_merge)) return 0;
+    double bound = 0;
     if (k > kMaxSubsetGroups) {  // all but one group only
       for (const OpBits<W>& group : groups) {
         const OpBits<W> rest = stage.Minus(group);
