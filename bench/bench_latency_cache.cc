@@ -1,8 +1,11 @@
 #include "bench/bench_latency_cache.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "common/strings.h"
 #include "server/farm_database.h"
@@ -26,6 +29,30 @@ StatusOr<std::unique_ptr<BenchLatencyCache>> BenchLatencyCache::Open(const std::
       new BenchLatencyCache(std::move(store), path, backend, std::move(key)));
 }
 
+StatusOr<std::unique_ptr<BenchLatencyCache>> BenchLatencyCache::OpenForReplay(
+    const std::string& path, const std::string& device_key) {
+  if (!std::filesystem::exists(path)) {
+    return absl::NotFoundError(StrCat("latency database ", path, ": no such file"));
+  }
+  ASSIGN_OR_RETURN(server::FarmDatabase database, server::OpenFarmDatabase(path));
+  std::unique_ptr<server::LatencyDb> store = std::move(database.latencies);
+  ASSIGN_OR_RETURN(std::vector<server::DeviceRow> devices, store->ListDevices());
+  std::vector<std::string> keys;
+  for (const server::DeviceRow& row : devices) keys.push_back(row.key);
+  std::string key = device_key;
+  if (key.empty() && keys.size() == 1) key = keys[0];
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+    return absl::NotFoundError(StrCat(
+        "latency database ", path, ": ",
+        key.empty() ? "several device keys, name one" : StrCat("no device key '", key, "'"),
+        "; it holds ", keys.empty() ? "none" : StrCat("'", absl::StrJoin(keys, "', '"), "'")));
+  }
+  auto cache = std::unique_ptr<BenchLatencyCache>(
+      new BenchLatencyCache(std::move(store), path, "", std::move(key)));
+  cache->replay_ = true;
+  return cache;
+}
+
 BenchLatencyCache::BenchLatencyCache(std::unique_ptr<server::LatencyDb> store, std::string path,
                                      std::string backend, std::string device_key)
     : store_(std::move(store)),
@@ -47,6 +74,10 @@ StatusOr<std::optional<double>> BenchLatencyCache::Find(scheduler::ios::Signatur
 }
 
 Status BenchLatencyCache::Add(scheduler::ios::Signature signature, double ms) {
+  if (replay_) {
+    return absl::FailedPreconditionError(
+        StrCat("latency database ", path_, ": opened for a replay, it stores nothing"));
+  }
   server::StoredLatency latency;
   latency.median_ms = latency.p10_ms = latency.p90_ms = ms;
   latency.worker = "schedule_bench";

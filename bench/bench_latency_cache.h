@@ -44,6 +44,15 @@ class BenchLatencyCache {
                                                            const std::string& backend,
                                                            const std::string& device);
 
+  // Opens an existing database at `path` to answer from the latencies of
+  // `device_key` alone, storing nothing (a replay of another machine's
+  // measurements, e.g. a GPU lease's, here); an empty key takes the
+  // database's only one. NotFound for a missing file, and for a key it does
+  // not hold or an empty key where it holds several, naming those it holds;
+  // the store's errors otherwise.
+  static StatusOr<std::unique_ptr<BenchLatencyCache>> OpenForReplay(const std::string& path,
+                                                                    const std::string& device_key);
+
   BenchLatencyCache(const BenchLatencyCache&) = delete;
   BenchLatencyCache& operator=(const BenchLatencyCache&) = delete;
   ~BenchLatencyCache();
@@ -60,7 +69,8 @@ class BenchLatencyCache {
 
   // Stores one measurement at once (its own transaction, so a killed run
   // keeps it). The first measurement of a signature wins, as in the store.
-  // InvalidArgument for a non-finite or negative `ms`.
+  // InvalidArgument for a non-finite or negative `ms`; FailedPrecondition
+  // for a replay (OpenForReplay).
   Status Add(scheduler::ios::Signature signature, double ms);
 
  private:
@@ -70,6 +80,7 @@ class BenchLatencyCache {
   std::unique_ptr<server::LatencyDb> store_;
   const std::string path_, backend_, device_key_;
   absl::flat_hash_map<scheduler::ios::Signature, std::optional<double>> answered_;
+  bool replay_ = false;
 };
 
 }  // namespace iosfarm::bench

@@ -11,6 +11,7 @@
 namespace iosfarm::bench {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string FreshPath(const std::string& name) {
@@ -84,6 +85,40 @@ TEST(BenchLatencyCacheTest, OldTextCacheIsRefusedNamingTheFile) {
   auto cache = BenchLatencyCache::Open(path, "cpu", "x");
   ASSERT_FALSE(cache.ok());
   EXPECT_THAT(cache.status().message(), HasSubstr(path));
+}
+
+// A replay answers from one device key of an existing database and stores
+// nothing; a key it lacks, or no key where it holds several, is named.
+TEST(BenchLatencyCacheTest, AReplayAnswersFromOneStoredDeviceKeyAndStoresNothing) {
+  const std::string path = FreshPath("bench_cache_replay.db");
+  EXPECT_THAT(std::string(BenchLatencyCache::OpenForReplay(path, "").status().message()),
+              HasSubstr("no such file"));
+  {
+    auto gpu = BenchLatencyCache::Open(path, "cuda", "NVIDIA H200");
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    ASSERT_TRUE((*gpu)->Add(5, 0.125).ok());
+  }
+  auto only = BenchLatencyCache::OpenForReplay(path, "");
+  ASSERT_TRUE(only.ok()) << only.status();
+  EXPECT_EQ((*only)->device_key(), BenchLatencyCache::DeviceKey("cuda", "NVIDIA H200"));
+  EXPECT_EQ(*(*only)->Find(5), 0.125);
+  EXPECT_EQ(*(*only)->Find(6), std::nullopt);
+  EXPECT_EQ((*only)->Add(6, 1.0).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*(*only)->Count(), 1);
+  {
+    auto cpu = BenchLatencyCache::Open(path, "cpu", "here");
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+  }
+  const Status several = BenchLatencyCache::OpenForReplay(path, "").status();
+  EXPECT_EQ(several.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(several.message()),
+              AllOf(HasSubstr("several device keys"), HasSubstr("cuda|NVIDIA H200|v"),
+                    HasSubstr("cpu|here|v")));
+  EXPECT_THAT(std::string(BenchLatencyCache::OpenForReplay(path, "rocm|x|v1").status().message()),
+              HasSubstr("no device key 'rocm|x|v1'"));
+  auto named = BenchLatencyCache::OpenForReplay(path, BenchLatencyCache::DeviceKey("cpu", "here"));
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(*(*named)->Find(5), std::nullopt);  // the GPU's latency is not the cpu's
 }
 
 }  // namespace

@@ -203,6 +203,12 @@ class Truth:
         self.env["IOSFARM_SOURCE_DIR"] = REPO
         self.env["IOSFARM_BINARY_DIR"] = self.work
         self.env["IOSFARM_PYTHON"] = sys.executable
+        # The suites' temporary files (gtest's TempDir) in this run's own
+        # folder: runtime_test names its schedules and latency databases,
+        # and the smoke test runs it while CTest may run the same tests
+        # beside it (the twin runs failed each other once, 2026-11-30).
+        self.env["TEST_TMPDIR"] = os.path.join(self.work, "test-tmp")
+        os.makedirs(self.env["TEST_TMPDIR"], exist_ok=True)
         missing = {name: gpu_bundle.missing_libraries(path, self.env)
                    for name, path in self.bin.items() if os.path.exists(path)}
         missing = {name: lines for name, lines in missing.items() if lines}

@@ -12,6 +12,10 @@ windows ask for) and searches the very same latencies. Its predicted IOS
 latency against the exhaustive one's is what the bounds' misses cost; the
 difference is 0 where no latency breaks them (bounded_block_search.h).
 
+The database (logs/exact_MODEL[_graph].db) comes back in logs.tar.gz:
+`ios_search_bench --latency-db DB` replays either search on its latencies
+without the GPU, with other bounds.
+
 Entries are MODEL or MODEL:graph (--exact-models; graph: stages timed as
 CUDA graphs, --cuda-graph-stages). Each row: stages the exhaustive DP
 measured, what the bounded search asked for and measured anew, both IOS

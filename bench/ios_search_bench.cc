@@ -1,13 +1,14 @@
 // ios_search_bench: cost of the IOS search itself (no GPU), per model (zoo
 // name or .onnx file, graph/model_loader.h) and pruning bound, with every
-// latency coming from the analytic oracle.
+// latency coming from the analytic oracle, or replayed from a latency
+// database that a backend filled (--latency-db).
 //
 //   ios_search_bench [--models a,b,...] [--bounds 1x3,2x8,3x8] [--batch N] [--version]
 //                    [--block-size B] [--window OPS] [--no-reuse] [--blocks]
 //                    [--walk-only] [--search exhaustive|bounded]
 //                    [--farm-batch N [--lookahead L]] [--bounded-steps N] [--bounded-max-states N]
 //                    [--bound-dp-max-states N]
-//                    [--threads T]
+//                    [--threads T] [--latency-db FILE [--device-key KEY] [--cores N]]
 //                    [--markdown]
 //
 // --search picks the exhaustive DP (the reference, the default here) or the
@@ -26,6 +27,15 @@
 // whole search (partition, enumeration, signatures, oracle, DP), the
 // sequential / greedy / IOS analytic latencies, and the child's peak RSS.
 //
+// --latency-db FILE replays another run's measurements: every stage latency
+// comes from the database (schedule_bench --latency-db, e.g. the exhaustive
+// run of gpu_truth.py's `exact` step on a GPU, bench_latency_cache.h), under
+// --device-key (default: the database's only key), and a stage it lacks
+// fails the model naming that stage. So bounds can be tried on a GPU's real
+// latencies without the GPU. --cores N gives the search the cpu backend's
+// core bound as the run it replays had it (its one-core group runs are in
+// the database); the analytic --device-floor does not apply.
+//
 // --walk-only measures the floor under the exact DP: for every distinct
 // block of the partition (boundary windows left out) it only walks the
 // reachable remaining sets, enumerating each one's endings and finding each
@@ -41,9 +51,13 @@
 #include <cstring>
 #include <ctime>
 #include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/bench_latency_cache.h"
 #include "common/flags/flags.h"
 #include "common/strings.h"
 #include "graph/model_loader.h"
@@ -70,7 +84,7 @@ struct Row {
   int stages = 0, merged_stages = 0, exhaustive_blocks = 0;
   double cpu_s = 0, wall_s = 0, seq_ms = 0, greedy_ms = 0, ios_ms = 0;
   int ok = 0;
-  char error[200] = {0};
+  char error[512] = {0};
 };
 
 double WallSeconds() {
@@ -97,12 +111,39 @@ int64_t g_bound_dp_max_states = -1;
 int g_floor_samples = -1;
 bool g_device_floor = false;
 int g_threads = 1;
+std::string g_latency_db;  // --latency-db: replay its latencies
+std::string g_device_key;
+int g_cores = 0;
+
+// The replay's oracle: the stored latency of each stage's signature, or
+// NotFound naming the stage. One lookup at a time (--threads may ask from
+// several threads; the cache is thread-compatible).
+iosfarm::StatusOr<ios::SignedLatencyFn> ReplayOracle(const iosfarm::graph::Graph& graph) {
+  struct Replay {
+    std::mutex mu;
+    std::unique_ptr<iosfarm::bench::BenchLatencyCache> cache;
+  };
+  auto replay = std::make_shared<Replay>();
+  ASSIGN_OR_RETURN(replay->cache,
+                   iosfarm::bench::BenchLatencyCache::OpenForReplay(g_latency_db, g_device_key));
+  return [&graph, replay](ios::Signature signature,
+                          const ios::Stage& stage) -> iosfarm::StatusOr<double> {
+    std::lock_guard<std::mutex> lock(replay->mu);
+    ASSIGN_OR_RETURN(std::optional<double> ms, replay->cache->Find(signature));
+    if (!ms) {
+      return absl::NotFoundError(StrCat("stage ", ios::StageToString(graph, stage),
+                                        " is not in the latency database under '",
+                                        replay->cache->device_key(), "'"));
+    }
+    return *ms;
+  };
+}
 
 // Drives a search as a farm job does: batches of at most g_farm_batch
 // requests, each answered whole before the next; counts the batches.
 iosfarm::StatusOr<ios::SearchResult> RunBatched(const iosfarm::graph::Graph& graph,
                                                 const ios::SearchOptions& options,
-                                                const ios::StageLatencyFn& oracle,
+                                                const ios::SignedLatencyFn& oracle,
                                                 long long* batches) {
   ASSIGN_OR_RETURN(auto session, ios::SearchSession::Create(graph, options));
   while (true) {
@@ -110,7 +151,7 @@ iosfarm::StatusOr<ios::SearchResult> RunBatched(const iosfarm::graph::Graph& gra
     if (requests.empty()) break;
     ++*batches;
     for (const ios::StageRequest& request : requests) {
-      ASSIGN_OR_RETURN(double latency, oracle(request.stage));
+      ASSIGN_OR_RETURN(double latency, oracle(request.signature, request.stage));
       RETURN_IF_ERROR(session->Provide(request.signature, latency));
     }
   }
@@ -208,9 +249,18 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_floor_samples >= 0) options.floor_samples = g_floor_samples;
   if (g_device_floor) options.device_floor = ios::AnalyticDeviceFloor();
   options.threads = g_threads;
+  options.cores = g_cores;
+  ios::SignedLatencyFn oracle = ios::IgnoringSignature(ios::MakeAnalyticOracle(*graph));
+  if (!g_latency_db.empty()) {
+    auto replay = ReplayOracle(*graph);
+    if (!replay.ok()) {
+      std::snprintf(row.error, sizeof(row.error), "%s", replay.status().ToString().c_str());
+      return row;
+    }
+    oracle = *std::move(replay);
+  }
   const double start = CpuSeconds();
   const double wall_start = WallSeconds();
-  auto oracle = ios::MakeAnalyticOracle(*graph);
   auto result = g_farm_batch > 0 ? RunBatched(*graph, options, oracle, &row.batches)
                                  : ios::RunSearch(*graph, options, oracle);
   row.cpu_s = CpuSeconds() - start;
@@ -226,10 +276,12 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   }
   auto sequential = ios::SequentialSchedule(*graph);
   auto greedy = ios::GreedySchedule(*graph, s);
-  if (!sequential.ok() || !greedy.ok() ||
-      !ios::CostSchedule(*graph, *sequential, oracle).ok() ||
-      !ios::CostSchedule(*graph, *greedy, oracle).ok()) {
-    std::snprintf(row.error, sizeof(row.error), "baselines failed");
+  iosfarm::Status baselines = !sequential.ok() ? sequential.status()
+                              : !greedy.ok()   ? greedy.status()
+                                               : ios::CostSchedule(*graph, *sequential, oracle);
+  if (baselines.ok()) baselines = ios::CostSchedule(*graph, *greedy, oracle);
+  if (!baselines.ok()) {
+    std::snprintf(row.error, sizeof(row.error), "baselines: %s", baselines.ToString().c_str());
     return row;
   }
   if (g_show_blocks) {
@@ -319,8 +371,11 @@ int main(int argc, char** argv) {
   int batch = 1, block_size = 50;
   bool no_reuse = false, markdown = false;
   std::string models_text, bounds_text;
-  CLI::App app{"ios_search_bench: the IOS search's own cost per zoo model and bound, "
-               "latencies from the analytic oracle (docs/benchmarks.md)", "ios_search_bench"};
+  CLI::App app{
+      "ios_search_bench: the IOS search's own cost per zoo model and bound, "
+      "latencies from the analytic oracle or replayed from a latency database "
+      "(docs/benchmarks.md)",
+      "ios_search_bench"};
   app.add_option("--models", models_text,
                  "comma-separated zoo models or ONNX files (default: the zoo)");
   app.add_option("--bounds", bounds_text, "comma-separated RxS pruning bounds (default 1x3,2x8,3x8)");
@@ -366,11 +421,29 @@ int main(int argc, char** argv) {
                  "then the process's CPU over all of them)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  app.add_option("--latency-db", g_latency_db,
+                 "replay the stage latencies of this latency database (schedule_bench "
+                 "--latency-db) instead of the analytic oracle");
+  app.add_option("--device-key", g_device_key,
+                 "with --latency-db: its device key to replay (default: its only one)");
+  app.add_option("--cores", g_cores,
+                 "with --latency-db: the cpu backend's cores, for its core bound (0: none)")
+      ->check(CLI::Range(0, 1024));
   app.add_flag("--markdown", markdown, "markdown table");
   app.set_version_flag("--version", StrCat("ios_search_bench ", IOSFARM_VERSION));
   if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
   const bool reuse = !no_reuse;
   g_exhaustive = search == "exhaustive";
+  if (g_latency_db.empty() && (!g_device_key.empty() || g_cores > 0)) {
+    std::fprintf(stderr, "ios_search_bench: --device-key and --cores need --latency-db\n");
+    return 2;
+  }
+  if (!g_latency_db.empty() && (g_device_floor || g_walk_only)) {
+    std::fprintf(stderr,
+                 "ios_search_bench: --latency-db excludes --device-floor (the analytic "
+                 "model's) and --walk-only\n");
+    return 2;
+  }
   if (!models_text.empty()) models = Split(models_text);
   for (const std::string& model : models) {
     if (auto ref = iosfarm::graph::ResolveModel(model); !ref.ok()) {
