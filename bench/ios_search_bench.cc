@@ -9,6 +9,7 @@
 //                    [--farm-batch N [--lookahead L]] [--bounded-steps N] [--bounded-max-states N]
 //                    [--bound-dp-max-states N]
 //                    [--threads T] [--latency-db FILE [--device-key KEY] [--cores N]]
+//                    [--no-sub-stage-bound]
 //                    [--markdown]
 //
 // --search picks the exhaustive DP (the reference, the default here) or the
@@ -114,6 +115,7 @@ int g_threads = 1;
 std::string g_latency_db;  // --latency-db: replay its latencies
 std::string g_device_key;
 int g_cores = 0;
+bool g_no_sub_stage_bound = false;
 
 // The replay's oracle: the stored latency of each stage's signature, or
 // NotFound naming the stage. One lookup at a time (--threads may ask from
@@ -250,6 +252,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_device_floor) options.device_floor = ios::AnalyticDeviceFloor();
   options.threads = g_threads;
   options.cores = g_cores;
+  options.sub_stage_bound = !g_no_sub_stage_bound;
   ios::SignedLatencyFn oracle = ios::IgnoringSignature(ios::MakeAnalyticOracle(*graph));
   if (!g_latency_db.empty()) {
     auto replay = ReplayOracle(*graph);
@@ -429,6 +432,8 @@ int main(int argc, char** argv) {
   app.add_option("--cores", g_cores,
                  "with --latency-db: the cpu backend's cores, for its core bound (0: none)")
       ->check(CLI::Range(0, 1024));
+  app.add_flag("--no-sub-stage-bound", g_no_sub_stage_bound,
+               "bounded search: without the sub-stage bound (SearchOptions::sub_stage_bound)");
   app.add_flag("--markdown", markdown, "markdown table");
   app.set_version_flag("--version", StrCat("ios_search_bench ", IOSFARM_VERSION));
   if (std::optional<int> exit = iosfarm::ParseFlags(app, argc, argv, std::cerr)) return *exit;
