@@ -203,19 +203,27 @@ class Search:
         if status == "failed":
             result["output"] = tail
         elif os.path.exists(stages_path):
-            result["fit"] = fit_bounds(stages_path)
+            floor = truth.doc["steps"].get("floor", {})
+            eager = self.args.backend == "cuda" and not self.args.audit_graph_stages
+            result["fit"] = fit_bounds(stages_path, floor if eager else {})
         return result
 
 
-def fit_bounds(stages_path):
+def fit_bounds(stages_path, floor):
     """bound_fit.py's tables over the audit's stages (the file itself comes
-    back in logs.tar.gz for other studies); an error's text where the file
-    cannot be read (a run cut off mid-line)."""
+    back in logs.tar.gz for other studies), with the host-issue bound of
+    this run's `floor` step where it ran (cuda_floor_bench's launch and
+    per-group host costs; eagerly timed stages only); an error's text where
+    the file cannot be read (a run cut off mid-line)."""
     try:
         header, models = bound_fit.load(stages_path)
     except (OSError, ValueError, KeyError) as e:
         return [f"bound_fit: {e}"]
-    return bound_fit.report(header, models, bound_fit.parse_args([stages_path]))
+    argv = [stages_path]
+    if floor.get("status") == "ok" and floor.get("launch_host_us"):
+        argv += ["--launch-us", str(floor["launch_host_us"]),
+                 "--group-us", str(max(0.0, floor.get("fork_join_host_per_group_us", 0.0)))]
+    return bound_fit.report(header, models, bound_fit.parse_args(argv))
 
 
 def describe_audit_row(row):

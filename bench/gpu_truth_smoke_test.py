@@ -74,6 +74,14 @@ def check_bound_fit():
         check(any(line.startswith("| m | host: 0 + K x 2000 + G x 0 us |  | 2 | 2 |")
                   for line in bound_fit.report(header, models, args)),
               "bound_fit: a host bound above every latency is counted below")
+        # gpu_truth's audit takes the host bound from its floor step, where
+        # it ran.
+        fitted = gpu_truth_search.fit_bounds(path, {"status": "ok", "launch_host_us": 1200.0,
+                                                    "fork_join_host_per_group_us": -0.5})
+        check("| m | host: 0 + K x 1200 + G x 0 us |  | 1 | 0 |  | 0.909 |" in fitted,
+              f"fit_bounds with a floor step: {fitted}")
+        check(not any("host:" in line for line in gpu_truth_search.fit_bounds(path, {})),
+              "fit_bounds without a floor step has no host row")
 
 
 def main():
