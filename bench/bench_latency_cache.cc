@@ -41,6 +41,13 @@ StatusOr<std::unique_ptr<BenchLatencyCache>> BenchLatencyCache::OpenForReplay(
   for (const server::DeviceRow& row : devices) keys.push_back(row.key);
   std::string key = device_key;
   if (key.empty() && keys.size() == 1) key = keys[0];
+  // DeviceKey's last part: signatures of another version never match.
+  const std::string version = StrCat("|v", scheduler::ios::kSignatureVersion);
+  if (!key.empty() && !key.ends_with(version)) {
+    return absl::FailedPreconditionError(
+        StrCat("latency database ", path, ": device key '", key,
+               "' is not of this build's stage signatures (keys end in '", version, "')"));
+  }
   if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
     return absl::NotFoundError(StrCat(
         "latency database ", path, ": ",

@@ -45,10 +45,12 @@ class BenchLatencyCache {
                                                            const std::string& device);
 
   // Opens an existing database at `path` to answer from the latencies of
-  // `device_key` alone, storing nothing (a replay of another machine's
-  // measurements, e.g. a GPU lease's, here); an empty key takes the
-  // database's only one. NotFound for a missing file, and for a key it does
-  // not hold or an empty key where it holds several, naming those it holds;
+  // `device_key` alone, storing no latency (a replay of another machine's
+  // measurements, e.g. a GPU lease's, here; a database of an older schema
+  // is migrated, as by any open); an empty key takes the database's only
+  // one. NotFound for a missing file, and for a key it does not hold or an
+  // empty key where it holds several, naming those it holds;
+  // FailedPrecondition for a key of another signature version (DeviceKey);
   // the store's errors otherwise.
   static StatusOr<std::unique_ptr<BenchLatencyCache>> OpenForReplay(const std::string& path,
                                                                     const std::string& device_key);

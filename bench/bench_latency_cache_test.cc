@@ -114,8 +114,13 @@ TEST(BenchLatencyCacheTest, AReplayAnswersFromOneStoredDeviceKeyAndStoresNothing
   EXPECT_THAT(std::string(several.message()),
               AllOf(HasSubstr("several device keys"), HasSubstr("cuda|NVIDIA H200|v"),
                     HasSubstr("cpu|here|v")));
-  EXPECT_THAT(std::string(BenchLatencyCache::OpenForReplay(path, "rocm|x|v1").status().message()),
-              HasSubstr("no device key 'rocm|x|v1'"));
+  const std::string absent = BenchLatencyCache::DeviceKey("rocm", "x");
+  EXPECT_THAT(std::string(BenchLatencyCache::OpenForReplay(path, absent).status().message()),
+              HasSubstr("no device key '" + absent + "'"));
+  // Keys end in this build's signature version: another's never matches.
+  const Status stale = BenchLatencyCache::OpenForReplay(path, "cpu|here|v999").status();
+  EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(stale.message()), HasSubstr("not of this build's stage signatures"));
   auto named = BenchLatencyCache::OpenForReplay(path, BenchLatencyCache::DeviceKey("cpu", "here"));
   ASSERT_TRUE(named.ok()) << named.status();
   EXPECT_EQ(*(*named)->Find(5), std::nullopt);  // the GPU's latency is not the cpu's

@@ -20,16 +20,19 @@
 // bound; the shortfall's share is of that stage), endings where the cost to
 // go is not consistent, and the stages measured.
 //
-// --stages FILE keeps every distinct stage measured, one JSON object a line,
-// for studying other bounds offline (bench/bound_fit.py): a first line
-// {"backend", "device", "floor", "batch", "r", "s", "block_size"}, then per
-// stage {"model", "signature", "strategy" (concurrent, merge, single-core),
-// "groups" (node ids), "ms", and per group "kernels" (as the backend's device floor counts
-// them), "gflop" and "mbytes" (graph/cost.h)}. A single group's stage is that
-// group timed alone. Identical blocks repeat their stages under other node
-// ids and the signatures of the first, measured once. Exit 0 when the audit ran
-// (a broken assumption is a finding, not an error), 1 on a backend or model
-// error, 2 on a usage error.
+// --stages FILE keeps every distinct stage measured, one JSON object a
+// line, for studying other bounds offline (bench/bound_fit.py): a first
+// line {"backend", "device", "floor" (the audit's), "batch", "r", "s",
+// "block_size"}, then per stage {"model", "signature", "strategy"
+// (concurrent, merge, single-core), "groups" (node ids), "ms", and per group
+// "kernels" (as the backend's device floor counts them, with or without
+// --no-device-floor; a backend that declares no floor counts every op that
+// is not a view), "gflop" and "mbytes" (graph/cost.h)}. A single group's
+// stage is that group timed alone. Identical blocks repeat their stages
+// under other node ids and the signatures of the first, measured once.
+//
+// Exit 0 when the audit ran (a broken assumption is a finding, not an
+// error), 1 on a backend or model error, 2 on a usage error.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -134,7 +137,7 @@ StatusOr<ios::BoundAudit> AuditModel(const Settings& settings, const std::string
     // are kept, so that a stage and its groups are found in one block.
     if (ms.ok() && stages_out != nullptr &&
         recorded.insert({StrategyOf(stage), stage.groups}).second) {
-      *stages_out << StageRecord(graph, model, signature, stage, *ms, options.device_floor).dump()
+      *stages_out << StageRecord(graph, model, signature, stage, *ms, backend.device_floor()).dump()
                   << '\n';
       if (!*stages_out) return absl::UnavailableError("--stages: cannot write the file");
     }

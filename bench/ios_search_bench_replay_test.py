@@ -83,6 +83,7 @@ def main():
               missing.stdout, f"a stage the database lacks: {missing.stdout}")
         bad_key = run(ios_search_bench, "--models", "squeezenet", "--bounds", "3x8",
                       "--latency-db", db, "--device-key", "cuda|H200|v1")
+        # (v1: this build's signature version, bench_latency_cache.h)
         check(bad_key.returncode != 0 and "no device key 'cuda|H200|v1'; it holds 'cpu|" in
               bad_key.stdout, f"a device key the database lacks: {bad_key.stdout}")
         usage = run(ios_search_bench, "--cores", "2")
