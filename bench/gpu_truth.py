@@ -204,9 +204,10 @@ class Truth:
         self.env["IOSFARM_BINARY_DIR"] = self.work
         self.env["IOSFARM_PYTHON"] = sys.executable
         # The suites' temporary files (gtest's TempDir) in this run's own
-        # folder: runtime_test names its schedules and latency databases,
-        # and the smoke test runs it while CTest may run the same tests
-        # beside it (the twin runs failed each other once, 2026-11-30).
+        # folder: runtime_test gives its schedules and latency databases
+        # fixed names, and the smoke test runs it while CTest may run the
+        # same tests beside it (the likely cause of both failing once,
+        # docs/benchmarks.md, 2026-11-30).
         self.env["TEST_TMPDIR"] = os.path.join(self.work, "test-tmp")
         os.makedirs(self.env["TEST_TMPDIR"], exist_ok=True)
         missing = {name: gpu_bundle.missing_libraries(path, self.env)
