@@ -64,7 +64,10 @@ def main():
             with open(out) as f:
                 predicted[kind] = json.load(f)["models"][0]["predicted_ms"]
         # --threads 1: the cpu backend's one core, its core bound's setting.
-        for kind, extra in (("exhaustive", []), ("bounded", ["--cores", "1"])):
+        # Two search threads share the replay's database (one lookup at a
+        # time) and find the same.
+        for kind, extra in (("exhaustive", []), ("bounded", ["--cores", "1"]),
+                            ("bounded", ["--cores", "1", "--threads", "2"])):
             replay = run(ios_search_bench, "--models", "squeezenet", "--bounds", "3x8",
                          "--search", kind, "--latency-db", db, "--markdown", *extra)
             check(replay.returncode == 0,
