@@ -25,6 +25,14 @@ using ::testing::StartsWith;
 
 using Result = CliResult;
 
+// `iosfarm search inception_v3 --backend sim:h100 --format json` and `extra`.
+Result SearchInceptionV3Json(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"search",   "inception_v3", "--backend",
+                                   "sim:h100", "--format",     "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return RunIosfarm(args);
+}
+
 TEST(CliTest, ModelsListsTheSixZooModels) {
   Result r = RunIosfarm({"models"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
@@ -170,8 +178,7 @@ TEST(CliTest, SearchProgressCountsBoundaryWindowsWithoutALineEach) {
 
 TEST(CliTest, SearchThreadsGiveTheSameScheduleAndAreReported) {
   auto search = [](const std::string& threads) {
-    return RunIosfarm({"search", "inception_v3", "--backend", "sim:h100", "--format", "json",
-                       "--search-threads", threads});
+    return SearchInceptionV3Json({"--search-threads", threads});
   };
   Result one = search("1");
   Result three = search("3");
@@ -199,14 +206,8 @@ TEST(CliTest, SearchThreadsGiveTheSameScheduleAndAreReported) {
 // --back-to-back-floor keeps the sim's launches and work but drops its issue
 // order (device_floor.h), and stays exact on inception_v3; it needs a floor.
 TEST(CliTest, SearchBackToBackFloorDropsTheIssueOrderAndStaysExact) {
-  auto search = [](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"search", "inception_v3", "--backend", "sim:h100",
-                                     "--format", "json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return RunIosfarm(args);
-  };
-  Result full = search({});
-  Result b2b = search({"--back-to-back-floor"});
+  Result full = SearchInceptionV3Json({});
+  Result b2b = SearchInceptionV3Json({"--back-to-back-floor"});
   ASSERT_EQ(full.code, kExitOk) << full.err;
   ASSERT_EQ(b2b.code, kExitOk) << b2b.err;
   const auto a = nlohmann::json::parse(full.out);
@@ -217,7 +218,7 @@ TEST(CliTest, SearchBackToBackFloorDropsTheIssueOrderAndStaysExact) {
   EXPECT_EQ(b["device_floor"]["issue_order"], "unknown");
   EXPECT_EQ(b["device_floor"]["launch_ms"], a["device_floor"]["launch_ms"]);
   EXPECT_NEAR(b["latency_ms"]["ios"].get<double>(), a["latency_ms"]["ios"].get<double>(), 1e-9);
-  Result both = search({"--back-to-back-floor", "--no-device-floor"});
+  Result both = SearchInceptionV3Json({"--back-to-back-floor", "--no-device-floor"});
   EXPECT_EQ(both.code, kExitUsage);
   EXPECT_THAT(both.err, HasSubstr("--no-device-floor"));
 }
@@ -225,14 +226,8 @@ TEST(CliTest, SearchBackToBackFloorDropsTheIssueOrderAndStaysExact) {
 // --no-sub-stage-bound drops the bound from stages of some of a stage's
 // groups: nothing is tightened, more stages are measured, the same latency.
 TEST(CliTest, SearchWithoutTheSubStageBoundTightensNothing) {
-  auto search = [](std::vector<std::string> extra) {
-    std::vector<std::string> args = {
-        "search", "inception_v3", "--backend", "sim:h100", "--no-device-floor", "--format", "json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return RunIosfarm(args);
-  };
-  Result with = search({});
-  Result without = search({"--no-sub-stage-bound"});
+  Result with = SearchInceptionV3Json({"--no-device-floor"});
+  Result without = SearchInceptionV3Json({"--no-device-floor", "--no-sub-stage-bound"});
   ASSERT_EQ(with.code, kExitOk) << with.err;
   ASSERT_EQ(without.code, kExitOk) << without.err;
   const auto a = nlohmann::json::parse(with.out);
