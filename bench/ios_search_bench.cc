@@ -35,7 +35,13 @@
 // fails the model naming that stage. So bounds can be tried on a GPU's real
 // latencies without the GPU. --cores N gives the search the cpu backend's
 // core bound as the run it replays had it (its one-core group runs are in
-// the database); the analytic --device-floor does not apply.
+// the database); the analytic model's device floor does not apply.
+//
+// The bounded search takes the analytic model's device floor
+// (AnalyticDeviceFloor: its stage sync, issue per kernel, work at peak and
+// bandwidth, and contention per extra group), an exact lower bound of every
+// concurrent stage the oracle times, as the sim backend's is of its model;
+// --no-device-floor leaves it out (the group and sub-stage bounds only).
 //
 // --walk-only measures the floor under the exact DP: for every distinct
 // block of the partition (boundary windows left out) it only walks the
@@ -110,7 +116,7 @@ int64_t g_bounded_steps = -1;
 int64_t g_bounded_max_states = -1;
 int64_t g_bound_dp_max_states = -1;
 int g_floor_samples = -1;
-bool g_device_floor = false;
+bool g_device_floor = true;
 int g_threads = 1;
 std::string g_latency_db;  // --latency-db: replay its latencies
 std::string g_device_key;
@@ -249,7 +255,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_bounded_max_states >= 0) options.bounded_max_states = g_bounded_max_states;
   if (g_bound_dp_max_states >= 0) options.bound_dp_max_states = g_bound_dp_max_states;
   if (g_floor_samples >= 0) options.floor_samples = g_floor_samples;
-  if (g_device_floor) options.device_floor = ios::AnalyticDeviceFloor();
+  if (g_device_floor && g_latency_db.empty()) options.device_floor = ios::AnalyticDeviceFloor();
   options.threads = g_threads;
   options.cores = g_cores;
   options.sub_stage_bound = !g_no_sub_stage_bound;
@@ -416,9 +422,10 @@ int main(int argc, char** argv) {
                  "bounded search: stages sampled per block for the calibrated floor (0: off; "
                  "default: the search option's)")
       ->check(CLI::Range(0, 100'000));
-  app.add_flag("--device-floor", g_device_floor,
-               "bounded search: bound stages by the analytic model's device floor (its launches "
-               "and work; off by default: under this oracle it saves few stages for much CPU)");
+  CLI::Option* device_floor_flag = app.add_flag(
+      "--device-floor,!--no-device-floor", g_device_floor,
+      "bounded search: bound stages by the analytic model's device floor (its stage sync, "
+      "launches, work and contention; on by default)");
   app.add_option("--threads", g_threads,
                  "threads that solve blocks side by side (SearchOptions::threads; cpu_s is "
                  "then the process's CPU over all of them)")
@@ -443,7 +450,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ios_search_bench: --device-key and --cores need --latency-db\n");
     return 2;
   }
-  if (!g_latency_db.empty() && (g_device_floor || g_walk_only)) {
+  if (!g_latency_db.empty() &&
+      ((g_device_floor && device_floor_flag->count() > 0) || g_walk_only)) {
     std::fprintf(stderr,
                  "ios_search_bench: --latency-db excludes --device-floor (the analytic "
                  "model's) and --walk-only\n");

@@ -65,8 +65,9 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
       session.Prepare("INSERT INTO devices (key, description, backend, first_seen_unix_ms, "
                       "last_seen_unix_ms, cores, floor_stage_ms, floor_launch_ms, "
                       "floor_peak_gflops, floor_bandwidth_gbps, floor_issue_adds, "
-                      "floor_issue_order, floor_back_to_back, floor_free_ops) "
-                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+                      "floor_issue_order, floor_back_to_back, floor_free_ops, "
+                      "floor_contention) "
+                      "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
                       "ON CONFLICT (key) DO UPDATE SET "
                       "description = CASE WHEN excluded.description <> '' "
                       "THEN excluded.description ELSE description END, "
@@ -80,13 +81,14 @@ Status LatencyDb::UpsertDevice(const std::string& key, const std::string& descri
                       "floor_issue_adds = excluded.floor_issue_adds, "
                       "floor_issue_order = excluded.floor_issue_order, "
                       "floor_back_to_back = excluded.floor_back_to_back, "
-                      "floor_free_ops = excluded.floor_free_ops"));
+                      "floor_free_ops = excluded.floor_free_ops, "
+                      "floor_contention = excluded.floor_contention"));
   RETURN_IF_ERROR(stmt.Bind(
       key, description, backend, now_unix_ms, cores, device_floor.stage_ms, device_floor.launch_ms,
       device_floor.peak_gflops, device_floor.bandwidth_gbps,
       int64_t{device_floor.issue_overlaps_work ? 0 : 1},
       static_cast<int64_t>(device_floor.issue_order), int64_t{device_floor.back_to_back ? 1 : 0},
-      static_cast<int64_t>(device_floor.free_ops)));
+      static_cast<int64_t>(device_floor.free_ops), device_floor.contention));
   return stmt->Step().status();
 }
 
@@ -97,7 +99,8 @@ StatusOr<std::vector<DeviceRow>> LatencyDb::ListDevices() {
                                    "last_seen_unix_ms, latency_count, ignored_measurements, "
                                    "cores, floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
                                    "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order, "
-                                   "floor_back_to_back, floor_free_ops FROM devices ORDER BY key"));
+                                   "floor_back_to_back, floor_free_ops, floor_contention "
+                                   "FROM devices ORDER BY key"));
   std::vector<DeviceRow> devices;
   for (DeviceRow d;;) {
     FloorFlags flags;
@@ -107,7 +110,7 @@ StatusOr<std::vector<DeviceRow>> LatencyDb::ListDevices() {
         stmt.StepAndRead(d.key, d.description, d.backend, d.first_seen_unix_ms, d.last_seen_unix_ms,
                          d.latencies, d.ignored_measurements, d.cores, f.stage_ms, f.launch_ms,
                          f.peak_gflops, f.bandwidth_gbps, flags.issue_adds, flags.issue_order,
-                         flags.back_to_back, flags.free_ops));
+                         flags.back_to_back, flags.free_ops, f.contention));
     if (!row) break;
     flags.Into(f);
     devices.push_back(std::move(d));
@@ -121,14 +124,15 @@ StatusOr<scheduler::ios::DeviceFloor> LatencyDb::DeviceFloorOf(const std::string
       CachedStatement stmt,
       session.Prepare("SELECT floor_stage_ms, floor_launch_ms, floor_peak_gflops, "
                       "floor_bandwidth_gbps, floor_issue_adds, floor_issue_order, "
-                      "floor_back_to_back, floor_free_ops FROM devices WHERE key = ?1"));
+                      "floor_back_to_back, floor_free_ops, floor_contention FROM devices "
+                      "WHERE key = ?1"));
   RETURN_IF_ERROR(stmt.Bind(key));
   scheduler::ios::DeviceFloor floor;
   FloorFlags flags;
-  ASSIGN_OR_RETURN(
-      bool row,
-      stmt.StepAndRead(floor.stage_ms, floor.launch_ms, floor.peak_gflops, floor.bandwidth_gbps,
-                       flags.issue_adds, flags.issue_order, flags.back_to_back, flags.free_ops));
+  ASSIGN_OR_RETURN(bool row,
+                   stmt.StepAndRead(floor.stage_ms, floor.launch_ms, floor.peak_gflops,
+                                    floor.bandwidth_gbps, flags.issue_adds, flags.issue_order,
+                                    flags.back_to_back, flags.free_ops, floor.contention));
   if (!row) return scheduler::ios::DeviceFloor{};
   flags.Into(floor);
   return floor;

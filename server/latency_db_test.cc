@@ -87,8 +87,11 @@ TEST_F(LatencyDbTest, DeviceFloorIsTheLatestWorkersAndNoneForAnUnknownKey) {
   timed.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
   timed.back_to_back = true;
   timed.free_ops = scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable;
+  timed.contention = 0.05;
   ASSERT_TRUE(store->UpsertDevice("cuda-h200", "H200", "cuda", 2500, 0, timed).ok());
   EXPECT_TRUE(store->DeviceFloorOf("cuda-h200")->back_to_back);
+  EXPECT_DOUBLE_EQ(store->DeviceFloorOf("cuda-h200")->contention, 0.05);
+  EXPECT_DOUBLE_EQ(store->DeviceFloorOf("sim-h100")->contention, 0);
   EXPECT_EQ(store->DeviceFloorOf("cuda-h200")->free_ops,
             scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
   EXPECT_EQ(store->DeviceFloorOf("sim-h100")->free_ops,
@@ -101,12 +104,18 @@ TEST_F(LatencyDbTest, DeviceFloorIsTheLatestWorkersAndNoneForAnUnknownKey) {
   EXPECT_EQ((*listed)[0].device_floor.free_ops,
             scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
   EXPECT_FALSE((*listed)[1].device_floor.back_to_back);
+  EXPECT_DOUBLE_EQ((*listed)[0].device_floor.contention, 0.05);
   scheduler::ios::DeviceFloor bad = floor;
   bad.stage_ms = -1;
   auto refused = store->UpsertDevice("sim-h100", "", "sim", 3000, 0, bad);
   EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
   EXPECT_NE(std::string(refused.message()).find("stage_ms"), std::string::npos) << refused;
   EXPECT_DOUBLE_EQ(store->DeviceFloorOf("sim-h100")->stage_ms, 0.0025);
+  bad = floor;
+  bad.contention = -0.5;
+  refused = store->UpsertDevice("sim-h100", "", "sim", 3000, 0, bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
+  EXPECT_NE(std::string(refused.message()).find("contention"), std::string::npos) << refused;
   ASSERT_TRUE(store->UpsertDevice("sim-h100", "", "sim", 4000).ok());  // declares none
   EXPECT_FALSE(store->DeviceFloorOf("sim-h100")->bounds_anything());
 }

@@ -174,6 +174,7 @@ WorkerRegistration RegistrationFromProto(const v1::RegisterWorker& registration)
     out.device_floor.issue_order = scheduler::ios::IssueOrderFromNumber(floor.issue_order());
     out.device_floor.back_to_back = floor.timed_back_to_back();
     out.device_floor.free_ops = scheduler::ios::FreeOpsFromNumber(floor.free_ops());
+    out.device_floor.contention = floor.contention();
   }
   return out;
 }

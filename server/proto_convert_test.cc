@@ -294,6 +294,9 @@ TEST(ProtoConvertTest, WorkerReportsAndRegistrationsKeepEveryField) {
   floor->set_free_ops(v1::DeviceFloor::FREE_OPS_VIEWS_AND_FUSABLE);
   EXPECT_EQ(RegistrationFromProto(registration).device_floor.free_ops,
             scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
+  EXPECT_DOUBLE_EQ(RegistrationFromProto(registration).device_floor.contention, 0);
+  floor->set_contention(0.05);
+  EXPECT_DOUBLE_EQ(RegistrationFromProto(registration).device_floor.contention, 0.05);
   // A floor an older server would misread comes in device_floor_v10, which
   // is read where it is set.
   v1::RegisterWorker v10;

@@ -276,7 +276,16 @@ ALTER TABLE devices ADD COLUMN floor_free_ops INTEGER NOT NULL DEFAULT 0
   CHECK (floor_free_ops IN (0, 1));
 )sql";
 
-constexpr std::array<Migration, 10> kMigrations = {{
+// Version 11: what concurrent groups cost a device key's stages beyond
+// sharing its peak (DeviceFloor::contention, a fraction of the work per
+// extra group). Keys of earlier versions read 0, as every floor of theirs
+// was.
+constexpr const char kSchemaV11[] = R"sql(
+ALTER TABLE devices ADD COLUMN floor_contention REAL NOT NULL DEFAULT 0
+  CHECK (floor_contention >= 0);
+)sql";
+
+constexpr std::array<Migration, 11> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
@@ -287,6 +296,7 @@ constexpr std::array<Migration, 10> kMigrations = {{
     {8, "devices.floor_*", kSchemaV8},
     {9, "devices.floor_issue_order", kSchemaV9},
     {10, "devices.floor_back_to_back, floor_free_ops", kSchemaV10},
+    {11, "devices.floor_contention", kSchemaV11},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

@@ -416,6 +416,30 @@ TEST_F(StoreSchemaTest, AVersion9FileGainsFloorsNotTimedBackToBack) {
   ExpectCurrentSchema(path);
 }
 
+// A version-10 file's device floors read no contention, as every floor
+// stored then claimed none, until a worker registers them again.
+TEST_F(StoreSchemaTest, AVersion10FileGainsFloorsWithoutContention) {
+  const std::string path = PathOf("v10.db");
+  ASSERT_NO_FATAL_FAILURE(CreateOldFileWithDevice(
+      path, 10,
+      "key, description, backend, first_seen_unix_ms, last_seen_unix_ms, cores, floor_launch_ms, "
+      "floor_back_to_back, floor_free_ops",
+      "'cuda-h200', 'H200', 'cuda', 10, 20, 0, 0.003, 1, 1"));
+  auto store = OpenFarmDatabase(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto floor = store->latencies->DeviceFloorOf("cuda-h200");
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_DOUBLE_EQ(floor->launch_ms, 0.003);
+  EXPECT_TRUE(floor->back_to_back);
+  EXPECT_EQ(floor->free_ops, scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
+  EXPECT_DOUBLE_EQ(floor->contention, 0);
+  floor->contention = 0.05;
+  ASSERT_TRUE(store->latencies->UpsertDevice("cuda-h200", "", "cuda", 30, 0, *floor).ok());
+  EXPECT_DOUBLE_EQ(store->latencies->DeviceFloorOf("cuda-h200")->contention, 0.05);
+  *store = FarmDatabase();
+  ExpectCurrentSchema(path);
+}
+
 // A version-6 file's results read no bound misses and no core bound; new
 // results keep theirs.
 TEST_F(StoreSchemaTest, AVersion6FileGainsBoundFiguresOfZeroInItsResults) {

@@ -148,6 +148,7 @@ v1::WorkerMessage RegisterMessage(const WorkerRegistration& registration) {
     out->set_issue_order(static_cast<v1::DeviceFloor::IssueOrder>(floor.issue_order));
     out->set_timed_back_to_back(floor.back_to_back);
     out->set_free_ops(static_cast<v1::DeviceFloor::FreeOps>(floor.free_ops));
+    out->set_contention(floor.contention);
   }
   return message;
 }

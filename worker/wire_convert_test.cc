@@ -310,7 +310,15 @@ TEST(WorkerMessagesTest, RegistrationAndHeartbeat) {
   EXPECT_FALSE(floor.issue_adds_to_work());
   EXPECT_EQ(floor.issue_order(), v1::DeviceFloor::ISSUE_ORDER_ROUND_ROBIN);
   EXPECT_FALSE(floor.timed_back_to_back());
+  EXPECT_DOUBLE_EQ(floor.contention(), 0);
   EXPECT_FALSE(floored.register_().has_device_floor_v10());
+  // Contention goes in the field a server before it does not read: such a
+  // server searches with a looser floor, still a valid one.
+  registration.device_floor.contention = 0.05;
+  const v1::WorkerMessage contended = RegisterMessage(registration);
+  ASSERT_TRUE(contended.register_().has_device_floor());
+  EXPECT_DOUBLE_EQ(contended.register_().device_floor().contention(), 0.05);
+  registration.device_floor.contention = 0;
   // A floor timed back to back, or one with fusable free ops, goes in the
   // field a server from before schema v10 does not read: such a server
   // would take it for one timed from idle that counts every op's kernel.

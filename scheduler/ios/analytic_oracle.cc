@@ -112,6 +112,7 @@ DeviceFloor AnalyticDeviceFloor(const AnalyticDeviceModel& model) {
   floor.peak_gflops = model.peak_gflops;
   floor.bandwidth_gbps = model.bandwidth_gbps;
   floor.issue_overlaps_work = false;  // device_bound adds them
+  floor.contention = model.contention;
   return floor;
 }
 

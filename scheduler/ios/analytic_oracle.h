@@ -40,7 +40,8 @@ StatusOr<double> AnalyticStageLatency(const graph::Graph& graph, const Stage& st
                                       const AnalyticDeviceModel& model = {});
 
 // The model's exact floor (device_floor.h): stage_sync_us per stage,
-// issue_us per kernel added to the work at peak and bandwidth.
+// issue_us per kernel added to the work at peak and bandwidth, and its
+// contention per extra concurrent group.
 DeviceFloor AnalyticDeviceFloor(const AnalyticDeviceModel& model = {});
 
 // An oracle over AnalyticStageLatency with per-op costs precomputed. Keeps a

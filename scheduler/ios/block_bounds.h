@@ -262,7 +262,7 @@ class BlockBounds {
     }
     if (has_device_floor_ && !merges) {
       bound = std::max(bound, StageFloorMs(options_.device_floor, kernels, work_ms,
-                                           last == kNever ? 0.0 : last));
+                                           last == kNever ? 0.0 : last, num_groups));
       if (has_issue_order_ && bound < cutoff && found == num_groups) {
         bound = std::max(bound, issue_chains_->FloorMs(ids, found));
       }
@@ -294,7 +294,7 @@ class BlockBounds {
       if (!other->has_device_floor_ || floor.stage_ms != device.stage_ms ||
           floor.launch_ms != device.launch_ms ||
           floor.issue_overlaps_work != device.issue_overlaps_work ||
-          floor.back_to_back != device.back_to_back ||
+          floor.back_to_back != device.back_to_back || floor.contention != device.contention ||
           other->group_terms_.size() != first.group_terms_.size()) {
         return false;
       }
@@ -338,8 +338,8 @@ class BlockBounds {
     bool one_op_each = true;
     SumTerms(least.data(), ids, found, bound, kernels, work_ms, last, one_op_each);
     if (num_groups < 2 || !has_device_floor_ || one_op_each) return bound;
-    return std::max(
-        bound, StageFloorMs(options_.device_floor, kernels, work_ms, last == kNever ? 0.0 : last));
+    return std::max(bound, StageFloorMs(options_.device_floor, kernels, work_ms,
+                                        last == kNever ? 0.0 : last, num_groups));
   }
 
   // IsMergeableStage of an ending (its ops, its number of groups): the hot

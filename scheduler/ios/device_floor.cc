@@ -31,6 +31,9 @@ std::string DescribeDeviceFloor(const DeviceFloor& floor) {
     text += StrCat(", ", IssueOrderName(floor.issue_order), " issue");
   }
   if (floor.back_to_back) text += ", timed back to back";
+  if (floor.contention > 0) {
+    text += StrCat(", work ", Number(floor.contention * 100), " % slower per extra group");
+  }
   if (floor.free_ops == DeviceFloor::FreeOps::kViewsAndFusable) {
     text += ", Add, Relu, Concat and Split may launch no kernel";
   }

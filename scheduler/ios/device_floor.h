@@ -97,6 +97,14 @@ struct DeviceFloor {
     kViewsAndFusable = 1,
   };
   FreeOps free_ops = FreeOps::kViews;
+  // What concurrent groups cost each other beyond sharing the peak: a
+  // stage of g groups does its work (W above) no faster than
+  // (1 + contention * (g - 1)) * W. A model that charges it declares it
+  // (the analytic oracle's AnalyticDeviceModel::contention); 0, the
+  // default, claims none, which is all a device declares until a
+  // microbenchmark has measured more. Stored as schema v11's
+  // devices.floor_contention, proto DeviceFloor.contention.
+  double contention = 0;
 
   bool bounds_anything() const {
     return stage_ms > 0 || launch_ms > 0 || peak_gflops > 0 || bandwidth_gbps > 0;
@@ -112,7 +120,8 @@ inline Status ValidateDeviceFloor(const DeviceFloor& floor) {
   } fields[] = {{"stage_ms", floor.stage_ms},
                 {"launch_ms", floor.launch_ms},
                 {"peak_gflops", floor.peak_gflops},
-                {"bandwidth_gbps", floor.bandwidth_gbps}};
+                {"bandwidth_gbps", floor.bandwidth_gbps},
+                {"contention", floor.contention}};
   for (const auto& field : fields) {
     if (!(field.value >= 0 && std::isfinite(field.value))) {
       return absl::InvalidArgumentError(
@@ -174,11 +183,15 @@ OpFloor ComputeOpFloor(const graph::Graph& graph, const graph::Node& node, const
 // kernel) or at j = 1 (one launch, then the whole work): the two terms.
 // Timed back to back (floor.back_to_back), a run's kernels are issued while
 // the run before it executes: stage_ms + max(K * launch_ms, work), and
-// `last_kernel_ms` is not taken.
+// `last_kernel_ms` is not taken. A stage of `groups` groups does its work at
+// the floor's contention (1 + contention * (groups - 1) times it); a caller
+// that does not know its groups passes 1, which bounds every stage.
 // Always inlined: the bound DP's walk takes it for hundreds of millions of
 // endings.
 [[gnu::always_inline]] inline double StageFloorMs(const DeviceFloor& floor, double kernels,
-                                                  double work_ms, double last_kernel_ms = 0) {
+                                                  double work_ms, double last_kernel_ms = 0,
+                                                  int groups = 1) {
+  work_ms *= 1 + floor.contention * (groups - 1);
   const double issue = kernels * floor.launch_ms;
   if (!floor.issue_overlaps_work) return floor.stage_ms + issue + work_ms;
   if (floor.back_to_back) return floor.stage_ms + std::max(issue, work_ms);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,6 +35,36 @@ TEST(DeviceFloorTest, StageFloorTakesTheLastKernelOrOneLaunchAndTheWork) {
   DeviceFloor adds = floor;
   adds.issue_overlaps_work = false;
   EXPECT_DOUBLE_EQ(StageFloorMs(adds, 2, 20, 1), 2.5 + 6 + 20);
+}
+
+// Contention: a stage of g groups does its work (1 + c * (g - 1)) times
+// slower; its launches and last kernel are not slowed. One group, or a
+// caller that passes none, takes the work as it is.
+TEST(DeviceFloorTest, ContentionSlowsTheWorkOfEachExtraGroup) {
+  DeviceFloor floor = Floor();
+  floor.contention = 0.25;
+  // 2 kernels, 20 of work, 3 groups: 3 + 20 * 1.5 against 2 * 3 + 1.
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 2, 20, 1, 3), 2.5 + 3 + 30);
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 2, 20, 1, 1), StageFloorMs(Floor(), 2, 20, 1));
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 2, 20, 1), StageFloorMs(Floor(), 2, 20, 1));
+  // Launch-bound: 8 kernels, 1 of work, 4 groups: 8 * 3 + 1 against 3 + 1.75.
+  EXPECT_DOUBLE_EQ(StageFloorMs(floor, 8, 1, 1, 4), 2.5 + 25);
+  DeviceFloor adds = floor;
+  adds.issue_overlaps_work = false;
+  EXPECT_DOUBLE_EQ(StageFloorMs(adds, 2, 20, 1, 5), 2.5 + 6 + 40);
+  DeviceFloor timed = floor;
+  timed.back_to_back = true;
+  EXPECT_DOUBLE_EQ(StageFloorMs(timed, 2, 20, 1, 2), 2.5 + 25);
+  EXPECT_EQ(DescribeDeviceFloor(floor),
+            "stage 2500 us, launch 3000 us, issue overlaps work, work 25 % slower per extra group");
+  EXPECT_TRUE(ValidateDeviceFloor(floor).ok());
+  for (double bad :
+       {-0.01, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    floor.contention = bad;
+    const Status refused = ValidateDeviceFloor(floor);
+    EXPECT_TRUE(absl::IsInvalidArgument(refused)) << bad;
+    EXPECT_NE(std::string(refused.message()).find("contention"), std::string::npos) << refused;
+  }
 }
 
 // Timed back to back, a run's kernels are issued while the run before

@@ -175,6 +175,7 @@ nlohmann::json SearchReportJson(const graph::Graph& graph, const SearchReport& r
             {"issue_overlaps_work", report.device_floor.issue_overlaps_work},
             {"issue_order", std::string(IssueOrderName(report.device_floor.issue_order))},
             {"back_to_back", report.device_floor.back_to_back},
+            {"contention", report.device_floor.contention},
             {"free_ops", report.device_floor.free_ops == DeviceFloor::FreeOps::kViews
                              ? "views"
                              : "views and fusable"}}},

@@ -31,9 +31,10 @@ constexpr int64_t kFloorStepsFactor = 40;
 // With a device floor that knows the backend's issue order, blocks of up to
 // this many times bounded_max_states are attempted (NASNet's cells, about
 // 146 k states: under sim:h100 the bound DP over a cell and the floor leave
-// 1-170 k of its stages to measure, against about 440 k for the DP). A
-// floor without an order (the analytic oracle's) bounds those cells too
-// loosely to pay for the bound DP's walk.
+// 1-170 k of its stages to measure, against about 440 k for the DP), as
+// with a floor of stages timed back to back or one that declares the
+// device's contention (the analytic oracle's: without it, its floor bounds
+// those cells too loosely to pay for the bound DP's walk).
 constexpr int64_t kDeviceFloorStatesFactor = 4;
 
 Status CheckLatency(Signature signature, double latency_ms) {
@@ -497,12 +498,13 @@ Status SearchSession::SolveWith(int b, LatencySource& source) {
 void SearchSession::SizeBlock(int b) {
   BlockState& state = blocks_[b];
   // A floor that knows the issue order, or of stages timed back to back
-  // (whose launches rule a stage of small kernels), is tight enough to take
-  // larger blocks.
+  // (whose launches rule a stage of small kernels), or that charges
+  // concurrent groups their contention, is tight enough to take larger
+  // blocks.
   const DeviceFloor& device = options_.device_floor;
   const bool tight =
-      device.bounds_anything() &&
-      (device.issue_order != DeviceFloor::IssueOrder::kUnknown || device.back_to_back);
+      device.bounds_anything() && (device.issue_order != DeviceFloor::IssueOrder::kUnknown ||
+                                   device.back_to_back || device.contention > 0);
   const int64_t limit = options_.bounded_max_states * (tight ? kDeviceFloorStatesFactor : 1);
   const bool floor = options_.floor_samples > 0;
   if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
