@@ -1,10 +1,11 @@
 #include "server/store_schema.h"
 
-#include <filesystem>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <vector>
 
 #include "common/strings.h"
 #include "server/farm_database.h"
@@ -128,6 +129,29 @@ void CreateOldFileWithDevice(const std::string& path, size_t version, const std:
   auto db = SqliteDb::Open(path);
   ASSERT_TRUE(db.ok()) << db.status();
   ASSERT_TRUE((*db)->Exec("INSERT INTO devices (" + columns + ") VALUES (" + values + ")").ok());
+}
+
+// Opens `path` (an older file, CreateOldFileWithDevice) with this binary,
+// hands `key`'s migrated floor to `read` (which checks it and may change
+// it), registers the key again with that floor as a worker would, hands
+// what is then stored to `stored`, and checks that the file is at the
+// current schema once closed.
+void ReregisterMigratedFloor(
+    const std::string& path, const std::string& key,
+    const std::function<void(scheduler::ios::DeviceFloor&)>& read,
+    const std::function<void(const scheduler::ios::DeviceFloor&)>& stored) {
+  {
+    auto store = OpenFarmDatabase(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto floor = store->latencies->DeviceFloorOf(key);
+    ASSERT_TRUE(floor.ok()) << floor.status();
+    read(*floor);
+    ASSERT_TRUE(store->latencies->UpsertDevice(key, "", "", 30, 0, *floor).ok());
+    auto again = store->latencies->DeviceFloorOf(key);
+    ASSERT_TRUE(again.ok()) << again.status();
+    stored(*again);
+  }
+  ExpectCurrentSchema(path);
 }
 
 TEST_F(StoreSchemaTest, MigratesStepByStepKeepingData) {
@@ -376,18 +400,17 @@ TEST_F(StoreSchemaTest, AVersion8FileGainsNoIssueOrder) {
       path, 8,
       "key, description, backend, first_seen_unix_ms, last_seen_unix_ms, cores, floor_launch_ms",
       "'sim-h100', 'sim h100', 'sim', 10, 20, 0, 0.003"));
-  auto store = OpenFarmDatabase(path);
-  ASSERT_TRUE(store.ok()) << store.status();
-  auto floor = store->latencies->DeviceFloorOf("sim-h100");
-  ASSERT_TRUE(floor.ok()) << floor.status();
-  EXPECT_DOUBLE_EQ(floor->launch_ms, 0.003);
-  EXPECT_EQ(floor->issue_order, scheduler::ios::DeviceFloor::IssueOrder::kUnknown);
-  floor->issue_order = scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin;
-  ASSERT_TRUE(store->latencies->UpsertDevice("sim-h100", "", "sim", 30, 0, *floor).ok());
-  EXPECT_EQ(store->latencies->DeviceFloorOf("sim-h100")->issue_order,
-            scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
-  *store = FarmDatabase();
-  ExpectCurrentSchema(path);
+  using Order = scheduler::ios::DeviceFloor::IssueOrder;
+  ReregisterMigratedFloor(
+      path, "sim-h100",
+      [](scheduler::ios::DeviceFloor& floor) {
+        EXPECT_DOUBLE_EQ(floor.launch_ms, 0.003);
+        EXPECT_EQ(floor.issue_order, Order::kUnknown);
+        floor.issue_order = Order::kRoundRobin;
+      },
+      [](const scheduler::ios::DeviceFloor& floor) {
+        EXPECT_EQ(floor.issue_order, Order::kRoundRobin);
+      });
 }
 
 // A version-9 file's device floors read as timed from an idle device, as
@@ -399,21 +422,17 @@ TEST_F(StoreSchemaTest, AVersion9FileGainsFloorsNotTimedBackToBack) {
       "key, description, backend, first_seen_unix_ms, last_seen_unix_ms, cores, floor_launch_ms, "
       "floor_issue_order",
       "'sim-h100', 'sim h100', 'sim', 10, 20, 0, 0.003, 1"));
-  auto store = OpenFarmDatabase(path);
-  ASSERT_TRUE(store.ok()) << store.status();
-  auto floor = store->latencies->DeviceFloorOf("sim-h100");
-  ASSERT_TRUE(floor.ok()) << floor.status();
-  EXPECT_DOUBLE_EQ(floor->launch_ms, 0.003);
-  EXPECT_EQ(floor->issue_order, scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
-  EXPECT_FALSE(floor->back_to_back);
-  EXPECT_EQ(floor->free_ops, scheduler::ios::DeviceFloor::FreeOps::kViews);
-  scheduler::ios::DeviceFloor timed = *floor;
-  timed.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
-  timed.back_to_back = true;
-  ASSERT_TRUE(store->latencies->UpsertDevice("sim-h100", "", "sim", 30, 0, timed).ok());
-  EXPECT_TRUE(store->latencies->DeviceFloorOf("sim-h100")->back_to_back);
-  *store = FarmDatabase();
-  ExpectCurrentSchema(path);
+  ReregisterMigratedFloor(
+      path, "sim-h100",
+      [](scheduler::ios::DeviceFloor& floor) {
+        EXPECT_DOUBLE_EQ(floor.launch_ms, 0.003);
+        EXPECT_EQ(floor.issue_order, scheduler::ios::DeviceFloor::IssueOrder::kRoundRobin);
+        EXPECT_FALSE(floor.back_to_back);
+        EXPECT_EQ(floor.free_ops, scheduler::ios::DeviceFloor::FreeOps::kViews);
+        floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
+        floor.back_to_back = true;
+      },
+      [](const scheduler::ios::DeviceFloor& floor) { EXPECT_TRUE(floor.back_to_back); });
 }
 
 // A version-10 file's device floors read no contention, as every floor
@@ -425,19 +444,19 @@ TEST_F(StoreSchemaTest, AVersion10FileGainsFloorsWithoutContention) {
       "key, description, backend, first_seen_unix_ms, last_seen_unix_ms, cores, floor_launch_ms, "
       "floor_back_to_back, floor_free_ops",
       "'cuda-h200', 'H200', 'cuda', 10, 20, 0, 0.003, 1, 1"));
-  auto store = OpenFarmDatabase(path);
-  ASSERT_TRUE(store.ok()) << store.status();
-  auto floor = store->latencies->DeviceFloorOf("cuda-h200");
-  ASSERT_TRUE(floor.ok()) << floor.status();
-  EXPECT_DOUBLE_EQ(floor->launch_ms, 0.003);
-  EXPECT_TRUE(floor->back_to_back);
-  EXPECT_EQ(floor->free_ops, scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
-  EXPECT_DOUBLE_EQ(floor->contention, 0);
-  floor->contention = 0.05;
-  ASSERT_TRUE(store->latencies->UpsertDevice("cuda-h200", "", "cuda", 30, 0, *floor).ok());
-  EXPECT_DOUBLE_EQ(store->latencies->DeviceFloorOf("cuda-h200")->contention, 0.05);
-  *store = FarmDatabase();
-  ExpectCurrentSchema(path);
+  ReregisterMigratedFloor(
+      path, "cuda-h200",
+      [](scheduler::ios::DeviceFloor& floor) {
+        EXPECT_DOUBLE_EQ(floor.launch_ms, 0.003);
+        EXPECT_TRUE(floor.back_to_back);
+        EXPECT_EQ(floor.free_ops, scheduler::ios::DeviceFloor::FreeOps::kViewsAndFusable);
+        EXPECT_DOUBLE_EQ(floor.contention, 0);
+        floor.contention = 0.05;
+      },
+      [](const scheduler::ios::DeviceFloor& floor) {
+        EXPECT_DOUBLE_EQ(floor.contention, 0.05);
+        EXPECT_TRUE(floor.back_to_back);
+      });
 }
 
 // A version-6 file's results read no bound misses and no core bound; new

@@ -67,16 +67,21 @@
 //    stage's kernels in a known order (DeviceFloor::issue_order; the sim:
 //    round-robin over the groups CanonicalStage orders), also as long as its
 //    groups' kernels take one after another from their issue slots, each at
-//    its time alone (IssuedChainsFloorMs). Unlike the slowest group these
+//    its time alone (IssuedChainsFloorMs). Where the model charges
+//    concurrent groups for each other (DeviceFloor::contention: the
+//    analytic oracle's), a stage of g groups does its work no faster than
+//    (1 + contention * (g - 1)) times it. Unlike the slowest group these
 //    grow with each group added, which is what stages of many small kernels
 //    cost. The cost to go takes the same over the remaining ops (a stage's
 //    floor for each stage they need at least, a merge-capable convolution
-//    weighed as its share of a merged kernel); the bound DP takes the
-//    stages' floors. Under sim:h100, RandWire measures 5,143 stages instead
-//    of 1.04 M and NASNet-A 71,523 instead of 7.95 M, at the exhaustive DP's
-//    latency per block (docs/benchmarks.md, 2026-11-28, "The issue order");
-//    under the analytic oracle, whose stages are ruled by their longest
-//    group's launches, it changes little.
+//    weighed as its share of a merged kernel; no contention); the bound DP
+//    takes the stages' floors. Under sim:h100, RandWire measures 5,143
+//    stages instead of 1.04 M and NASNet-A 71,523 instead of 7.95 M, at the
+//    exhaustive DP's latency per block (docs/benchmarks.md, 2026-11-28, "The
+//    issue order"). Under the analytic oracle, whose floor declares every
+//    term of its model, RandWire measures 349 stages instead of 1.07 M and
+//    NASNet-A 896 instead of 7.96 M (2026-11-30); without the contention
+//    term its floor changed little.
 //  * Lazy edges. A state's endings enter the open list keyed by their bounds
 //    (in growing slices: a state has thousands of endings and few are ever
 //    taken); a stage is measured only when its entry reaches the top of the
@@ -105,7 +110,8 @@
 // it faster, so a stage is never faster than its slowest group run alone or
 // than any stage made of some of its groups; a merged convolution is never
 // faster than the slowest of the convolutions it merges run alone; with a
-// device floor, no stage is faster than its floor (above), a kernel never
+// device floor, no stage is faster than its floor (above, contention
+// included), a kernel never
 // runs faster than alone, and a merged convolution does at least its
 // branches' multiply-accumulates and reads their weights; with
 // cores, P cores never run a group, a stage's lanes or a merged convolution
