@@ -24,7 +24,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/status.h"
-#include "scheduler/ios/signature.h"
+#include "scheduler/ios/stages/signature.h"
 
 namespace iosfarm::server {
 class LatencyDb;

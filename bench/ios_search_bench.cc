@@ -73,11 +73,11 @@
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/blocks.h"
-#include "scheduler/ios/direct_oracle.h"
 #include "scheduler/ios/endings.h"
-#include "scheduler/ios/op_bits_map.h"
+#include "scheduler/ios/inline_search.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_session.h"
+#include "scheduler/ios/tables/op_bits_map.h"
 
 namespace {
 
@@ -250,15 +250,15 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   options.reuse_identical_blocks = reuse;
   if (g_window_ops >= 0) options.boundary_window_ops = g_window_ops;
   options.exhaustive = g_exhaustive;
-  if (g_lookahead >= 0) options.lookahead = g_lookahead;
-  if (g_bounded_steps >= 0) options.bounded_steps_per_block = g_bounded_steps;
-  if (g_bounded_max_states >= 0) options.bounded_max_states = g_bounded_max_states;
-  if (g_bound_dp_max_states >= 0) options.bound_dp_max_states = g_bound_dp_max_states;
+  if (g_lookahead >= 0) options.bounded.lookahead = g_lookahead;
+  if (g_bounded_steps >= 0) options.bounded.max_open_steps = g_bounded_steps;
+  if (g_bounded_max_states >= 0) options.bounded.max_block_states = g_bounded_max_states;
+  if (g_bound_dp_max_states >= 0) options.bounded.cost_to_go_dp_max_states = g_bound_dp_max_states;
   if (g_floor_samples >= 0) options.floor_samples = g_floor_samples;
-  if (g_device_floor && g_latency_db.empty()) options.device_floor = ios::AnalyticDeviceFloor();
+  if (g_device_floor && g_latency_db.empty()) options.bounded.device_floor = ios::AnalyticDeviceFloor();
   options.threads = g_threads;
-  options.cores = g_cores;
-  options.sub_stage_bound = !g_no_sub_stage_bound;
+  options.bounded.cores = g_cores;
+  options.bounded.sub_stage_bound = !g_no_sub_stage_bound;
   ios::SignedLatencyFn oracle = ios::IgnoringSignature(ios::MakeAnalyticOracle(*graph));
   if (!g_latency_db.empty()) {
     auto replay = ReplayOracle(*graph);

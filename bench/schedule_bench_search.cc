@@ -14,7 +14,7 @@
 #include "common/strings.h"
 #include "scheduler/ios/schedule_json.h"
 #include "scheduler/ios/search_report.h"
-#include "scheduler/ios/signature.h"
+#include "scheduler/ios/stages/signature.h"
 #include "worker/backends/backend_oracle.h"
 
 namespace iosfarm::bench {
@@ -155,10 +155,10 @@ StatusOr<ios::Schedule> SearchOrLoad(const graph::Graph& graph, const ModelSpec&
   options.max_group_ops = spec.r;
   options.max_groups = spec.s;
   options.max_block_ops = spec.block_size;
-  options.cores = settings.no_core_bound ? 0 : backend.cores();  // the cpu's core bound
-  options.device_floor = backend.device_floor();  // the sim backend's
+  options.bounded.cores = settings.no_core_bound ? 0 : backend.cores();  // the cpu's core bound
+  options.bounded.device_floor = backend.device_floor();  // the sim backend's
   options.exhaustive = settings.exhaustive;
-  options.sub_stage_bound = !settings.no_sub_stage_bound;
+  options.bounded.sub_stage_bound = !settings.no_sub_stage_bound;
   RETURN_IF_ERROR(Prefixed(spec.name, ios::ValidateSearchOptions(options)));
   row.search_exhaustive = settings.exhaustive;
   const std::string stem = settings.schedule_dir.empty() ? "" : ScheduleStem(spec, settings);

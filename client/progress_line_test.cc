@@ -132,20 +132,20 @@ TEST(SearchProgressTextTest, CountsWalksWhileTheyRunAndWindowsOnceThereAreSome) 
                                 .walk_states_walked = 499,
                                 .walk_states_total = 500,
                                 .elapsed_s = 12.3}),
-            "search: 3/12 blocks solved, bound DP states 499/500, 140 stages measured, 12.3s");
+            "search: 3/12 blocks solved, cost-to-go DP states 499/500, 140 stages measured, 12.3s");
   EXPECT_EQ(SearchProgressText({.solved = 0,
                                 .blocks_total = 27,
                                 .stages_measured = 382,
                                 .walk_states_walked = 41'234,
                                 .walk_states_total = 1'102'000,
                                 .elapsed_s = 2}),
-            "search: 0/27 blocks solved, bound DP states 41.2k/1.10M, 382 stages measured, 2.0s");
+            "search: 0/27 blocks solved, cost-to-go DP states 41.2k/1.10M, 382 stages measured, 2.0s");
   EXPECT_EQ(SearchProgressText({.solved = 0,
                                 .blocks_total = 27,
                                 .walk_states_walked = 412'345,
                                 .walk_states_total = 999'499,
                                 .elapsed_s = 2}),
-            "search: 0/27 blocks solved, bound DP states 412k/999k, 0 stages measured, 2.0s");
+            "search: 0/27 blocks solved, cost-to-go DP states 412k/999k, 0 stages measured, 2.0s");
   // Every block solved, two of five windows.
   EXPECT_EQ(SearchProgressText({.solved = 14,
                                 .blocks_total = 12,

@@ -77,15 +77,15 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
   options.enable_merge = !o.no_merge;
   options.exhaustive = o.exhaustive;
   options.threads = o.search_threads.value_or(DefaultSearchThreads(o.backend));
-  options.cores = o.no_core_bound ? 0 : backend->cores();
-  if (o.no_bound_dp) options.bound_dp_max_states = 0;
-  options.sub_stage_bound = !o.no_sub_stage_bound;
-  if (!o.no_device_floor) options.device_floor = backend->device_floor();
+  options.bounded.cores = o.no_core_bound ? 0 : backend->cores();
+  if (o.no_bound_dp) options.bounded.cost_to_go_dp_max_states = 0;
+  options.bounded.sub_stage_bound = !o.no_sub_stage_bound;
+  if (!o.no_device_floor) options.bounded.device_floor = backend->device_floor();
   if (o.back_to_back_floor) {
     // What the floor keeps where stages are timed back to back: no issue
     // order's chains, no last kernel (device_floor.h).
-    options.device_floor.back_to_back = true;
-    options.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
+    options.bounded.device_floor.back_to_back = true;
+    options.bounded.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
   }
   options.floor_samples = o.floor_samples;
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));

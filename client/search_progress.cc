@@ -10,7 +10,7 @@
 #include "client/ticker.h"
 #include "common/strings.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/inline_search.h"
 #include "scheduler/ios/search_session.h"
 
 namespace iosfarm::client {
@@ -41,7 +41,7 @@ std::string SearchProgressText(const SearchProgress& p) {
   if (p.walk_states_walked < p.walk_states_total) {
     // A count, not a share of the time: a walk's later (larger) states take
     // far longer than its first ones.
-    text += StrCat("bound DP states ", CompactCount(p.walk_states_walked), "/",
+    text += StrCat("cost-to-go DP states ", CompactCount(p.walk_states_walked), "/",
                    CompactCount(p.walk_states_total), ", ");
   }
   if (p.windows_total > 0) {
@@ -99,10 +99,10 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
   };
   show(/*force=*/true);
   // On a terminal the line's clock keeps going while nothing is measured
-  // (a bound DP walk takes seconds without a measurement).
+  // (a cost-to-go DP walk takes seconds without a measurement).
   Ticker ticker(progress != nullptr && progress->tty(), absl::Seconds(1),
                 [&] { show(/*force=*/false); });
-  ios::DirectOracle direct(
+  ios::InlineSearch direct(
       [&](ios::Signature signature, const ios::Stage& stage) -> StatusOr<double> {
         show(/*force=*/false);  // a block may have been solved since the last stage
         StatusOr<double> latency = oracle(signature, stage);
@@ -117,7 +117,7 @@ StatusOr<ios::SearchReport> SearchWithProgress(const graph::Graph& graph,
   ASSIGN_OR_RETURN(report.ios, session->Result());
   report.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.search_threads = options.threads;
-  report.device_floor = options.device_floor;
+  report.device_floor = options.bounded.device_floor;
   ASSIGN_OR_RETURN(report.sequential, ios::SequentialSchedule(graph));
   RETURN_IF_ERROR(ios::CostSchedule(graph, report.sequential, oracle));
   ASSIGN_OR_RETURN(report.greedy, ios::GreedySchedule(graph, options.max_groups));

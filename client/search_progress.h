@@ -7,7 +7,7 @@
 // between them; the line then counts those too. Off a terminal a line is
 // printed each time a block is solved, and once at the end (not per window
 // or walk); on a terminal the line is redrawn at most every 100 ms, and at
-// least every second (the bound DP's walks measure nothing for seconds).
+// least every second (the cost-to-go DP's walks measure nothing for seconds).
 // Thread-compatible.
 #ifndef IOSFARM_CLIENT_SEARCH_PROGRESS_H_
 #define IOSFARM_CLIENT_SEARCH_PROGRESS_H_
@@ -29,14 +29,14 @@ struct SearchProgress {
   int blocks_total = 0;
   int windows_total = 0;  // 0 until every block is solved
   int64_t stages_measured = 0;
-  // The bound DP walks begun so far (SearchSession::walk_progress()).
+  // The cost-to-go DP walks begun so far (SearchSession::walk_progress()).
   int64_t walk_states_walked = 0;
   int64_t walk_states_total = 0;
   double elapsed_s = 0;
 };
 
 // "search: 3/12 blocks solved, 140 stages measured, 12.3s"; while a bound
-// DP walk runs "search: 3/12 blocks solved, bound DP states 412k/1.10M, 140
+// DP walk runs "search: 3/12 blocks solved, cost-to-go DP states 412k/1.10M, 140
 // stages measured, 12.3s" (the states walked of the walks begun); with
 // windows "search: 12/12 blocks solved, 2/5 boundary windows, 150 stages
 // measured, 14.1s".

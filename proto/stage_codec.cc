@@ -5,7 +5,7 @@
 
 #include "common/strings.h"
 #include "graph/op_type.h"
-#include "scheduler/ios/merge.h"
+#include "scheduler/ios/stages/merge.h"
 
 namespace iosfarm::proto {
 namespace {

@@ -6,7 +6,7 @@
 #include "graph/test_graphs.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 #include "worker/backends/sim/sim_test_graphs.h"
 
 namespace iosfarm::proto {

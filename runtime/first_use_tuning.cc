@@ -63,8 +63,8 @@ StatusOr<TunedSchedule> TuneOnFirstUse(const graph::Graph& graph, worker::Backen
   // Backend::device_floor()), so the stages `iosfarm tune` stored on this
   // backend are the ones this search asks for.
   ios::SearchOptions options;
-  options.cores = backend.cores();
-  options.device_floor = backend.device_floor();
+  options.bounded.cores = backend.cores();
+  options.bounded.device_floor = backend.device_floor();
   ASSIGN_OR_RETURN(std::unique_ptr<ios::SearchSession> session,
                    ios::SearchSession::Create(graph, options));
   TunedSchedule tuned;

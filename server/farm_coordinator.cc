@@ -238,7 +238,7 @@ void FarmCoordinator::DispatchLocked(Outbox& out) {
     }
     std::shared_ptr<JobContext> job = it->second;
     if (options_.metrics != nullptr) options_.metrics->PhaseStarted(assignment.kind);
-    InFlight flight;
+    PrefetchRing flight;
     flight.job = assignment.job;
     flight.kind = assignment.kind;
     flight.worker = assignment.worker;

@@ -43,13 +43,13 @@
 #include "scheduler/farm/job_lifecycle.h"
 #include "scheduler/ios/search_options.h"
 #include "server/farm_metrics.h"
-#include "server/job_store.h"
-#include "server/latency_db.h"
 #include "server/heartbeat_monitor.h"
 #include "server/import_gate.h"
 #include "server/job_context.h"
 #include "server/job_recorder.h"
 #include "server/job_runner.h"
+#include "server/job_store.h"
+#include "server/latency_db.h"
 #include "server/search_places.h"
 #include "server/server_phase_pool.h"
 #include "server/server_phases.h"
@@ -177,7 +177,7 @@ class FarmCoordinator final : public WorkerEvents {
   void Shutdown();
 
  private:
-  struct InFlight {
+  struct PrefetchRing {
     int64_t job = 0;
     scheduler::farm::PhaseKind kind = scheduler::farm::PhaseKind::kEnumerate;
     std::string worker;
@@ -197,7 +197,7 @@ class FarmCoordinator final : public WorkerEvents {
   void DispatchLocked(Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends a worker phase of `job` (or fails the job when it cannot be sent).
   void DispatchToWorkerLocked(const scheduler::farm::Assignment& assignment, JobContext& job,
-                              InFlight flight, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                              PrefetchRing flight, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnqueueLocked(JobContext& job, const scheduler::farm::PhaseRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues the scheduler's finished phase records for the store's phase log.
@@ -268,7 +268,7 @@ class FarmCoordinator final : public WorkerEvents {
   // count against max_active_jobs_per_owner until admitted.
   std::map<std::string, int> reserved_ ABSL_GUARDED_BY(mu_);
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<scheduler::farm::PhaseId, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<scheduler::farm::PhaseId, PrefetchRing> in_flight_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   SearchPlaces search_places_ ABSL_GUARDED_BY(mu_);  // max_searches
 

@@ -106,7 +106,7 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
 }
 
 void FarmCoordinator::DispatchToWorkerLocked(const farm::Assignment& assignment, JobContext& job,
-                                             InFlight flight, Outbox& out) {
+                                             PrefetchRing flight, Outbox& out) {
   const WorkerEntry* w = workers_.Find(assignment.worker);
   auto batch = job.batches.find(assignment.batch);
   const BuildRequest* build = batch == job.batches.end() ? nullptr : &batch->second;
@@ -144,7 +144,7 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const PhaseReport& 
   const PhaseReport report = WorkerRegistry::BoundedReport(reported);
   std::shared_ptr<JobContext> job;
   std::string backend;
-  InFlight flight;
+  PrefetchRing flight;
   {
     absl::MutexLock lock(&mu_);
     auto flight_it = in_flight_.find(report.phase_id);

@@ -2,7 +2,7 @@
 // ids and registrations, sharing the server between jobs, heartbeats,
 // health. (Requests, whole jobs and bad answers: farm_server_test.cc.)
 #include "graph/onnx/onnx_importer.h"
-#include "scheduler/ios/signature.h"
+#include "scheduler/ios/stages/signature.h"
 #include "server/farm_server.h"
 #include "server/farm_server_test_util.h"
 #include "worker/backends/sim/device_model.h"

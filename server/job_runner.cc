@@ -88,7 +88,7 @@ graph::Graph WithoutWeightValues(const graph::Graph& graph) {
 scheduler::ios::SearchBudget FarmSearchBudget() {
   scheduler::ios::SearchBudget budget;
   budget.max_states_per_pass = 2'000'000;
-  // A NASNet cell's bound DP walk takes about 200 M (docs/farm.md).
+  // A NASNet cell's cost-to-go DP walk takes about 200 M (docs/farm.md).
   budget.max_transitions_per_pass = 1'000'000'000;
   budget.max_steps_per_pass = 1'000'000'000;
   budget.max_bytes_per_pass = int64_t{256} << 20;
@@ -122,8 +122,8 @@ StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const JobRow& job, graph:
   runner->options_.max_groups = job.options.s;
   runner->options_.max_block_ops = job.options.block_size;
   runner->options_.budget = budget;
-  runner->options_.cores = cores;
-  runner->options_.device_floor = device_floor;
+  runner->options_.bounded.cores = cores;
+  runner->options_.bounded.device_floor = device_floor;
   RETURN_IF_ERROR(ios::ValidateSearchOptions(runner->options_));
   if (job.options.batch_size_limit < 1) {
     return absl::InvalidArgumentError(

@@ -25,7 +25,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/status.h"
-#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/bounded/device_floor.h"
 #include "server/store_connection.h"
 
 namespace iosfarm::server {

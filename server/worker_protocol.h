@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "scheduler/farm/phase.h"
-#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/bounded/device_floor.h"
 #include "scheduler/ios/search_session.h"
 
 namespace iosfarm::server {

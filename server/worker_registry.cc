@@ -4,7 +4,7 @@
 
 #include "common/strings.h"
 #include "common/text.h"
-#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/bounded/device_floor.h"
 
 namespace iosfarm::server {
 

@@ -9,7 +9,7 @@
 #include "graph/serialize.h"
 #include "graph/test_graphs.h"
 #include "gtest/gtest.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/backends/sim/sim_test_graphs.h"
 #include "worker/phase_executor.h"

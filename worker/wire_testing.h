@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "graph/graph.h"
 #include "graph/serialize.h"
+#include "gtest/gtest.h"
 #include "iosfarm/v1/farm.pb.h"
 #include "proto/stage_codec.h"
-#include "scheduler/ios/signature.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/signature.h"
+#include "scheduler/ios/stages/stage.h"
 #include "worker/phase_executor.h"
 #include "worker/wire_convert.h"
 #include "worker/worker_testing.h"

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "iosfarm/v1/farm.grpc.pb.h"
 #include "proto/rpc_util.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/backends/sim/sim_test_graphs.h"
 #include "worker/wire_testing.h"

@@ -10,13 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "graph/graph.h"
+#include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
-#include "scheduler/ios/signature.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/signature.h"
+#include "scheduler/ios/stages/stage.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/phase_executor.h"
 #include "worker/phase_order.h"

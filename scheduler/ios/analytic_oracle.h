@@ -16,9 +16,9 @@
 
 #include "common/status.h"
 #include "graph/graph.h"
-#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/bounded/device_floor.h"
 #include "scheduler/ios/latency_oracle.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::scheduler::ios {
 

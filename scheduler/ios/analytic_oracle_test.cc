@@ -2,7 +2,7 @@
 
 #include "graph/graph_builder.h"
 #include "gtest/gtest.h"
-#include "scheduler/ios/merge.h"
+#include "scheduler/ios/stages/merge.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {

@@ -3,7 +3,7 @@
 #include "graph/test_graphs.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {

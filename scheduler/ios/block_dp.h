@@ -29,8 +29,8 @@
 #include "common/status.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/endings.h"
-#include "scheduler/ios/signature.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/signature.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::scheduler::ios {
 
@@ -93,9 +93,7 @@ struct DpStats {
   // exactness assumption broken) with the largest shortfall.
   int64_t bound_groups = 0;
   int64_t tightened_bounds = 0;  // raised by a measured sub-stage
-  // Stages sampled and measured for the calibrated floor (floor_samples).
-  int64_t floor_samples = 0;
-  // States whose bound DP cost came from a prefix block's table
+  // States whose cost-to-go DP cost came from a prefix block's table
   // (BoundedSearchOptions::prefix_bounds), not walked.
   int64_t prefix_bound_states = 0;
   int64_t lower_bound_misses = 0;
@@ -108,7 +106,6 @@ struct DpStats {
     merge_stages += o.merge_stages;
     bound_groups += o.bound_groups;
     tightened_bounds += o.tightened_bounds;
-    floor_samples += o.floor_samples;
     prefix_bound_states += o.prefix_bound_states;
     lower_bound_misses += o.lower_bound_misses;
     largest_bound_miss_ms = largest_bound_miss_ms > o.largest_bound_miss_ms

@@ -8,12 +8,12 @@
 #include "common/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/ios/block_solution_checks.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_options.h"
-#include "scheduler/ios/stable_hash.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/stages/stable_hash.h"
+#include "scheduler/ios/testing/block_solution_checks.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {

@@ -4,10 +4,10 @@
 #include <unordered_map>
 
 #include "common/strings.h"
-#include "scheduler/ios/merge.h"
 #include "scheduler/ios/op_bits.h"
-#include "scheduler/ios/op_content.h"
 #include "scheduler/ios/op_dag.h"
+#include "scheduler/ios/stages/merge.h"
+#include "scheduler/ios/stages/op_content.h"
 
 namespace iosfarm::scheduler::ios {
 

@@ -30,7 +30,7 @@
 #include "common/status.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/op_bits.h"
-#include "scheduler/ios/op_bits_map.h"
+#include "scheduler/ios/tables/op_bits_map.h"
 
 namespace iosfarm::scheduler::ios {
 

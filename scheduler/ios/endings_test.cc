@@ -8,7 +8,7 @@
 #include "graph/graph_builder.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/op_dag.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {

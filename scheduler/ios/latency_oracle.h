@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "common/status.h"
-#include "scheduler/ios/signature.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/signature.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::scheduler::ios {
 

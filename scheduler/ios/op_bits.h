@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "scheduler/ios/stable_hash.h"
+#include "scheduler/ios/stages/stable_hash.h"
 
 namespace iosfarm::scheduler::ios {
 

@@ -1,9 +1,9 @@
 #include "scheduler/ios/schedule.h"
 
 #include "common/strings.h"
-#include "scheduler/ios/merge.h"
 #include "scheduler/ios/op_dag.h"
-#include "scheduler/ios/stage_validation.h"
+#include "scheduler/ios/stages/merge.h"
+#include "scheduler/ios/stages/stage_validation.h"
 
 namespace iosfarm::scheduler::ios {
 Status ValidateSchedule(const graph::Graph& graph, const Schedule& schedule) {

@@ -6,8 +6,8 @@
 
 #include "common/status.h"
 #include "graph/graph.h"
-#include "scheduler/ios/signature.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/signature.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::scheduler::ios {
 

@@ -10,9 +10,9 @@
 
 #include "common/strings.h"
 #include "graph/serialize.h"
-#include "scheduler/ios/merge.h"
-#include "scheduler/ios/signature.h"
-#include "scheduler/ios/stable_hash.h"
+#include "scheduler/ios/stages/merge.h"
+#include "scheduler/ios/stages/signature.h"
+#include "scheduler/ios/stages/stable_hash.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {

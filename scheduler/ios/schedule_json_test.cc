@@ -5,9 +5,9 @@
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/direct_oracle.h"
-#include "scheduler/ios/stable_hash.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/inline_search.h"
+#include "scheduler/ios/stages/stable_hash.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {

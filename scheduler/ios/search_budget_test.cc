@@ -8,9 +8,9 @@
 
 #include "common/strings.h"
 #include "gtest/gtest.h"
-#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/inline_search.h"
 #include "scheduler/ios/search_session.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -101,7 +101,7 @@ TEST(SearchBudgetTest, TotalBudgetFailsTheSearchNamingIt) {
       << result.status();
 }
 
-// A bounded search over its pass's transitions (its bound DP's walk and
+// A bounded search over its pass's transitions (its cost-to-go DP's walk and
 // its A*) once it resumed with its groups measured, with a total budget far
 // from binding: the block goes to the exhaustive DP, as on its first pass;
 // it is not reported as over the total (a farm job's budget: NASNet's

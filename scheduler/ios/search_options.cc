@@ -23,34 +23,7 @@ Status ValidateSearchOptions(const SearchOptions& options) {
     return absl::InvalidArgumentError(StrCat("boundary_window_ops must be in 0..", kMaxBlockOps,
                                              ", got ", options.boundary_window_ops));
   }
-  if (options.lookahead < 0 || options.lookahead > 1'000'000) {
-    return absl::InvalidArgumentError(
-        StrCat("lookahead must be in 0..1000000, got ", options.lookahead));
-  }
-  if (options.bounded_steps_per_block < 0) {
-    return absl::InvalidArgumentError(StrCat("bounded_steps_per_block must be >= 0, got ",
-                                             options.bounded_steps_per_block));
-  }
-  if (options.bounded_max_states < 0) {
-    return absl::InvalidArgumentError(
-        StrCat("bounded_max_states must be >= 0, got ", options.bounded_max_states));
-  }
-  if (options.bound_dp_max_states < 0) {
-    return absl::InvalidArgumentError(
-        StrCat("bound_dp_max_states must be >= 0, got ", options.bound_dp_max_states));
-  }
-  if (options.floor_samples < 0 || options.floor_samples > 100'000) {
-    return absl::InvalidArgumentError(
-        StrCat("floor_samples must be in 0..100000, got ", options.floor_samples));
-  }
-  if (options.floor_min_states < 0) {
-    return absl::InvalidArgumentError(
-        StrCat("floor_min_states must be >= 0, got ", options.floor_min_states));
-  }
-  if (options.cores < 0 || options.cores > 4096) {
-    return absl::InvalidArgumentError(StrCat("cores must be in 0..4096, got ", options.cores));
-  }
-  RETURN_IF_ERROR(ValidateDeviceFloor(options.device_floor));
+  RETURN_IF_ERROR(ValidateBoundedSearchKnobs(options.bounded));
   if (options.threads < 1 || options.threads > 256) {
     return absl::InvalidArgumentError(StrCat("threads must be in 1..256, got ", options.threads));
   }

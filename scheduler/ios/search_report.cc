@@ -5,7 +5,7 @@
 
 #include "common/strings.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/inline_search.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -36,7 +36,6 @@ nlohmann::json StatsJson(const SearchStats& s) {
           {"bound_groups", s.bound_groups},
           {"tightened_bounds", s.tightened_bounds},
           {"exhaustive_blocks", s.exhaustive_blocks},
-          {"floored_blocks", s.floored_blocks},
           {"shared_walk_blocks", s.shared_walk_blocks},
           {"shared_bound_walk_blocks", s.shared_bound_walk_blocks},
           {"lower_bound_misses", s.lower_bound_misses},
@@ -62,7 +61,7 @@ StatusOr<SearchReport> SearchWithBaselines(const graph::Graph& graph, const Sear
   report.search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.search_threads = options.threads;
-  report.device_floor = options.device_floor;
+  report.device_floor = options.bounded.device_floor;
   ASSIGN_OR_RETURN(report.sequential, SequentialSchedule(graph));
   RETURN_IF_ERROR(CostSchedule(graph, report.sequential, oracle));
   ASSIGN_OR_RETURN(report.greedy, GreedySchedule(graph, options.max_groups));
@@ -101,10 +100,6 @@ std::string SearchReportText(const graph::Graph& graph, const SearchReport& repo
       " stages measured",
       s.exhaustive_blocks > 0 ? StrCat(" (", s.exhaustive_blocks, " blocks by the exhaustive DP)")
                               : std::string(),
-      s.floored_blocks > 0
-          ? StrCat(" (", s.floored_blocks, " blocks bounded by a fitted floor, not exact: ",
-                   s.lower_bound_misses, " measured stages below their bound)")
-          : std::string(),
       ", ", s.windows, " boundary windows (", s.improved_windows, " improved), ",
       Ms(report.search_seconds * 1e3), " ms",
       report.search_threads > 1 ? StrCat(" on ", report.search_threads, " threads") : std::string(),

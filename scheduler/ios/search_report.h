@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "graph/graph.h"
-#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/bounded/device_floor.h"
 #include "scheduler/ios/latency_oracle.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/schedule_json.h"

@@ -11,8 +11,8 @@
 
 #include "absl/strings/match.h"
 #include "common/strings.h"
-#include "scheduler/ios/merge.h"
 #include "scheduler/ios/op_dag.h"
+#include "scheduler/ios/stages/merge.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -23,19 +23,6 @@ constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
 // the smallest prefix worth its table (smaller blocks' DP costs little).
 constexpr int kMaxPrefixExtraOps = 3;
 constexpr int kMinPrefixOps = 8;
-
-// A block's floored search may take this many times bounded_steps_per_block
-// (2 M by default: NASNet's cells take about that, and hand to the DP
-// millions of measurements at 0.5 M; docs/benchmarks.md, 2026-11-28).
-constexpr int64_t kFloorStepsFactor = 40;
-// With a device floor that knows the backend's issue order, blocks of up to
-// this many times bounded_max_states are attempted (NASNet's cells, about
-// 146 k states: under sim:h100 the bound DP over a cell and the floor leave
-// 1-170 k of its stages to measure, against about 440 k for the DP), as
-// with a floor of stages timed back to back or one that declares the
-// device's contention (the analytic oracle's: without it, its floor bounds
-// those cells too loosely to pay for the bound DP's walk).
-constexpr int64_t kDeviceFloorStatesFactor = 4;
 
 Status CheckLatency(Signature signature, double latency_ms) {
   if (!std::isfinite(latency_ms) || latency_ms < 0) {
@@ -51,8 +38,6 @@ std::string_view BlockSolverName(BlockSolver solver) {
   switch (solver) {
     case BlockSolver::kBounded:
       return "bounded";
-    case BlockSolver::kBoundedFloored:
-      return "bounded_floored";
     case BlockSolver::kExhaustive:
       return "exhaustive";
     case BlockSolver::kTwin:
@@ -279,317 +264,6 @@ void SearchSession::FindPrefix(BlockState& state) {
   }
 }
 
-Status SearchSession::CreateWindows() {
-  windows_created_ = true;
-  // Every block is solved: no block needs a prefix block's table any more.
-  for (BlockState& state : blocks_) {
-    state.solution.states.reset();
-    state.bound_table.reset();
-    state.prefix_bounds.reset();
-  }
-  if (options_.boundary_window_ops <= 0) return absl::OkStatus();
-  const int half = std::max(1, options_.boundary_window_ops / 2);
-  std::vector<int> claimed(num_blocks_, 0);  // stages taken from each block's start
-  for (int right = 1; right < num_blocks_; ++right) {
-    if (partition_.blocks[right].start != BlockStart::kSizeSplit) continue;
-    const std::vector<PlannedStage>& left_stages = blocks_[right - 1].solution.stages;
-    const std::vector<PlannedStage>& right_stages = blocks_[right].solution.stages;
-    BlockState window;
-    window.right = right;
-    int left_ops = 0, right_ops = 0;
-    const int left_available = static_cast<int>(left_stages.size()) - claimed[right - 1];
-    while (window.left_stages < left_available) {
-      const int ops = left_stages[left_stages.size() - 1 - window.left_stages].stage.num_ops();
-      if (window.left_stages > 0 && left_ops + ops > half) break;
-      left_ops += ops;
-      ++window.left_stages;
-    }
-    while (window.right_stages < static_cast<int>(right_stages.size())) {
-      const int ops = right_stages[window.right_stages].stage.num_ops();
-      if (window.right_stages > 0 && right_ops + ops > half) break;
-      right_ops += ops;
-      ++window.right_stages;
-    }
-    if (window.left_stages == 0 || window.right_stages == 0) continue;
-    std::vector<graph::NodeId> ops;
-    auto take = [&](const PlannedStage& planned) {
-      window.old_latency_ms += planned.latency_ms;
-      for (const auto& group : planned.stage.groups) ops.insert(ops.end(), group.begin(), group.end());
-    };
-    for (int i = 0; i < window.left_stages; ++i) {
-      take(left_stages[left_stages.size() - 1 - i]);
-    }
-    for (int i = 0; i < window.right_stages; ++i) take(right_stages[i]);
-    std::sort(ops.begin(), ops.end(),
-              [&](graph::NodeId a, graph::NodeId b) { return position_[a] < position_[b]; });
-    ASSIGN_OR_RETURN(window.graph, BlockGraph::Build(graph_, ops));
-    claimed[right] = window.right_stages;
-    AddBlock(std::move(window));
-    ++stats_.windows;
-  }
-  windows_total_.store(static_cast<int>(stats_.windows), std::memory_order_relaxed);
-  return absl::OkStatus();
-}
-
-DpOptions SearchSession::PassOptions(bool* total_binds) const {
-  const SearchBudget& budget = options_.budget;
-  DpOptions dp;
-  dp.bounds = {options_.max_group_ops, options_.max_groups};
-  dp.enable_merge = options_.enable_merge;
-  dp.max_states = budget.max_states_per_pass;
-  dp.max_transitions = budget.max_transitions_per_pass;
-  dp.max_steps = budget.max_steps_per_pass;
-  dp.max_bytes = budget.max_bytes_per_pass;
-  dp.stop = stop_;
-  *total_binds = false;
-  if (budget.max_transitions_total > 0) {
-    const int64_t left = std::max<int64_t>(1, budget.max_transitions_total - stats_.total_transitions);
-    if (dp.max_transitions == 0 || left < dp.max_transitions) {
-      dp.max_transitions = left;
-      *total_binds = true;
-    }
-  }
-  return dp;
-}
-
-Status SearchSession::OverBudget(int b, const Status& error, bool total_binds, bool can_split) {
-  const SearchBudget& budget = options_.budget;
-  BlockState& state = blocks_[b];
-  const std::string what(error.message());
-  if (total_binds && absl::StrContains(what, "transitions")) {
-    return SearchBudgetError(StrCat("the search needs more than ", budget.max_transitions_total,
-                                    " DP transitions in all (the search budget; a smaller "
-                                    "block size or r/s needs fewer)"));
-  }
-  if (b >= num_blocks_) {
-    // A boundary window is an optional improvement: keep the blocks' stages.
-    state.solution = BlockSolution();
-    state.solution.complete = true;
-    state.solution.latency_ms = std::numeric_limits<double>::infinity();
-    state.unknown.clear();
-    state.bounded.reset();
-    ++stats_.skipped_windows;
-    MarkSolved(b);
-    return absl::OkStatus();
-  }
-  if (!can_split || state.graph.size() <= budget.min_block_ops) {
-    return SearchBudgetError(StrCat(what, "; blocks of ", budget.min_block_ops,
-                                    " ops are the smallest it splits into"));
-  }
-  return SplitBlock(b);
-}
-
-void SearchSession::CountSolved(const DpStats& stats) {
-  stats_.dp_states += stats.states;
-  stats_.transitions += stats.transitions;
-  stats_.candidate_stages += stats.distinct_stages;
-  stats_.merge_stages += stats.merge_stages;
-  stats_.bound_groups += stats.bound_groups;
-  stats_.tightened_bounds += stats.tightened_bounds;
-  stats_.prefix_bound_blocks += stats.prefix_bound_states > 0 ? 1 : 0;
-  stats_.lower_bound_misses += stats.lower_bound_misses;
-  stats_.largest_bound_miss_ms = std::max(stats_.largest_bound_miss_ms, stats.largest_bound_miss_ms);
-}
-
-Status SearchSession::SolveBounded(int b, LatencySource& source) {
-  BlockState& state = blocks_[b];
-  ++pass_;
-  if (state.phase == BlockPhase::kNotStarted) state.first_pass = pass_;
-  if (state.bounded == nullptr) {
-    BoundedSearchOptions options = BoundedOptions(PassOptions(&state.total_binds), state.floored);
-    if (!state.floored) options.prefix_bounds = state.prefix_bounds;
-    // With what was left of the total, it searches on its own; on its
-    // prefix block's bound table, it walks only its own states, alone.
-    options.pause_before_bound_dp =
-        SharesWalks() && !state.total_binds && options.prefix_bounds == nullptr;
-    state.walk_pending = options.pause_before_bound_dp && options.bound_dp_max_states > 0;
-    state.counted_transitions = 0;
-    ASSIGN_OR_RETURN(state.bounded, BoundedBlockSearch::Create(state.graph, options));
-  }
-  const Status advanced = state.bounded->Advance(source);
-  return FinishBounded(b, advanced, state.total_binds, source, nullptr);
-}
-
-BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp, bool floored) const {
-  BoundedSearchOptions options;
-  options.dp = dp;
-  options.lookahead = options_.lookahead;
-  options.max_open_steps = options_.bounded_steps_per_block;
-  options.cores = options_.cores;
-  options.sub_stage_bound = options_.sub_stage_bound;
-  options.device_floor = options_.device_floor;
-  options.bound_dp_max_states = options_.bound_dp_max_states;
-  options.walk_progress = &walk_progress_;
-  if (floored || options_.device_floor.bounds_anything()) {
-    // A floor pays off through the bound DP: it weighs every state. Its
-    // steps are cheap next to the DP's millions of measurements. (Without
-    // the bound DP, bound_dp_max_states 0, a device floor only bounds.)
-    if (floored) options.floor_samples = options_.floor_samples;
-    options.max_open_steps *= kFloorStepsFactor;
-    if (floored || options.bound_dp_max_states > 0) {
-      options.bound_dp_max_states = std::max<int64_t>(
-          options.bound_dp_max_states, dp.max_states > 0 ? dp.max_states : int64_t{1} << 40);
-    }
-  }
-  return options;
-}
-
-bool SearchSession::HandsOverToDp(const Status& advanced, bool total_binds) {
-  return IsSearchBudgetError(advanced) &&
-         !(total_binds && absl::StrContains(advanced.message(), "transitions"));
-}
-
-Status SearchSession::FinishBounded(int b, const Status& advanced, bool total_binds,
-                                    LatencySource& source, StatusOr<BlockSolution>* dp_solution) {
-  BlockState& state = blocks_[b];
-  // (A shared walk's transitions are the search's too.)
-  const int64_t transitions = state.bounded->stats().transitions;
-  stats_.total_transitions += transitions - state.counted_transitions;
-  state.counted_transitions = transitions;
-  if (!advanced.ok() && IsSearchBudgetError(advanced)) {
-    if (!HandsOverToDp(advanced, total_binds)) {
-      return OverBudget(b, advanced, total_binds, /*can_split=*/true);
-    }
-    state.bounded.reset();
-    if (options_.floor_samples > 0 && !state.floored && dp_solution == nullptr) {
-      // Too loose bounds for the exact search: the calibrated floor next.
-      state.floored = true;
-      ++stats_.floored_blocks;
-      return SolveBounded(b, source);
-    }
-    // Too loose bounds (or too large a block) for the bounded search: the
-    // exhaustive DP solves the block, splitting it over its own budget.
-    state.exhaustive = true;
-    ++stats_.exhaustive_blocks;
-    return SolveExhaustive(b, source, /*first_pass=*/true, dp_solution);
-  }
-  RETURN_IF_ERROR(advanced);
-  RETURN_IF_ERROR(source.status());
-  RETURN_IF_ERROR(CheckSignatureBudget());
-  // A pause for a shared walk is no pass: the walk and the search after it
-  // are (as they are one pass when the search does not pause).
-  if (!state.bounded->paused_before_bound_dp()) ++stats_.dp_passes;
-  if (state.bounded->solved()) {
-    state.solution = state.bounded->solution();
-    // (A calibrated floor's bounds are fitted, not the assumption's.)
-    if (state.provides_prefix && !state.floored) state.bound_table = state.bounded->bound_table();
-    state.bounded.reset();
-    CountSolved(state.solution.stats);
-    MarkSolved(b);
-  } else {
-    state.unknown = state.bounded->waiting_for();
-    state.phase = BlockPhase::kWaiting;
-  }
-  ForgetIfOverCache();
-  return absl::OkStatus();
-}
-
-Status SearchSession::SolveWith(int b, LatencySource& source) {
-  BlockState& state = blocks_[b];
-  if (state.prefix >= 0) return SolvePrefixed(b, source);
-  SizeBlock(b);
-  if (!options_.exhaustive && !state.exhaustive) return SolveBounded(b, source);
-  const bool first_pass = state.phase == BlockPhase::kNotStarted;
-  ++pass_;
-  if (first_pass) state.first_pass = pass_;
-  return SolveExhaustive(b, source, first_pass);
-}
-
-void SearchSession::SizeBlock(int b) {
-  BlockState& state = blocks_[b];
-  // A floor that knows the issue order, or of stages timed back to back
-  // (whose launches rule a stage of small kernels), or that charges
-  // concurrent groups their contention, is tight enough to take larger
-  // blocks.
-  const DeviceFloor& device = options_.device_floor;
-  const bool tight =
-      device.bounds_anything() && (device.issue_order != DeviceFloor::IssueOrder::kUnknown ||
-                                   device.back_to_back || device.contention > 0);
-  const int64_t limit = options_.bounded_max_states * (tight ? kDeviceFloorStatesFactor : 1);
-  const bool floor = options_.floor_samples > 0;
-  if (options_.exhaustive || state.exhaustive || state.phase != BlockPhase::kNotStarted ||
-      (limit <= 0 && !floor)) {
-    return;
-  }
-  const int64_t states =
-      CountStates(state.graph, std::max(limit, floor ? options_.floor_min_states : 0) + 1);
-  state.states = states;
-  if (floor && states > options_.floor_min_states) {
-    state.floored = true;
-    ++stats_.floored_blocks;
-    return;
-  }
-  if (limit <= 0 || states <= limit) return;
-  state.exhaustive = true;
-  ++stats_.exhaustive_blocks;
-}
-
-Status SearchSession::SolvePrefixed(int b, LatencySource& source) {
-  BlockState& state = blocks_[b];
-  const BlockState& provider = blocks_[state.prefix];
-  if (provider.phase != BlockPhase::kSolved) {
-    state.phase = BlockPhase::kWaiting;  // SolveReadyBlocks comes back to it
-    return absl::OkStatus();
-  }
-  if (provider.solution.states == nullptr) {
-    // The bounded search solved it: no DP table, perhaps a bound table.
-    state.prefix_bounds = provider.bound_table;
-    state.prefix = -1;
-    state.phase = BlockPhase::kNotStarted;
-    return SolveWith(b, source);
-  }
-  // Waiting for the prefix block ran no pass.
-  const bool first_pass = state.first_pass == 0;
-  ++pass_;
-  if (first_pass) state.first_pass = pass_;
-  RETURN_IF_ERROR(SolveExhaustive(b, source, first_pass));
-  const BlockState& solved = blocks_[b];  // (b is a split's first piece after a split)
-  if (solved.phase == BlockPhase::kSolved && solved.prefix >= 0) {
-    ++stats_.prefix_blocks;
-    // The candidate stages of its states made of the prefix's ops are the
-    // prefix block's (as a twin counts its twin's).
-    stats_.candidate_stages += blocks_[solved.prefix].solution.stats.distinct_stages;
-    stats_.merge_stages += blocks_[solved.prefix].solution.stats.merge_stages;
-  }
-  return absl::OkStatus();
-}
-
-Status SearchSession::SolveExhaustive(int b, LatencySource& source, bool first_pass,
-                                      StatusOr<BlockSolution>* precomputed) {
-  BlockState& state = blocks_[b];
-  state.unknown.clear();
-  bool total_binds = false;
-  DpOptions dp = PassOptions(&total_binds);
-  dp.keep_states = state.provides_prefix;
-  const SolvedStates* prefix =
-      state.prefix >= 0 ? blocks_[state.prefix].solution.states.get() : nullptr;
-  StatusOr<BlockSolution> solved = precomputed != nullptr
-                                       ? std::move(*precomputed)
-                                       : SolveBlock(state.graph, dp, source, prefix);
-  if (!solved.ok() && IsSearchBudgetError(solved.status())) {
-    return OverBudget(b, solved.status(), total_binds, first_pass);
-  }
-  ASSIGN_OR_RETURN(BlockSolution solution, std::move(solved));
-  RETURN_IF_ERROR(source.status());
-  RETURN_IF_ERROR(CheckSignatureBudget());
-  ++stats_.dp_passes;
-  stats_.total_transitions += solution.stats.transitions;
-  if (first_pass) CountSolved(solution.stats);
-  if (!state.provides_prefix) solution.states.reset();  // kept for a shared walk's other blocks
-  if (solution.complete) {
-    state.solution = std::move(solution);
-    MarkSolved(b);
-  } else {
-    std::sort(state.unknown.begin(), state.unknown.end());
-    state.unknown.erase(std::unique(state.unknown.begin(), state.unknown.end()),
-                        state.unknown.end());
-    state.solution.stats = solution.stats;
-    state.phase = BlockPhase::kWaiting;
-  }
-  ForgetIfOverCache();
-  return absl::OkStatus();
-}
-
 Status SearchSession::CheckSignatureBudget() const {
   const SearchBudget& budget = options_.budget;
   if (budget.max_signatures_total > 0 &&
@@ -638,52 +312,6 @@ void SearchSession::ForgetSolvedLatencies() {
   // What the waiting blocks need stays; forget again only once the table
   // has grown well past it (each forgetting costs a walk of the table).
   forget_at_bytes_ = 2 * LatencyTableBytes();
-}
-
-Status SearchSession::SplitBlock(int b) {
-  const int max_ops =
-      std::max(options_.budget.min_block_ops, blocks_[b].graph.size() * 7 / 10);
-  const std::vector<uint64_t> key = blocks_[b].graph.structure_key();
-  std::vector<BlockState> old_blocks;
-  old_blocks.swap(blocks_);
-  std::vector<Block> old_partition;
-  old_partition.swap(partition_.blocks);
-  first_with_structure_.clear();
-  int first_piece = -1;
-  for (int i = 0; i < static_cast<int>(old_blocks.size()); ++i) {
-    // Blocks of b's structure after b wait for b (twins are never earlier
-    // than their original): they are split the same way.
-    if (i == b || (i > b && old_blocks[i].graph.structure_key() == key)) {
-      ASSIGN_OR_RETURN(std::vector<Block> pieces, ::iosfarm::scheduler::ios::SplitBlock(graph_, old_partition[i], max_ops));
-      if (i == b) first_piece = static_cast<int>(blocks_.size());
-      for (Block& piece : pieces) {
-        BlockState state;
-        ASSIGN_OR_RETURN(state.graph, BlockGraph::Build(graph_, piece.ops));
-        AddBlock(std::move(state));
-        partition_.blocks.push_back(std::move(piece));
-      }
-      ++stats_.split_blocks;
-    } else {
-      // AddBlock finds them again under the new indices.
-      old_blocks[i].twin = old_blocks[i].prefix = -1;
-      old_blocks[i].provides_prefix = false;
-      AddBlock(std::move(old_blocks[i]));
-      partition_.blocks.push_back(std::move(old_partition[i]));
-    }
-  }
-  stats_.smallest_split =
-      stats_.smallest_split == 0 ? max_ops : std::min(stats_.smallest_split, max_ops);
-  num_blocks_ = static_cast<int>(blocks_.size());
-  stats_.blocks = num_blocks_;
-  partition_.size_cuts = partition_.articulation_cuts = partition_.largest_block = 0;
-  for (const Block& block : partition_.blocks) {
-    partition_.size_cuts += block.start == BlockStart::kSizeSplit;
-    partition_.articulation_cuts += block.start == BlockStart::kArticulation;
-    partition_.largest_block =
-        std::max(partition_.largest_block, static_cast<int>(block.ops.size()));
-  }
-  next_block_ = first_piece;
-  return absl::OkStatus();
 }
 
 bool SearchSession::IsKnown(Signature signature) const {
@@ -867,62 +495,6 @@ Status SearchSession::RunInline(const SignedLatencyFn& measure) {
   return absl::OkStatus();
 }
 
-bool SearchSession::SharesWalks() const { return options_.floor_samples == 0; }
-
-bool SearchSession::PausedForWalk(int b) const {
-  const BlockState& state = blocks_[b];
-  return state.walk_pending && state.bounded != nullptr && state.bounded->paused_before_bound_dp();
-}
-
-StatusOr<int> SearchSession::WalkPausedBlocks(bool all, bool timed,
-                                              const std::function<Status(int)>& resume) {
-  // Paused blocks, by shape, in block order.
-  const std::vector<std::vector<size_t>> shapes = GroupByShape(
-      blocks_.size(), [&](size_t b) { return PausedForWalk(b) ? &blocks_[b].graph : nullptr; });
-  if (shapes.empty()) return 0;
-  // A block that could still pause: not started (and not waiting for a twin
-  // or a prefix block), or started and waiting for its bounds' latencies.
-  auto could_join = [&](const BlockState& state) {
-    if (state.twin >= 0 || state.prefix >= 0) return false;
-    return state.phase == BlockPhase::kNotStarted ||
-           (state.phase == BlockPhase::kWaiting && state.walk_pending && state.bounded != nullptr &&
-            !state.bounded->paused_before_bound_dp());
-  };
-  for (const std::vector<size_t>& shape : shapes) {
-    const bool complete =
-        all || std::none_of(blocks_.begin(), blocks_.end(), [&](const BlockState& state) {
-          return could_join(state) && SameShape(blocks_[shape[0]].graph, state.graph);
-        });
-    if (!complete) continue;
-    if (timed && OutOfTime()) {
-      paused_ = true;
-      return 0;
-    }
-    std::vector<BoundedBlockSearch*> searches;
-    for (size_t b : shape) {
-      searches.push_back(blocks_[b].bounded.get());
-      blocks_[b].walk_pending = false;
-    }
-    if (searches.size() > 1) {
-      RETURN_IF_ERROR(BoundedBlockSearch::WalkBoundDps(searches));
-      stats_.shared_bound_walk_blocks += static_cast<int>(searches.size());
-    }
-    // Later blocks first: a block's pass may split it, renumbering the
-    // blocks after it. Those left at the deadline are SolveReadyBlocks'
-    // (walked, they wait for nothing).
-    for (auto b = shape.rbegin(); b != shape.rend(); ++b) {
-      if (timed && OutOfTime()) {
-        paused_ = true;
-        break;
-      }
-      RETURN_IF_ERROR(resume(static_cast<int>(*b)));
-    }
-    ResolveTwins();
-    return static_cast<int>(shape.size());
-  }
-  return 0;
-}
-
 Status SearchSession::StartBlock(int b, LatencySource& source) {
   if (blocks_[b].twin >= 0) {
     blocks_[b].phase = BlockPhase::kWaiting;  // for its twin
@@ -969,7 +541,7 @@ StatusOr<SearchResult> SearchSession::Result() const {
     } else if (options_.exhaustive || state.exhaustive || state.prefix >= 0) {
       report.solver = BlockSolver::kExhaustive;
     } else {
-      report.solver = state.floored ? BlockSolver::kBoundedFloored : BlockSolver::kBounded;
+      report.solver = BlockSolver::kBounded;
     }
     report.dp = state.solution.stats;
     report.num_stages = static_cast<int>(state.solution.stages.size());

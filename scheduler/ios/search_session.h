@@ -26,7 +26,7 @@
 // and harmless).
 //
 // Blocks of one shape (NASNet's cells repeat one structure at several sizes)
-// walk their bound DPs together (bounded_block_search.h: each extra block
+// walk their cost-to-go DPs together (bounded_block_search.h: each extra block
 // adds a quarter to two fifths of a lone walk's CPU, against a whole one):
 // a bounded search stops once its groups are measured until no other block
 // of its shape can still join (all started and measured), or until nothing
@@ -61,11 +61,11 @@
 #include "scheduler/ios/block_dp.h"
 #include "scheduler/ios/block_graph.h"
 #include "scheduler/ios/blocks.h"
-#include "scheduler/ios/bounded_block_search.h"
+#include "scheduler/ios/bounded/bounded_block_search.h"
 #include "scheduler/ios/latency_oracle.h"
-#include "scheduler/ios/latency_table.h"
 #include "scheduler/ios/schedule.h"
 #include "scheduler/ios/search_options.h"
+#include "scheduler/ios/tables/latency_table.h"
 
 namespace iosfarm::scheduler::ios {
 
@@ -76,7 +76,7 @@ struct SearchStats {
   // first ops being identical to an earlier block whose DP table they took
   // (SearchOptions::reuse_identical_blocks; SolveBlock's prefix).
   int prefix_blocks = 0;
-  // Bounded search: blocks whose bound DP took the states of their first
+  // Bounded search: blocks whose cost-to-go DP took the states of their first
   // ops from such an earlier block's bound table (its bounded search solved
   // it; BoundedSearchOptions::prefix_bounds) and walked only their own.
   int prefix_bound_blocks = 0;
@@ -112,16 +112,13 @@ struct SearchStats {
   int improved_windows = 0;       // of which replaced their stages
   int skipped_windows = 0;        // left as they were: over the search budget
   // Blocks and windows the bounded search handed to the exhaustive DP (over
-  // SearchOptions::bounded_steps_per_block).
+  // SearchOptions::bounded.max_open_steps).
   int exhaustive_blocks = 0;
-  // Blocks whose bounded search took the calibrated floor
-  // (SearchOptions::floor_samples, floor_min_states).
-  int floored_blocks = 0;
   // Of the blocks the exhaustive DP solved, those that shared a walk with
   // blocks of the same shape (SolveBlocks; searches on several threads).
   int shared_walk_blocks = 0;
-  // Of the blocks the bounded search solved or tried, those whose bound DP
-  // was walked together with blocks of the same shape (WalkBoundDps).
+  // Of the blocks the bounded search solved or tried, those whose cost-to-go DP
+  // was walked together with blocks of the same shape (WalkCostToGoDps).
   int shared_bound_walk_blocks = 0;
   int split_blocks = 0;           // blocks split for being over the budget
   int smallest_split = 0;         // ops limit of the smallest split (0: none)
@@ -132,13 +129,12 @@ struct SearchStats {
 // How a block was solved.
 enum class BlockSolver : uint8_t {
   kBounded,         // the bounded search (bounded_block_search.h)
-  kBoundedFloored,  // the bounded search with the calibrated floor (not exact)
   kExhaustive,      // the exhaustive DP (asked for, over the bounded search's
                     // budget, or on an earlier block's DP table: `prefix`)
   kTwin,            // mapped from an identical earlier block (`twin`)
 };
 
-// "bounded", "bounded_floored", "exhaustive" or "twin".
+// "bounded", "exhaustive" or "twin".
 std::string_view BlockSolverName(BlockSolver solver);
 
 // What the search did for one block.
@@ -212,7 +208,7 @@ class SearchSession {
   // where there are none): solved_blocks() beyond the partition's blocks
   // counts those solved. Safe to read from any thread.
   int windows_total() const { return windows_total_.load(std::memory_order_relaxed); }
-  // How far the bound DP's walks have come (bounded search): safe to read
+  // How far the cost-to-go DP's walks have come (bounded search): safe to read
   // from any thread.
   const WalkProgress& walk_progress() const { return walk_progress_; }
   // `stop` (may be null; must outlive the session) is read during long
@@ -267,11 +263,9 @@ class SearchSession {
     std::unique_ptr<BoundedBlockSearch> bounded;
     // The bounded search went over its budget: the exhaustive DP solves it.
     bool exhaustive = false;
-    // Its bounded search takes the calibrated floor (SizeBlock).
-    bool floored = false;
     // Its DP states as SizeBlock counted them (up to its limit), or 0.
     int64_t states = 0;
-    // Its bounded search stops before its bound DP (SharesWalks), to walk
+    // Its bounded search stops before its cost-to-go DP, to walk
     // it with the blocks of its shape (WalkPausedBlocks); cleared once
     // walked.
     bool walk_pending = false;
@@ -310,11 +304,10 @@ class SearchSession {
   Status SolvePrefixed(int b, LatencySource& source);
   // Solves or re-solves block b with `source`; updates its phase.
   Status SolveWith(int b, LatencySource& source);
-  // Before block b's first pass in the bounded search: marks a block of
-  // more than SearchOptions::floor_min_states states for the calibrated
-  // floor (with floor_samples), else hands a block of more than
-  // bounded_max_states states to the exhaustive DP (counted in
-  // exhaustive_blocks). Only a block not started yet.
+  // Before block b's first pass in the bounded search: hands a block of
+  // more than SearchOptions::bounded.max_block_states states (times
+  // device_floor_states_factor with a tight device floor) to the exhaustive
+  // DP (counted in exhaustive_blocks). Only a block not started yet.
   void SizeBlock(int b);
   // SolveWith for the bounded search: starts or advances it.
   Status SolveBounded(int b, LatencySource& source);
@@ -324,9 +317,8 @@ class SearchSession {
   // that DP's result when it already ran (SolveInParallel), else null.
   Status FinishBounded(int b, const Status& advanced, bool total_binds, LatencySource& source,
                        StatusOr<BlockSolution>* dp_solution);
-  // The bounded search's options for a pass with DP options `dp`, of a
-  // block marked for the calibrated floor or not.
-  BoundedSearchOptions BoundedOptions(const DpOptions& dp, bool floored) const;
+  // The bounded search's options for a pass with DP options `dp`.
+  BoundedSearchOptions BoundedOptions(const DpOptions& dp) const;
   // Whether a bounded search that stopped with `advanced` goes to the
   // exhaustive DP (rather than over the search's total budget).
   static bool HandsOverToDp(const Status& advanced, bool total_binds);
@@ -350,19 +342,12 @@ class SearchSession {
   // RunInline may use SolveInParallel (see SearchOptions::threads): not
   // with a total transitions budget (each pass takes what the passes before
   // it left) or a latency cache limit (it forgets what no running pass
-  // needs), nor where SharesWalks does not.
+  // needs).
   bool ParallelInline() const;
-  // The bound DPs of blocks of one shape may be walked together
-  // (WalkPausedBlocks, SolveInParallel): not with the calibrated floor (one
-  // block at a time, on the main thread). A search created with what was
-  // left of a total transitions budget does not pause: several paused
-  // searches would each have taken all of it (as blocks waiting for their
-  // latencies in a batched search may).
-  bool SharesWalks() const;
-  // Block b's bounded search is paused before its bound DP for a shared walk.
+  // Block b's bounded search is paused before its cost-to-go DP for a shared walk.
   bool PausedForWalk(int b) const;
-  // Walks the bound DPs of the first shape's blocks paused for one
-  // (PausedForWalk) in one walk (BoundedBlockSearch::WalkBoundDps), and goes
+  // Walks the cost-to-go DPs of the first shape's blocks paused for one
+  // (PausedForWalk) in one walk (BoundedBlockSearch::WalkCostToGoDps), and goes
   // on with each: resume(b) (block b's next pass, which may split it; later
   // blocks go first). Only a shape of which no other block could still
   // pause (one not started, or waiting for the latencies of its bounds),

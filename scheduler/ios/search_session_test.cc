@@ -7,8 +7,8 @@
 #include "common/strings.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
-#include "scheduler/ios/direct_oracle.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/inline_search.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -44,7 +44,7 @@ constexpr Mode kModes[] = {{true, 0}, {false, 0}, {false, 16}};
 
 SearchOptions ForMode(SearchOptions options, const Mode& mode) {
   options.exhaustive = mode.exhaustive;
-  options.lookahead = mode.lookahead;
+  options.bounded.lookahead = mode.lookahead;
   return options;
 }
 
@@ -94,7 +94,7 @@ TEST(SearchSessionTest, BatchedSearchEqualsDirectSearch) {
 }
 
 // Cells of one shape at several sizes: the bounded searches of their blocks
-// pause after their groups and walk their bound DPs together, on one
+// pause after their groups and walk their cost-to-go DPs together, on one
 // thread (RunInline) and batched as a farm does (NextUnknown, whatever the
 // batch width: a shape walks once every block of it is measured, or once
 // nothing else is left). Either way the schedule is the direct search's on
@@ -114,7 +114,7 @@ TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBa
     const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
     SearchOptions options;
     options.max_block_ops = tail ? 50 : 12;
-    options.lookahead = 0;  // batched: exactly the direct search's requests
+    options.bounded.lookahead = 0;  // batched: exactly the direct search's requests
     options.exhaustive = true;
     auto exhaustive = RunSearch(graph, options, oracle);
     ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
@@ -169,7 +169,7 @@ TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBa
 }
 
 // NASNet-A's size cut leaves a block of a cell and the next cell's first
-// op. Where the bounded search solved the cell, that block's bound DP takes
+// op. Where the bounded search solved the cell, that block's cost-to-go DP takes
 // the cell's states from the cell's bound table and walks only its own:
 // the exhaustive latency still, the same schedule on one thread, two and
 // batched, and far fewer transitions than its own walk of every state.
@@ -180,7 +180,7 @@ TEST(SearchSessionTest, ABlockExtendingABoundedOneTakesItsBoundTable) {
     const graph::Graph graph = testing::RepeatedCellsWithTail(seed, 4, 12);
     const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
     SearchOptions options;
-    options.lookahead = 0;  // batched: exactly the direct search's requests
+    options.bounded.lookahead = 0;  // batched: exactly the direct search's requests
     options.exhaustive = true;
     auto exhaustive = RunSearch(graph, options, oracle);
     ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
@@ -242,7 +242,7 @@ TEST(SearchSessionTest, CoreBoundSearchBatchesAndEqualsExhaustive) {
     auto exhaustive = RunSearch(graph, options, oracle);
     ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
     options.exhaustive = false;
-    options.cores = 2;
+    options.bounded.cores = 2;
     auto direct = RunSearch(graph, options, oracle);
     ASSERT_TRUE(direct.ok()) << direct.status();
     EXPECT_NEAR(direct->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
@@ -261,7 +261,7 @@ TEST(SearchSessionTest, CoreBoundSearchBatchesAndEqualsExhaustive) {
   }
 }
 
-// A block of more DP states than bounded_max_states goes to the exhaustive
+// A block of more DP states than max_block_states goes to the exhaustive
 // DP without a bounded attempt: the schedule is the exhaustive search's,
 // stage for stage; without the limit the bounded search solves these small
 // blocks itself. A negative limit is refused.
@@ -275,7 +275,7 @@ TEST(SearchSessionTest, ABlockOverTheStateLimitGoesStraightToTheDp) {
     auto reference = RunSearch(graph, exhaustive, oracle);
     ASSERT_TRUE(reference.ok()) << reference.status();
     SearchOptions limited;
-    limited.bounded_max_states = 1;
+    limited.bounded.max_block_states = 1;
     auto straight = RunSearch(graph, limited, oracle);
     ASSERT_TRUE(straight.ok()) << straight.status();
     EXPECT_GT(straight->stats.exhaustive_blocks, 0);
@@ -283,7 +283,7 @@ TEST(SearchSessionTest, ABlockOverTheStateLimitGoesStraightToTheDp) {
     EXPECT_EQ(straight->schedule.latency_ms, reference->schedule.latency_ms);
     EXPECT_EQ(straight->stats.unique_signatures, reference->stats.unique_signatures);
     SearchOptions unlimited;
-    unlimited.bounded_max_states = 0;
+    unlimited.bounded.max_block_states = 0;
     auto bounded = RunSearch(graph, unlimited, oracle);
     ASSERT_TRUE(bounded.ok()) << bounded.status();
     EXPECT_EQ(bounded->stats.exhaustive_blocks, 0);
@@ -292,65 +292,12 @@ TEST(SearchSessionTest, ABlockOverTheStateLimitGoesStraightToTheDp) {
     EXPECT_NEAR(bounded->schedule.latency_ms, reference->schedule.latency_ms, 1e-9);
   }
   SearchOptions bad;
-  bad.bounded_max_states = -1;
+  bad.bounded.max_block_states = -1;
   const graph::Graph graph = testing::RandomDag(1, 6);
   auto refused = RunSearch(graph, bad, testing::GroupMonotoneOracle(graph, 1));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("bounded_max_states"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("max_block_states"), std::string::npos)
       << refused.status();
-}
-
-// Blocks of more than floor_min_states states take the calibrated floor
-// (counted in floored_blocks): with latencies linear in its features the
-// exhaustive search's latency, and batched as a farm does (no lookahead)
-// the direct search's schedule from exactly its requests. Smaller blocks
-// (a higher floor_min_states) that the exact search solves within its
-// steps keep it.
-TEST(SearchSessionTest, LargeBlocksTakeTheCalibratedFloorAndBatchAsTheDirectSearch) {
-  int floored = 0, solved_floored = 0;
-  for (uint64_t seed = 1; seed <= 8; ++seed) {
-    SCOPED_TRACE(StrCat("seed ", seed));
-    const graph::Graph graph = testing::RandomDag(seed, 14);
-    const StageLatencyFn oracle = testing::FeatureLinearOracle(graph, seed);
-    SearchOptions options;
-    options.max_block_ops = 14;
-    options.boundary_window_ops = 0;
-    options.exhaustive = true;
-    auto exhaustive = RunSearch(graph, options, oracle);
-    ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
-    options.exhaustive = false;
-    options.lookahead = 0;
-    options.floor_samples = 12;
-    options.floor_min_states = 0;
-    auto direct = RunSearch(graph, options, oracle);
-    ASSERT_TRUE(direct.ok()) << direct.status();
-    EXPECT_NEAR(direct->schedule.latency_ms, exhaustive->schedule.latency_ms, 1e-9);
-    floored += direct->stats.floored_blocks;
-    int floored_reports = 0;  // a floored block over its steps went to the DP
-    for (const BlockReport& block : direct->blocks) {
-      floored_reports += block.solver == BlockSolver::kBoundedFloored;
-    }
-    EXPECT_LE(floored_reports, direct->stats.floored_blocks);
-    solved_floored += floored_reports;
-    std::vector<Signature> requested;
-    auto batched = RunBatched(graph, options, oracle, 7, &requested);
-    ASSERT_TRUE(batched.ok()) << batched.status();
-    EXPECT_EQ(Describe(graph, batched->schedule), Describe(graph, direct->schedule));
-    EXPECT_EQ(static_cast<int64_t>(requested.size()), direct->stats.stages_measured);
-    options.floor_min_states = int64_t{1} << 40;
-    options.bounded_steps_per_block = 0;  // nor handed over by the exact search
-    auto exact = RunSearch(graph, options, oracle);
-    ASSERT_TRUE(exact.ok()) << exact.status();
-    EXPECT_EQ(exact->stats.floored_blocks, 0);
-  }
-  EXPECT_GT(floored, 0);
-  EXPECT_GT(solved_floored, 0);  // reported as such in the blocks
-  SearchOptions bad;
-  bad.floor_min_states = -1;
-  const graph::Graph graph = testing::RandomDag(1, 6);
-  auto refused = RunSearch(graph, bad, testing::GroupMonotoneOracle(graph, 1));
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("floor_min_states"), std::string::npos);
 }
 
 // A block that is an earlier block and one op more (the last cell and a
@@ -368,10 +315,10 @@ TEST(SearchSessionTest, ABlockExtendingAnEarlierOneWalksOnlyItsOwnStates) {
       const StageLatencyFn oracle = mode.exhaustive ? testing::RandomOracle(graph, seed)
                                                     : testing::GroupMonotoneOracle(graph, seed);
       SearchOptions options = ForMode(SearchOptions{}, mode);
-      options.bounded_steps_per_block = 1;  // every block to the DP
-      // (the bound DP's cost to go would solve these small blocks within
+      options.bounded.max_open_steps = 1;  // every block to the DP
+      // (the cost-to-go DP's cost to go would solve these small blocks within
       // the steps between two budget checks)
-      options.bound_dp_max_states = 0;
+      options.bounded.cost_to_go_dp_max_states = 0;
       auto direct = RunSearch(graph, options, oracle);
       ASSERT_TRUE(direct.ok()) << direct.status();
       ASSERT_EQ(direct->stats.prefix_blocks, 1);
@@ -567,7 +514,7 @@ TEST(SearchSessionTest, RejectsBadInput) {
   bad.max_block_ops = 2000;
   EXPECT_FALSE(SearchSession::Create(graph, bad).ok());
   bad = SearchOptions{};
-  bad.cores = -1;
+  bad.bounded.cores = -1;
   EXPECT_EQ(SearchSession::Create(graph, bad).status().code(), absl::StatusCode::kInvalidArgument);
   auto session = *SearchSession::Create(graph, SearchOptions{});
   EXPECT_FALSE(session->NextUnknown(0).ok());
@@ -578,16 +525,16 @@ TEST(SearchSessionTest, RejectsBadInput) {
 
 TEST(SearchSessionTest, DirectOracleCountsMeasurementsAndPropagatesErrors) {
   const graph::Graph graph = testing::RandomDag(15, 10);
-  DirectOracle direct(MakeAnalyticOracle(graph));
+  InlineSearch direct(MakeAnalyticOracle(graph));
   auto result = direct.Search(graph, SearchOptions{});
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(direct.measurements(), result->stats.unique_signatures);
-  DirectOracle failing([](const Stage&) -> StatusOr<double> {
+  InlineSearch failing([](const Stage&) -> StatusOr<double> {
     return absl::DeadlineExceededError("timeout");
   });
   EXPECT_EQ(failing.Search(graph, SearchOptions{}).status().code(),
             absl::StatusCode::kDeadlineExceeded);
-  DirectOracle negative([](const Stage&) -> StatusOr<double> { return -2.0; });
+  InlineSearch negative([](const Stage&) -> StatusOr<double> { return -2.0; });
   EXPECT_EQ(negative.Search(graph, SearchOptions{}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -4,7 +4,7 @@
 // Two rounds over the wave of not-started blocks (or windows). First each
 // thread takes the next block and runs the bounded search the sequential
 // loop would run; blocks of one shape go to one thread together, to walk
-// their bound DPs in one walk (WalkBoundDps: each gets the table its own
+// their cost-to-go DPs in one walk (WalkCostToGoDps: each gets the table its own
 // walk gives), a shape in one piece unless splitting it shortens the
 // longest thread by more than the CPU it adds (PlanSharedWalks), the
 // costliest pieces first, and then
@@ -33,8 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "scheduler/ios/bounded/shared_walk_plan.h"
 #include "scheduler/ios/search_session.h"
-#include "scheduler/ios/shared_walk_plan.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -70,10 +70,8 @@ void SearchSession::RunOnThreads(size_t count, const std::atomic<bool>& failed,
 
 bool SearchSession::ParallelInline() const {
   const SearchBudget& budget = options_.budget;
-  // (A block the exact search hands over takes the calibrated floor on the
-  // main thread: floor_samples searches use one thread.)
   return options_.threads > 1 && budget.max_transitions_total == 0 &&
-         budget.latency_cache_bytes == 0 && SharesWalks();
+         budget.latency_cache_bytes == 0;
 }
 
 Status SearchSession::SolveInParallel(LatencySource& source) {
@@ -95,11 +93,11 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   };
 
   // Round 1: the bounded searches, blocks of one shape in pieces that share
-  // their bound DP's walk (WalkBoundDps); what the DP must solve, with its
+  // their cost-to-go DP's walk (WalkCostToGoDps); what the DP must solve, with its
   // states.
   for (int b : wave) SizeBlock(b);
   auto bounded = [&](size_t i) { return !options_.exhaustive && !blocks_[wave[i]].exhaustive; };
-  std::vector<double> weight(wave.size(), 0.0);  // a bound DP walk's states
+  std::vector<double> weight(wave.size(), 0.0);  // a cost-to-go DP walk's states
   // Indices into `wave`: the bounded blocks by shape, then each other block.
   std::vector<std::vector<size_t>> shapes = GroupByShape(
       wave.size(), [&](size_t i) { return bounded(i) ? &blocks_[wave[i]].graph : nullptr; });
@@ -116,7 +114,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   std::stable_sort(searches.begin(), searches.end(), [&](const auto& a, const auto& b) {
     return SharedWalkCost(a, weight) > SharedWalkCost(b, weight);
   });
-  std::atomic<int> shared_bound{0};  // blocks whose bound DPs shared a walk
+  std::atomic<int> shared_bound{0};  // blocks whose cost-to-go DPs shared a walk
   RunOnThreads(searches.size(), failed, [&](size_t p) {
     std::vector<BoundedBlockSearch*> paused;
     for (size_t i : searches[p]) {
@@ -126,14 +124,14 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
       pass.bounded = bounded(i);
       pass.dp_needed = !pass.bounded;
       if (!pass.bounded) continue;
-      BoundedSearchOptions options = BoundedOptions(dp, state.floored);
-      options.pause_before_bound_dp = searches[p].size() > 1;
+      BoundedSearchOptions options = BoundedOptions(dp);
+      options.pause_before_cost_to_go_dp = searches[p].size() > 1;
       StatusOr<std::unique_ptr<BoundedBlockSearch>> created =
           BoundedBlockSearch::Create(state.graph, options);
       if (created.ok()) {
         pass.search = *std::move(created);
         pass.advanced = pass.search->Advance(source);
-        if (pass.advanced.ok() && pass.search->paused_before_bound_dp()) {
+        if (pass.advanced.ok() && pass.search->paused_before_cost_to_go_dp()) {
           paused.push_back(pass.search.get());
         }
       } else {
@@ -142,7 +140,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
       failing(pass.advanced);
     }
     // Shapes are checked and the searches paused: it cannot fail.
-    if (paused.size() > 1 && BoundedBlockSearch::WalkBoundDps(paused).ok()) {
+    if (paused.size() > 1 && BoundedBlockSearch::WalkCostToGoDps(paused).ok()) {
       shared_bound += static_cast<int>(paused.size());
     }
   });
@@ -151,7 +149,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
   RunOnThreads(wave.size(), failed, [&](size_t i) {
     ThreadPass& pass = passes[i];
     if (!pass.ran) return;
-    if (pass.search != nullptr && pass.advanced.ok() && pass.search->paused_before_bound_dp()) {
+    if (pass.search != nullptr && pass.advanced.ok() && pass.search->paused_before_cost_to_go_dp()) {
       pass.advanced = pass.search->Advance(source);
     }
     if (pass.bounded) {
@@ -234,7 +232,7 @@ Status SearchSession::SolveInParallel(LatencySource& source) {
     // An error stopped the threads before this pass ran (whole or in part):
     // the sequential loop goes on from here.
     if (!pass.ran || (pass.dp_needed && !pass.solved) ||
-        (pass.search != nullptr && pass.search->paused_before_bound_dp())) {
+        (pass.search != nullptr && pass.search->paused_before_cost_to_go_dp())) {
       break;
     }
     const int b = wave[i];

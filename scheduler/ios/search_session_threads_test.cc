@@ -9,9 +9,9 @@
 
 #include "common/strings.h"
 #include "gtest/gtest.h"
-#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/inline_search.h"
 #include "scheduler/ios/search_session.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -150,7 +150,7 @@ TEST(SearchSessionThreadsTest, HandOversToTheDpGiveWhatOneThreadGives) {
     const graph::Graph graph = testing::RandomDag(seed, 20);
     SearchOptions options;
     options.max_block_ops = 7;
-    options.bounded_steps_per_block = 1;
+    options.bounded.max_open_steps = 1;
     ExpectSameAsOneThread(graph, options, testing::GroupMonotoneOracle(graph, seed));
   }
 }
@@ -165,7 +165,7 @@ TEST(SearchSessionThreadsTest, CellsOfOneShapeShareWalksAndGiveWhatOneThreadGive
       const graph::Graph graph = testing::RepeatedCells(seed, 7, 7);
       SearchOptions options;
       options.exhaustive = exhaustive;
-      options.bounded_steps_per_block = 1;
+      options.bounded.max_open_steps = 1;
       options.max_block_ops = 12;
       shared +=
           TwoThreadStats(graph, options, testing::RandomOracle(graph, seed)).shared_walk_blocks;
@@ -176,7 +176,7 @@ TEST(SearchSessionThreadsTest, CellsOfOneShapeShareWalksAndGiveWhatOneThreadGive
 
 TEST(SearchSessionThreadsTest, CellsOfOneShapeShareBoundDpWalksAndGiveWhatOneThreadGives) {
   // The bounded search solves the cells; those of one shape walk their
-  // bound DPs together (WalkBoundDps), on one thread.
+  // cost-to-go DPs together (WalkCostToGoDps), on one thread.
   int shared = 0;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     SCOPED_TRACE(StrCat("seed ", seed));
@@ -201,8 +201,8 @@ TEST(SearchSessionThreadsTest, ABlockOnAnEarlierBlocksTableGivesWhatOneThreadGiv
       const graph::Graph graph = testing::RepeatedCellsWithTail(seed, 4, 12);
       SearchOptions options;
       options.exhaustive = exhaustive;
-      options.bounded_steps_per_block = 1;
-      options.bound_dp_max_states = 0;  // else it solves some before the hand-over
+      options.bounded.max_open_steps = 1;
+      options.bounded.cost_to_go_dp_max_states = 0;  // else it solves some before the hand-over
       const StageLatencyFn oracle = exhaustive ? testing::RandomOracle(graph, seed)
                                                : testing::GroupMonotoneOracle(graph, seed);
       prefix_blocks += TwoThreadStats(graph, options, oracle).prefix_blocks;

@@ -12,11 +12,11 @@
 // At r=1 the blocked search can lose to greedy on randwire and the NASNets:
 // with one op per group a stage is exactly a greedy stage, and greedy also
 // overlaps ops across block size cuts (see docs/benchmarks.md).
-#include "gtest/gtest.h"
 #include "graph/models/zoo.h"
+#include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/inline_search.h"
 
 namespace iosfarm::scheduler::ios {
 namespace {
@@ -88,7 +88,7 @@ TEST_P(ZooSearchTest, BeatsBaselinesWithValidSchedule) {
   }
 }
 
-// The bound DP as cost to go (SearchOptions::bound_dp_max_states, on by
+// The cost-to-go DP as cost to go (SearchOptions::cost_to_go_dp_max_states, on by
 // default) on inception_v3 at IOS's bounds: the same latency as the
 // critical-path cost to go and the exhaustive DP, from fewer measurements,
 // at least 3x fewer than the exhaustive DP's (issue 15's goal; the analytic
@@ -99,7 +99,7 @@ TEST(ZooSearchBoundDpTest, InceptionV3MeasuresAThirdOfTheExhaustiveStagesOrFewer
   const StageLatencyFn oracle = MakeAnalyticOracle(*graph);
   SearchOptions options;
   auto bound_dp = RunSearch(*graph, options, oracle);
-  options.bound_dp_max_states = 0;
+  options.bounded.cost_to_go_dp_max_states = 0;
   auto critical_path = RunSearch(*graph, options, oracle);
   options.exhaustive = true;
   auto exhaustive = RunSearch(*graph, options, oracle);

@@ -13,7 +13,7 @@
 #include "graph/models/zoo.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/direct_oracle.h"
+#include "scheduler/ios/inline_search.h"
 #include "tests/conformance/conformance_backends.h"
 #include "tests/conformance/conformance_util.h"
 

@@ -8,8 +8,8 @@
 
 #include "graph/graph_builder.h"
 #include "graph/test_graphs.h"
-#include "scheduler/ios/testing_util.h"
-#include "scheduler/ios/merge.h"
+#include "scheduler/ios/stages/merge.h"
+#include "scheduler/ios/testing/testing_util.h"
 #include "tests/conformance/conformance_backends.h"
 #include "tests/conformance/conformance_util.h"
 

@@ -2,7 +2,7 @@
 
 #include "common/strings.h"
 #include "scheduler/ios/schedule.h"
-#include "scheduler/ios/stage_validation.h"
+#include "scheduler/ios/stages/stage_validation.h"
 #include "worker/backends/profiling.h"
 
 namespace iosfarm::worker {

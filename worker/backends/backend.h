@@ -51,9 +51,9 @@
 #include "common/status.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
-#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/bounded/device_floor.h"
 #include "scheduler/ios/schedule.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::worker {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "scheduler/ios/signature.h"
+#include "scheduler/ios/stages/signature.h"
 
 namespace iosfarm::worker {
 

@@ -6,7 +6,7 @@
 // measured once and remembered, so the IOS search and the
 // baselines costed with the same function see the same latency for the same
 // stage (measurement noise cannot make a baseline look better). Used by
-// `iosfarm search --backend ...` (DirectOracle); the farm instead batches
+// `iosfarm search --backend ...` (InlineSearch); the farm instead batches
 // stages through build and profile phases. `graph` and `backend` must outlive
 // the function. Errors of Build/Profile are returned unchanged. Thread-safe
 // (a search on several threads calls it from each): stages build side by

@@ -4,7 +4,7 @@
 
 #include "graph/models/zoo.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/signature.h"
+#include "scheduler/ios/stages/signature.h"
 #include "worker/backends/backend_factory.h"
 
 namespace iosfarm::worker {

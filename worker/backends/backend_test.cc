@@ -13,7 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "graph/test_graphs.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::worker {
 namespace {

@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::worker {
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/graph_builder.h"
-#include "scheduler/ios/merge.h"
+#include "scheduler/ios/stages/merge.h"
 
 namespace iosfarm::worker {
 namespace {

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::worker {
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/test_graphs.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/testing/testing_util.h"
 
 namespace iosfarm::worker {
 namespace {

@@ -12,7 +12,7 @@
 #include "graph/models/zoo.h"
 #include "graph/test_graphs.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/merge.h"
+#include "scheduler/ios/stages/merge.h"
 #include "worker/backends/cpu/op_compiler.h"
 #include "worker/backends/reference/compare.h"
 #include "worker/backends/reference/executor.h"

@@ -22,7 +22,7 @@
 
 #include "common/status.h"
 #include "graph/graph.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 #include "worker/backends/cpu/cpu_op.h"
 #include "worker/backends/cpu/value_store.h"
 #include "worker/backends/residual_fusion.h"

@@ -17,7 +17,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "common/status.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 #include "worker/backends/cpu/cpu_op.h"
 #include "worker/backends/cpu/lane_pool.h"
 #include "worker/backends/cpu/op_compiler.h"

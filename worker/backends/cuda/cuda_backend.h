@@ -25,7 +25,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "common/status.h"
-#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/bounded/device_floor.h"
 #include "worker/backends/backend.h"
 #include "worker/backends/cuda/cuda_context.h"
 #include "worker/backends/cuda/cuda_device.h"

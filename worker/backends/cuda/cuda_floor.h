@@ -25,7 +25,7 @@
 #ifndef IOSFARM_WORKER_BACKENDS_CUDA_CUDA_FLOOR_H_
 #define IOSFARM_WORKER_BACKENDS_CUDA_CUDA_FLOOR_H_
 
-#include "scheduler/ios/device_floor.h"
+#include "scheduler/ios/bounded/device_floor.h"
 
 namespace iosfarm::worker::cuda {
 

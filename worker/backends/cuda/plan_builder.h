@@ -36,7 +36,7 @@
 
 #include "common/status.h"
 #include "graph/graph.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 #include "worker/backends/cuda/execution_plan.h"
 #include "worker/backends/weights.h"
 

@@ -18,7 +18,7 @@
 #include "common/status.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 #include "worker/backends/cuda/execution_plan.h"
 #include "worker/backends/cuda/plan_builder.h"
 #include "worker/backends/residual_fusion.h"

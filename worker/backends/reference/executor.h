@@ -17,7 +17,7 @@
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "scheduler/ios/schedule.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::worker::reference {
 

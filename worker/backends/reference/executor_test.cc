@@ -6,7 +6,7 @@
 #include "graph/graph_builder.h"
 #include "graph/test_graphs.h"
 #include "scheduler/ios/baselines.h"
-#include "scheduler/ios/merge.h"
+#include "scheduler/ios/stages/merge.h"
 #include "worker/backends/weights.h"
 
 namespace iosfarm::worker::reference {

@@ -19,8 +19,8 @@
 #include <optional>
 
 #include "graph/graph.h"
-#include "scheduler/ios/device_floor.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/bounded/device_floor.h"
+#include "scheduler/ios/stages/stage.h"
 #include "worker/backends/sim/device_model.h"
 
 namespace iosfarm::worker::sim {

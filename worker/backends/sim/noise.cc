@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "scheduler/ios/stable_hash.h"
+#include "scheduler/ios/stages/stable_hash.h"
 
 namespace iosfarm::worker::sim {
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "common/strings.h"
-#include "scheduler/ios/stable_hash.h"
+#include "scheduler/ios/stages/stable_hash.h"
 #include "worker/backends/profiling.h"
 #include "worker/backends/sim/kernel_model.h"
 #include "worker/backends/sim/noise.h"

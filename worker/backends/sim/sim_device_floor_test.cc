@@ -11,10 +11,10 @@
 
 #include "common/strings.h"
 #include "graph/models/zoo.h"
-#include "scheduler/ios/bound_audit.h"
-#include "scheduler/ios/device_floor.h"
-#include "scheduler/ios/direct_oracle.h"
-#include "scheduler/ios/testing_util.h"
+#include "scheduler/ios/bounded/audit/bound_audit.h"
+#include "scheduler/ios/bounded/device_floor.h"
+#include "scheduler/ios/inline_search.h"
+#include "scheduler/ios/testing/testing_util.h"
 #include "worker/backends/sim/kernel_model.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/backends/sim/stage_simulator.h"
@@ -266,14 +266,14 @@ TEST(SimDeviceFloorTest, NoiseLowersTheDeclaredFloor) {
 ios::SearchOptions Options(bool exhaustive, const ios::DeviceFloor& floor, int block_ops = 50) {
   ios::SearchOptions options;
   options.exhaustive = exhaustive;
-  options.device_floor = floor;
+  options.bounded.device_floor = floor;
   options.boundary_window_ops = 0;
   options.threads = 2;
   options.max_block_ops = block_ops;
   return options;
 }
 
-// The bounded search with the floor (and the bound DP as cost to go on every
+// The bounded search with the floor (and the cost-to-go DP as cost to go on every
 // block) finds the exhaustive DP's latency on RandWire under sim:h100 from
 // far fewer measurements: its stages of many small kernels are what the
 // slowest group bounds badly and the floor well.
@@ -308,7 +308,7 @@ TEST(SimDeviceFloorTest, BackToBackTimingAndItsFloorKeepTheSearchExact) {
   const ios::SearchOptions exhaustive_options = Options(true, {}, 24);
   const ios::SearchOptions plain_options = Options(false, {}, 24);
   const ios::SearchOptions floor_options = Options(false, backend->device_floor(), 24);
-  ASSERT_TRUE(floor_options.device_floor.back_to_back);
+  ASSERT_TRUE(floor_options.bounded.device_floor.back_to_back);
   auto exhaustive = ios::RunSearch(*graph, exhaustive_options, oracle);
   ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
   auto plain = ios::RunSearch(*graph, plain_options, oracle);

@@ -1,9 +1,9 @@
 #include "worker/backends/sim/sim_stage.h"
 
-#include "scheduler/ios/op_content.h"
-#include "scheduler/ios/stable_hash.h"
+#include "scheduler/ios/stages/op_content.h"
+#include "scheduler/ios/stages/stable_hash.h"
+#include "scheduler/ios/stages/stage_validation.h"
 #include "worker/backends/sim/kernel_model.h"
-#include "scheduler/ios/stage_validation.h"
 
 namespace iosfarm::worker::sim {
 

@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 #include "graph/graph.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/stage.h"
 #include "worker/backends/sim/device_model.h"
 #include "worker/backends/sim/stage_simulator.h"
 

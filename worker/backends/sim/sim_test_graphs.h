@@ -8,8 +8,8 @@
 
 #include "graph/graph.h"
 #include "graph/graph_builder.h"
-#include "scheduler/ios/merge.h"
-#include "scheduler/ios/stage.h"
+#include "scheduler/ios/stages/merge.h"
+#include "scheduler/ios/stages/stage.h"
 
 namespace iosfarm::worker::sim::testing {
 

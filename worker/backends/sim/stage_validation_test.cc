@@ -1,4 +1,4 @@
-#include "scheduler/ios/stage_validation.h"
+#include "scheduler/ios/stages/stage_validation.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
