@@ -26,7 +26,7 @@
 #include "graph/model_loader.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/search_session.h"
-#include "worker/backends/cuda/plan_builder.h"
+#include "worker/backends/cuda/planner/plan_builder.h"
 #include "worker/backends/weights.h"
 
 namespace {

@@ -115,7 +115,6 @@ int g_lookahead = -1;
 int64_t g_bounded_steps = -1;
 int64_t g_bounded_max_states = -1;
 int64_t g_bound_dp_max_states = -1;
-int g_floor_samples = -1;
 bool g_device_floor = true;
 int g_threads = 1;
 std::string g_latency_db;  // --latency-db: replay its latencies
@@ -254,7 +253,6 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   if (g_bounded_steps >= 0) options.bounded.max_open_steps = g_bounded_steps;
   if (g_bounded_max_states >= 0) options.bounded.max_block_states = g_bounded_max_states;
   if (g_bound_dp_max_states >= 0) options.bounded.cost_to_go_dp_max_states = g_bound_dp_max_states;
-  if (g_floor_samples >= 0) options.floor_samples = g_floor_samples;
   if (g_device_floor && g_latency_db.empty()) options.bounded.device_floor = ios::AnalyticDeviceFloor();
   options.threads = g_threads;
   options.bounded.cores = g_cores;
@@ -418,10 +416,6 @@ int main(int argc, char** argv) {
                  "bounded search: a block of at most this many DP states takes the DP over its "
                  "group bounds as cost to go (0: never; default: the search option's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--floor-samples", g_floor_samples,
-                 "bounded search: stages sampled per block for the calibrated floor (0: off; "
-                 "default: the search option's)")
-      ->check(CLI::Range(0, 100'000));
   CLI::Option* device_floor_flag = app.add_flag(
       "--device-floor,!--no-device-floor", g_device_floor,
       "bounded search: bound stages by the analytic model's device floor (its stage sync, "

@@ -1,6 +1,6 @@
 // `iosfarm search MODEL --backend sim|cpu|cuda [--batch N] [--r R] [--s S]
 //  [--block-size B] [--no-merge] [--exhaustive] [--no-core-bound] [--no-bound-dp]
-//  [--no-sub-stage-bound] [--floor-samples N]
+//  [--no-sub-stage-bound]
 //  [--search-threads N] [-o FILE] [--format text|json] [--stages]`:
 // runs the IOS search in-process, measuring stages on the backend (progress
 // on stderr), and prints the predicted sequential, greedy and IOS latencies
@@ -45,7 +45,6 @@ struct SearchCommandOptions {
   bool no_sub_stage_bound = false;
   bool no_device_floor = false;
   bool back_to_back_floor = false;
-  int floor_samples = 0;
   int min_repeats = 10;
   int max_repeats = 200;
 };
@@ -87,7 +86,6 @@ Status RunSearchCommand(const SearchCommandOptions& o, CommandContext& context) 
     options.bounded.device_floor.back_to_back = true;
     options.bounded.device_floor.issue_order = scheduler::ios::DeviceFloor::IssueOrder::kUnknown;
   }
-  options.floor_samples = o.floor_samples;
   RETURN_IF_ERROR(scheduler::ios::ValidateSearchOptions(options));
   worker::ProfileOptions profile;
   profile.min_repeats = o.min_repeats;
@@ -164,11 +162,6 @@ void AddSearchCommand(CLI::App& app, CommandContext& context) {
                 "timed back to back, as the cuda backend times them (no issue order, no last "
                 "kernel); with a sim backend, what its floor would prune on a GPU")
       ->excludes("--no-device-floor");
-  cmd->add_option("--floor-samples", o->floor_samples,
-                  "Bounded search of large blocks: measure this many sampled stages per block and "
-                  "bound the others by a floor fitted to them (far fewer measurements, not exact; "
-                  "0: off)")
-      ->check(CLI::Range(0, 100000));
   cmd->add_option("--min-repeats", o->min_repeats, "Profiling: fewest timed runs per stage")
       ->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_option("--max-repeats", o->max_repeats, "Profiling: most timed runs per stage")

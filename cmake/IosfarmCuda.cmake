@@ -2,7 +2,7 @@
 #
 # IOSFARM_CUDA=AUTO (default) builds the CUDA backend's device side when both
 # are found and silently skips it otherwise; ON makes their absence an error;
-# OFF skips. Its host planner (iosfarm_cuda_planner, worker/backends/cuda)
+# OFF skips. Its host planner (iosfarm_cuda_planner, worker/backends/cuda/planner)
 # needs neither and is built and tested either way.
 # Sets IOSFARM_HAVE_CUDA and, when true, the imported target iosfarm::cudnn.
 set(IOSFARM_HAVE_CUDA OFF)

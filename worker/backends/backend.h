@@ -185,7 +185,7 @@ class Backend {
   // (scheduler::ios::SearchOptions::device_floor); all zeros where it is not
   // known. Only a backend whose figures are lower bounds of its own
   // measurements declares one: sim (its model's); cuda (eagerly timed
-  // stages: its launch cost, measured when it starts, cuda/cuda_floor.h);
+  // stages: its launch cost, measured when it starts, cuda/planner/cuda_device_floor.h);
   // cpu none.
   virtual scheduler::ios::DeviceFloor device_floor() const { return {}; }
 

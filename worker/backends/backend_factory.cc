@@ -5,8 +5,8 @@
 #include "worker/backends/sim/device_model.h"
 
 #ifdef IOSFARM_HAVE_CUDA
-#include "worker/backends/cuda/cuda_backend.h"
-#include "worker/backends/cuda/cuda_device.h"
+#include "worker/backends/cuda/device/cuda_backend.h"
+#include "worker/backends/cuda/device/cuda_device.h"
 #endif
 
 namespace iosfarm::worker {

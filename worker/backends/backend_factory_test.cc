@@ -6,7 +6,7 @@
 #include "common/strings.h"
 
 #ifdef IOSFARM_HAVE_CUDA
-#include "worker/backends/cuda/cuda_device.h"
+#include "worker/backends/cuda/device/cuda_device.h"
 #endif
 
 namespace iosfarm::worker {

@@ -1,0 +1,203 @@
+// The per-element arithmetic of the backend's own CUDA kernels, shared by
+// the kernels (.cu, compiled for the device) and host tests (compiled by
+// the C++ compiler), so the index math is tested without a GPU
+// (kernel_math_test.cc runs it over whole tensors against the reference
+// kernels). Plain functions of their arguments; no absl.
+#ifndef IOSFARM_WORKER_BACKENDS_CUDA_PLANNER_KERNEL_MATH_H_
+#define IOSFARM_WORKER_BACKENDS_CUDA_PLANNER_KERNEL_MATH_H_
+
+#include <cmath>
+#include <cstdint>
+
+#include "worker/backends/cuda/planner/kernel_types.h"
+
+#if defined(__CUDACC__)
+#define IOSFARM_HOST_DEVICE __host__ __device__
+#else
+#define IOSFARM_HOST_DEVICE
+#endif
+
+namespace iosfarm::worker::cuda::math {
+
+IOSFARM_HOST_DEVICE inline float Clamp(float v, float lo, float hi) {
+  return fminf(fmaxf(v, lo), hi);
+}
+
+IOSFARM_HOST_DEVICE inline float ApplyUnary(float v, const UnaryParams& f) {
+  switch (f.kind) {
+    case UnaryKind::kIdentity:
+      return v;
+    case UnaryKind::kRelu:
+      return v > 0.0f ? v : 0.0f;
+    case UnaryKind::kClip:
+      return Clamp(v, f.a, f.b);
+    case UnaryKind::kSigmoid:
+      return 1.0f / (1.0f + expf(-v));
+    case UnaryKind::kHardSigmoid:
+      return Clamp(f.a * v + f.b, 0.0f, 1.0f);
+    case UnaryKind::kHardSwish:
+      return v * Clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
+    case UnaryKind::kTanh:
+      return tanhf(v);
+  }
+  return v;
+}
+
+IOSFARM_HOST_DEVICE inline float ApplyBinary(BinaryKind kind, float a, float b) {
+  switch (kind) {
+    case BinaryKind::kAdd:
+      return a + b;
+    case BinaryKind::kSub:
+      return a - b;
+    case BinaryKind::kMul:
+      return a * b;
+    case BinaryKind::kDiv:
+      return a / b;
+  }
+  return 0.0f;
+}
+
+// NCHW channel of element i of a tensor with `channels` channels of `inner`
+// elements each.
+IOSFARM_HOST_DEVICE inline int64_t Channel(int64_t i, int64_t channels, int64_t inner) {
+  return (i / inner) % channels;
+}
+
+// The conv epilogue with a residual: f((v + bias) + z), in the order of the
+// unfused graph (the conv's bias first, then the Add).
+IOSFARM_HOST_DEVICE inline float BiasResidualActivation(float v, float bias, float z,
+                                                        const UnaryParams& f) {
+  return ApplyUnary((v + bias) + z, f);
+}
+
+// Offsets in a and b read by output element i.
+IOSFARM_HOST_DEVICE inline void BroadcastOffsets(int64_t i, const BroadcastParams& p,
+                                                 int64_t* ia, int64_t* ib) {
+  if (p.rank == 0) {
+    *ia = i;
+    *ib = i;
+    return;
+  }
+  int64_t a = 0, b = 0, rest = i;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const int64_t index = rest % p.out_dims[d];
+    rest /= p.out_dims[d];
+    a += index * p.a_strides[d];
+    b += index * p.b_strides[d];
+  }
+  *ia = a;
+  *ib = b;
+}
+
+// Source and destination offsets of element i of a row copy.
+IOSFARM_HOST_DEVICE inline void CopyRowsOffsets(int64_t i, int64_t width, int64_t src_pitch,
+                                                int64_t dst_pitch, int64_t* src, int64_t* dst) {
+  const int64_t r = i / width;
+  const int64_t c = i - r * width;
+  *src = r * src_pitch + c;
+  *dst = r * dst_pitch + c;
+}
+
+// Input offset read by output element i.
+IOSFARM_HOST_DEVICE inline int64_t GatherOffset(int64_t i, const GatherParams& p) {
+  int64_t offset = p.base, rest = i;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const int64_t index = rest % p.out_dims[d];
+    rest /= p.out_dims[d];
+    offset += index * p.in_strides[d];
+  }
+  return offset;
+}
+
+// Source index along one dimension, or -1 for the constant value.
+IOSFARM_HOST_DEVICE inline int64_t PadSource(PadKind mode, int64_t i, int64_t n) {
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case PadKind::kConstant:
+      return -1;
+    case PadKind::kEdge:
+      return i < 0 ? 0 : n - 1;
+    case PadKind::kReflect:
+      return i < 0 ? -i : 2 * (n - 1) - i;
+  }
+  return -1;
+}
+
+// Input offset read by output element i, or -1 for the constant value.
+IOSFARM_HOST_DEVICE inline int64_t PadOffset(int64_t i, const PadParams& p) {
+  int64_t offset = 0, rest = i;
+  bool constant = false;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const int64_t index = rest % p.out_dims[d];
+    rest /= p.out_dims[d];
+    const int64_t source = PadSource(p.mode, index - p.pad_begin[d], p.in_dims[d]);
+    if (source < 0) {
+      constant = true;
+    } else {
+      offset += source * p.in_strides[d];
+    }
+  }
+  return constant ? -1 : offset;
+}
+
+// Offset of the first input element reduced into output o.
+IOSFARM_HOST_DEVICE inline int64_t ReduceBase(int64_t o, const ReduceParams& p) {
+  int64_t base = 0, rest = o;
+  for (int d = p.kept_rank - 1; d >= 0; --d) {
+    const int64_t index = rest % p.kept_dims[d];
+    rest /= p.kept_dims[d];
+    base += index * p.kept_strides[d];
+  }
+  return base;
+}
+
+// Offset, relative to ReduceBase, of the r-th reduced element.
+IOSFARM_HOST_DEVICE inline int64_t ReduceOffset(int64_t r, const ReduceParams& p) {
+  int64_t offset = 0, rest = r;
+  for (int d = p.reduced_rank - 1; d >= 0; --d) {
+    const int64_t index = rest % p.reduced_dims[d];
+    rest /= p.reduced_dims[d];
+    offset += index * p.reduced_strides[d];
+  }
+  return offset;
+}
+
+// Output element i of a 2-D pool over x (all planes), the reference's
+// semantics: windows clipped to the input; average divisor = elements
+// inside the input, or with count_include_pad the window clipped to the
+// explicitly padded input.
+IOSFARM_HOST_DEVICE inline float Pool2dValue(const float* x, int64_t i, const Pool2dParams& p) {
+  const int64_t ow = i % p.out_w;
+  const int64_t oh = (i / p.out_w) % p.out_h;
+  const int64_t plane = i / (p.out_w * p.out_h);
+  const float* in = x + plane * p.in_h * p.in_w;
+  const int64_t h0 = oh * p.stride_h - p.pad_top;
+  const int64_t w0 = ow * p.stride_w - p.pad_left;
+  const int64_t h1 = h0 + p.kernel_h;
+  const int64_t w1 = w0 + p.kernel_w;
+  const int64_t hs = h0 > 0 ? h0 : 0, he = h1 < p.in_h ? h1 : p.in_h;
+  const int64_t ws = w0 > 0 ? w0 : 0, we = w1 < p.in_w ? w1 : p.in_w;
+  float best = -INFINITY;
+  float sum = 0.0f;
+  int64_t inside = 0;
+  for (int64_t ih = hs; ih < he; ++ih) {
+    for (int64_t iw = ws; iw < we; ++iw) {
+      const float v = in[ih * p.in_w + iw];
+      best = fmaxf(best, v);
+      sum += v;
+      ++inside;
+    }
+  }
+  if (p.is_max) return best;
+  int64_t divisor = inside;
+  if (p.count_include_pad) {
+    const int64_t h_end = h1 < p.in_h + p.pad_bottom ? h1 : p.in_h + p.pad_bottom;
+    const int64_t w_end = w1 < p.in_w + p.pad_right ? w1 : p.in_w + p.pad_right;
+    divisor = (h_end - h0) * (w_end - w0);
+  }
+  return sum / static_cast<float>(divisor);
+}
+
+}  // namespace iosfarm::worker::cuda::math
+
+#endif  // IOSFARM_WORKER_BACKENDS_CUDA_PLANNER_KERNEL_MATH_H_
