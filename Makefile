@@ -7,9 +7,10 @@ JOBS ?= $(shell nproc)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 CTEST_ARGS ?=
 
-.PHONY: run test deps configure build clean fuzz images images-test
+.PHONY: run test deps configure build build-cli clean fuzz images images-test
 
-run: build
+# The main job needs the CLI and its libraries only, not the test suites.
+run: build-cli
 	./scripts/run-main-job.sh $(BUILD_DIR)
 
 test: build
@@ -23,6 +24,9 @@ configure: deps
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+build-cli: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target iosfarm
 
 # libFuzzer target for the ONNX importer (clang); see graph/onnx/FUZZING.md.
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined

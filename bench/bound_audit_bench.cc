@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
   std::string models_text;
   CLI::App app{
       "bound_audit_bench: every candidate stage of a model's blocks measured on a "
-      "backend against the bounded search's bounds (docs/benchmarks.md)",
+      "backend against the bounded search's bounds (scheduler/ios/bounded/README.md)",
       "bound_audit_bench"};
   app.add_option("--models", models_text,
                  "comma-separated zoo models or ONNX files (default: squeezenet,inception_v3)");

@@ -10,7 +10,7 @@
 // and reports the scheduler's decision latency (wall time of each Dispatch
 // and Finished call). Between them, one job of 32 batches on 1-8 workers,
 // one batch at a time against parallel batches. Output is markdown
-// (docs/benchmarks.md).
+// (its figures: docs/results.md).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -296,7 +296,7 @@ iosfarm::Status Run(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"farm_policy_bench: the load-aware farm scheduler's policies in simulation "
-               "(markdown on stdout; docs/benchmarks.md)", "farm_policy_bench"};
+               "(markdown on stdout; figures in docs/results.md)", "farm_policy_bench"};
   app.add_option("--iterations", o.iterations, "enumerate/build/profile/update rounds per job")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

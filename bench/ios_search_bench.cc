@@ -381,7 +381,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "ios_search_bench: the IOS search's own cost per zoo model and bound, "
       "latencies from the analytic oracle or replayed from a latency database "
-      "(docs/benchmarks.md)",
+      "(figures in docs/results.md)",
       "ios_search_bench"};
   app.add_option("--models", models_text,
                  "comma-separated zoo models or ONNX files (default: the zoo)");

@@ -37,7 +37,7 @@
 //     block cut its boundary windows ask for) and works on the very same
 //     latencies, so its predicted IOS latency against the exhaustive
 //     one's is what the bounds' misses cost on this device, free of the
-//     measurement noise between two runs (docs/benchmarks.md, 2026-11-30).
+//     measurement noise between two runs.
 //  2. Measure. The sequential, greedy (at most S groups per stage, as
 //     SearchWithBaselines costs it) and IOS schedules run end to end with
 //     RunSchedule, round-robin for K rounds (the order rotates each round),
@@ -56,8 +56,8 @@
 // NASNets (the measured search at r=3, s=8 would profile 1-8 M unique stages
 // there). Prints one markdown table at the end (and each row as it is done);
 // --json FILE also writes every finished model as JSON (rewritten after each
-// model, so a killed run keeps what it finished; format in
-// docs/benchmarks.md).
+// model, so a killed run keeps what it finished; one object per model with
+// the fields of schedule_bench_report.h's Row).
 //
 // Exit status: 0 when every model ran, 1 on the first error (one line on
 // stderr with the code, the model and the step; e.g. "schedule_bench:

@@ -135,7 +135,7 @@ std::optional<int> ParseScheduleBenchArgs(int argc, const char* const* argv, std
   settings.search_profile.max_seconds = 0.5;
   std::string models_text;
   CLI::App app{"schedule_bench: sequential, greedy and IOS schedules run end to end on a "
-               "backend, per model (docs/benchmarks.md)",
+               "backend, per model (figures in docs/results.md)",
                "schedule_bench"};
   AddFlags(app, settings, models_text);
   app.set_version_flag("--version", std::string("schedule_bench ") + IOSFARM_VERSION);

@@ -1,5 +1,6 @@
 // schedule_bench's results: one Row per model, printed as a markdown table
-// row and written as JSON (format in docs/benchmarks.md). Pure functions over
+// row and written as JSON (one object per model, its keys Row's fields and
+// kConfigKeys for the measured configurations). Pure functions over
 // rows (WriteJson writes a file); thread-compatible.
 #ifndef IOSFARM_BENCH_SCHEDULE_BENCH_REPORT_H_
 #define IOSFARM_BENCH_SCHEDULE_BENCH_REPORT_H_

@@ -73,8 +73,8 @@ StatusOr<std::unique_ptr<worker::Backend>> OpenBackend(const SessionOptions& opt
   }
   // A session replayed as one CUDA graph tunes with stages timed as graphs:
   // eager stage latencies carry host enqueueing a graph never pays, and
-  // schedules searched with them ran 1.4-1.5x slower as one graph on an H200
-  // (docs/benchmarks.md, second GPU run). Running is the same either way;
+  // schedules searched with them run slower as one graph (docs/results.md).
+  // Running is the same either way;
   // only a session that may tune says so in its device description.
   config.cuda_graph_stages = name == "cuda" && options.cuda_graph && options.tune_if_missing;
   if (name != "cpu" && name != "cuda") {

@@ -15,7 +15,7 @@
 //     stores the result. The result's schedule is the IOS schedule unless a
 //     baseline ran faster end to end by more than kSwitchMargin: stage
 //     latencies measured one by one need not add up to a schedule's (on the
-//     cpu backend they often do not, docs/benchmarks.md), and a user should
+//     cpu backend they often do not), and a user should
 //     get the fastest schedule that actually ran. The result says which.
 //
 // A signature another job is measuring is not measured twice: the job waits

@@ -36,8 +36,8 @@
 // with cuda_graph (the default) tunes with every stage timed as a CUDA graph,
 // under the device key "<gpu>-graph-stages" that `iosfarm tune
 // --cuda-graph-stages` uses: eager stage latencies carry host enqueueing that
-// a graph never pays, and schedules searched with them ran 1.4-1.5x slower as
-// one graph (H200, docs/benchmarks.md). Without cuda_graph it tunes eagerly
+// a graph never pays, and schedules searched with them run slower as one
+// graph (docs/results.md). Without cuda_graph it tunes eagerly
 // under the GPU's key, as plain `iosfarm tune` does.
 //
 // Errors: every failure throws iosfarm::Error, whose message names what is

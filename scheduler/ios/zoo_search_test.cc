@@ -7,11 +7,11 @@
 // Bounds: IOS's defaults (r=3, s=8) where the search takes well under a
 // second. With the default 50-op blocks, randwire runs at r=2, s=8 and the
 // NASNets at r=2, s=3 to keep this test within CI time (their r=3, s=8
-// searches take 17 s and 5-6 min, see docs/benchmarks.md); all three also run
+// searches take seconds to minutes, docs/results.md); all three also run
 // at r=3, s=8 with 30-op blocks (1-3 s each).
 // At r=1 the blocked search can lose to greedy on randwire and the NASNets:
 // with one op per group a stage is exactly a greedy stage, and greedy also
-// overlaps ops across block size cuts (see docs/benchmarks.md).
+// overlaps ops across block size cuts.
 #include "graph/models/zoo.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
@@ -42,7 +42,7 @@ TEST_P(ZooSearchTest, BeatsBaselinesWithValidSchedule) {
   const bool small = std::string(c.model) == "inception_v3" ||
                      std::string(c.model) == "squeezenet" || std::string(c.model) == "resnet50";
   // The large models take the exhaustive DP: their bounded searches cost
-  // minutes of CPU (docs/benchmarks.md), too long for CI.
+  // minutes of CPU (docs/results.md), too long for CI.
   options.exhaustive = !small;
   auto result = RunSearch(*graph, options, oracle);
   ASSERT_TRUE(result.ok()) << result.status();

@@ -103,7 +103,7 @@ TEST(BackendFactoryTest, CreatesTheOneDnnCpuBackend) {
 
 // Without a GPU (or without CUDA compiled in) "cuda" fails saying why; with
 // one it gives the cuda backend on device 0, and a device that does not exist
-// is named. (The GPU branch ran first on an H200: docs/benchmarks.md.)
+// is named.
 TEST(BackendFactoryTest, CudaRunsWhereAGpuAnswersElseSaysWhy) {
   StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cuda");
 #ifdef IOSFARM_HAVE_CUDA

@@ -21,8 +21,7 @@
 namespace iosfarm::scheduler::ios {
 
 // A cost-to-go DP walk shared by k blocks costs about 1 + kSharedBoundShare *
-// (k - 1) walks of one (NASNet-A's cells under sim:h100: about 11 s alone,
-// 2.8 s more per block, docs/benchmarks.md).
+// (k - 1) walks of one (as NASNet-A's cells under sim:h100 cost).
 inline constexpr double kSharedBoundShare = 0.25;
 
 // The cost of a piece of blocks of one shape (indices whose walk alone

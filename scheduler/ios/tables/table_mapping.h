@@ -5,9 +5,8 @@
 //
 // Why: a table that doubles into a fresh buffer asks for about twice its
 // final size in fresh pages and, while it copies, holds the old buffer
-// beside the new one. A fresh page costs a fault and the kernel's zeroing:
-// on our 2-core KVM guest a NASNet-A search took 8.1 GiB of fresh huge
-// pages, 16 s of its 156 s of CPU (docs/benchmarks.md). Growing in place
+// beside the new one. A fresh page costs a fault and the kernel's zeroing
+// (a tenth of a NASNet-A search's CPU, docs/search-design.md). Growing in place
 // faults in only the new half, and the peak is the final table.
 //
 // The reservation is address space only (PROT_NONE, no memory, not

@@ -187,8 +187,8 @@ TEST(SimDeviceFloorTest, NoEndingOfARandomBlockBeatsItsBound) {
 // busy, kernel_model.h). Those are the bounded search's misses there (2, of
 // 0.254 us). Timed from idle, 2 of its concurrent stages of three groups
 // in Mixed_5d are faster than a stage of two of their groups, by at most
-// 0.18 us (0.7 %; found 2026-11-30, not traced: presumably the third group
-// changes the round-robin issue order of the other two). The test pins
+// 0.18 us (0.7 %; not traced: presumably the third group changes the
+// round-robin issue order of the other two). The test pins
 // both below 5 %, and checks the consistency of the cost to go where the
 // latencies keep the bounds.
 TEST(SimDeviceFloorTest, NoEndingOfAZooBlockBeatsItsBound) {

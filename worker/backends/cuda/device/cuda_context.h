@@ -40,8 +40,8 @@ struct CudaExecutionOptions {
   // cache and is timed alone (StreamTimer::TimeEachDeviceOnly), so a stage
   // finds its weights (and inputs) in device memory, not in L2. An
   // experiment on whether warm caches explain why graph-timed stages add up
-  // to less than the schedule's graph (docs/benchmarks.md, second GPU run).
-  // The device description says so.
+  // to less than the schedule's graph (docs/profiling.md). The device
+  // description says so.
   bool flush_l2 = false;
 };
 

@@ -18,8 +18,9 @@
 // so neither figure is a floor worth declaring. Stages timed as CUDA graphs
 // pay no host launch: the backend declares no floor for them.
 //
-// ASSUMPTION, to be checked on a GPU (docs/benchmarks.md, "How to run it"):
-// no stage measured back to back is faster than K * launch_ms.
+// ASSUMPTION, checked on a GPU by bench/bound_audit_bench --backend cuda
+// (tools/gpu_run runs it): no stage measured back to back is faster than
+// K * launch_ms.
 // plan_floor_test checks on the CPU that plans never launch fewer kernels
 // than the floor counts.
 #ifndef IOSFARM_WORKER_BACKENDS_CUDA_PLANNER_CUDA_DEVICE_FLOOR_H_
