@@ -7,19 +7,24 @@ JOBS ?= $(shell nproc)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 CTEST_ARGS ?=
 
-.PHONY: run test deps configure build build-cli clean fuzz images images-test
+.PHONY: run test deps deps-build configure build build-cli clean fuzz images images-test
 
 # The main job needs the CLI and its libraries only, not the test suites.
 run: build-cli
 	./scripts/run-main-job.sh $(BUILD_DIR)
 
-test: build
+test: deps build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-deps:
-	./scripts/install-deps.sh
+# Build packages only for the main job; the test suites' packages (PyTorch
+# and the rest) with `make test`.
+deps-build:
+	./scripts/install-deps.sh build
 
-configure: deps
+deps:
+	./scripts/install-deps.sh test
+
+configure: deps-build
 	cmake -S . -B $(BUILD_DIR) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
 build: configure

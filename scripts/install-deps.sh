@@ -3,16 +3,29 @@
 # Runs apt-get as root, or through sudo when not root. Idempotent.
 set -euo pipefail
 
-packages=(
+# What configuring and building needs (`make run`: the CLI and its libraries).
+build_packages=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libsqlite3-dev libgtest-dev libgmock-dev
   libonnx-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libcli11-dev
-  python3 python3-torch python3-torchvision python3-onnx python3-yaml
-  libssl-dev clang libclang-rt-14-dev prometheus-cpp-dev
-  docker-compose yamllint python3-grpcio sqlite3
-  pybind11-dev python3-dev python3-numpy python3-pytest libxtensor-dev
+  libssl-dev prometheus-cpp-dev libxtensor-dev
+  python3 pybind11-dev python3-dev
 )
+# What the tests need besides (`make test`): PyTorch and torchvision export
+# real ONNX models, clang builds the fuzz target, docker-compose and yamllint
+# check the deployment files, grpcio speaks to the server from Python.
+test_packages=(
+  python3-torch python3-torchvision python3-onnx python3-yaml python3-numpy python3-pytest
+  python3-grpcio sqlite3 clang libclang-rt-14-dev docker-compose yamllint
+)
+
+# Usage: install-deps.sh [build|test] (default: test, everything).
+case "${1:-test}" in
+  build) packages=("${build_packages[@]}") ;;
+  test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "install-deps: usage: install-deps.sh [build|test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
