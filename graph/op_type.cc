@@ -35,12 +35,7 @@ bool IsElementwiseBinary(OpType type) {
 
 bool IsActivation(OpType type) {
   switch (type) {
-    case OpType::kRelu:
-    case OpType::kClip:
-    case OpType::kSigmoid:
-    case OpType::kHardSigmoid:
-    case OpType::kHardSwish:
-    case OpType::kTanh:
+    IOSFARM_ACTIVATION_OP_CASES:
       return true;
     default:
       return false;

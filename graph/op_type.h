@@ -55,4 +55,16 @@ bool IsActivation(OpType type);
 
 }  // namespace iosfarm::graph
 
+// The case labels of the activation op types (IsActivation's set), for a switch
+// over OpType that stays exhaustive (no default, so -Wswitch names a new type):
+//   IOSFARM_ACTIVATION_OP_CASES:
+//     return CompileUnary(node);
+#define IOSFARM_ACTIVATION_OP_CASES            \
+  case ::iosfarm::graph::OpType::kRelu:        \
+  case ::iosfarm::graph::OpType::kClip:        \
+  case ::iosfarm::graph::OpType::kSigmoid:     \
+  case ::iosfarm::graph::OpType::kHardSigmoid: \
+  case ::iosfarm::graph::OpType::kHardSwish:   \
+  case ::iosfarm::graph::OpType::kTanh
+
 #endif  // IOSFARM_GRAPH_OP_TYPE_H_

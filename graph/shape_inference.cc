@@ -5,6 +5,7 @@
 
 #include "common/strings.h"
 #include "absl/strings/str_join.h"
+#include "graph/op_type.h"
 
 namespace iosfarm::graph {
 namespace {
@@ -409,12 +410,7 @@ StatusOr<std::vector<Shape>> InferNodeShapes(const Node& node,
       RETURN_IF_ERROR(CheckRank(node, in[0], 4, "input"));
       result = std::vector<Shape>{{in[0][0], in[0][1], 1, 1}};
       break;
-    case OpType::kRelu:
-    case OpType::kClip:
-    case OpType::kSigmoid:
-    case OpType::kHardSigmoid:
-    case OpType::kHardSwish:
-    case OpType::kTanh:
+    IOSFARM_ACTIVATION_OP_CASES:
     case OpType::kIdentity:
     case OpType::kDropout:
       RETURN_IF_ERROR(CheckInputCount(node, in, 1, 1));

@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "common/strings.h"
+#include "graph/op_type.h"
 #include "graph/shape_inference.h"
 #include "worker/backends/cpu/layout.h"
 #include "worker/backends/cpu/op_compilers_internal.h"
@@ -43,12 +44,7 @@ internal::OpOrNull CompileWithOneDnn(CompileContext& ctx, const graph::Node& nod
     case OpType::kGlobalAveragePool:
     case OpType::kGlobalMaxPool:
       return internal::CompilePool(ctx, node);
-    case OpType::kRelu:
-    case OpType::kClip:
-    case OpType::kSigmoid:
-    case OpType::kHardSigmoid:
-    case OpType::kHardSwish:
-    case OpType::kTanh:
+    IOSFARM_ACTIVATION_OP_CASES:
     case OpType::kIdentity:
     case OpType::kDropout:
       return internal::CompileEltwise(ctx, node);

@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "common/strings.h"
+#include "graph/op_type.h"
 
 namespace iosfarm::worker::reference {
 namespace {
@@ -86,12 +87,7 @@ Status RunNode(const graph::Node& node, const std::map<std::string, graph::Tenso
     case OpType::kGlobalMaxPool:
       GlobalPool(node.type, inputs[0], y);
       return absl::OkStatus();
-    case OpType::kRelu:
-    case OpType::kClip:
-    case OpType::kSigmoid:
-    case OpType::kHardSigmoid:
-    case OpType::kHardSwish:
-    case OpType::kTanh:
+    IOSFARM_ACTIVATION_OP_CASES:
       Unary(node.type, node.attrs, inputs[0], y);
       return absl::OkStatus();
     case OpType::kAdd:

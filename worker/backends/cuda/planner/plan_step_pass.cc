@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "common/strings.h"
+#include "graph/op_type.h"
 
 namespace iosfarm::worker::cuda::planning {
 namespace {
@@ -103,12 +104,7 @@ Status EmitNode(PlanState& st, NodeId id, std::vector<Step>& steps) {
     case OpType::kGlobalMaxPool:
       step.kind = StepKind::kGlobalPool;
       break;
-    case OpType::kRelu:
-    case OpType::kClip:
-    case OpType::kSigmoid:
-    case OpType::kHardSigmoid:
-    case OpType::kHardSwish:
-    case OpType::kTanh:
+    IOSFARM_ACTIVATION_OP_CASES:
       step.kind = StepKind::kUnary;
       break;
     case OpType::kAdd:
