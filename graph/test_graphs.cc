@@ -18,6 +18,15 @@ void Fill(Node& node, int seed) {
 
 }  // namespace
 
+ConvSpec ConvSpecOf(int64_t out, std::array<int64_t, 2> kernel, std::array<int64_t, 2> padding,
+                    Activation act, bool bias) {
+  return ConvSpec{.out_channels = out,
+                  .kernel = kernel,
+                  .padding = padding,
+                  .bias = bias,
+                  .activation = act};
+}
+
 Graph SmallBranchyGraph(bool with_data) {
   GraphBuilder b("small");
   ValueId x = b.Input("input", {1, 8, 16, 16});

@@ -2,9 +2,19 @@
 #ifndef IOSFARM_GRAPH_TEST_GRAPHS_H_
 #define IOSFARM_GRAPH_TEST_GRAPHS_H_
 
+#include <array>
+#include <cstdint>
+
 #include "graph/graph.h"
+#include "graph/graph_builder.h"
 
 namespace iosfarm::graph::testing {
+
+// The conv the stage tests build most: `out` channels, `kernel`, stride 1,
+// symmetric `padding`, activation `act` (Relu unless told) and a bias unless
+// `bias` is false.
+ConvSpec ConvSpecOf(int64_t out, std::array<int64_t, 2> kernel, std::array<int64_t, 2> padding,
+                    Activation act = Activation::kRelu, bool bias = true);
 
 // input [1,8,16,16] -> conv3x3(16)+BN+Relu -> {conv1x1(8), maxpool} -> concat
 // -> Identity -> GAP -> flatten -> fc(10). 9 nodes. Weights have data when

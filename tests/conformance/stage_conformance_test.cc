@@ -22,6 +22,7 @@ using ::iosfarm::scheduler::ios::testing::ScheduleOf;
 using graph::GraphBuilder;
 using graph::NodeId;
 using graph::ValueId;
+using graph::testing::ConvSpecOf;
 using scheduler::ios::Schedule;
 using scheduler::ios::Stage;
 using scheduler::ios::Strategy;
@@ -32,22 +33,12 @@ struct StageCase {
   Schedule schedule;
 };
 
-graph::ConvSpec Spec(int64_t out, std::array<int64_t, 2> kernel, std::array<int64_t, 2> padding,
-                     graph::Activation act = graph::Activation::kRelu, bool bias = true) {
-  graph::ConvSpec spec;
-  spec.out_channels = out;
-  spec.kernel = kernel;
-  spec.padding = padding;
-  spec.activation = act;
-  spec.bias = bias;
-  return spec;
-}
-
 // x -> {conv3x3 -> conv1x1 | maxpool} -> concat.
 StatusOr<StageCase> TwoGroups() {
   GraphBuilder b("two_groups");
   ValueId x = b.Input("x", {1, 16, 14, 14});
-  ValueId a = b.Conv(b.Conv(x, Spec(24, {3, 3}, {1, 1}), "a1"), Spec(16, {1, 1}, {0, 0}), "a2");
+  ValueId a =
+      b.Conv(b.Conv(x, ConvSpecOf(24, {3, 3}, {1, 1}), "a1"), ConvSpecOf(16, {1, 1}, {0, 0}), "a2");
   ValueId p = b.MaxPool(x, {3, 3}, {1, 1}, {1, 1, 1, 1}, "pool");
   b.Output(b.Concat({a, p}, 1, "cat"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
@@ -59,9 +50,11 @@ StatusOr<StageCase> TwoGroups() {
 StatusOr<StageCase> ThreeGroups() {
   GraphBuilder b("three_groups");
   ValueId x = b.Input("x", {2, 32, 10, 10});
-  ValueId a = b.Conv(b.Conv(x, Spec(32, {3, 3}, {1, 1}), "a1"), Spec(16, {1, 1}, {0, 0}), "a2");
+  ValueId a =
+      b.Conv(b.Conv(x, ConvSpecOf(32, {3, 3}, {1, 1}), "a1"), ConvSpecOf(16, {1, 1}, {0, 0}), "a2");
   ValueId p = b.AveragePool(x, {3, 3}, {1, 1}, {1, 1, 1, 1}, false, "pool");
-  ValueId c = b.Relu(b.Conv(x, Spec(24, {1, 1}, {0, 0}, graph::Activation::kNone), "c1"), "c2");
+  ValueId c =
+      b.Relu(b.Conv(x, ConvSpecOf(24, {1, 1}, {0, 0}, graph::Activation::kNone), "c1"), "c2");
   b.Output(b.Concat({a, p, c}, 1, "cat"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
   Schedule s = ScheduleOf({ConcurrentStage({{0, 1}, {2}, {3, 4}}), ConcurrentStage({{5}})});
@@ -72,8 +65,8 @@ StatusOr<StageCase> ThreeGroups() {
 StatusOr<StageCase> ResidualGroups() {
   GraphBuilder b("residual");
   ValueId x = b.Input("x", {1, 24, 8, 8});
-  ValueId a = b.Conv(x, Spec(24, {3, 3}, {1, 1}), "a");
-  ValueId c = b.Conv(x, Spec(24, {1, 1}, {0, 0}, graph::Activation::kNone), "c");
+  ValueId a = b.Conv(x, ConvSpecOf(24, {3, 3}, {1, 1}), "a");
+  ValueId c = b.Conv(x, ConvSpecOf(24, {1, 1}, {0, 0}, graph::Activation::kNone), "c");
   ValueId sum = b.Add(a, c, "add");
   ValueId flat = b.Flatten(b.GlobalAveragePool(sum, "gap"), 1, "flat");
   b.Output(b.Linear(flat, 5, "fc"));
@@ -88,10 +81,10 @@ StatusOr<StageCase> MergedFour() {
   GraphBuilder b("merged_four");
   ValueId x = b.Input("x", {1, 24, 9, 9});
   std::vector<ValueId> outs = {
-      b.Conv(x, Spec(16, {1, 1}, {0, 0}), "m1x1"),
-      b.Conv(x, Spec(20, {3, 3}, {1, 1}, graph::Activation::kRelu, false), "m3x3"),
-      b.Conv(x, Spec(8, {1, 3}, {0, 1}), "m1x3"),
-      b.Conv(x, Spec(12, {3, 1}, {1, 0}), "m3x1")};
+      b.Conv(x, ConvSpecOf(16, {1, 1}, {0, 0}), "m1x1"),
+      b.Conv(x, ConvSpecOf(20, {3, 3}, {1, 1}, graph::Activation::kRelu, false), "m3x3"),
+      b.Conv(x, ConvSpecOf(8, {1, 3}, {0, 1}), "m1x3"),
+      b.Conv(x, ConvSpecOf(12, {3, 1}, {1, 0}), "m3x1")};
   b.Output(b.Concat(outs, 1, "cat"));
   ASSIGN_OR_RETURN(graph::Graph g, std::move(b).Finish());
   ASSIGN_OR_RETURN(Stage merge, MergeStage(g, {0, 1, 2, 3}));
@@ -103,7 +96,7 @@ StatusOr<StageCase> MergedFour() {
 StatusOr<StageCase> MergedStrided() {
   GraphBuilder b("merged_strided");
   ValueId x = b.Input("x", {1, 16, 15, 15});
-  graph::ConvSpec one = Spec(8, {1, 1}, {0, 0}, graph::Activation::kClip, false);
+  graph::ConvSpec one = ConvSpecOf(8, {1, 1}, {0, 0}, graph::Activation::kClip, false);
   one.stride = {2, 2};
   one.clip_min = -0.1f;
   one.clip_max = 0.2f;
@@ -123,9 +116,9 @@ StatusOr<StageCase> MergedStrided() {
 StatusOr<StageCase> MergeThenConcurrent() {
   GraphBuilder b("merge_then_concurrent");
   ValueId x = b.Input("x", {1, 32, 10, 10});
-  ValueId a = b.Conv(x, Spec(16, {1, 1}, {0, 0}), "ma");
-  ValueId c = b.Conv(x, Spec(24, {3, 3}, {1, 1}), "mc");
-  ValueId a2 = b.Conv(a, Spec(16, {3, 3}, {1, 1}), "a2");
+  ValueId a = b.Conv(x, ConvSpecOf(16, {1, 1}, {0, 0}), "ma");
+  ValueId c = b.Conv(x, ConvSpecOf(24, {3, 3}, {1, 1}), "mc");
+  ValueId a2 = b.Conv(a, ConvSpecOf(16, {3, 3}, {1, 1}), "a2");
   ValueId c2 = b.MaxPool(c, {2, 2}, {2, 2}, {0, 0, 0, 0}, "c2");
   ValueId a3 = b.MaxPool(a2, {2, 2}, {2, 2}, {0, 0, 0, 0}, "a3");
   b.Output(b.Concat({a3, c2}, 1, "cat"));

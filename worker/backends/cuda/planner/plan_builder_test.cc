@@ -36,6 +36,7 @@ using ::iosfarm::scheduler::ios::testing::ScheduleOf;
 using graph::GraphBuilder;
 using graph::NodeId;
 using graph::ValueId;
+using graph::testing::ConvSpecOf;
 using scheduler::ios::Schedule;
 using scheduler::ios::Stage;
 using scheduler::ios::Strategy;
@@ -66,17 +67,6 @@ Status EmulateAndCompare(const graph::Graph& graph, const Schedule& schedule,
   return reference::CompareTensorLists(actual, expected, 1e-5, what);
 }
 
-graph::ConvSpec Spec(int64_t out, std::array<int64_t, 2> kernel, std::array<int64_t, 2> padding,
-                     graph::Activation act = graph::Activation::kRelu, bool bias = true) {
-  graph::ConvSpec spec;
-  spec.out_channels = out;
-  spec.kernel = kernel;
-  spec.padding = padding;
-  spec.activation = act;
-  spec.bias = bias;
-  return spec;
-}
-
 int CountSteps(const ExecutionPlan& plan, StepKind kind) {
   int n = 0;
   for (const auto& stage : plan.stages) {
@@ -93,10 +83,10 @@ StatusOr<graph::Graph> InceptionBlock(int64_t batch) {
   GraphBuilder b("block");
   ValueId x = b.Input("x", {batch, 12, 9, 9});
   std::vector<ValueId> outs = {
-      b.Conv(x, Spec(8, {1, 1}, {0, 0}), "m1x1"),
-      b.Conv(x, Spec(10, {3, 3}, {1, 1}, graph::Activation::kRelu, false), "m3x3"),
-      b.Conv(x, Spec(4, {1, 3}, {0, 1}), "m1x3"),
-      b.Conv(x, Spec(6, {3, 1}, {1, 0}), "m3x1"),
+      b.Conv(x, ConvSpecOf(8, {1, 1}, {0, 0}), "m1x1"),
+      b.Conv(x, ConvSpecOf(10, {3, 3}, {1, 1}, graph::Activation::kRelu, false), "m3x3"),
+      b.Conv(x, ConvSpecOf(4, {1, 3}, {0, 1}), "m1x3"),
+      b.Conv(x, ConvSpecOf(6, {3, 1}, {1, 0}), "m3x1"),
       b.MaxPool(x, {3, 3}, {1, 1}, {1, 1, 1, 1}, "pool")};
   b.Output(b.Concat(outs, 1, "cat"));
   return std::move(b).Finish();
@@ -129,8 +119,8 @@ TEST(PlanBuilderTest, MergeStageMatchesReferenceAtBatchOneAndTwo) {
 TEST(PlanBuilderTest, ConcatInputsAreWrittenInPlaceAtBatchOne) {
   GraphBuilder b("concat");
   ValueId x = b.Input("x", {1, 8, 6, 6});
-  ValueId a = b.Conv(x, Spec(4, {3, 3}, {1, 1}), "a");
-  ValueId c = b.Conv(x, Spec(6, {1, 1}, {0, 0}), "c");
+  ValueId a = b.Conv(x, ConvSpecOf(4, {3, 3}, {1, 1}), "a");
+  ValueId c = b.Conv(x, ConvSpecOf(6, {1, 1}, {0, 0}), "c");
   ValueId p = b.MaxPool(x, {3, 3}, {1, 1}, {1, 1, 1, 1}, "p");
   ValueId cat = b.Concat({a, c, p, x}, 1, "cat");
   b.Output(b.Relu(cat, "relu"));
@@ -148,10 +138,10 @@ TEST(PlanBuilderTest, NestedConcatsAndSplitViews) {
   GraphBuilder b("nested");
   ValueId x = b.Input("x", {1, 16, 5, 5});
   std::vector<ValueId> parts = b.Split(x, 1, {4, 12}, "split");
-  ValueId a = b.Conv(parts[0], Spec(6, {1, 1}, {0, 0}), "a");
-  ValueId c = b.Conv(parts[1], Spec(6, {3, 3}, {1, 1}), "c");
+  ValueId a = b.Conv(parts[0], ConvSpecOf(6, {1, 1}, {0, 0}), "a");
+  ValueId c = b.Conv(parts[1], ConvSpecOf(6, {3, 3}, {1, 1}), "c");
   ValueId inner = b.Concat({a, c}, 1, "inner");
-  ValueId d = b.Conv(x, Spec(3, {1, 1}, {0, 0}), "d");
+  ValueId d = b.Conv(x, ConvSpecOf(3, {1, 1}, {0, 0}), "d");
   ValueId outer = b.Concat({inner, d}, 1, "outer");
   b.Output(b.GlobalAveragePool(outer, "gap"));
   auto g = std::move(b).Finish();
@@ -167,7 +157,7 @@ TEST(PlanBuilderTest, NestedConcatsAndSplitViews) {
 TEST(PlanBuilderTest, AsymmetricPadsGetAnExplicitPad) {
   GraphBuilder b("asym");
   ValueId x = b.Input("x", {2, 5, 8, 8});
-  graph::ConvSpec spec = Spec(7, {3, 3}, {0, 0}, graph::Activation::kClip);
+  graph::ConvSpec spec = ConvSpecOf(7, {3, 3}, {0, 0}, graph::Activation::kClip);
   spec.pads = {0, 1, 1, 0};
   spec.stride = {2, 2};
   b.Output(b.Conv(x, spec, "conv"));
@@ -320,7 +310,7 @@ TEST(PlanBuilderTest, ZooModelsMatchReferenceWithIosSchedules) {
 TEST(PlanBuilderTest, MemoryIsReusedAcrossStages) {
   GraphBuilder b("chain");
   ValueId y = b.Input("x", {1, 16, 32, 32});
-  for (int i = 0; i < 8; ++i) y = b.Conv(y, Spec(16, {3, 3}, {1, 1}), StrCat("c", i));
+  for (int i = 0; i < 8; ++i) y = b.Conv(y, ConvSpecOf(16, {3, 3}, {1, 1}), StrCat("c", i));
   b.Output(y);
   auto g = std::move(b).Finish();
   ASSERT_TRUE(g.ok());
