@@ -32,6 +32,24 @@ struct Plan {
   }
 };
 
+// The readers of each value among the nodes the plan keeps, and the graph
+// outputs, after its aliases are resolved.
+struct Uses {
+  std::vector<std::set<NodeId>> consumers;  // by value
+  std::set<ValueId> outputs;
+};
+
+Uses ResolvedUses(const Graph& graph, const Plan& plan) {
+  Uses uses;
+  uses.consumers.resize(graph.num_values());
+  for (NodeId n = 0; n < graph.num_nodes(); ++n) {
+    if (plan.removed[n]) continue;
+    for (ValueId v : graph.node(n).inputs) uses.consumers[plan.Resolve(v)].insert(n);
+  }
+  for (ValueId v : graph.outputs()) uses.outputs.insert(plan.Resolve(v));
+  return uses;
+}
+
 Status PlanIdentities(const Graph& graph, const std::vector<NodeId>& order, Plan& plan) {
   const auto consumers = graph.Consumers();
   for (NodeId n : order) {
@@ -63,13 +81,7 @@ std::optional<std::array<int64_t, 4>> SpatialZeroPad(const Graph& graph, const N
 // consumer pads instead (an AveragePool then counts the padding, as the Pad
 // made it do).
 void PlanPadFolding(const Graph& graph, const std::vector<NodeId>& order, Plan& plan) {
-  std::vector<std::set<NodeId>> consumers(graph.num_values());
-  for (NodeId n = 0; n < graph.num_nodes(); ++n) {
-    if (plan.removed[n]) continue;
-    for (ValueId v : graph.node(n).inputs) consumers[plan.Resolve(v)].insert(n);
-  }
-  std::set<ValueId> outputs;
-  for (ValueId v : graph.outputs()) outputs.insert(plan.Resolve(v));
+  const auto [consumers, outputs] = ResolvedUses(graph, plan);
   for (NodeId n : order) {
     const Node& node = graph.node(n);
     if (plan.removed[n] || node.type != OpType::kPad) continue;
@@ -105,14 +117,7 @@ void ApplyExtraPads(const std::array<int64_t, 4>& pads, Node& node) {
 
 void PlanFusions(const Graph& graph, const std::vector<NodeId>& order,
                  const SimplifyOptions& options, Plan& plan) {
-  // Consumers and graph outputs after identities are resolved.
-  std::vector<std::set<NodeId>> consumers(graph.num_values());
-  for (NodeId n = 0; n < graph.num_nodes(); ++n) {
-    if (plan.removed[n]) continue;
-    for (ValueId v : graph.node(n).inputs) consumers[plan.Resolve(v)].insert(n);
-  }
-  std::set<ValueId> outputs;
-  for (ValueId v : graph.outputs()) outputs.insert(plan.Resolve(v));
+  const auto [consumers, outputs] = ResolvedUses(graph, plan);
 
   std::map<ValueId, NodeId> open;  // conv chain tail value -> conv
   for (NodeId n : order) {
