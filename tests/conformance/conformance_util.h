@@ -2,6 +2,7 @@
 #ifndef IOSFARM_TESTS_CONFORMANCE_CONFORMANCE_UTIL_H_
 #define IOSFARM_TESTS_CONFORMANCE_CONFORMANCE_UTIL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -20,6 +21,13 @@ inline constexpr double kTolerance = 1e-3;
 
 // Few repeats: the suite checks values, not speed.
 worker::ProfileOptions QuickProfile();
+
+// The parameters of a suite that runs every case of a table of `num_cases`
+// against every backend: (backend name, case index) for each pair.
+inline auto BackendsTimesCaseIndices(size_t num_cases) {
+  return ::testing::Combine(::testing::ValuesIn(ConformanceBackendNames()),
+                            ::testing::Range(size_t{0}, num_cases));
+}
 
 // Runs `schedule` on `backend` (outputs requested, inputs from `seed`) and
 // compares its outputs with the reference executor's on the same inputs.

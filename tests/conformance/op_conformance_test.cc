@@ -54,16 +54,9 @@ TEST_P(OpConformanceTest, BuildsAndProfilesEveryStage) {
   }
 }
 
-std::vector<size_t> CaseIndices() {
-  std::vector<size_t> indices;
-  for (size_t i = 0; i < OpCases().size(); ++i) indices.push_back(i);
-  return indices;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Ops, OpConformanceTest,
-    ::testing::Combine(::testing::ValuesIn(ConformanceBackendNames()),
-                       ::testing::ValuesIn(CaseIndices())),
+    BackendsTimesCaseIndices(OpCases().size()),
     [](const ::testing::TestParamInfo<OpConformanceTest::ParamType>& info) {
       return std::get<0>(info.param) + "_" + OpCases()[std::get<1>(info.param)].name;
     });

@@ -205,16 +205,9 @@ TEST(StageCaseNamesTest, MatchTheCases) {
   }
 }
 
-std::vector<size_t> CaseIndices() {
-  std::vector<size_t> indices;
-  for (size_t i = 0; i < StageCases().size(); ++i) indices.push_back(i);
-  return indices;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Stages, StageConformanceTest,
-    ::testing::Combine(::testing::ValuesIn(ConformanceBackendNames()),
-                       ::testing::ValuesIn(CaseIndices())),
+    BackendsTimesCaseIndices(StageCases().size()),
     [](const ::testing::TestParamInfo<StageConformanceTest::ParamType>& info) {
       return std::get<0>(info.param) + "_" + kCaseNames[std::get<1>(info.param)];
     });
