@@ -178,7 +178,7 @@ class JobRunner {
   // Signatures looked up in the store so far, and how many were there.
   int64_t lookups() const { return lookups_; }
   // The cores the search's core bound uses; 0 where it is off (fewer than 2).
-  int search_cores() const { return options_.cores >= 2 ? options_.cores : 0; }
+  int search_cores() const { return options_.bounded.cores >= 2 ? options_.bounded.cores : 0; }
   int64_t cache_hits() const { return cache_hits_; }
 
  private:
