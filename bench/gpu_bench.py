@@ -5,9 +5,9 @@ Three subcommands (how to use them on the device machine: docs/benchmarks.md,
 "GPU benchmark"):
 
   bundle  (here, where the project builds) Packs the binaries (schedule_bench
-          and the others gpu_truth.py runs), stripped, the shared libraries
+          and the others tools/gpu_run/gpu_run.py runs), stripped, the shared libraries
           they need that the GPU image lacks, and the zoo checks' assets into
-          DEST (default .gpubench, git-ignored; layout: gpu_bundle.py). glibc,
+          DEST (default .gpubench, git-ignored; layout: tools/gpu_run/bundle.py). glibc,
           libstdc++ and the CUDA libraries (cudart, cuBLAS, cuDNN) are left
           out: `run` finds the image's own.
 
@@ -62,9 +62,9 @@ import sys
 import tarfile
 import time
 
-import gpu_bundle
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools", "gpu_run"))
+import bundle as gpu_bundle  # noqa: E402
 
 # key -> (schedule_bench display name, zoo name or torchvision model for ONNX),
 # in the order `run` works through them.

@@ -1,4 +1,4 @@
-"""The `search` step of gpu_truth.py: `iosfarm search` on this GPU with the
+"""The `search` step of gpu_run.py: `iosfarm search` on this GPU with the
 backend's own device floor and without it (issue 15).
 
 The cuda backend declares a floor for eagerly timed stages
@@ -259,6 +259,6 @@ def summary_lines(step):
         for model, row in audit.get("models", {}).items():
             lines.append(f"    - {model}: {describe_audit_row(row)}")
         if audit.get("fit"):
-            lines += ["", "  Other bounds on the audit's stages (bench/bound_fit.py):", ""]
+            lines += ["", "  Other bounds on the audit's stages (tools/gpu_run/bound_fit.py):", ""]
             lines += ["  " + line for line in audit["fit"]]
     return lines

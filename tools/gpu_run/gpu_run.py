@@ -8,7 +8,7 @@ machine runs this prepared script, in two calls back to back (correctness,
 then speed with what is left; docs/benchmarks.md, "How to run it"):
 
   here:    cmake --build build -j2 && python3 bench/gpu_bench.py bundle
-  device:  command = "PYTHONUNBUFFERED=1 python3 bench/gpu_truth.py run --out $OUT
+  device:  command = "PYTHONUNBUFFERED=1 python3 tools/gpu_run/gpu_run.py run --out $OUT
                       --steps env,floor,tests,zoo,torchvision,farm,search,runtime,kernels
                       --deadline-s 300"
            carry = [".gpubench"], timeout_s = 330
@@ -41,7 +41,7 @@ records why):
   search       `iosfarm search MODEL --backend cuda` with the backend's device
                floor and without (--search-runs MODEL:VARIANT,...): stages
                measured, IOS ms, and the stages measured below their bound
-               (how often this GPU breaks the floor; gpu_truth_search.py);
+               (how often this GPU breaks the floor; search_step.py);
                then bound_audit_bench on --audit-models: every candidate
                stage of their blocks against its bound (graph-timed with
                --audit-graph-stages; a run's variant `graph` times the
@@ -50,7 +50,7 @@ records why):
                the same latency database (--exact-models MODEL[:graph],...):
                both searches see the very same stage latencies, so the
                difference of their IOS latencies is what the bounds' misses
-               cost on this device (gpu_truth_exact.py)
+               cost on this device (exact_step.py)
   runtime      bench/runtime_bench: Session::Run's cost per call beyond the
                schedule's own time on squeezenet, with host buffers and with
                the input and output in GPU memory (CUDA graph on)
@@ -71,7 +71,7 @@ when a check failed, 3 when no GPU answers (with --backend cuda).
 
 --backend cpu runs the same steps on the CPU (floor and torchvision skipped;
 the gtest suites' CUDA tests then skip): the smoke test
-(gpu_truth_smoke_test.py) runs it so that the script itself is tested here.
+(gpu_run_smoke_test.py) runs it so that the script itself is tested here.
 """
 import argparse
 import contextlib
@@ -84,13 +84,13 @@ import sys
 import tarfile
 import time
 
-import gpu_bundle
-import gpu_truth_exact
-import gpu_truth_search
-from gpu_truth_farm import Farm
-from gpu_truth_kernels import find_ncu, parse_ncu_kernel_times, summarize_kernels
+import bundle
+import exact_step
+import search_step
+from farm_step import Farm
+from kernels_step import find_ncu, parse_ncu_kernel_times, summarize_kernels
 
-REPO = gpu_bundle.REPO
+REPO = bundle.REPO
 STEPS = ("env", "floor", "tests", "zoo", "torchvision", "farm", "search", "exact", "runtime",
          "kernels", "speed")
 # (binary, gtest filter, cap in seconds) of the `tests` step.
@@ -101,7 +101,7 @@ SUITES = (
     ("runtime_test", "*", 60),
     ("runtime_device_buffers_test", "*", 60),
 )
-# The caps above times this on the cpu backend (gpu_truth_smoke).
+# The caps above times this on the cpu backend (gpu_run_smoke).
 CPU_CAP_SCALE = 4
 # The zoo checks' tolerance against the cpu backend (both fp32; cuDNN and
 # oneDNN pick different algorithms, so the last bits differ).
@@ -184,19 +184,19 @@ class Truth:
         args = self.args
         if args.build:
             build = os.path.abspath(args.build)
-            self.bin = {os.path.basename(b): os.path.join(build, b) for b in gpu_bundle.BINARIES}
+            self.bin = {os.path.basename(b): os.path.join(build, b) for b in bundle.BINARIES}
             self.env = dict(os.environ)
             self.assets = os.path.join(self.work, "assets")
             models = [m for m in args.zoo_models if not os.path.exists(
                 os.path.join(self.assets, "zoo", f"{m}.ios.json"))]
             if "zoo" in args.steps and models:
-                gpu_bundle.make_assets(self.bin["iosfarm"], self.assets, models)
+                bundle.make_assets(self.bin["iosfarm"], self.assets, models)
             self.doc["bundle"] = {"build": build}
         else:
-            bin_dir, self.assets, manifest, self.env = gpu_bundle.unpack(
+            bin_dir, self.assets, manifest, self.env = bundle.unpack(
                 args.bundle, self.work, sys.path)
             self.bin = {os.path.basename(b): os.path.join(bin_dir, os.path.basename(b))
-                        for b in gpu_bundle.BINARIES}
+                        for b in bundle.BINARIES}
             self.doc["bundle"] = manifest
             self.say(f"bundle: commit {manifest['commit'][:10]} of {manifest['date']}")
         self.env["IOSFARM_CLI"] = self.bin["iosfarm"]
@@ -210,7 +210,7 @@ class Truth:
         # docs/benchmarks.md, 2026-11-30).
         self.env["TEST_TMPDIR"] = os.path.join(self.work, "test-tmp")
         os.makedirs(self.env["TEST_TMPDIR"], exist_ok=True)
-        missing = {name: gpu_bundle.missing_libraries(path, self.env)
+        missing = {name: bundle.missing_libraries(path, self.env)
                    for name, path in self.bin.items() if os.path.exists(path)}
         missing = {name: lines for name, lines in missing.items() if lines}
         if missing:
@@ -233,7 +233,7 @@ class Truth:
         if os.path.exists(nvcc):
             version = subprocess.run([nvcc, "--version"], capture_output=True, text=True)
             result["nvcc"] = version.stdout.strip().splitlines()[-1] if version.stdout else None
-        result["cuda_libraries"] = gpu_bundle.find_cuda_lib_dirs(sys.path)
+        result["cuda_libraries"] = bundle.find_cuda_lib_dirs(sys.path)
         cudnn = sorted({os.path.basename(p) for d in result["cuda_libraries"]
                         for p in glob.glob(os.path.join(d, "libcudnn.so.*"))})
         result["cudnn_files"] = cudnn
@@ -422,10 +422,10 @@ class Truth:
         return Farm(self).run()
 
     def step_search(self):
-        return gpu_truth_search.Search(self).run()
+        return search_step.Search(self).run()
 
     def step_exact(self):
-        return gpu_truth_exact.Exact(self).run()
+        return exact_step.Exact(self).run()
 
     def step_runtime(self):
         cuda = self.args.backend == "cuda"
@@ -542,9 +542,9 @@ def summary(doc):
                                  f"{r.get('median_ms')} ms, {r.get('stages')} stages"
                                  + (f", {r['mismatches']}" if r.get("mismatches") else ""))
         elif name == "search":
-            lines.extend(gpu_truth_search.summary_lines(step))
+            lines.extend(search_step.summary_lines(step))
         elif name == "exact":
-            lines.extend(gpu_truth_exact.summary_lines(step))
+            lines.extend(exact_step.summary_lines(step))
         elif name == "runtime":
             lines.append(f"- runtime: {status}, {step.get('summary')}")
         elif name == "kernels" and status in ("ok", "failed"):
@@ -633,19 +633,19 @@ def main(argv):
                      help="cpu only for the smoke test")
     run.add_argument("--steps", default=",".join(STEPS), help="comma-separated, of: "
                      + ", ".join(STEPS))
-    run.add_argument("--zoo-models", default=",".join(gpu_bundle.ZOO))
+    run.add_argument("--zoo-models", default=",".join(bundle.ZOO))
     run.add_argument("--farm-models", default="squeezenet,inception_v3",
                      help="the first is submitted twice")
     run.add_argument("--farm-batch", type=int, default=1,
                      help="batch size of the farm step's jobs and tune (the worker's profile "
                      "breakdown at that batch)")
-    run.add_argument("--search-runs", default=gpu_truth_search.DEFAULT_RUNS,
+    run.add_argument("--search-runs", default=search_step.DEFAULT_RUNS,
                      help="the search step's MODEL:VARIANT runs, VARIANT one of "
-                     + ", ".join(gpu_truth_search.VARIANTS))
+                     + ", ".join(search_step.VARIANTS))
     run.add_argument("--search-cap-s", type=float, default=150,
                      help="the longest one search run may take (cut off: its last progress)")
     run.add_argument("--search-batch", type=int, default=1)
-    run.add_argument("--audit-models", default=gpu_truth_search.DEFAULT_AUDIT_MODELS,
+    run.add_argument("--audit-models", default=search_step.DEFAULT_AUDIT_MODELS,
                      help="the search step's bound audit: every candidate stage of these "
                      "models' blocks against its bound (empty: none)")
     run.add_argument("--audit-block-size", type=int, default=6)
@@ -669,11 +669,11 @@ def main(argv):
     args.farm_models = [m for m in args.farm_models.split(",") if m]
     args.audit_models = [m for m in args.audit_models.split(",") if m]
     try:
-        args.search_runs = gpu_truth_search.parse_runs(args.search_runs)
+        args.search_runs = search_step.parse_runs(args.search_runs)
     except ValueError as e:
         parser.error(str(e))
     try:
-        args.exact_models = gpu_truth_exact.parse_entries(args.exact_models)
+        args.exact_models = exact_step.parse_entries(args.exact_models)
     except ValueError as e:
         parser.error(str(e))
     args.speed_args = args.speed_args.split()

@@ -1,4 +1,4 @@
-"""The `kernels` step's helpers for gpu_truth.py: Nsight Compute's command
+"""The `kernels` step's helpers for gpu_run.py: Nsight Compute's command
 line and its per-kernel times, summed by kernel name."""
 import csv
 import glob

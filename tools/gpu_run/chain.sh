@@ -1,12 +1,12 @@
 #!/bin/bash
-# gpu_chain.sh: runs several `bench/gpu_truth.py run`s back to back on the GPU
+# chain.sh: runs several `tools/gpu_run/gpu_run.py run`s back to back on the GPU
 # machine, each into a scratch folder's NAME (/tmp/scratch/NAME), and tars the scratch folder into
 # $OUT/runs.tar.gz after each one, so that a call cut off at its limit still
 # returns what ran (the device tool returns at most eight files).
 #
-#   bench/gpu_chain.sh NAME:DEADLINE_S:FLAGS ...
+#   tools/gpu_run/chain.sh NAME:DEADLINE_S:FLAGS ...
 #
-# GPU_CHAIN_SCRATCH names another scratch folder. FLAGS are gpu_truth.py
+# GPU_CHAIN_SCRATCH names another scratch folder. FLAGS are gpu_run.py
 # run's flags with '|' between words, e.g.
 #   'b:100:--steps|env,speed|--speed-models|inception_v3|--speed-args|--graph-stages --batches 1'
 # (docs/benchmarks.md, "How to run it").
@@ -30,7 +30,7 @@ for spec in "$@"; do
   fi
   IFS='|' read -r -a argv <<<"$flags"
   echo "=== $name (deadline $deadline s) $(date +%T)"
-  timeout $((deadline + 25)) python3 "$(dirname "$0")/gpu_truth.py" run --out "$scratch/$name" \
+  timeout $((deadline + 25)) python3 "$(dirname "$0")/gpu_run.py" run --out "$scratch/$name" \
     --deadline-s "$deadline" "${argv[@]}" >"$scratch/$name.log" 2>&1
   rc=$?
   [ $rc -ne 0 ] && status=$rc

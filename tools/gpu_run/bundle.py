@@ -13,7 +13,7 @@ the binaries are built here and carried with the shared libraries they need:
                         reference the GPU's outputs are compared with)
   DEST/MANIFEST.json    commit, date, binaries, libraries, assets
 
-Used by gpu_bench.py and gpu_truth.py (`bundle` here, `run` there). About
+Used by gpu_bench.py and gpu_run.py (`bundle` here, `run` there). About
 20 MiB; the device tool carries at most 64 MiB with the working tree.
 """
 import datetime
@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import tarfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Build-relative paths of what runs on the GPU machine.
 BINARIES = (

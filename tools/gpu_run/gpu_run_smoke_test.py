@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
-"""Smoke test of the one-call GPU run, on the CPU (CTest gpu_truth_smoke).
+"""Smoke test of the one-call GPU run, on the CPU (CTest gpu_run_smoke).
 
-Usage: gpu_truth_smoke_test.py BUILD_DIR
+Usage: gpu_run_smoke_test.py BUILD_DIR
 
 The GPU machine is lent rarely and for 15 minutes, so the script it runs
-(bench/gpu_truth.py) and the bundle it runs from (bench/gpu_bundle.py) are
+(tools/gpu_run/gpu_run.py) and the bundle it runs from (tools/gpu_run/bundle.py) are
 tested here, on the cpu backend:
-  - `gpu_bundle.make` packs the binaries, their libraries and one zoo model's
+  - `bundle.make` packs the binaries, their libraries and one zoo model's
     assets; unpacked, every library the binaries need beyond the system's
     resolves inside the bundle (what the GPU image lacks must travel);
-  - `gpu_truth.py run --bundle ... --backend cpu` runs env, tests, zoo, farm,
+  - `gpu_run.py run --bundle ... --backend cpu` runs env, tests, zoo, farm,
     runtime and speed on squeezenet: every step passes, the test suites ran tests,
     the zoo outputs match the cpu reference, the second farm submission
     profiled nothing, the speed step wrote gpu_bench's results;
-  - `gpu_chain.sh` chains runs and tars each into $OUT/runs.tar.gz as it ends;
+  - `chain.sh` chains runs and tars each into $OUT/runs.tar.gz as it ends;
   - with --backend cuda where no GPU answers it exits 3 saying why.
 """
 import json
@@ -27,11 +27,11 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bound_fit  # noqa: E402
-import gpu_bundle  # noqa: E402
-import gpu_truth_exact  # noqa: E402
-import gpu_truth_farm  # noqa: E402
-import gpu_truth_kernels  # noqa: E402
-import gpu_truth_search  # noqa: E402
+import bundle  # noqa: E402
+import exact_step  # noqa: E402
+import farm_step  # noqa: E402
+import kernels_step  # noqa: E402
+import search_step  # noqa: E402
 
 
 def check(condition, message):
@@ -76,11 +76,11 @@ def check_bound_fit():
               "bound_fit: a host bound above every latency is counted below")
         # gpu_truth's audit takes the host bound from its floor step, where
         # it ran.
-        fitted = gpu_truth_search.fit_bounds(path, {"status": "ok", "launch_host_us": 1200.0,
+        fitted = search_step.fit_bounds(path, {"status": "ok", "launch_host_us": 1200.0,
                                                     "fork_join_host_per_group_us": -0.5})
         check("| m | host: 0 + K x 1200 + G x 0 us |  | 1 | 0 |  | 0.909 |" in fitted,
               f"fit_bounds with a floor step: {fitted}")
-        check(not any("host:" in line for line in gpu_truth_search.fit_bounds(path, {})),
+        check(not any("host:" in line for line in search_step.fit_bounds(path, {})),
               "fit_bounds without a floor step has no host row")
 
 
@@ -92,7 +92,7 @@ def main():
     # The farm check names a GPU worker's phases by "/gpu" (the first H200 run
     # looked for "/device" only, a CPU worker's, and found none).
     check([r for r in ("w/gpu", "w/device", "w/cpu", "server-cpu/0")
-           if gpu_truth_farm.is_device_resource(r)] == ["w/gpu", "w/device"],
+           if farm_step.is_device_resource(r)] == ["w/gpu", "w/device"],
           "is_device_resource tells measuring devices from CPUs")
     # The cuda backend's debug line (profile_breakdown.h), the last one wins.
     log = ("[debug] cuda profile breakdown: 256 stages, ms per stage: instantiate 2.000 "
@@ -101,10 +101,10 @@ def main():
            "[2026-11-26 07:00:00.000] [debug] cuda profile breakdown: 300 stages, ms per stage: "
            "instantiate 1.000 capture 0.000 sizing 0.100 samples 1.000 release 0.250 "
            "total 2.350\n")
-    breakdown = gpu_truth_farm.parse_profile_breakdown(log)
+    breakdown = farm_step.parse_profile_breakdown(log)
     check(breakdown == {"stages": 300, "instantiate": 1.0, "capture": 0.0, "sizing": 0.1,
                         "samples": 1.0, "release": 0.25, "total": 2.35}, f"breakdown {breakdown}")
-    check(gpu_truth_farm.parse_profile_breakdown("[info] no such line\n") is None,
+    check(farm_step.parse_profile_breakdown("[info] no such line\n") is None,
           "no breakdown without the line")
     # A farm step with too little of the deadline left does not start (the
     # fifth H200 run's call 1 started one with 32 s left and called the
@@ -112,7 +112,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         short = types.SimpleNamespace(work=work, env={}, remaining=lambda: 30.0,
                                       args=types.SimpleNamespace(backend="cpu"))
-        row = gpu_truth_farm.Farm(short).run()
+        row = farm_step.Farm(short).run()
         check(row == {"status": "not run", "reason": "30 s left"}, f"farm with 30 s left: {row}")
     # The kernels step's parser, on ncu's CSV layout (--csv --print-units
     # base), after the lines a profiled program prints first.
@@ -128,37 +128,37 @@ def main():
         '"Command line profiler metrics","gpu__time_duration.sum","usecond","2.5"',
         '"2","1","iosfarm","h","sm90_xmma_fprop","1","13","(128, 1, 1)","(8, 1, 1)","0","9.0",'
         '"Command line profiler metrics","gpu__time_duration.sum","nsecond","3872"'])
-    kernels = gpu_truth_kernels.parse_ncu_kernel_times(ncu_csv)
+    kernels = kernels_step.parse_ncu_kernel_times(ncu_csv)
     check(kernels == [("sm90_xmma_fprop", 4128.0), ("pool_kernel", 2500.0),
                       ("sm90_xmma_fprop", 3872.0)], f"ncu CSV parsed: {kernels}")
-    summary = gpu_truth_kernels.summarize_kernels(kernels)
+    summary = kernels_step.summarize_kernels(kernels)
     check(summary["count"] == 3 and summary["total_us"] == 10.5 and
           summary["top"][0] == {"kernel": "sm90_xmma_fprop", "count": 2, "total_us": 8.0},
           f"kernel summary: {summary}")
-    check(gpu_truth_kernels.parse_ncu_kernel_times("no profile here") == [], "no CSV, no kernels")
+    check(kernels_step.parse_ncu_kernel_times("no profile here") == [], "no CSV, no kernels")
     # The search step's run list and the progress a run cut off leaves.
-    check(gpu_truth_search.parse_runs(gpu_truth_search.DEFAULT_RUNS) ==
+    check(search_step.parse_runs(search_step.DEFAULT_RUNS) ==
           [("inception_v3", "floor"), ("inception_v3", "no-floor"), ("randwire", "floor")],
           "default search runs")
     for bad in ("randwire", "randwire:fast", ":floor"):
         try:
-            gpu_truth_search.parse_runs(bad)
+            search_step.parse_runs(bad)
             check(False, f"search run {bad!r} accepted")
         except ValueError as e:
             check(repr(bad) in str(e), f"the error names {bad!r}: {e}")
-    check(gpu_truth_search.last_progress(
+    check(search_step.last_progress(
         "search: 0/20 blocks solved, 0 stages measured, 1ms\n[warn] x\n"
         "search: 2/20 blocks solved, 7927 stages measured, 1m40s\n") ==
         "search: 2/20 blocks solved, 7927 stages measured, 1m40s", "last progress line")
-    check(gpu_truth_search.last_progress("nothing\n") is None, "no progress line")
-    check(gpu_truth_exact.parse_entries("inception_v3, randwire:graph,") ==
+    check(search_step.last_progress("nothing\n") is None, "no progress line")
+    check(exact_step.parse_entries("inception_v3, randwire:graph,") ==
           [("inception_v3", False), ("randwire", True)], "exact entries")
     try:
-        gpu_truth_exact.parse_entries("inception_v3:eager")
+        exact_step.parse_entries("inception_v3:eager")
         check(False, "exact entry with an unknown mode accepted")
     except ValueError as e:
         check("inception_v3:eager" in str(e), f"exact entry error: {e}")
-    row = gpu_truth_exact.compare_rows(
+    row = exact_step.compare_rows(
         {"predicted_ms": {"ios": 10.0}, "search": {"stages_measured": 1000}},
         {"predicted_ms": {"ios": 10.05}, "search": {"stages_measured": 20, "stages_cached": 230,
                                                      "lower_bound_misses": 3,
@@ -166,7 +166,7 @@ def main():
     check(row["ratio"] == 4.0 and row["difference_pct"] == 0.5 and row["bounded_cached"] == 230,
           f"exact row: {row}")
     check_bound_fit()
-    audit = gpu_truth_search.parse_audit(
+    audit = search_step.parse_audit(
         "backend cpu: CPU; floor: none\n| model | endings | raised | below | merges | "
         "inconsistent | measured |\n| --- | --- | --- | --- | --- | --- | --- |\n"
         "| inception_v3 | 667 | 194 | 7 (94.129 us, 7.9 %) | 0 (0.000 us, 0.0 %) | 1 | 458 |\n")
@@ -175,7 +175,7 @@ def main():
         "largest_below_share_pct": 7.9, "merge_below": 0, "largest_merge_us": 0.0,
         "largest_merge_share_pct": 0.0, "inconsistent": 1, "measured": 458}},
         f"bound audit parsed: {audit}")
-    audit = gpu_truth_search.parse_audit(
+    audit = search_step.parse_audit(
         "| model | endings | raised | below | merges | sub-stages | inconsistent | measured |\n"
         "| randwire | 1401 | 0 | 0 (0.000 us, 0.0 %) | 2 (1.500 us, 3.0 %) | "
         "5 (12.250 us, 20.5 %) | 0 | 225 |\n")
@@ -186,17 +186,17 @@ def main():
         "largest_sub_share_pct": 20.5, "inconsistent": 0, "measured": 225}},
         f"bound audit with sub-stages parsed: {audit}")
     with tempfile.TemporaryDirectory() as tmp:
-        bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
-        manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))
+        bundle_dir, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
+        manifest = bundle.make(build, bundle_dir, require_cuda=False, models=("squeezenet",))
         check("iosfarm" in manifest["binaries"], f"manifest: {manifest}")
-        bin_dir, assets, _, env = gpu_bundle.unpack(bundle, work)
+        bin_dir, assets, _, env = bundle.unpack(bundle_dir, work)
         lib_dir = os.path.join(work, "bundle", "lib")
         for name in manifest["binaries"]:
             ldd = subprocess.run(["ldd", os.path.join(bin_dir, name)], capture_output=True,
                                  text=True, env=env).stdout
             for line in ldd.splitlines():
                 parts = line.split()
-                if not parts or parts[0].startswith(gpu_bundle.SYSTEM_LIBS) or "=>" not in parts:
+                if not parts or parts[0].startswith(bundle.SYSTEM_LIBS) or "=>" not in parts:
                     continue
                 check(line.split("=>")[1].strip().startswith(lib_dir),
                       f"{name}: {line.strip()} does not resolve inside the bundle")
@@ -204,7 +204,7 @@ def main():
               "no squeezenet schedule in the assets")
 
         run = subprocess.run(
-            [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
+            [sys.executable, os.path.join(HERE, "gpu_run.py"), "run", "--bundle", bundle_dir,
              "--backend", "cpu", "--steps",
              "env,tests,zoo,farm,search,exact,runtime,kernels,speed",
              "--exact-models", "squeezenet,squeezenet:graph",
@@ -214,7 +214,7 @@ def main():
              "--speed-args", "--rounds 1 --repeats 2 --no-torch", "--work", work, "--out", out,
              "--deadline-s", "400"], capture_output=True, text=True, timeout=450)
         print(run.stdout[-4000:])
-        check(run.returncode == 0, f"gpu_truth.py run exited {run.returncode}: "
+        check(run.returncode == 0, f"gpu_run.py run exited {run.returncode}: "
               f"{run.stderr[-2000:]}")
         for name in ("truth.json", "truth.md", "truth.log", "logs.tar.gz", "results.json",
                      "table.md"):
@@ -273,28 +273,28 @@ def main():
                                         for s in seconds.values()),
               f"farm phase seconds per job: {seconds}")
 
-        # gpu_chain.sh: two runs, each tarred into $OUT/runs.tar.gz as it ends;
+        # chain.sh: two runs, each tarred into $OUT/runs.tar.gz as it ends;
         # a malformed run spec is refused before anything runs.
         chain_out, scratch = os.path.join(tmp, "chain-out"), os.path.join(tmp, "scratch")
         os.makedirs(chain_out)
         chain_env = dict(os.environ, OUT=chain_out, GPU_CHAIN_SCRATCH=scratch)
-        spec = f"--bundle|{bundle}|--backend|cpu|--steps|env|--work|{work}"
+        spec = f"--bundle|{bundle_dir}|--backend|cpu|--steps|env|--work|{work}"
         chain = subprocess.run(
-            [os.path.join(HERE, "gpu_chain.sh"), f"one:60:{spec}", f"two:60:{spec}"],
+            [os.path.join(HERE, "chain.sh"), f"one:60:{spec}", f"two:60:{spec}"],
             capture_output=True, text=True, timeout=180, env=chain_env)
-        check(chain.returncode == 0, f"gpu_chain.sh exited {chain.returncode}: "
+        check(chain.returncode == 0, f"chain.sh exited {chain.returncode}: "
               f"{chain.stdout[-1000:]} {chain.stderr[-1000:]}")
         with tarfile.open(os.path.join(chain_out, "runs.tar.gz")) as tar:
             names = set(tar.getnames())
         for name in ("./one.log", "./one/truth.json", "./two.log", "./two/truth.json"):
             check(name in names, f"{name} missing from runs.tar.gz: {sorted(names)}")
-        bad = subprocess.run([os.path.join(HERE, "gpu_chain.sh"), "three:soon:--steps|env"],
+        bad = subprocess.run([os.path.join(HERE, "chain.sh"), "three:soon:--steps|env"],
                              capture_output=True, text=True, timeout=30, env=chain_env)
         check(bad.returncode == 2 and "NAME:DEADLINE_S:FLAGS" in bad.stderr,
-              f"gpu_chain.sh with a bad spec: exit {bad.returncode}: {bad.stderr}")
+              f"chain.sh with a bad spec: exit {bad.returncode}: {bad.stderr}")
 
         cuda = subprocess.run(
-            [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
+            [sys.executable, os.path.join(HERE, "gpu_run.py"), "run", "--bundle", bundle_dir,
              "--steps", "env", "--work", work, "--out", os.path.join(tmp, "out-cuda")],
             capture_output=True, text=True, timeout=120)
         if cuda.returncode != 0:  # a GPU answers: the env step passes and exits 0
