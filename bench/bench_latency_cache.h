@@ -46,7 +46,7 @@ class BenchLatencyCache {
 
   // Opens an existing database at `path` to answer from the latencies of
   // `device_key` alone, storing no latency (a replay of another machine's
-  // measurements, e.g. a GPU lease's, here; a database of an older schema
+  // measurements, e.g. a GPU machine's, here; a database of an older schema
   // is migrated, as by any open); an empty key takes the database's only
   // one. NotFound for a missing file, and for a key it does not hold or an
   // empty key where it holds several, naming those it holds;

@@ -1,17 +1,10 @@
 #!/usr/bin/env python3
 """GPU schedule benchmark driver (issue 4): IOS vs PyTorch on one GPU.
 
-Three subcommands (how to use them on the device machine: docs/benchmarks.md,
-"GPU benchmark"):
+Two subcommands (on a GPU machine from a bundle: tools/gpu_run/README.md,
+whose `speed` step runs `run`):
 
-  bundle  (here, where the project builds) Packs the binaries (schedule_bench
-          and the others tools/gpu_run/gpu_run.py runs), stripped, the shared libraries
-          they need that the GPU image lacks, and the zoo checks' assets into
-          DEST (default .gpubench, git-ignored; layout: tools/gpu_run/bundle.py). glibc,
-          libstdc++ and the CUDA libraries (cudart, cuBLAS, cuDNN) are left
-          out: `run` finds the image's own.
-
-  run     (on the device machine) One command, bounded by --deadline-s:
+  run     (on the GPU machine) One command, bounded by --deadline-s:
           exports the torchvision ONNX files (tests/onnx/export_torchvision.py)
           if a tv_* model is selected, then works through its list in order,
           batch by batch (all of batch 1 first): for each batch
@@ -63,8 +56,6 @@ import tarfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tools", "gpu_run"))
-import bundle as gpu_bundle  # noqa: E402
 
 # key -> (schedule_bench display name, zoo name or torchvision model for ONNX),
 # in the order `run` works through them.
@@ -123,13 +114,6 @@ PAPER = {"inception_v3": (6.51, 4.03), "randwire": (8.49, 6.02), "nasnet_a": (22
 
 def log(*parts):
     print(*parts, flush=True)
-
-
-# ---------------------------------------------------------------- bundle ---
-
-def cmd_bundle(args):
-    gpu_bundle.make(args.build, args.dest)
-    return 0
 
 
 # ------------------------------------------------------------------- run ---
@@ -240,17 +224,11 @@ class Runner:
 
     # -- setup --
     def setup_binary(self):
-        args = self.args
-        if args.bin:
-            self.binary = os.path.abspath(args.bin)
-        else:
-            bin_dir, _, manifest, self.env = gpu_bundle.unpack(args.bundle, self.work, sys.path)
-            self.binary = os.path.join(bin_dir, "schedule_bench")
-            self.say(f"bundle: commit {manifest['commit'][:10]} of {manifest['date']}")
-            self.say(f"LD_LIBRARY_PATH={self.env['LD_LIBRARY_PATH']}")
+        self.binary = os.path.abspath(self.args.bin)
         if not os.path.isfile(self.binary):
-            sys.exit(f"{self.binary} not found")
-        missing = gpu_bundle.missing_libraries(self.binary, self.env)
+            sys.exit(f"{self.binary} not found (build schedule_bench, or name it with --bin)")
+        ldd = subprocess.run(["ldd", self.binary], capture_output=True, text=True, env=self.env)
+        missing = [line.strip() for line in ldd.stdout.splitlines() if "not found" in line]
         if missing:
             self.say("schedule_bench cannot load: " + "; ".join(missing))
             sys.exit(1)
@@ -646,15 +624,9 @@ def main(argv):
                                      epilog=__doc__.split("\n\n", 1)[1])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    bundle = sub.add_parser("bundle", help="pack the binaries, their libraries and assets to carry")
-    bundle.add_argument("--build", default=os.path.join(REPO, "build"))
-    bundle.add_argument("--dest", default=os.path.join(REPO, ".gpubench"))
-
     run = sub.add_parser("run", help="run the benchmark (on the GPU machine)")
-    where = run.add_mutually_exclusive_group()
-    where.add_argument("--bundle", default=os.path.join(REPO, ".gpubench"),
-                       help="folder made by `bundle` (default .gpubench)")
-    where.add_argument("--bin", help="a schedule_bench binary to use as is (no bundle)")
+    run.add_argument("--bin", default=os.path.join(REPO, "build", "bench", "schedule_bench"),
+                     help="the schedule_bench binary (default build/bench/schedule_bench)")
     run.add_argument("--backend", default="cuda", choices=("cuda", "cpu"),
                      help="cpu only for smoke tests")
     run.add_argument("--models", default=",".join(MODELS),
@@ -684,8 +656,7 @@ def main(argv):
                      help="with --graph-stages: each replay timed after an L2 flush "
                      "(schedule_bench --cuda-flush-l2); rows are named MODEL" + FLUSHED)
     run.add_argument("--deadline-s", type=float, default=500,
-                     help="end the work after this many seconds (default 500, for the device "
-                     "machine's 600 s per command)")
+                     help="end the work after this many seconds (default 500)")
     run.add_argument("--min-item-s", type=float, default=40,
                      help="do not start an item with less time left")
     run.add_argument("--measure-reserve-s", type=float, default=30,
@@ -696,15 +667,13 @@ def main(argv):
     run.add_argument("--seed", help="an earlier --out folder to start from")
     run.add_argument("--work", default=os.path.join(REPO, ".gpubench-work"))
     run.add_argument("--out", help="copy results.json, table.md, gpu_bench.log and "
-                     "state.tar.gz here (e.g. $OUT)")
+                     "state.tar.gz to this folder")
 
     report = sub.add_parser("report", help="merge results and print the table")
     report.add_argument("files", nargs="+")
     report.add_argument("--json", help="write the merged results here")
 
     args = parser.parse_args(argv)
-    if args.command == "bundle":
-        return cmd_bundle(args)
     if args.command == "report":
         return cmd_report(args)
     args.models = [m for m in args.models.split(",") if m]

@@ -1,31 +1,44 @@
-"""The bundle that carries iosfarm's binaries to the GPU machine (issue 12).
+"""The bundle: one tarball that carries iosfarm's binaries, the shared
+libraries they need and the scripts of a GPU run to a machine with an NVIDIA
+GPU that cannot build the project (tools/gpu_run/README.md).
 
-The device machine has CUDA, cuDNN (torch's wheels) and PyTorch but no gRPC,
-protobuf, absl, ONNX, oneDNN or spdlog, and it cannot build the project. So
-the binaries are built here and carried with the shared libraries they need:
+Such a machine needs an NVIDIA driver, and CUDA's and cuDNN's libraries
+(the CUDA toolkit's or PyTorch's wheels) and PyTorch for the checks against
+PyTorch; it needs none of gRPC, protobuf, absl, ONNX, oneDNN or spdlog. So
+the binaries are built here and the tarball holds, under one folder
+(BUNDLE_DIR):
 
-  DEST/payload.tar.xz   bin/<binary> (debug info stripped) and lib/<soname>
-                        (every library `ldd` names except the loader, glibc,
-                        libstdc++ and CUDA's, which the image has)
-  DEST/assets/zoo/      per zoo model: MODEL.ios.json (an IOS schedule searched
-                        here with sim:h100) and MODEL.cpu/*.npy (what the cpu
-                        backend computes on the seeded input with it: the
-                        reference the GPU's outputs are compared with)
-  DEST/MANIFEST.json    commit, date, binaries, libraries, assets
+  bin/<binary>        stripped of debug info
+  lib/<soname>        every library `ldd` names except the loader, glibc,
+                      libstdc++ and CUDA's, which the GPU machine has
+  assets/zoo/         per zoo model: MODEL.ios.json (an IOS schedule searched
+                      here with sim:h100) and MODEL.cpu/*.npy (what the cpu
+                      backend computes on the seeded input with it: the
+                      reference the GPU's outputs are compared with)
+  SCRIPTS             the scripts a run calls, at their repository paths
+                      (tools/gpu_run/, bench/gpu_bench*.py, bench/torch_bench.py,
+                      tests/onnx/export_torchvision.py)
+  MANIFEST.json       commit, date, binaries, libraries, assets, scripts
 
-Used by gpu_bench.py and gpu_run.py (`bundle` here, `run` there). About
-20 MiB; the device tool carries at most 64 MiB with the working tree.
+Extracted anywhere, `python3 BUNDLE_DIR/tools/gpu_run/gpu_run.py run` runs
+from it; `gpu_run.py run --bundle FILE` extracts it into its work folder
+first.
 """
 import datetime
+import glob
 import json
 import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 
+# The checkout (or the extracted bundle) this file lies in.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The one folder the tarball holds.
+BUNDLE_DIR = "iosfarm-gpu-run"
 
-# Build-relative paths of what runs on the GPU machine.
+# Build-relative paths of the binaries a run uses.
 BINARIES = (
     "bench/schedule_bench",
     "bench/cuda_floor_bench",
@@ -55,6 +68,9 @@ SYSTEM_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libp
                "librt.so", "libresolv.so", "libstdc++.so", "libgcc_s.so", "libcudart.so",
                "libcublas.so", "libcublasLt.so", "libcudnn", "libcuda.so")
 CUDA_LIBS = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9")
+# Repository-relative patterns of the scripts a run calls (tests left out).
+SCRIPTS = ("tools/gpu_run/*.py", "tools/gpu_run/README.md", "bench/gpu_bench*.py",
+           "bench/torch_bench.py", "tests/onnx/export_torchvision.py")
 
 
 def log(*parts):
@@ -91,9 +107,21 @@ def make_assets(iosfarm, dest, models=ZOO):
     return zoo
 
 
-def make(build, dest, require_cuda=True, models=ZOO):
-    """Builds DEST from the binaries of `build` (see the module doc); a build
-    without the CUDA backend only with require_cuda=False (smoke test)."""
+def scripts(repo=REPO):
+    """Repository-relative paths of the SCRIPTS found under `repo`."""
+    found = []
+    for pattern in SCRIPTS:
+        for path in sorted(glob.glob(os.path.join(repo, pattern))):
+            rel = os.path.relpath(path, repo)
+            if not rel.endswith("_test.py") and rel not in found:
+                found.append(rel)
+    return found
+
+
+def make(build, output, require_cuda=True, models=ZOO):
+    """Writes the tarball OUTPUT (see the module doc) from the binaries of
+    `build`; a build without the CUDA backend only with require_cuda=False
+    (smoke test). Returns the manifest."""
     build = os.path.abspath(build)
     binaries = list(BINARIES)
     missing = [b for b in binaries if not os.path.isfile(os.path.join(build, b))]
@@ -107,40 +135,46 @@ def make(build, dest, require_cuda=True, models=ZOO):
             missing.remove(rel)
     if missing:
         raise SystemExit(f"not built in {build}: {', '.join(missing)} (cmake --build {build})")
-    shutil.rmtree(dest, ignore_errors=True)
-    os.makedirs(dest)
-    staging = os.path.join(dest, ".staging")
-    os.makedirs(os.path.join(staging, "bin"))
-    os.makedirs(os.path.join(staging, "lib"))
-    libs = {}
-    for rel in binaries:
-        binary = os.path.join(build, rel)
-        subprocess.run(["objcopy", "--strip-debug", binary,
-                        os.path.join(staging, "bin", os.path.basename(rel))], check=True)
-        libs.update(shared_libraries(binary))
-    for soname, path in sorted(libs.items()):
-        subprocess.run(["objcopy", "--strip-debug", path, os.path.join(staging, "lib", soname)],
-                       check=True)
-    with tarfile.open(os.path.join(dest, "payload.tar.xz"), "w:xz") as tar:
-        tar.add(os.path.join(staging, "bin"), arcname="bin")
-        tar.add(os.path.join(staging, "lib"), arcname="lib")
-    shutil.rmtree(staging)
-    make_assets(os.path.join(build, "client", "iosfarm"), os.path.join(dest, "assets"), models)
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip() != ""
-    manifest = {"built_from": build, "commit": commit, "dirty": dirty,
-                "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-                "binaries": [os.path.basename(b) for b in binaries], "libs": sorted(libs),
-                "zoo_assets": list(models)}
-    with open(os.path.join(dest, "MANIFEST.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
-    size = sum(os.path.getsize(os.path.join(root, name))
-               for root, _, names in os.walk(dest) for name in names)
-    log(f"bundle {dest}: {len(binaries)} binaries + {len(libs)} libraries + assets, "
-        f"{size / 2**20:.1f} MiB (commit {commit[:10]}{', dirty tree' if dirty else ''})")
+    output = os.path.abspath(output)
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(output)) as tmp:
+        staging = os.path.join(tmp, BUNDLE_DIR)
+        os.makedirs(os.path.join(staging, "bin"))
+        os.makedirs(os.path.join(staging, "lib"))
+        libs = {}
+        for rel in binaries:
+            binary = os.path.join(build, rel)
+            subprocess.run(["objcopy", "--strip-debug", binary,
+                            os.path.join(staging, "bin", os.path.basename(rel))], check=True)
+            libs.update(shared_libraries(binary))
+        for soname, path in sorted(libs.items()):
+            subprocess.run(["objcopy", "--strip-debug", path,
+                            os.path.join(staging, "lib", soname)], check=True)
+        make_assets(os.path.join(build, "client", "iosfarm"), os.path.join(staging, "assets"),
+                    models)
+        carried = scripts()
+        for rel in carried:
+            os.makedirs(os.path.join(staging, os.path.dirname(rel)), exist_ok=True)
+            shutil.copy2(os.path.join(REPO, rel), os.path.join(staging, rel))
+        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain",
+                                "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip() != ""
+        manifest = {"built_from": build, "commit": commit, "dirty": dirty,
+                    "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+                    "binaries": [os.path.basename(b) for b in binaries], "libs": sorted(libs),
+                    "zoo_assets": list(models), "scripts": carried}
+        with open(os.path.join(staging, "MANIFEST.json"), "w") as f:
+            json.dump(manifest, f, indent=2)
+            f.write("\n")
+        partial = output + ".part"
+        with tarfile.open(partial, "w:xz") as tar:
+            tar.add(staging, arcname=BUNDLE_DIR)
+        os.replace(partial, output)
+    log(f"bundle {output}: {len(binaries)} binaries + {len(libs)} libraries + assets + "
+        f"{len(carried)} scripts, {os.path.getsize(output) / 2**20:.1f} MiB "
+        f"(commit {commit[:10]}{', dirty tree' if dirty else ''})")
     return manifest
 
 
@@ -174,28 +208,41 @@ def _extract(archive, into):
             tar.extractall(into)
 
 
+def is_bundle_dir(path):
+    """Whether `path` is an extracted bundle (its BUNDLE_DIR folder)."""
+    return os.path.isfile(os.path.join(path, "MANIFEST.json")) and os.path.isdir(
+        os.path.join(path, "bin"))
+
+
 def unpack(bundle, work, search_path=()):
-    """Unpacks BUNDLE's payload into WORK (once per payload) and returns
-    (bin dir, assets dir, manifest, environment with LD_LIBRARY_PATH set)."""
+    """The bundle BUNDLE, a tarball (extracted into WORK/bundle, once per
+    tarball) or an extracted bundle folder: (bin dir, assets dir, manifest,
+    environment with LD_LIBRARY_PATH set to its libraries and the GPU
+    machine's CUDA libraries)."""
     bundle = os.path.abspath(bundle)
-    payload = os.path.join(bundle, "payload.tar.xz")
-    if not os.path.exists(payload):
-        raise SystemExit(f"{payload} not found: make the bundle here first "
-                         "(python3 bench/gpu_bench.py bundle)")
-    target = os.path.join(work, "bundle")
-    marker = os.path.join(target, ".unpacked")
-    if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(payload):
-        shutil.rmtree(target, ignore_errors=True)
-        os.makedirs(target)
-        _extract(payload, target)
-        open(marker, "w").close()
-    with open(os.path.join(bundle, "MANIFEST.json")) as f:
+    if os.path.isdir(bundle):
+        if not is_bundle_dir(bundle):
+            raise SystemExit(f"{bundle} is not an extracted bundle (no MANIFEST.json and bin/)")
+        root = bundle
+    elif os.path.isfile(bundle):
+        target = os.path.join(os.path.abspath(work), "bundle")
+        marker = os.path.join(target, ".unpacked")
+        if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(bundle):
+            shutil.rmtree(target, ignore_errors=True)
+            os.makedirs(target)
+            _extract(bundle, target)
+            open(marker, "w").close()
+        root = os.path.join(target, BUNDLE_DIR)
+    else:
+        raise SystemExit(f"{bundle} not found: make the bundle where the project builds first "
+                         "(python3 tools/gpu_run/gpu_run.py bundle)")
+    with open(os.path.join(root, "MANIFEST.json")) as f:
         manifest = json.load(f)
     env = dict(os.environ)
-    dirs = [os.path.join(target, "lib")] + find_cuda_lib_dirs(search_path)
+    dirs = [os.path.join(root, "lib")] + find_cuda_lib_dirs(search_path)
     old = env.get("LD_LIBRARY_PATH")
     env["LD_LIBRARY_PATH"] = ":".join(dirs + ([old] if old else []))
-    return os.path.join(target, "bin"), os.path.join(bundle, "assets"), manifest, env
+    return os.path.join(root, "bin"), os.path.join(root, "assets"), manifest, env
 
 
 def missing_libraries(binary, env):

@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
-"""Smoke test of the one-call GPU run, on the CPU (CTest gpu_run_smoke).
+"""Smoke test of the GPU run tool, on the CPU (CTest gpu_run_smoke).
 
 Usage: gpu_run_smoke_test.py BUILD_DIR
 
-The GPU machine is lent rarely and for 15 minutes, so the script it runs
-(tools/gpu_run/gpu_run.py) and the bundle it runs from (tools/gpu_run/bundle.py) are
-tested here, on the cpu backend:
-  - `bundle.make` packs the binaries, their libraries and one zoo model's
-    assets; unpacked, every library the binaries need beyond the system's
-    resolves inside the bundle (what the GPU image lacks must travel);
-  - `gpu_run.py run --bundle ... --backend cpu` runs env, tests, zoo, farm,
-    runtime and speed on squeezenet: every step passes, the test suites ran tests,
-    the zoo outputs match the cpu reference, the second farm submission
-    profiled nothing, the speed step wrote gpu_bench's results;
-  - `chain.sh` chains runs and tars each into $OUT/runs.tar.gz as it ends;
+The tool (tools/gpu_run/gpu_run.py) and the bundle it runs from
+(bundle.py) are tested here, without a GPU, on the cpu backend:
+  - `bundle.make` writes the tarball of the binaries, their libraries, one
+    zoo model's assets and the scripts; extracted, every library the
+    binaries need beyond the system's resolves inside the bundle (what the
+    GPU machine lacks must travel);
+  - `gpu_run.py run --bundle TARBALL --backend cpu` runs env, tests, zoo,
+    farm, search, exact, runtime and speed on squeezenet: every step
+    passes, the test suites ran tests, the zoo outputs match the cpu
+    reference, the second farm submission profiled nothing, the speed step
+    wrote gpu_bench's results;
+  - the extracted bundle's own gpu_run.py runs from it with no --bundle;
   - with --backend cuda where no GPU answers it exits 3 saying why.
 """
 import json
@@ -26,7 +27,6 @@ import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import bound_fit  # noqa: E402
 import bundle  # noqa: E402
 import exact_step  # noqa: E402
 import farm_step  # noqa: E402
@@ -38,50 +38,6 @@ def check(condition, message):
     if not condition:
         print(f"FAIL: {message}", file=sys.stderr)
         sys.exit(1)
-
-
-def check_bound_fit():
-    """bound_fit.py on stages whose fits are known: groups a (1 ms) and b
-    (3 ms) alone, a|b in 3.5 ms, c (2 ms) alone, a|c in 2.5 ms: P = the
-    largest sum / ms = 3 / 2.5 (a|c), gamma = the least (ms - slowest) /
-    (sum - slowest) = 0.5 (a|b: 0.5 / 1, a|c: 0.5 / 1)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "stages.jsonl")
-        with open(path, "w") as f:
-            f.write(json.dumps({"backend": "sim", "device": "d", "floor": "", "batch": 1,
-                                "r": 3, "s": 8, "block_size": 4}) + "\n")
-            for groups, ms in (([[0]], 1.0), ([[1]], 3.0), ([[0], [1]], 3.5), ([[2]], 2.0),
-                               ([[0], [2]], 2.5), ([[0, 1]], 9.0)):
-                f.write(json.dumps({"model": "m", "strategy": "concurrent", "groups": groups,
-                                    "ms": ms, "kernels": [1] * len(groups)}) + "\n")
-            f.write('{"model": "m", "strat')  # a run cut off mid-line
-        header, models = bound_fit.load(path)
-        rows = sorted(bound_fit.studied(models["m"]), key=lambda r: r["ms"])
-        check([(r["slowest"], r["sum"], r["kernels"]) for r in rows] == [(2.0, 3.0, 2),
-                                                                        (3.0, 4.0, 2)],
-              f"bound_fit studied: {rows}")
-        check(abs(bound_fit.fit_parallelism(rows) - 3 / 2.5) < 1e-12, "bound_fit P")
-        check(abs(bound_fit.fit_overlap(rows) - 0.5) < 1e-12, "bound_fit gamma")
-        # A host bound of 1.2 ms a kernel: 2.4 ms raises a|c above its
-        # slowest group (2 ms) and stays under its 2.5 ms, and stays under
-        # a|b's slowest group (3 ms); mean share (3 / 3.5 + 2.4 / 2.5) / 2.
-        # At 2 ms a kernel: 4 ms, above both groups and both latencies.
-        args = bound_fit.parse_args([path, "--launch-us", "1200"])
-        lines = bound_fit.report(header, models, args)
-        check("| m | host: 0 + K x 1200 + G x 0 us |  | 1 | 0 |  | 0.909 |" in lines,
-              f"bound_fit host row: {lines}")
-        args = bound_fit.parse_args([path, "--launch-us", "2000"])
-        check(any(line.startswith("| m | host: 0 + K x 2000 + G x 0 us |  | 2 | 2 |")
-                  for line in bound_fit.report(header, models, args)),
-              "bound_fit: a host bound above every latency is counted below")
-        # gpu_truth's audit takes the host bound from its floor step, where
-        # it ran.
-        fitted = search_step.fit_bounds(path, {"status": "ok", "launch_host_us": 1200.0,
-                                                    "fork_join_host_per_group_us": -0.5})
-        check("| m | host: 0 + K x 1200 + G x 0 us |  | 1 | 0 |  | 0.909 |" in fitted,
-              f"fit_bounds with a floor step: {fitted}")
-        check(not any("host:" in line for line in search_step.fit_bounds(path, {})),
-              "fit_bounds without a floor step has no host row")
 
 
 def main():
@@ -106,9 +62,8 @@ def main():
                         "samples": 1.0, "release": 0.25, "total": 2.35}, f"breakdown {breakdown}")
     check(farm_step.parse_profile_breakdown("[info] no such line\n") is None,
           "no breakdown without the line")
-    # A farm step with too little of the deadline left does not start (the
-    # fifth H200 run's call 1 started one with 32 s left and called the
-    # deadline a failure).
+    # A farm step with too little of the deadline left does not start (one
+    # started with 32 s left would end at the deadline, not at a check).
     with tempfile.TemporaryDirectory() as work:
         short = types.SimpleNamespace(work=work, env={}, remaining=lambda: 30.0,
                                       args=types.SimpleNamespace(backend="cpu"))
@@ -165,7 +120,6 @@ def main():
                                                      "largest_bound_miss_ms": 0.01}})
     check(row["ratio"] == 4.0 and row["difference_pct"] == 0.5 and row["bounded_cached"] == 230,
           f"exact row: {row}")
-    check_bound_fit()
     audit = search_step.parse_audit(
         "backend cpu: CPU; floor: none\n| model | endings | raised | below | merges | "
         "inconsistent | measured |\n| --- | --- | --- | --- | --- | --- | --- |\n"
@@ -186,11 +140,18 @@ def main():
         "largest_sub_share_pct": 20.5, "inconsistent": 0, "measured": 225}},
         f"bound audit with sub-stages parsed: {audit}")
     with tempfile.TemporaryDirectory() as tmp:
-        bundle_dir, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
-        manifest = bundle.make(build, bundle_dir, require_cuda=False, models=("squeezenet",))
+        tarball, work, out = (os.path.join(tmp, d) for d in ("bundle.tar.xz", "work", "out"))
+        manifest = bundle.make(build, tarball, require_cuda=False, models=("squeezenet",))
         check("iosfarm" in manifest["binaries"], f"manifest: {manifest}")
-        bin_dir, assets, _, env = bundle.unpack(bundle_dir, work)
-        lib_dir = os.path.join(work, "bundle", "lib")
+        for script in ("tools/gpu_run/gpu_run.py", "tools/gpu_run/steps.py",
+                       "bench/gpu_bench.py", "bench/torch_bench.py",
+                       "tests/onnx/export_torchvision.py"):
+            check(script in manifest["scripts"], f"{script} not in the bundle: {manifest}")
+        check(not any(s.endswith("_test.py") for s in manifest["scripts"]),
+              f"tests in the bundle: {manifest['scripts']}")
+        bin_dir, assets, _, env = bundle.unpack(tarball, work)
+        root = os.path.join(work, "bundle", bundle.BUNDLE_DIR)
+        lib_dir = os.path.join(root, "lib")
         for name in manifest["binaries"]:
             ldd = subprocess.run(["ldd", os.path.join(bin_dir, name)], capture_output=True,
                                  text=True, env=env).stdout
@@ -204,7 +165,7 @@ def main():
               "no squeezenet schedule in the assets")
 
         run = subprocess.run(
-            [sys.executable, os.path.join(HERE, "gpu_run.py"), "run", "--bundle", bundle_dir,
+            [sys.executable, os.path.join(HERE, "gpu_run.py"), "run", "--bundle", tarball,
              "--backend", "cpu", "--steps",
              "env,tests,zoo,farm,search,exact,runtime,kernels,speed",
              "--exact-models", "squeezenet,squeezenet:graph",
@@ -240,8 +201,6 @@ def main():
         audited = steps["search"]["audit"]
         check(audited["status"] == "ok" and audited["models"]["squeezenet"]["endings"] > 0 and
               audited["models"]["squeezenet"]["measured"] > 0, f"bound audit: {audited}")
-        check(any(line.startswith("| squeezenet | slowest group alone |")
-                  for line in audited.get("fit", [])), f"bound_fit on the audit: {audited}")
         # The measurements come back for offline studies: the audit's stages
         # and the exact step's latency database.
         with tarfile.open(os.path.join(out, "logs.tar.gz")) as tar:
@@ -273,34 +232,28 @@ def main():
                                         for s in seconds.values()),
               f"farm phase seconds per job: {seconds}")
 
-        # chain.sh: two runs, each tarred into $OUT/runs.tar.gz as it ends;
-        # a malformed run spec is refused before anything runs.
-        chain_out, scratch = os.path.join(tmp, "chain-out"), os.path.join(tmp, "scratch")
-        os.makedirs(chain_out)
-        chain_env = dict(os.environ, OUT=chain_out, GPU_CHAIN_SCRATCH=scratch)
-        spec = f"--bundle|{bundle_dir}|--backend|cpu|--steps|env|--work|{work}"
-        chain = subprocess.run(
-            [os.path.join(HERE, "chain.sh"), f"one:60:{spec}", f"two:60:{spec}"],
-            capture_output=True, text=True, timeout=180, env=chain_env)
-        check(chain.returncode == 0, f"chain.sh exited {chain.returncode}: "
-              f"{chain.stdout[-1000:]} {chain.stderr[-1000:]}")
-        with tarfile.open(os.path.join(chain_out, "runs.tar.gz")) as tar:
-            names = set(tar.getnames())
-        for name in ("./one.log", "./one/truth.json", "./two.log", "./two/truth.json"):
-            check(name in names, f"{name} missing from runs.tar.gz: {sorted(names)}")
-        bad = subprocess.run([os.path.join(HERE, "chain.sh"), "three:soon:--steps|env"],
-                             capture_output=True, text=True, timeout=30, env=chain_env)
-        check(bad.returncode == 2 and "NAME:DEADLINE_S:FLAGS" in bad.stderr,
-              f"chain.sh with a bad spec: exit {bad.returncode}: {bad.stderr}")
+        # The extracted bundle runs itself: its own gpu_run.py, no --bundle,
+        # no checkout.
+        own = os.path.join(root, "tools", "gpu_run", "gpu_run.py")
+        alone = subprocess.run(
+            [sys.executable, own, "run", "--backend", "cpu", "--steps", "env,runtime", "--work",
+             os.path.join(tmp, "work-alone"), "--out", os.path.join(tmp, "out-alone")],
+            capture_output=True, text=True, timeout=120, cwd=tmp)
+        check(alone.returncode == 0, f"the extracted bundle's gpu_run.py exited "
+              f"{alone.returncode}: {alone.stdout[-1000:]} {alone.stderr[-1000:]}")
+        with open(os.path.join(tmp, "out-alone", "truth.json")) as f:
+            doc = json.load(f)
+        check(doc["bundle"].get("commit") == manifest["commit"] and
+              doc["steps"]["runtime"]["status"] == "ok", f"run from the extracted bundle: {doc}")
 
         cuda = subprocess.run(
-            [sys.executable, os.path.join(HERE, "gpu_run.py"), "run", "--bundle", bundle_dir,
+            [sys.executable, os.path.join(HERE, "gpu_run.py"), "run", "--bundle", tarball,
              "--steps", "env", "--work", work, "--out", os.path.join(tmp, "out-cuda")],
             capture_output=True, text=True, timeout=120)
         if cuda.returncode != 0:  # a GPU answers: the env step passes and exits 0
             check(cuda.returncode == 3 and "no CUDA device" in cuda.stdout,
                   f"--backend cuda without a GPU: exit {cuda.returncode}: {cuda.stdout[-1000:]}")
-    print("gpu_truth smoke: ok")
+    print("gpu_run smoke: ok")
     return 0
 
 

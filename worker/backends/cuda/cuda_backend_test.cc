@@ -424,7 +424,7 @@ TEST(CudaStageTest, GraphTimedStagesProfileConcurrentAndMergedStages) {
 // The floor the backend declares (cuda_floor.h): back to back, from a launch
 // cost of a few microseconds, none with graph-timed stages; and a stage of
 // three groups it profiles does not beat it (the floor's assumption, also
-// checked over whole searches on a GPU lease: docs/benchmarks.md).
+// checked over whole searches on a GPU: docs/benchmarks.md).
 TEST(CudaStageTest, DeclaresABackToBackFloorItsStagesKeep) {
   CUDA_BACKEND_OR_SKIP(backend);
   const scheduler::ios::DeviceFloor floor = backend->device_floor();
