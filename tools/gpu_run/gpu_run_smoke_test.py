@@ -144,7 +144,7 @@ def main():
         manifest = bundle.make(build, tarball, require_cuda=False, models=("squeezenet",))
         check("iosfarm" in manifest["binaries"], f"manifest: {manifest}")
         for script in ("tools/gpu_run/gpu_run.py", "tools/gpu_run/steps.py",
-                       "bench/gpu_bench.py", "bench/torch_bench.py",
+                       "bench/gpu_bench.py", "bench/gpu_bench_runner.py", "bench/torch_bench.py",
                        "tests/onnx/export_torchvision.py"):
             check(script in manifest["scripts"], f"{script} not in the bundle: {manifest}")
         check(not any(s.endswith("_test.py") for s in manifest["scripts"]),
