@@ -21,7 +21,7 @@
 // go is not consistent, and the stages measured.
 //
 // --stages FILE keeps every distinct stage measured, one JSON object a
-// line, for studying other bounds offline (bench/bound_fit.py): a first
+// line, for studying other bounds offline: a first
 // line {"backend", "device", "floor" (the audit's), "batch", "r", "s",
 // "block_size"}, then per stage {"model", "signature", "strategy"
 // (concurrent, merge, single-core), "groups" (node ids), "ms", and per group
@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   app.add_option("--stages", settings.stages_path,
                  "write every distinct stage measured to FILE, one JSON object a line (for "
-                 "bench/bound_fit.py)");
+                 "studies offline)");
   app.add_option("--min-repeats", settings.profile.min_repeats, "fewest timed runs per stage")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

@@ -30,7 +30,7 @@
 //
 // --latency-db FILE replays another run's measurements: every stage latency
 // comes from the database (schedule_bench --latency-db, e.g. the exhaustive
-// run of gpu_truth.py's `exact` step on a GPU, bench_latency_cache.h), under
+// run of tools/gpu_run's `exact` step on a GPU, bench_latency_cache.h), under
 // --device-key (default: the database's only key), and a stage it lacks
 // fails the model naming that stage. So bounds can be tried on a GPU's real
 // latencies without the GPU. --cores N gives the search the cpu backend's

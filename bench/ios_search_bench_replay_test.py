@@ -5,7 +5,7 @@ run's measurements is that run's search.
 Usage: ios_search_bench_replay_test.py SCHEDULE_BENCH IOS_SEARCH_BENCH
 
 schedule_bench measures squeezenet's stages on the cpu backend into a latency
-database, exhaustively and then with the bounded search (as gpu_truth.py's
+database, exhaustively and then with the bounded search (as tools/gpu_run's
 `exact` step does on a GPU). ios_search_bench replays both searches from that
 database alone and must find the very latencies schedule_bench predicted. A
 model whose stages the database lacks fails naming a stage; a device key it

@@ -11,8 +11,8 @@ aux_logits off, init_weights off, 299x299 resp. 224x224 input) -- three ways:
   compile     torch.compile(model, mode=--compile-mode, dynamic=False); the
               default mode is 'default' (Inductor fusions, convolutions left
               to cuDNN, no CUDA graphs), chosen because 'max-autotune*'
-              spends minutes per model and batch on autotuning, which the
-              device time of one GPU session cannot afford. Compile time is
+              spends minutes per model and batch on autotuning, which a run
+              bounded to minutes cannot afford. Compile time is
               reported separately and never timed as inference.
 
 Protocol (the same as bench/schedule_bench's): per model and batch, the

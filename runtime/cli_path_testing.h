@@ -1,5 +1,5 @@
 // The `iosfarm` binary the runtime's tests run: $IOSFARM_CLI where set (a
-// bundle carried to another machine, bench/gpu_truth.py), else the one built
+// bundle carried to another machine, tools/gpu_run), else the one built
 // beside the test (IOSFARM_CLI, a compile definition naming its build path).
 #ifndef IOSFARM_RUNTIME_CLI_PATH_TESTING_H_
 #define IOSFARM_RUNTIME_CLI_PATH_TESTING_H_

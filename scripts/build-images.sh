@@ -10,11 +10,15 @@
 #
 # Base images: the Dockerfiles start FROM debian:12 (build stage) and
 # debian:12-slim (runtime stage). Where a registry answers, the official
-# images are used unchanged. Where none does, both names are given to a
-# Debian 12 (bookworm) minbase root file system made with debootstrap from
-# Debian's package archive ($DEBIAN_MIRROR, default http://deb.debian.org/debian),
-# with the archive's bookworm, bookworm-updates and bookworm-security suites,
-# as in the official images.
+# images are used unchanged (their apt sources are the images' own). Where
+# none does, both names are given to a Debian 12 (bookworm) minbase root file
+# system made with debootstrap from the Debian archive this machine's apt
+# uses: the sources in /etc/apt/sources.list and /etc/apt/sources.list.d
+# (*.list, *.sources) that serve bookworm (and bookworm-security) with the
+# main component. The root file system's apt gets the same sources, with
+# the bookworm, bookworm-updates and bookworm-security suites as in the
+# official images. DEBIAN_MIRROR (and DEBIAN_SECURITY_MIRROR) name another
+# archive where this machine's apt has none for bookworm.
 #
 # Tags: ${IOSFARM_REGISTRY:-iosfarm}/<name>:${IOSFARM_VERSION:-0.1.0}, the names
 # deploy/docker-compose.yml uses. Prints each build's time and each image's
@@ -26,7 +30,6 @@ images=("$@")
 [ "${#images[@]}" -gt 0 ] || images=(server worker-cpu)
 registry=${IOSFARM_REGISTRY:-iosfarm}
 version=${IOSFARM_VERSION:-0.1.0}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 for name in "${images[@]}"; do
   [ -f "docker/$name.Dockerfile" ] || { echo "build-images: no docker/$name.Dockerfile" >&2; exit 2; }
 done
@@ -52,13 +55,59 @@ fi
 echo "build-images: engine $engine"
 
 # --- base images (buildah only: docker pulls what it needs) ---------------
+# The first URI of this machine's apt sources (as apt reads them) that serves
+# the Debian suite $1 with the main component; nothing where none does.
+apt_source_uri() {
+  local suite=$1 etc=/etc/apt f
+  # One-line style: deb [options] URI SUITE COMPONENT...
+  local one_line='$1 == "deb" {
+      i = 2
+      if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+      for (j = i + 2; j <= NF; j++) if ($j == "main" && $(i + 1) == suite) { print $i; exit }
+    }'
+  # deb822 style: paragraphs of Types, URIs, Suites, Components, Enabled.
+  local deb822='function flush() {
+      if (types ~ /(^| )deb( |$)/ && enabled != "no" && (" " suites " ") ~ (" " suite " ") &&
+          (" " comps " ") ~ / main /) { split(uris, u, " "); print u[1]; found = 1 }
+      types = uris = suites = comps = ""; enabled = "yes"
+    }
+    BEGIN { enabled = "yes" }
+    /^[ \t]*#/ { next }
+    /^[ \t]*$/ { flush(); if (found) exit; next }
+    {
+      key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^[ \t]+/, "")
+      if (key == "types") types = $0
+      else if (key == "uris") uris = $0
+      else if (key == "suites") suites = $0
+      else if (key == "components") comps = $0
+      else if (key == "enabled") enabled = tolower($0)
+    }
+    END { if (!found) flush() }'
+  local uri=""
+  for f in "$etc/sources.list" "$etc"/sources.list.d/*.list; do
+    [ -z "$uri" ] && [ -f "$f" ] && uri=$(awk -v suite="$suite" "$one_line" "$f")
+  done
+  for f in "$etc"/sources.list.d/*.sources; do
+    [ -z "$uri" ] && [ -f "$f" ] && uri=$(awk -v suite="$suite" "$deb822" "$f")
+  done
+  echo "$uri"
+}
+
 have_image() { $sudo buildah images --noheading --format '{{.Name}}:{{.Tag}}' 2> /dev/null | grep -qx "$1"; }
 
 debootstrap_base() {
-  local root
+  local root mirror security
+  mirror=${DEBIAN_MIRROR:-$(apt_source_uri bookworm)}
+  security=${DEBIAN_SECURITY_MIRROR:-$(apt_source_uri bookworm-security)}
+  if [ -z "$mirror" ]; then
+    echo "build-images: no registry answers, and this machine's apt sources serve no Debian" \
+      "bookworm: set DEBIAN_MIRROR to a Debian archive's URI" >&2
+    exit 1
+  fi
   root=$(mktemp -d /tmp/iosfarm-debian12.XXXXXX)
   trap '$sudo rm -rf "$root"' RETURN
-  echo "build-images: no registry answers; making debian:12 with debootstrap from $mirror"
+  echo "build-images: no registry answers; making debian:12 with debootstrap from $mirror" \
+    "(this machine's apt sources)"
   local start=$SECONDS
   $sudo debootstrap --variant=minbase bookworm "$root/rootfs" "$mirror" > "$root/debootstrap.log" 2>&1 ||
     { tail -20 "$root/debootstrap.log" >&2; echo "build-images: debootstrap failed" >&2; exit 1; }
@@ -69,13 +118,20 @@ URIs: $mirror
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  if [ -n "$security" ]; then
+    $sudo tee -a "$root/rootfs/etc/apt/sources.list.d/debian.sources" > /dev/null <<EOF
 
 Types: deb
-URIs: ${mirror%/debian}/debian-security
+URIs: $security
 Suites: bookworm-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
+  else
+    echo "build-images: this machine's apt sources serve no bookworm-security: the base" \
+      "images get no security suite (DEBIAN_SECURITY_MIRROR names one)" >&2
+  fi
   $sudo rm -rf "$root"/rootfs/var/lib/apt/lists/* "$root"/rootfs/var/cache/apt/archives/*.deb
   local ctr mnt
   ctr=$($sudo buildah from scratch)

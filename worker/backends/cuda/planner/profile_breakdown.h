@@ -8,7 +8,7 @@
 // measures thousands of stages, and the first GPU run spent 7-17 ms on each
 // where the samples alone take one or two. The backend sums each part over
 // its life and logs the means at debug level every kLogEvery stages and when
-// it goes (`iosfarm-worker --log-level debug`; bench/gpu_truth.py's farm step
+// it goes (`iosfarm-worker --log-level debug`; tools/gpu_run's farm step
 // collects the last line). Not thread-safe: the backend's device lock guards
 // it.
 #ifndef IOSFARM_WORKER_BACKENDS_CUDA_PLANNER_PROFILE_BREAKDOWN_H_

@@ -1,4 +1,4 @@
-"""The `search` step of gpu_truth.py: `iosfarm search` on this GPU with the
+"""The `search` step of gpu_run.py: `iosfarm search` on this GPU with the
 backend's own device floor and without it (issue 15).
 
 The cuda backend declares a floor for eagerly timed stages
@@ -17,7 +17,9 @@ Then `bound_audit_bench` measures every candidate stage of the
 its bound (scheduler/ios/bound_audit.h): how many concurrent stages and
 merges this GPU runs faster than their bound, by how much, and whether the
 cost to go stays consistent, over all stages and not only those a search
-evaluates.
+evaluates. The stages it measured come back in logs.tar.gz
+(logs/bound_audit_stages.jsonl, bound_audit_bench --stages) for other
+studies.
 
 Runs are MODEL:VARIANT pairs (--search-runs), variants:
   floor       the backend's floor, as `iosfarm search` uses it by default
@@ -28,8 +30,6 @@ Runs are MODEL:VARIANT pairs (--search-runs), variants:
 """
 import json
 import os
-
-import bound_fit
 
 VARIANTS = {
     "floor": [],
@@ -202,28 +202,7 @@ class Search:
                   "header": text.splitlines()[0] if text else None}
         if status == "failed":
             result["output"] = tail
-        elif os.path.exists(stages_path):
-            floor = truth.doc["steps"].get("floor", {})
-            eager = self.args.backend == "cuda" and not self.args.audit_graph_stages
-            result["fit"] = fit_bounds(stages_path, floor if eager else {})
         return result
-
-
-def fit_bounds(stages_path, floor):
-    """bound_fit.py's tables over the audit's stages (the file itself comes
-    back in logs.tar.gz for other studies), with the host-issue bound of
-    this run's `floor` step where it ran (cuda_floor_bench's launch and
-    per-group host costs; eagerly timed stages only); an error's text where
-    the file cannot be read (a run cut off mid-line)."""
-    try:
-        header, models = bound_fit.load(stages_path)
-    except (OSError, ValueError, KeyError) as e:
-        return [f"bound_fit: {e}"]
-    argv = [stages_path]
-    if floor.get("status") == "ok" and floor.get("launch_host_us"):
-        argv += ["--launch-us", str(floor["launch_host_us"]),
-                 "--group-us", str(max(0.0, floor.get("fork_join_host_per_group_us", 0.0)))]
-    return bound_fit.report(header, models, bound_fit.parse_args(argv))
 
 
 def describe_audit_row(row):
@@ -258,7 +237,4 @@ def summary_lines(step):
         lines.append(f"  - bound audit: {audit.get('status')}")
         for model, row in audit.get("models", {}).items():
             lines.append(f"    - {model}: {describe_audit_row(row)}")
-        if audit.get("fit"):
-            lines += ["", "  Other bounds on the audit's stages (bench/bound_fit.py):", ""]
-            lines += ["  " + line for line in audit["fit"]]
     return lines

@@ -1,4 +1,4 @@
-"""The `exact` step of gpu_truth.py: what the bounded search's misses cost on
+"""The `exact` step of gpu_run.py: what the bounded search's misses cost on
 this device, free of measurement noise (issue 15).
 
 Two `iosfarm search` runs measure their stages anew, so their IOS latencies

@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
-"""Smoke test of the one-call GPU run, on the CPU (CTest gpu_truth_smoke).
+"""Smoke test of the GPU run tool, on the CPU (CTest gpu_run_smoke).
 
-Usage: gpu_truth_smoke_test.py BUILD_DIR
+Usage: gpu_run_smoke_test.py BUILD_DIR
 
-The GPU machine is lent rarely and for 15 minutes, so the script it runs
-(bench/gpu_truth.py) and the bundle it runs from (bench/gpu_bundle.py) are
-tested here, on the cpu backend:
-  - `gpu_bundle.make` packs the binaries, their libraries and one zoo model's
-    assets; unpacked, every library the binaries need beyond the system's
-    resolves inside the bundle (what the GPU image lacks must travel);
-  - `gpu_truth.py run --bundle ... --backend cpu` runs env, tests, zoo, farm,
-    runtime and speed on squeezenet: every step passes, the test suites ran tests,
-    the zoo outputs match the cpu reference, the second farm submission
-    profiled nothing, the speed step wrote gpu_bench's results;
-  - `gpu_chain.sh` chains runs and tars each into $OUT/runs.tar.gz as it ends;
+The tool (tools/gpu_run/gpu_run.py) and the bundle it runs from
+(bundle.py) are tested here, without a GPU, on the cpu backend:
+  - `bundle.make` writes the tarball of the binaries, their libraries, one
+    zoo model's assets and the scripts; extracted, every library the
+    binaries need beyond the system's resolves inside the bundle (what the
+    GPU machine lacks must travel);
+  - `gpu_run.py run --bundle TARBALL --backend cpu` runs env, tests, zoo,
+    farm, search, exact, runtime and speed on squeezenet: every step
+    passes, the test suites ran tests, the zoo outputs match the cpu
+    reference, the second farm submission profiled nothing, the speed step
+    wrote gpu_bench's results;
+  - the extracted bundle's own gpu_run.py runs from it with no --bundle;
   - with --backend cuda where no GPU answers it exits 3 saying why.
 """
 import json
@@ -26,62 +27,17 @@ import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import bound_fit  # noqa: E402
-import gpu_bundle  # noqa: E402
-import gpu_truth_exact  # noqa: E402
-import gpu_truth_farm  # noqa: E402
-import gpu_truth_kernels  # noqa: E402
-import gpu_truth_search  # noqa: E402
+import bundle  # noqa: E402
+import exact_step  # noqa: E402
+import farm_step  # noqa: E402
+import kernels_step  # noqa: E402
+import search_step  # noqa: E402
 
 
 def check(condition, message):
     if not condition:
         print(f"FAIL: {message}", file=sys.stderr)
         sys.exit(1)
-
-
-def check_bound_fit():
-    """bound_fit.py on stages whose fits are known: groups a (1 ms) and b
-    (3 ms) alone, a|b in 3.5 ms, c (2 ms) alone, a|c in 2.5 ms: P = the
-    largest sum / ms = 3 / 2.5 (a|c), gamma = the least (ms - slowest) /
-    (sum - slowest) = 0.5 (a|b: 0.5 / 1, a|c: 0.5 / 1)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "stages.jsonl")
-        with open(path, "w") as f:
-            f.write(json.dumps({"backend": "sim", "device": "d", "floor": "", "batch": 1,
-                                "r": 3, "s": 8, "block_size": 4}) + "\n")
-            for groups, ms in (([[0]], 1.0), ([[1]], 3.0), ([[0], [1]], 3.5), ([[2]], 2.0),
-                               ([[0], [2]], 2.5), ([[0, 1]], 9.0)):
-                f.write(json.dumps({"model": "m", "strategy": "concurrent", "groups": groups,
-                                    "ms": ms, "kernels": [1] * len(groups)}) + "\n")
-            f.write('{"model": "m", "strat')  # a run cut off mid-line
-        header, models = bound_fit.load(path)
-        rows = sorted(bound_fit.studied(models["m"]), key=lambda r: r["ms"])
-        check([(r["slowest"], r["sum"], r["kernels"]) for r in rows] == [(2.0, 3.0, 2),
-                                                                        (3.0, 4.0, 2)],
-              f"bound_fit studied: {rows}")
-        check(abs(bound_fit.fit_parallelism(rows) - 3 / 2.5) < 1e-12, "bound_fit P")
-        check(abs(bound_fit.fit_overlap(rows) - 0.5) < 1e-12, "bound_fit gamma")
-        # A host bound of 1.2 ms a kernel: 2.4 ms raises a|c above its
-        # slowest group (2 ms) and stays under its 2.5 ms, and stays under
-        # a|b's slowest group (3 ms); mean share (3 / 3.5 + 2.4 / 2.5) / 2.
-        # At 2 ms a kernel: 4 ms, above both groups and both latencies.
-        args = bound_fit.parse_args([path, "--launch-us", "1200"])
-        lines = bound_fit.report(header, models, args)
-        check("| m | host: 0 + K x 1200 + G x 0 us |  | 1 | 0 |  | 0.909 |" in lines,
-              f"bound_fit host row: {lines}")
-        args = bound_fit.parse_args([path, "--launch-us", "2000"])
-        check(any(line.startswith("| m | host: 0 + K x 2000 + G x 0 us |  | 2 | 2 |")
-                  for line in bound_fit.report(header, models, args)),
-              "bound_fit: a host bound above every latency is counted below")
-        # gpu_truth's audit takes the host bound from its floor step, where
-        # it ran.
-        fitted = gpu_truth_search.fit_bounds(path, {"status": "ok", "launch_host_us": 1200.0,
-                                                    "fork_join_host_per_group_us": -0.5})
-        check("| m | host: 0 + K x 1200 + G x 0 us |  | 1 | 0 |  | 0.909 |" in fitted,
-              f"fit_bounds with a floor step: {fitted}")
-        check(not any("host:" in line for line in gpu_truth_search.fit_bounds(path, {})),
-              "fit_bounds without a floor step has no host row")
 
 
 def main():
@@ -92,7 +48,7 @@ def main():
     # The farm check names a GPU worker's phases by "/gpu" (the first H200 run
     # looked for "/device" only, a CPU worker's, and found none).
     check([r for r in ("w/gpu", "w/device", "w/cpu", "server-cpu/0")
-           if gpu_truth_farm.is_device_resource(r)] == ["w/gpu", "w/device"],
+           if farm_step.is_device_resource(r)] == ["w/gpu", "w/device"],
           "is_device_resource tells measuring devices from CPUs")
     # The cuda backend's debug line (profile_breakdown.h), the last one wins.
     log = ("[debug] cuda profile breakdown: 256 stages, ms per stage: instantiate 2.000 "
@@ -101,18 +57,17 @@ def main():
            "[2026-11-26 07:00:00.000] [debug] cuda profile breakdown: 300 stages, ms per stage: "
            "instantiate 1.000 capture 0.000 sizing 0.100 samples 1.000 release 0.250 "
            "total 2.350\n")
-    breakdown = gpu_truth_farm.parse_profile_breakdown(log)
+    breakdown = farm_step.parse_profile_breakdown(log)
     check(breakdown == {"stages": 300, "instantiate": 1.0, "capture": 0.0, "sizing": 0.1,
                         "samples": 1.0, "release": 0.25, "total": 2.35}, f"breakdown {breakdown}")
-    check(gpu_truth_farm.parse_profile_breakdown("[info] no such line\n") is None,
+    check(farm_step.parse_profile_breakdown("[info] no such line\n") is None,
           "no breakdown without the line")
-    # A farm step with too little of the deadline left does not start (the
-    # fifth H200 run's call 1 started one with 32 s left and called the
-    # deadline a failure).
+    # A farm step with too little of the deadline left does not start (one
+    # started with 32 s left would end at the deadline, not at a check).
     with tempfile.TemporaryDirectory() as work:
         short = types.SimpleNamespace(work=work, env={}, remaining=lambda: 30.0,
                                       args=types.SimpleNamespace(backend="cpu"))
-        row = gpu_truth_farm.Farm(short).run()
+        row = farm_step.Farm(short).run()
         check(row == {"status": "not run", "reason": "30 s left"}, f"farm with 30 s left: {row}")
     # The kernels step's parser, on ncu's CSV layout (--csv --print-units
     # base), after the lines a profiled program prints first.
@@ -128,45 +83,44 @@ def main():
         '"Command line profiler metrics","gpu__time_duration.sum","usecond","2.5"',
         '"2","1","iosfarm","h","sm90_xmma_fprop","1","13","(128, 1, 1)","(8, 1, 1)","0","9.0",'
         '"Command line profiler metrics","gpu__time_duration.sum","nsecond","3872"'])
-    kernels = gpu_truth_kernels.parse_ncu_kernel_times(ncu_csv)
+    kernels = kernels_step.parse_ncu_kernel_times(ncu_csv)
     check(kernels == [("sm90_xmma_fprop", 4128.0), ("pool_kernel", 2500.0),
                       ("sm90_xmma_fprop", 3872.0)], f"ncu CSV parsed: {kernels}")
-    summary = gpu_truth_kernels.summarize_kernels(kernels)
+    summary = kernels_step.summarize_kernels(kernels)
     check(summary["count"] == 3 and summary["total_us"] == 10.5 and
           summary["top"][0] == {"kernel": "sm90_xmma_fprop", "count": 2, "total_us": 8.0},
           f"kernel summary: {summary}")
-    check(gpu_truth_kernels.parse_ncu_kernel_times("no profile here") == [], "no CSV, no kernels")
+    check(kernels_step.parse_ncu_kernel_times("no profile here") == [], "no CSV, no kernels")
     # The search step's run list and the progress a run cut off leaves.
-    check(gpu_truth_search.parse_runs(gpu_truth_search.DEFAULT_RUNS) ==
+    check(search_step.parse_runs(search_step.DEFAULT_RUNS) ==
           [("inception_v3", "floor"), ("inception_v3", "no-floor"), ("randwire", "floor")],
           "default search runs")
     for bad in ("randwire", "randwire:fast", ":floor"):
         try:
-            gpu_truth_search.parse_runs(bad)
+            search_step.parse_runs(bad)
             check(False, f"search run {bad!r} accepted")
         except ValueError as e:
             check(repr(bad) in str(e), f"the error names {bad!r}: {e}")
-    check(gpu_truth_search.last_progress(
+    check(search_step.last_progress(
         "search: 0/20 blocks solved, 0 stages measured, 1ms\n[warn] x\n"
         "search: 2/20 blocks solved, 7927 stages measured, 1m40s\n") ==
         "search: 2/20 blocks solved, 7927 stages measured, 1m40s", "last progress line")
-    check(gpu_truth_search.last_progress("nothing\n") is None, "no progress line")
-    check(gpu_truth_exact.parse_entries("inception_v3, randwire:graph,") ==
+    check(search_step.last_progress("nothing\n") is None, "no progress line")
+    check(exact_step.parse_entries("inception_v3, randwire:graph,") ==
           [("inception_v3", False), ("randwire", True)], "exact entries")
     try:
-        gpu_truth_exact.parse_entries("inception_v3:eager")
+        exact_step.parse_entries("inception_v3:eager")
         check(False, "exact entry with an unknown mode accepted")
     except ValueError as e:
         check("inception_v3:eager" in str(e), f"exact entry error: {e}")
-    row = gpu_truth_exact.compare_rows(
+    row = exact_step.compare_rows(
         {"predicted_ms": {"ios": 10.0}, "search": {"stages_measured": 1000}},
         {"predicted_ms": {"ios": 10.05}, "search": {"stages_measured": 20, "stages_cached": 230,
                                                      "lower_bound_misses": 3,
                                                      "largest_bound_miss_ms": 0.01}})
     check(row["ratio"] == 4.0 and row["difference_pct"] == 0.5 and row["bounded_cached"] == 230,
           f"exact row: {row}")
-    check_bound_fit()
-    audit = gpu_truth_search.parse_audit(
+    audit = search_step.parse_audit(
         "backend cpu: CPU; floor: none\n| model | endings | raised | below | merges | "
         "inconsistent | measured |\n| --- | --- | --- | --- | --- | --- | --- |\n"
         "| inception_v3 | 667 | 194 | 7 (94.129 us, 7.9 %) | 0 (0.000 us, 0.0 %) | 1 | 458 |\n")
@@ -175,7 +129,7 @@ def main():
         "largest_below_share_pct": 7.9, "merge_below": 0, "largest_merge_us": 0.0,
         "largest_merge_share_pct": 0.0, "inconsistent": 1, "measured": 458}},
         f"bound audit parsed: {audit}")
-    audit = gpu_truth_search.parse_audit(
+    audit = search_step.parse_audit(
         "| model | endings | raised | below | merges | sub-stages | inconsistent | measured |\n"
         "| randwire | 1401 | 0 | 0 (0.000 us, 0.0 %) | 2 (1.500 us, 3.0 %) | "
         "5 (12.250 us, 20.5 %) | 0 | 225 |\n")
@@ -186,17 +140,24 @@ def main():
         "largest_sub_share_pct": 20.5, "inconsistent": 0, "measured": 225}},
         f"bound audit with sub-stages parsed: {audit}")
     with tempfile.TemporaryDirectory() as tmp:
-        bundle, work, out = (os.path.join(tmp, d) for d in ("bundle", "work", "out"))
-        manifest = gpu_bundle.make(build, bundle, require_cuda=False, models=("squeezenet",))
+        tarball, work, out = (os.path.join(tmp, d) for d in ("bundle.tar.xz", "work", "out"))
+        manifest = bundle.make(build, tarball, require_cuda=False, models=("squeezenet",))
         check("iosfarm" in manifest["binaries"], f"manifest: {manifest}")
-        bin_dir, assets, _, env = gpu_bundle.unpack(bundle, work)
-        lib_dir = os.path.join(work, "bundle", "lib")
+        for script in ("tools/gpu_run/gpu_run.py", "tools/gpu_run/steps.py",
+                       "bench/gpu_bench.py", "bench/gpu_bench_runner.py", "bench/torch_bench.py",
+                       "tests/onnx/export_torchvision.py"):
+            check(script in manifest["scripts"], f"{script} not in the bundle: {manifest}")
+        check(not any(s.endswith("_test.py") for s in manifest["scripts"]),
+              f"tests in the bundle: {manifest['scripts']}")
+        bin_dir, assets, _, env = bundle.unpack(tarball, work)
+        root = os.path.join(work, "bundle", bundle.BUNDLE_DIR)
+        lib_dir = os.path.join(root, "lib")
         for name in manifest["binaries"]:
             ldd = subprocess.run(["ldd", os.path.join(bin_dir, name)], capture_output=True,
                                  text=True, env=env).stdout
             for line in ldd.splitlines():
                 parts = line.split()
-                if not parts or parts[0].startswith(gpu_bundle.SYSTEM_LIBS) or "=>" not in parts:
+                if not parts or parts[0].startswith(bundle.SYSTEM_LIBS) or "=>" not in parts:
                     continue
                 check(line.split("=>")[1].strip().startswith(lib_dir),
                       f"{name}: {line.strip()} does not resolve inside the bundle")
@@ -204,7 +165,7 @@ def main():
               "no squeezenet schedule in the assets")
 
         run = subprocess.run(
-            [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
+            [sys.executable, os.path.join(HERE, "gpu_run.py"), "run", "--bundle", tarball,
              "--backend", "cpu", "--steps",
              "env,tests,zoo,farm,search,exact,runtime,kernels,speed",
              "--exact-models", "squeezenet,squeezenet:graph",
@@ -214,7 +175,7 @@ def main():
              "--speed-args", "--rounds 1 --repeats 2 --no-torch", "--work", work, "--out", out,
              "--deadline-s", "400"], capture_output=True, text=True, timeout=450)
         print(run.stdout[-4000:])
-        check(run.returncode == 0, f"gpu_truth.py run exited {run.returncode}: "
+        check(run.returncode == 0, f"gpu_run.py run exited {run.returncode}: "
               f"{run.stderr[-2000:]}")
         for name in ("truth.json", "truth.md", "truth.log", "logs.tar.gz", "results.json",
                      "table.md"):
@@ -240,8 +201,6 @@ def main():
         audited = steps["search"]["audit"]
         check(audited["status"] == "ok" and audited["models"]["squeezenet"]["endings"] > 0 and
               audited["models"]["squeezenet"]["measured"] > 0, f"bound audit: {audited}")
-        check(any(line.startswith("| squeezenet | slowest group alone |")
-                  for line in audited.get("fit", [])), f"bound_fit on the audit: {audited}")
         # The measurements come back for offline studies: the audit's stages
         # and the exact step's latency database.
         with tarfile.open(os.path.join(out, "logs.tar.gz")) as tar:
@@ -273,34 +232,28 @@ def main():
                                         for s in seconds.values()),
               f"farm phase seconds per job: {seconds}")
 
-        # gpu_chain.sh: two runs, each tarred into $OUT/runs.tar.gz as it ends;
-        # a malformed run spec is refused before anything runs.
-        chain_out, scratch = os.path.join(tmp, "chain-out"), os.path.join(tmp, "scratch")
-        os.makedirs(chain_out)
-        chain_env = dict(os.environ, OUT=chain_out, GPU_CHAIN_SCRATCH=scratch)
-        spec = f"--bundle|{bundle}|--backend|cpu|--steps|env|--work|{work}"
-        chain = subprocess.run(
-            [os.path.join(HERE, "gpu_chain.sh"), f"one:60:{spec}", f"two:60:{spec}"],
-            capture_output=True, text=True, timeout=180, env=chain_env)
-        check(chain.returncode == 0, f"gpu_chain.sh exited {chain.returncode}: "
-              f"{chain.stdout[-1000:]} {chain.stderr[-1000:]}")
-        with tarfile.open(os.path.join(chain_out, "runs.tar.gz")) as tar:
-            names = set(tar.getnames())
-        for name in ("./one.log", "./one/truth.json", "./two.log", "./two/truth.json"):
-            check(name in names, f"{name} missing from runs.tar.gz: {sorted(names)}")
-        bad = subprocess.run([os.path.join(HERE, "gpu_chain.sh"), "three:soon:--steps|env"],
-                             capture_output=True, text=True, timeout=30, env=chain_env)
-        check(bad.returncode == 2 and "NAME:DEADLINE_S:FLAGS" in bad.stderr,
-              f"gpu_chain.sh with a bad spec: exit {bad.returncode}: {bad.stderr}")
+        # The extracted bundle runs itself: its own gpu_run.py, no --bundle,
+        # no checkout.
+        own = os.path.join(root, "tools", "gpu_run", "gpu_run.py")
+        alone = subprocess.run(
+            [sys.executable, own, "run", "--backend", "cpu", "--steps", "env,runtime", "--work",
+             os.path.join(tmp, "work-alone"), "--out", os.path.join(tmp, "out-alone")],
+            capture_output=True, text=True, timeout=120, cwd=tmp)
+        check(alone.returncode == 0, f"the extracted bundle's gpu_run.py exited "
+              f"{alone.returncode}: {alone.stdout[-1000:]} {alone.stderr[-1000:]}")
+        with open(os.path.join(tmp, "out-alone", "truth.json")) as f:
+            doc = json.load(f)
+        check(doc["bundle"].get("commit") == manifest["commit"] and
+              doc["steps"]["runtime"]["status"] == "ok", f"run from the extracted bundle: {doc}")
 
         cuda = subprocess.run(
-            [sys.executable, os.path.join(HERE, "gpu_truth.py"), "run", "--bundle", bundle,
+            [sys.executable, os.path.join(HERE, "gpu_run.py"), "run", "--bundle", tarball,
              "--steps", "env", "--work", work, "--out", os.path.join(tmp, "out-cuda")],
             capture_output=True, text=True, timeout=120)
         if cuda.returncode != 0:  # a GPU answers: the env step passes and exits 0
             check(cuda.returncode == 3 and "no CUDA device" in cuda.stdout,
                   f"--backend cuda without a GPU: exit {cuda.returncode}: {cuda.stdout[-1000:]}")
-    print("gpu_truth smoke: ok")
+    print("gpu_run smoke: ok")
     return 0
 
 

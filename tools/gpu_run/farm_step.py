@@ -1,4 +1,4 @@
-"""The `farm` step of gpu_truth.py: a real iosfarm-server and one worker on
+"""The `farm` step of gpu_run.py: a real iosfarm-server and one worker on
 this machine's device, submissions through the iosfarm CLI, the timeline's
 device phases checked for overlaps, and `iosfarm tune` on the same backend."""
 import json
