@@ -4,7 +4,7 @@
 Starts real processes on loopback: one `iosfarm-server` with a fresh temp
 --db per run and N `iosfarm-worker --backend sim` processes; submits jobs with
 the `iosfarm` CLI and reads `iosfarm list/timeline/result --format json`.
-Python 3 standard library only. Results: docs/benchmarks.md.
+Python 3 standard library only. Figures: docs/results.md.
 
   policy   makespan of 1, 2, 4, 8 identical jobs and a mixed set under the
            interleaved, sequential and synchronous policies, next to a lower

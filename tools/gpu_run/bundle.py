@@ -59,8 +59,7 @@ CUDA_ONLY = ("bench/cuda_floor_bench", "worker/backends/cuda/cuda_backend_test",
              "runtime/runtime_device_buffers_test")
 ZOO = ("squeezenet", "resnet50", "inception_v3", "randwire", "nasnet_a_mobile", "nasnet_a")
 # Bounds of the IOS schedules the zoo checks run: IOS's own r=3, s=8; NASNet
-# and RandWire with the block size that keeps their search to seconds here
-# (docs/benchmarks.md, "Best bounds found within 60 s").
+# and RandWire with the block size that keeps their search to seconds.
 ZOO_SEARCH = {"randwire": ["--block-size", "30"], "nasnet_a": ["--block-size", "30"],
               "nasnet_a_mobile": ["--block-size", "30"]}
 # Libraries left out: the loader, glibc, the C++ runtime and CUDA's own.

@@ -116,8 +116,7 @@ class Truth:
         # The suites' temporary files (gtest's TempDir) in this run's own
         # folder: runtime_test gives its schedules and latency databases
         # fixed names, and the smoke test runs it while CTest may run the
-        # same tests beside it (the likely cause of both failing once,
-        # docs/benchmarks.md, 2026-11-30).
+        # same tests beside it.
         self.env["TEST_TMPDIR"] = os.path.join(self.work, "test-tmp")
         os.makedirs(self.env["TEST_TMPDIR"], exist_ok=True)
         missing = {name: bundle.missing_libraries(path, self.env)
