@@ -123,6 +123,9 @@ def parse_args(argv):
     parser.add_argument("--search-args", default="", help="more arguments for iosfarm search")
     parser.add_argument("--timeout", type=float, default=3600,
                         help="seconds one iosfarm search or run may take")
+    parser.add_argument("--wait-quiet", type=float, default=0, metavar="S",
+                        help="before each round wait up to S seconds for other builds "
+                             "(ninja, make, cc1plus, ...) to end (default 0: don't wait)")
     parser.add_argument("--json", help="also write the results as JSON")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny generated model, 2 rounds of 5 runs (the CTest)")
@@ -177,6 +180,13 @@ def other_builds():
         if comm in ("ninja", "make", "cc1plus", "cc1", "ld", "nvcc", "cmake"):
             found.add(comm)
     return sorted(found)
+
+
+def wait_quiet(args):
+    """Waits up to --wait-quiet seconds for the other builds to end."""
+    deadline = time.monotonic() + args.wait_quiet
+    while other_builds() and time.monotonic() < deadline:
+        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 
 def iosfarm_commit(binary):
@@ -340,6 +350,8 @@ def ensure_schedule(args, name, batch, model):
             report = json.load(f)
         report["reused"] = True
         return path, report
+    wait_quiet(args)
+    builds = other_builds()
     say(f"searching {name} batch {batch} on the cpu backend ({args.threads} threads)")
     start = time.monotonic()
     report = run_iosfarm(args, ["search", model, "--backend", "cpu", "--threads",
@@ -348,6 +360,7 @@ def ensure_schedule(args, name, batch, model):
     report.pop("schedule", None)  # in the schedule file already
     report["wall_seconds"] = time.monotonic() - start
     report["searched_on"] = datetime.datetime.now().isoformat(timespec="seconds")
+    report["other_builds"] = sorted(set(builds) | set(other_builds()))
     with open(report_path, "w") as f:
         json.dump(report, f, indent=1)
     report["reused"] = False
@@ -372,6 +385,8 @@ def bench_model(args, ort, name, batch, model):
     rounds = []
     for r in range(args.rounds):
         order = CONTENDERS[r % 3:] + CONTENDERS[:r % 3]
+        wait_quiet(args)
+        builds = set(other_builds())
         figures = {}
         for contender in order:
             if contender == "ort":
@@ -379,9 +394,12 @@ def bench_model(args, ort, name, batch, model):
             else:
                 figures[contender] = time_iosfarm(args, model,
                                                   schedule if contender == "ios" else None)
+        builds.update(other_builds())
+        figures["other_builds"] = sorted(builds)
         rounds.append(figures)
         say(f"  {name} b{batch} round {r + 1}/{args.rounds} ({', '.join(order)}): " +
-            ", ".join(f"{c} {figures[c]['median']:.3f} ms" for c in CONTENDERS))
+            ", ".join(f"{c} {figures[c]['median']:.3f} ms" for c in CONTENDERS) +
+            (f" [builds running: {', '.join(sorted(builds))}]" if builds else ""))
     summary = {c: {key: median([f[c][key] for f in rounds]) for key in ("median", "p10", "p90")}
                for c in CONTENDERS}
     ratios = [f["ort"]["median"] / f["ios"]["median"] for f in rounds]
@@ -392,7 +410,8 @@ def bench_model(args, ort, name, batch, model):
             "ratio_rounds": [min(ratios), max(ratios)],
             "ratio_vs_sequential": summary["ort"]["median"] / summary["seq"]["median"],
             "ios_stages": rounds[0]["ios"]["stages"], "seq_stages": rounds[0]["seq"]["stages"],
-            "iosfarm_device": rounds[0]["ios"]["device"], "search": search, "rounds": rounds}
+            "iosfarm_device": rounds[0]["ios"]["device"], "search": search, "rounds": rounds,
+            "noisy_rounds": sum(1 for f in rounds if f["other_builds"])}
 
 
 def cell(stats):
@@ -415,6 +434,9 @@ def print_report(args, header, results):
     print()
     print("ms: median over rounds of each call's median [p10-p90]; ratio: ONNX Runtime ms / "
           "iosfarm IOS ms (> 1: iosfarm faster), in brackets the per-round range.")
+    noisy = [f"{r['model']} b{r['batch']} {r['noisy_rounds']}/{len(r['rounds'])}"
+             for r in results if r["noisy_rounds"]]
+    print("rounds with other builds running: " + (", ".join(noisy) if noisy else "none"))
     print()
     print("| model | batch | IOS stages | sequential stages | predicted IOS / seq ms "
           "| search s | ORT / sequential |")
@@ -425,6 +447,8 @@ def print_report(args, header, results):
         seconds = search.get("search_seconds")
         when = "kept from " + search.get("searched_on", "an earlier run") if search["reused"] \
             else "this run"
+        if search.get("other_builds"):
+            when += ", other builds running"
         print(f"| {r['model']} | {r['batch']} | {r['ios_stages']} | {r['seq_stages']} "
               f"| {predicted.get('ios', float('nan')):.2f} / "
               f"{predicted.get('sequential', float('nan')):.2f} "
