@@ -124,8 +124,11 @@ def parse_args(argv):
     parser.add_argument("--timeout", type=float, default=3600,
                         help="seconds one iosfarm search or run may take")
     parser.add_argument("--wait-quiet", type=float, default=0, metavar="S",
-                        help="before each round wait up to S seconds for other builds "
-                             "(ninja, make, cc1plus, ...) to end (default 0: don't wait)")
+                        help="before each search and round wait up to S seconds for other "
+                             "processes to use under --quiet-cores (default 0: don't wait)")
+    parser.add_argument("--quiet-cores", type=float, default=0.25, metavar="C",
+                        help="other processes' load (cores) that makes a round noisy "
+                             "(default 0.25)")
     parser.add_argument("--json", help="also write the results as JSON")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny generated model, 2 rounds of 5 runs (the CTest)")
@@ -182,11 +185,52 @@ def other_builds():
     return sorted(found)
 
 
+class OtherLoad:
+    """The CPU that processes other than this benchmark's used, in cores.
+
+    The machine's busy time (/proc/stat: user, nice, system, irq, softirq)
+    less this process's, its waited children's (the iosfarm runs) and the ORT
+    helper's; steal (time the hypervisor gave to other guests) apart."""
+
+    HZ = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self):
+        self.helper_pid = None
+
+    def sample(self):
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        t = os.times()
+        own = t.user + t.system + t.children_user + t.children_system
+        if self.helper_pid:
+            try:
+                with open(f"/proc/{self.helper_pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                own += (int(fields[11]) + int(fields[12])) / self.HZ
+            except (OSError, IndexError, ValueError):
+                pass
+        busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / self.HZ
+        return time.monotonic(), busy, (v[7] if len(v) > 7 else 0) / self.HZ, own
+
+    @staticmethod
+    def cores(a, b):
+        """(other processes' cores, steal cores) between two samples."""
+        wall = max(b[0] - a[0], 1e-6)
+        return max(0.0, (b[1] - a[1]) - (b[3] - a[3])) / wall, (b[2] - a[2]) / wall
+
+
+LOAD = OtherLoad()
+
+
 def wait_quiet(args):
-    """Waits up to --wait-quiet seconds for the other builds to end."""
+    """Waits up to --wait-quiet seconds until other processes use under
+    --quiet-cores (measured over 2 s)."""
     deadline = time.monotonic() + args.wait_quiet
-    while other_builds() and time.monotonic() < deadline:
-        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+    while time.monotonic() < deadline:
+        start = LOAD.sample()
+        time.sleep(2)
+        if OtherLoad.cores(start, LOAD.sample())[0] < args.quiet_cores:
+            return
 
 
 def iosfarm_commit(binary):
@@ -296,6 +340,7 @@ class OrtServer:
         self.proc = subprocess.Popen(
             [node, script, "--serve", "--intra", str(args.threads), "--inter", "1"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        LOAD.helper_pid = self.proc.pid
         self.info = self.ask({"op": "info"})
 
     def ask(self, request):
@@ -351,7 +396,7 @@ def ensure_schedule(args, name, batch, model):
         report["reused"] = True
         return path, report
     wait_quiet(args)
-    builds = other_builds()
+    load = LOAD.sample()
     say(f"searching {name} batch {batch} on the cpu backend ({args.threads} threads)")
     start = time.monotonic()
     report = run_iosfarm(args, ["search", model, "--backend", "cpu", "--threads",
@@ -360,7 +405,7 @@ def ensure_schedule(args, name, batch, model):
     report.pop("schedule", None)  # in the schedule file already
     report["wall_seconds"] = time.monotonic() - start
     report["searched_on"] = datetime.datetime.now().isoformat(timespec="seconds")
-    report["other_builds"] = sorted(set(builds) | set(other_builds()))
+    report["other_cores"], report["steal_cores"] = OtherLoad.cores(load, LOAD.sample())
     with open(report_path, "w") as f:
         json.dump(report, f, indent=1)
     report["reused"] = False
@@ -386,7 +431,7 @@ def bench_model(args, ort, name, batch, model):
     for r in range(args.rounds):
         order = CONTENDERS[r % 3:] + CONTENDERS[:r % 3]
         wait_quiet(args)
-        builds = set(other_builds())
+        load = LOAD.sample()
         figures = {}
         for contender in order:
             if contender == "ort":
@@ -394,12 +439,12 @@ def bench_model(args, ort, name, batch, model):
             else:
                 figures[contender] = time_iosfarm(args, model,
                                                   schedule if contender == "ios" else None)
-        builds.update(other_builds())
-        figures["other_builds"] = sorted(builds)
+        figures["other_cores"], figures["steal_cores"] = OtherLoad.cores(load, LOAD.sample())
         rounds.append(figures)
         say(f"  {name} b{batch} round {r + 1}/{args.rounds} ({', '.join(order)}): " +
             ", ".join(f"{c} {figures[c]['median']:.3f} ms" for c in CONTENDERS) +
-            (f" [builds running: {', '.join(sorted(builds))}]" if builds else ""))
+            f" [other processes {figures['other_cores']:.2f} cores, steal "
+            f"{figures['steal_cores']:.2f}]")
     summary = {c: {key: median([f[c][key] for f in rounds]) for key in ("median", "p10", "p90")}
                for c in CONTENDERS}
     ratios = [f["ort"]["median"] / f["ios"]["median"] for f in rounds]
@@ -411,7 +456,7 @@ def bench_model(args, ort, name, batch, model):
             "ratio_vs_sequential": summary["ort"]["median"] / summary["seq"]["median"],
             "ios_stages": rounds[0]["ios"]["stages"], "seq_stages": rounds[0]["seq"]["stages"],
             "iosfarm_device": rounds[0]["ios"]["device"], "search": search, "rounds": rounds,
-            "noisy_rounds": sum(1 for f in rounds if f["other_builds"])}
+            "noisy_rounds": sum(1 for f in rounds if f["other_cores"] >= args.quiet_cores)}
 
 
 def cell(stats):
@@ -434,9 +479,11 @@ def print_report(args, header, results):
     print()
     print("ms: median over rounds of each call's median [p10-p90]; ratio: ONNX Runtime ms / "
           "iosfarm IOS ms (> 1: iosfarm faster), in brackets the per-round range.")
-    noisy = [f"{r['model']} b{r['batch']} {r['noisy_rounds']}/{len(r['rounds'])}"
-             for r in results if r["noisy_rounds"]]
-    print("rounds with other builds running: " + (", ".join(noisy) if noisy else "none"))
+    loads = [f"{r['model']} b{r['batch']} {median([f['other_cores'] for f in r['rounds']]):.2f}"
+             f"/{max(f['other_cores'] for f in r['rounds']):.2f}"
+             f" ({r['noisy_rounds']} of {len(r['rounds'])} rounds at {args.quiet_cores} or more)"
+             for r in results]
+    print("other processes' load during the rounds, cores (median/max): " + "; ".join(loads))
     print()
     print("| model | batch | IOS stages | sequential stages | predicted IOS / seq ms "
           "| search s | ORT / sequential |")
@@ -447,8 +494,8 @@ def print_report(args, header, results):
         seconds = search.get("search_seconds")
         when = "kept from " + search.get("searched_on", "an earlier run") if search["reused"] \
             else "this run"
-        if search.get("other_builds"):
-            when += ", other builds running"
+        if search.get("other_cores", 0) >= args.quiet_cores:
+            when += f", other processes {search['other_cores']:.2f} cores"
         print(f"| {r['model']} | {r['batch']} | {r['ios_stages']} | {r['seq_stages']} "
               f"| {predicted.get('ios', float('nan')):.2f} / "
               f"{predicted.get('sequential', float('nan')):.2f} "
