@@ -21,8 +21,14 @@ test: deps build
 deps-build:
 	./scripts/install-deps.sh build
 
+# With the test packages, ONNX Runtime for bench/onnxruntime_cpu_bench.py (the
+# cpu backend's peer), best effort: without it that benchmark's smoke test is
+# skipped, saying why.
 deps:
 	./scripts/install-deps.sh test
+	@if command -v npm >/dev/null 2>&1 && [ ! -d bench/onnxruntime/node_modules/onnxruntime-node ]; then \
+	  (cd bench/onnxruntime && timeout 300 npm ci --no-audit --no-fund --onnxruntime-node-install=skip) || \
+	  echo "deps: onnxruntime-node not installed; onnxruntime_cpu_bench_smoke will be skipped"; fi
 
 configure: deps-build
 	cmake -S . -B $(BUILD_DIR) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
