@@ -25,7 +25,12 @@ IOS, seq, ORT; ...), so machine noise hits all of them. Each contender's call
 is --warmup untimed then --runs timed inferences. Reported per contender:
 median over rounds of the round medians, and [p10-p90] the medians over rounds
 of the round p10 and p90 (ms). ratio = ORT ms / iosfarm IOS ms (above 1:
-iosfarm is faster), with the range of the per-round ratios.
+iosfarm is faster), with the range of the per-round ratios. Each round and
+search also records the CPU that other processes took meanwhile (/proc/stat
+less this benchmark's own), and --wait-quiet S waits up to S seconds for them
+to drop under --quiet-cores before each: on a 2-core machine one busy core
+elsewhere slows iosfarm's OpenMP threads far more than ORT's pool, so rounds
+at or above --quiet-cores are counted in the report and best rerun.
 
 Models: torchvision's, exported offline with random weights by Debian's torch
 (tests/onnx/export_torchvision.py, fp32, opset 13, one file per batch size in
@@ -37,7 +42,8 @@ Usage:
   bench/onnxruntime_cpu_bench.py --iosfarm build/client/iosfarm \\
       [--models squeezenet1_0,resnet50,googlenet,inception_v3] [--batches 1,8]
       [--onnx FILE.onnx ...] [--threads 2] [--rounds 5] [--runs 30]
-      [--warmup 5] [--work-dir .ortbench] [--retune] [--json FILE]
+      [--warmup 5] [--work-dir .ortbench] [--retune] [--wait-quiet 300]
+      [--quiet-cores 0.25] [--json FILE]
   bench/onnxruntime_cpu_bench.py --iosfarm build/client/iosfarm --smoke
 
 --smoke builds a tiny two-branch CNN with the `onnx` Python package (no
@@ -49,6 +55,7 @@ the reason is printed.
 """
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -388,7 +395,9 @@ def ensure_schedule(args, name, batch, model):
     """The IOS schedule tuned here (searched unless kept): (path, search report)."""
     directory = os.path.join(args.work_dir, "schedules", f"t{args.threads}")
     os.makedirs(directory, exist_ok=True)
-    stem = os.path.join(directory, f"{name}.b{batch}")
+    # An --onnx file's batch is its own: its schedules are keyed by its path.
+    key = f"b{batch}" if batch else hashlib.sha1(os.path.abspath(model).encode()).hexdigest()[:10]
+    stem = os.path.join(directory, f"{name}.{key}")
     path, report_path = f"{stem}.schedule.json", f"{stem}.search.json"
     if not args.retune and os.path.exists(path) and os.path.exists(report_path):
         with open(report_path) as f:
@@ -397,7 +406,7 @@ def ensure_schedule(args, name, batch, model):
         return path, report
     wait_quiet(args)
     load = LOAD.sample()
-    say(f"searching {name} batch {batch} on the cpu backend ({args.threads} threads)")
+    say(f"searching {name} batch {batch or '(file)'} on the cpu backend ({args.threads} threads)")
     start = time.monotonic()
     report = run_iosfarm(args, ["search", model, "--backend", "cpu", "--threads",
                                 str(args.threads), "-o", path, "--format", "json",
@@ -441,7 +450,7 @@ def bench_model(args, ort, name, batch, model):
                                                   schedule if contender == "ios" else None)
         figures["other_cores"], figures["steal_cores"] = OtherLoad.cores(load, LOAD.sample())
         rounds.append(figures)
-        say(f"  {name} b{batch} round {r + 1}/{args.rounds} ({', '.join(order)}): " +
+        say(f"  {name} b{batch or '(file)'} round {r + 1}/{args.rounds} ({', '.join(order)}): " +
             ", ".join(f"{c} {figures[c]['median']:.3f} ms" for c in CONTENDERS) +
             f" [other processes {figures['other_cores']:.2f} cores, steal "
             f"{figures['steal_cores']:.2f}]")
@@ -526,7 +535,7 @@ def main(argv):
             if not os.path.exists(path):
                 say(f"onnxruntime_cpu_bench: --onnx {path}: no such file")
                 return 2
-            models.append((os.path.splitext(os.path.basename(path))[0], 1, path))
+            models.append((os.path.splitext(os.path.basename(path))[0], None, path))
         started = datetime.datetime.now()
         results = []
         for name, batch, path in models:
