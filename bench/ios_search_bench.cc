@@ -113,7 +113,7 @@ bool g_exhaustive = true;
 int g_farm_batch = 0;
 int g_lookahead = -1;
 int64_t g_bounded_steps = -1;
-int64_t g_bounded_max_states = -1;
+int64_t g_max_block_states = -1;
 int64_t g_bound_dp_max_states = -1;
 bool g_device_floor = true;
 int g_threads = 1;
@@ -251,7 +251,7 @@ Row RunOne(const std::string& model, int r, int s, int batch, int block_size, bo
   options.exhaustive = g_exhaustive;
   if (g_lookahead >= 0) options.bounded.lookahead = g_lookahead;
   if (g_bounded_steps >= 0) options.bounded.max_open_steps = g_bounded_steps;
-  if (g_bounded_max_states >= 0) options.bounded.max_block_states = g_bounded_max_states;
+  if (g_max_block_states >= 0) options.bounded.max_block_states = g_max_block_states;
   if (g_bound_dp_max_states >= 0) options.bounded.cost_to_go_dp_max_states = g_bound_dp_max_states;
   if (g_device_floor && g_latency_db.empty()) options.bounded.device_floor = ios::AnalyticDeviceFloor();
   options.threads = g_threads;
@@ -408,7 +408,7 @@ int main(int argc, char** argv) {
                  "bounded search: open-list steps per block before the DP takes it (0: never; "
                  "default: the search option's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--bounded-max-states", g_bounded_max_states,
+  app.add_option("--bounded-max-states", g_max_block_states,
                  "bounded search: a block of more DP states goes to the DP without an attempt "
                  "(0: never; default: the search option's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

@@ -523,7 +523,7 @@ TEST(SearchSessionTest, RejectsBadInput) {
   EXPECT_FALSE(session->Provide(1, INFINITY).ok());
 }
 
-TEST(SearchSessionTest, DirectOracleCountsMeasurementsAndPropagatesErrors) {
+TEST(SearchSessionTest, InlineSearchCountsMeasurementsAndPropagatesErrors) {
   const graph::Graph graph = testing::RandomDag(15, 10);
   InlineSearch direct(MakeAnalyticOracle(graph));
   auto result = direct.Search(graph, SearchOptions{});

@@ -28,7 +28,7 @@ OpBits<1> Bits(const std::vector<int>& ops) {
 // gives it, and every ending a guess should be ({v} and E + {v} for each
 // sink v and its child's ending E) is guessed: on random DAGs, bounds and
 // child endings.
-TEST(EndingGuessesTest, GuessesAreTheEndingsTheyShouldBe) {
+TEST(BestEndingCandidatesTest, GuessesAreTheEndingsTheyShouldBe) {
   std::mt19937_64 rng(7);
   int checked_guesses = 0, checked_states = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {

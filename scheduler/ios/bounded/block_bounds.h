@@ -185,7 +185,7 @@ class BlockBounds {
       if (!options_.device_floor.back_to_back) LastKernelTimes();
       if (options_.device_floor.issue_order != DeviceFloor::IssueOrder::kUnknown &&
           options_.device_floor.issue_overlaps_work && !options_.device_floor.back_to_back) {
-        BuildIssueChains(stages);
+        BuildIssuedChainsFloor(stages);
       }
     }
     PackGroupTerms();
@@ -498,7 +498,7 @@ class BlockBounds {
   // sorts groups by, and the run times of its kernels in its canonical op
   // order (each op's time alone less the stage and its launch), for
   // IssuedChainsFloorMs of the endings (issued_chains_floor_).
-  void BuildIssueChains(BlockStages<W>& stages) {
+  void BuildIssuedChainsFloor(BlockStages<W>& stages) {
     std::vector<std::pair<uint64_t, graph::NodeId>> keys(groups_.size());
     std::vector<std::vector<double>> runs(groups_.size());
     std::vector<int> order;
@@ -586,7 +586,7 @@ class BlockBounds {
   std::vector<OpShare> stage_floor_, togo_floor_;
   std::vector<GroupTerms> group_terms_;
   bool has_device_floor_ = false;
-  // With a known issue order (BuildIssueChains): the groups' ranks and kernel
+  // With a known issue order (BuildIssuedChainsFloor): the groups' ranks and kernel
   // run times.
   std::optional<IssuedChainsFloor> issued_chains_floor_;
   bool has_issue_order_ = false;

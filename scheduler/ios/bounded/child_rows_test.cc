@@ -62,7 +62,7 @@ int CheckBlock(const graph::Graph& graph, const EndingBounds& bounds) {
   return checked;
 }
 
-TEST(StateDropsTest, FollowsEveryEndingToItsChildsRow) {
+TEST(ChildRowsTest, FollowsEveryEndingToItsChildsRow) {
   int checked = 0;
   for (uint64_t seed = 1; seed <= 80; ++seed) {
     const int n = 3 + static_cast<int>(seed % 15);
@@ -74,7 +74,7 @@ TEST(StateDropsTest, FollowsEveryEndingToItsChildsRow) {
 
 // Blocks of more than 64 ops: a sink's rank counts the sinks of the words
 // below its own.
-TEST(StateDropsTest, FollowsBlocksOfTwoWords) {
+TEST(ChildRowsTest, FollowsBlocksOfTwoWords) {
   int checked = 0;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     const graph::Graph graph = testing::RepeatedCells(seed, /*cells=*/11, /*ops_per_cell=*/6);
@@ -83,7 +83,7 @@ TEST(StateDropsTest, FollowsBlocksOfTwoWords) {
   EXPECT_GT(checked, 1000);
 }
 
-TEST(StateDropsTest, CountBelowCountsAcrossWords) {
+TEST(ChildRowsTest, CountBelowCountsAcrossWords) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 50; ++trial) {
     OpBits<2> bits;
