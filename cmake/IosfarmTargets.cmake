@@ -18,3 +18,12 @@ function(iosfarm_test name)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
     PROPERTIES ENVIRONMENT "IOSFARM_SOURCE_DIR=${PROJECT_SOURCE_DIR}\\;IOSFARM_BINARY_DIR=${PROJECT_BINARY_DIR}")
 endfunction()
+
+# The python3 that script tests run under: Debian's own (/usr/bin/python3,
+# where its onnx, numpy, torch and torchvision packages are), as on a fresh
+# machine, else the first python3 on PATH.
+if(EXISTS /usr/bin/python3)
+  set(IOSFARM_SYSTEM_PYTHON /usr/bin/python3)
+else()
+  set(IOSFARM_SYSTEM_PYTHON python3)
+endif()

@@ -3,6 +3,13 @@
 #include "graph/graph_builder.h"
 
 namespace iosfarm::graph::testing {
+
+NodeId NodeNamed(const Graph& graph, std::string_view name) {
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    if (graph.node(id).name == name) return id;
+  }
+  return kNoNode;
+}
 namespace {
 
 void Fill(Node& node, int seed) {

@@ -4,11 +4,15 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 #include "graph/graph.h"
 #include "graph/graph_builder.h"
 
 namespace iosfarm::graph::testing {
+
+// The id of the node called `name`, kNoNode when there is none.
+NodeId NodeNamed(const Graph& graph, std::string_view name);
 
 // The conv the stage tests build most: `out` channels, `kernel`, stride 1,
 // symmetric `padding`, activation `act` (Relu unless told) and a bias unless

@@ -12,13 +12,6 @@ using ::testing::HasSubstr;
 
 std::string Message(const Status& status) { return std::string(status.message()); }
 
-NodeId FindNode(const Graph& g, std::string_view name) {
-  for (NodeId n = 0; n < g.num_nodes(); ++n) {
-    if (g.node(n).name == name) return n;
-  }
-  return kNoNode;
-}
-
 TEST(ValidateTest, AcceptsWellFormedGraph) {
   EXPECT_TRUE(Validate(testing::SmallBranchyGraph(false)).ok());
   EXPECT_TRUE(Validate(testing::SmallBranchyGraph(true)).ok());
@@ -26,7 +19,7 @@ TEST(ValidateTest, AcceptsWellFormedGraph) {
 
 TEST(ValidateTest, ReportsShapeMismatchNamingNode) {
   Graph g = testing::SmallBranchyGraph(false);
-  g.mutable_value(g.node(FindNode(g, "conv2")).outputs[0]).shape = {1, 9, 16, 16};
+  g.mutable_value(g.node(testing::NodeNamed(g, "conv2")).outputs[0]).shape = {1, 9, 16, 16};
   Status status = Validate(g);
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(Message(status), HasSubstr("conv2"));
@@ -35,7 +28,7 @@ TEST(ValidateTest, ReportsShapeMismatchNamingNode) {
 
 TEST(ValidateTest, ReportsDanglingInput) {
   Graph g = testing::SmallBranchyGraph(false);
-  g.mutable_node(FindNode(g, "pool")).inputs[0] = g.AddValue("nowhere");
+  g.mutable_node(testing::NodeNamed(g, "pool")).inputs[0] = g.AddValue("nowhere");
   Status status = Validate(g);
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(Message(status), HasSubstr("'pool'"));
@@ -45,8 +38,8 @@ TEST(ValidateTest, ReportsDanglingInput) {
 TEST(ValidateTest, ReportsCycle) {
   Graph g = testing::SmallBranchyGraph(false);
   // conv1 now reads the concat output: concat depends on conv1.
-  const NodeId conv1 = FindNode(g, "conv1");
-  g.mutable_node(conv1).inputs[0] = g.node(FindNode(g, "concat")).outputs[0];
+  const NodeId conv1 = testing::NodeNamed(g, "conv1");
+  g.mutable_node(conv1).inputs[0] = g.node(testing::NodeNamed(g, "concat")).outputs[0];
   Status status = Validate(g);
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(Message(status), HasSubstr("cycle"));
@@ -54,14 +47,14 @@ TEST(ValidateTest, ReportsCycle) {
 
 TEST(ValidateTest, ReportsMissingWeightAndBadWeightData) {
   Graph g = testing::SmallBranchyGraph(false);
-  g.mutable_node(FindNode(g, "conv2")).weights.erase("W");
+  g.mutable_node(testing::NodeNamed(g, "conv2")).weights.erase("W");
   Status status = Validate(g);
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(Message(status), HasSubstr("conv2"));
   EXPECT_THAT(Message(status), HasSubstr("'W'"));
 
   Graph h = testing::SmallBranchyGraph(true);
-  h.mutable_node(FindNode(h, "fc")).weights["C"].data.pop_back();
+  h.mutable_node(testing::NodeNamed(h, "fc")).weights["C"].data.pop_back();
   status = Validate(h);
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(Message(status), HasSubstr("'C'"));
@@ -69,7 +62,7 @@ TEST(ValidateTest, ReportsMissingWeightAndBadWeightData) {
 
 TEST(ValidateTest, ReportsDuplicateNamesAndMissingOutputs) {
   Graph g = testing::SmallBranchyGraph(false);
-  g.mutable_node(FindNode(g, "pool")).name = "conv2";
+  g.mutable_node(testing::NodeNamed(g, "pool")).name = "conv2";
   EXPECT_THAT(Message(Validate(g)), HasSubstr("duplicate node name 'conv2'"));
 
   Graph empty("empty");
@@ -79,7 +72,7 @@ TEST(ValidateTest, ReportsDuplicateNamesAndMissingOutputs) {
 
 TEST(ValidateTest, ReportsAttributeTypeMismatch) {
   Graph g = testing::SmallBranchyGraph(false);
-  g.mutable_node(FindNode(g, "pool")).attrs = ConcatAttrs{};
+  g.mutable_node(testing::NodeNamed(g, "pool")).attrs = ConcatAttrs{};
   EXPECT_THAT(Message(Validate(g)), HasSubstr("attributes do not match"));
 }
 

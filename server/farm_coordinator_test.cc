@@ -17,9 +17,8 @@
 #include "graph/models/zoo.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/schedule_json.h"
+#include "server/farm_database_test_util.h"
 #include "server/proto_convert.h"
-#include "server/farm_database.h"
-#include "server/store_test_util.h"
 #include "worker/backends/sim/sim_backend.h"
 #include "worker/phase_executor.h"
 #include "worker/wire_testing.h"
@@ -112,15 +111,8 @@ class FakeWorker final : public WorkerLink {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-class FarmCoordinatorTest : public TempDirTest {
+class FarmCoordinatorTest : public FarmDatabaseTest {
  protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    auto database = OpenFarmDatabase(PathOf("farm.db"));
-    ASSERT_TRUE(database.ok()) << database.status();
-    database_ = std::move(*database);
-  }
-
   std::unique_ptr<FarmCoordinator> MakeCoordinator(
       int max_attempts = 3, farm::Policy policy = farm::Policy::kInterleaved,
       int max_searches = 6) {
@@ -178,7 +170,6 @@ class FarmCoordinatorTest : public TempDirTest {
   }
 
   FakeClock clock_{1000.0};
-  FarmDatabase database_;
 };
 
 TEST_F(FarmCoordinatorTest, AJobRunsToSuccessWithFakeWorkersAndTheInjectedClock) {

@@ -7,21 +7,18 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/farm_database.h"
-#include "server/store_test_util.h"
+#include "server/farm_database_test_util.h"
 
 namespace iosfarm::server {
 namespace {
 
 namespace farm = scheduler::farm;
 
-class JobRecorderTest : public TempDirTest {
+class JobRecorderTest : public FarmDatabaseTest {
  protected:
   void SetUp() override {
-    TempDirTest::SetUp();
-    auto database = OpenFarmDatabase(PathOf("farm.db"));
-    ASSERT_TRUE(database.ok()) << database.status();
-    database_ = std::move(*database);
+    FarmDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
     store_ = database_.jobs.get();
     ModelRow model;
     model.digest = "d1";
@@ -46,7 +43,6 @@ class JobRecorderTest : public TempDirTest {
     return row.ok() && row->has_value() ? **row : JobRow{};
   }
 
-  FarmDatabase database_;
   JobStore* store_ = nullptr;
 };
 

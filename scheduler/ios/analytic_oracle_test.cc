@@ -1,6 +1,7 @@
 #include "scheduler/ios/analytic_oracle.h"
 
 #include "graph/graph_builder.h"
+#include "graph/test_graphs.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/stages/merge.h"
 
@@ -8,10 +9,7 @@ namespace iosfarm::scheduler::ios {
 namespace {
 
 graph::NodeId Node(const graph::Graph& graph, const std::string& name) {
-  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
-    if (graph.node(id).name == name) return id;
-  }
-  return graph::kNoNode;
+  return graph::testing::NodeNamed(graph, name);
 }
 
 // Two small 3x3 convs on one 8x8 tensor (latency-bound) and one big conv.

@@ -357,43 +357,55 @@ TEST(SearchSessionTest, ABlockExtendingAnEarlierOneWalksOnlyItsOwnStates) {
   EXPECT_EQ(prefix_blocks, 24);
 }
 
-TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
+// Runs `check(mode, seed, graph, oracle, options, direct)` for every mode and
+// seeds 1..`seeds` on RandomDag(seed, 14) in small blocks; `direct` is
+// RunSearch's result, the reference a session must give again.
+template <typename Check>
+void ForEachSmallBlockSearch(uint64_t seeds, const Check& check) {
   for (const Mode& mode : kModes) {
-    for (uint64_t seed = 1; seed <= 10; ++seed) {
+    for (uint64_t seed = 1; seed <= seeds; ++seed) {
       SCOPED_TRACE(StrCat(ModeName(mode), ", seed ", seed));
       const graph::Graph graph = testing::RandomDag(seed, 14);
       const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-      SearchOptions options = ForMode(SmallBlocks(), mode);
+      const SearchOptions options = ForMode(SmallBlocks(), mode);
       auto direct = RunSearch(graph, options, oracle);
       ASSERT_TRUE(direct.ok()) << direct.status();
-      auto session = SearchSession::Create(graph, options);
-      ASSERT_TRUE(session.ok()) << session.status();
-      // A deadline always in the past: one DP pass per call at most.
-      (*session)->SetDeadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
-      int pauses = 0, calls = 0;
-      std::set<Signature> requested;
-      while (calls < 10000) {
-        ++calls;
-        const int64_t passes = (*session)->stats().dp_passes;
-        auto requests = (*session)->NextUnknown(1000);
-        ASSERT_TRUE(requests.ok()) << requests.status();
-        EXPECT_LE((*session)->stats().dp_passes - passes, 1);
-        if (requests->empty() && !(*session)->paused()) break;
-        pauses += (*session)->paused();
-        for (const StageRequest& request : *requests) {
-          EXPECT_TRUE(requested.insert(request.signature).second);
-          ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
-        }
-      }
-      ASSERT_TRUE((*session)->Done());
-      EXPECT_GT(pauses, 0) << "seed " << seed;
-      auto sliced = (*session)->Result();
-      ASSERT_TRUE(sliced.ok()) << sliced.status();
-      EXPECT_EQ(Describe(graph, sliced->schedule), Describe(graph, direct->schedule));
-      EXPECT_DOUBLE_EQ(sliced->schedule.latency_ms, direct->schedule.latency_ms);
-      ExpectRequested(mode, static_cast<int64_t>(requested.size()), *direct);
+      check(mode, seed, graph, oracle, options, *direct);
     }
   }
+}
+
+TEST(SearchSessionTest, ADeadlinePausesBetweenPassesAndTheSearchStaysTheSame) {
+  ForEachSmallBlockSearch(10, [](const Mode& mode, uint64_t seed, const graph::Graph& graph,
+                                 const StageLatencyFn& oracle, const SearchOptions& options,
+                                 const SearchResult& direct) {
+    auto session = SearchSession::Create(graph, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    // A deadline always in the past: one DP pass per call at most.
+    (*session)->SetDeadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+    int pauses = 0, calls = 0;
+    std::set<Signature> requested;
+    while (calls < 10000) {
+      ++calls;
+      const int64_t passes = (*session)->stats().dp_passes;
+      auto requests = (*session)->NextUnknown(1000);
+      ASSERT_TRUE(requests.ok()) << requests.status();
+      EXPECT_LE((*session)->stats().dp_passes - passes, 1);
+      if (requests->empty() && !(*session)->paused()) break;
+      pauses += (*session)->paused();
+      for (const StageRequest& request : *requests) {
+        EXPECT_TRUE(requested.insert(request.signature).second);
+        ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+      }
+    }
+    ASSERT_TRUE((*session)->Done());
+    EXPECT_GT(pauses, 0) << "seed " << seed;
+    auto sliced = (*session)->Result();
+    ASSERT_TRUE(sliced.ok()) << sliced.status();
+    EXPECT_EQ(Describe(graph, sliced->schedule), Describe(graph, direct.schedule));
+    EXPECT_DOUBLE_EQ(sliced->schedule.latency_ms, direct.schedule.latency_ms);
+    ExpectRequested(mode, static_cast<int64_t>(requested.size()), direct);
+  });
 }
 
 TEST(SearchSessionTest, ForgettingSolvedLatenciesKeepsTheSearchTheSame) {
@@ -402,43 +414,37 @@ TEST(SearchSessionTest, ForgettingSolvedLatenciesKeepsTheSearchTheSame) {
   // for a forgotten one again (as a farm job does from its database).
   int64_t forgotten = 0;
   int held_less = 0;
-  for (const Mode& mode : kModes) {
-    for (uint64_t seed = 1; seed <= 15; ++seed) {
-      SCOPED_TRACE(StrCat(ModeName(mode), ", seed ", seed));
-      const graph::Graph graph = testing::RandomDag(seed, 14);
-      const StageLatencyFn oracle = testing::RandomOracle(graph, seed);
-      SearchOptions options = ForMode(SmallBlocks(), mode);
-      auto direct = RunSearch(graph, options, oracle);
-      ASSERT_TRUE(direct.ok()) << direct.status();
-      options.budget.latency_cache_bytes = 1;
-      for (int batch : {1, 7, 1000}) {
-        auto session = SearchSession::Create(graph, options);
-        ASSERT_TRUE(session.ok()) << session.status();
-        int64_t most_held = 0;
-        std::set<Signature> distinct;
-        for (int calls = 0; calls < 100000; ++calls) {
-          auto requests = (*session)->NextUnknown(batch);
-          ASSERT_TRUE(requests.ok()) << requests.status();
-          most_held = std::max(most_held, (*session)->held_latencies());
-          if (requests->empty()) break;
-          for (const StageRequest& request : *requests) {
-            distinct.insert(request.signature);
-            ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+  ForEachSmallBlockSearch(
+      15, [&](const Mode& mode, uint64_t seed, const graph::Graph& graph,
+              const StageLatencyFn& oracle, SearchOptions options, const SearchResult& direct) {
+        options.budget.latency_cache_bytes = 1;
+        for (int batch : {1, 7, 1000}) {
+          auto session = SearchSession::Create(graph, options);
+          ASSERT_TRUE(session.ok()) << session.status();
+          int64_t most_held = 0;
+          std::set<Signature> distinct;
+          for (int calls = 0; calls < 100000; ++calls) {
+            auto requests = (*session)->NextUnknown(batch);
+            ASSERT_TRUE(requests.ok()) << requests.status();
+            most_held = std::max(most_held, (*session)->held_latencies());
+            if (requests->empty()) break;
+            for (const StageRequest& request : *requests) {
+              distinct.insert(request.signature);
+              ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+            }
           }
+          ASSERT_TRUE((*session)->Done()) << "seed " << seed << " batch " << batch;
+          auto result = (*session)->Result();
+          ASSERT_TRUE(result.ok()) << result.status();
+          EXPECT_EQ(Describe(graph, result->schedule), Describe(graph, direct.schedule))
+              << "seed " << seed << " batch " << batch;
+          EXPECT_DOUBLE_EQ(result->schedule.latency_ms, direct.schedule.latency_ms);
+          ExpectRequested(mode, static_cast<int64_t>(distinct.size()), direct);
+          EXPECT_LE(most_held, static_cast<int64_t>(distinct.size()));
+          forgotten += result->stats.forgotten_latencies;
+          held_less += most_held < static_cast<int64_t>(distinct.size());
         }
-        ASSERT_TRUE((*session)->Done()) << "seed " << seed << " batch " << batch;
-        auto result = (*session)->Result();
-        ASSERT_TRUE(result.ok()) << result.status();
-        EXPECT_EQ(Describe(graph, result->schedule), Describe(graph, direct->schedule))
-            << "seed " << seed << " batch " << batch;
-        EXPECT_DOUBLE_EQ(result->schedule.latency_ms, direct->schedule.latency_ms);
-        ExpectRequested(mode, static_cast<int64_t>(distinct.size()), *direct);
-        EXPECT_LE(most_held, static_cast<int64_t>(distinct.size()));
-        forgotten += result->stats.forgotten_latencies;
-        held_less += most_held < static_cast<int64_t>(distinct.size());
-      }
-    }
-  }
+      });
   EXPECT_GT(forgotten, 0);
   EXPECT_GT(held_less, 0);  // some searches never held all their latencies at once
 }

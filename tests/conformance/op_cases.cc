@@ -54,18 +54,8 @@ graph::ConvAttrs ConvA(int64_t out, std::array<int64_t, 2> kernel, std::array<in
                        std::array<int64_t, 4> pads, std::array<int64_t, 2> dilation,
                        int64_t groups, bool bias, graph::Activation act, float clip_min = 0,
                        float clip_max = 6) {
-  graph::ConvAttrs a;
-  a.out_channels = out;
-  a.kernel = kernel;
-  a.stride = stride;
-  a.pads = pads;
-  a.dilation = dilation;
-  a.groups = groups;
-  a.has_bias = bias;
-  a.activation = act;
-  a.clip_min = clip_min;
-  a.clip_max = clip_max;
-  return a;
+  return graph::ConvAttrs{out, kernel, stride, dilation, pads,
+                          groups, bias, act, clip_min, clip_max};
 }
 
 StatusOr<graph::Graph> Conv(Shape in, const graph::ConvAttrs& a) {

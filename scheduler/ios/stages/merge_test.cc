@@ -1,6 +1,7 @@
 #include "scheduler/ios/stages/merge.h"
 
 #include "graph/graph_builder.h"
+#include "graph/test_graphs.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/op_dag.h"
 #include "scheduler/ios/testing/testing_util.h"
@@ -21,10 +22,7 @@ ConvSpec Spec(int64_t channels, std::array<int64_t, 2> kernel, std::array<int64_
 }
 
 graph::NodeId Node(const graph::Graph& graph, const std::string& name) {
-  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
-    if (graph.node(id).name == name) return id;
-  }
-  return graph::kNoNode;
+  return graph::testing::NodeNamed(graph, name);
 }
 
 TEST(MergeTest, MergesOneByThreeThreeByOneAndThreeByThree) {

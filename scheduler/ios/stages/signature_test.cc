@@ -5,6 +5,7 @@
 #include <random>
 
 #include "graph/graph_builder.h"
+#include "graph/test_graphs.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/analytic_oracle.h"
 #include "scheduler/ios/inline_search.h"
@@ -23,9 +24,8 @@ using graph::NodeId;
 constexpr char kGoldenSignature[] = "deb878b51f663219";
 
 NodeId Node(const graph::Graph& graph, const std::string& name) {
-  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
-    if (graph.node(id).name == name) return id;
-  }
+  const NodeId id = graph::testing::NodeNamed(graph, name);
+  if (id != graph::kNoNode) return id;
   ADD_FAILURE() << "no node " << name;
   return graph::kNoNode;
 }

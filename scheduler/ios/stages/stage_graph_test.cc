@@ -2,6 +2,7 @@
 
 #include "graph/graph_builder.h"
 #include "graph/validate.h"
+#include "graph/test_graphs.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/stages/signature.h"
 
@@ -9,10 +10,7 @@ namespace iosfarm::scheduler::ios {
 namespace {
 
 graph::NodeId Node(const graph::Graph& graph, const std::string& name) {
-  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
-    if (graph.node(id).name == name) return id;
-  }
-  return graph::kNoNode;
+  return graph::testing::NodeNamed(graph, name);
 }
 
 TEST(StageGraphTest, ExtractsAStandaloneGraph) {

@@ -15,6 +15,7 @@
 #include "common/strings.h"
 #include "graph/graph_builder.h"
 #include "graph/models/zoo.h"
+#include "graph/test_graphs.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/stages/merge.h"
 #include "scheduler/ios/testing/testing_util.h"
@@ -32,6 +33,7 @@ using graph::NodeId;
 using graph::OpType;
 using graph::Shape;
 using graph::ValueId;
+using graph::testing::ConvSpecOf;
 using ::iosfarm::scheduler::ios::testing::ConcurrentStage;
 using ::iosfarm::scheduler::ios::testing::MergeStage;
 using ::iosfarm::scheduler::ios::testing::ScheduleOf;
@@ -87,6 +89,17 @@ Status RunAndCompare(CudaBackend& backend, const graph::Graph& graph, const Sche
   return reference::CompareTensorLists(result.outputs, expected, kTolerance, what);
 }
 
+// RunAndCompare run eagerly and as one CUDA graph ("<what>, graph").
+void ExpectMatchesReferenceEagerAndAsGraph(CudaBackend& backend, const graph::Graph& graph,
+                                           const Schedule& schedule, const std::string& what) {
+  for (bool cuda_graph : {false, true}) {
+    const Status status =
+        RunAndCompare(backend, graph, schedule, cuda_graph ? StrCat(what, ", graph") : what,
+                      cuda_graph);
+    EXPECT_TRUE(status.ok()) << status;
+  }
+}
+
 Status RunSequentialAndCompare(CudaBackend& backend, const graph::Graph& graph,
                                const std::string& what) {
   ASSIGN_OR_RETURN(Schedule schedule, scheduler::ios::SequentialSchedule(graph));
@@ -127,18 +140,8 @@ StatusOr<graph::Graph> SingleOp(const std::vector<Shape>& inputs, OpType type,
 graph::ConvAttrs ConvA(int64_t out, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
                        std::array<int64_t, 4> pads, std::array<int64_t, 2> dilation,
                        int64_t groups, bool bias, graph::Activation act) {
-  graph::ConvAttrs a;
-  a.out_channels = out;
-  a.kernel = kernel;
-  a.stride = stride;
-  a.pads = pads;
-  a.dilation = dilation;
-  a.groups = groups;
-  a.has_bias = bias;
-  a.activation = act;
-  a.clip_min = -0.2f;
-  a.clip_max = 0.3f;
-  return a;
+  // A clip range that both ends of Clip meet on the random inputs.
+  return graph::ConvAttrs{out, kernel, stride, dilation, pads, groups, bias, act, -0.2f, 0.3f};
 }
 
 StatusOr<graph::Graph> Conv(Shape in, const graph::ConvAttrs& a) {
@@ -151,13 +154,7 @@ StatusOr<graph::Graph> Conv(Shape in, const graph::ConvAttrs& a) {
 StatusOr<graph::Graph> Pool(OpType type, Shape in, std::array<int64_t, 2> k,
                             std::array<int64_t, 2> s, std::array<int64_t, 4> p, bool ceil,
                             bool include_pad) {
-  graph::PoolAttrs a;
-  a.kernel = k;
-  a.stride = s;
-  a.pads = p;
-  a.ceil_mode = ceil;
-  a.count_include_pad = include_pad;
-  return SingleOp({in}, type, a);
+  return SingleOp({in}, type, graph::PoolAttrs{k, s, p, ceil, include_pad});
 }
 
 StatusOr<graph::Graph> Gemm(Shape a_shape, graph::GemmAttrs attrs, Shape b_shape,
@@ -301,24 +298,15 @@ INSTANTIATE_TEST_SUITE_P(Ops, CudaOpTest, ::testing::ValuesIn(OpCases()),
                            return info.param.name;
                          });
 
-graph::ConvSpec Spec(int64_t out, std::array<int64_t, 2> kernel, std::array<int64_t, 2> padding,
-                     graph::Activation act = graph::Activation::kRelu, bool bias = true) {
-  graph::ConvSpec spec;
-  spec.out_channels = out;
-  spec.kernel = kernel;
-  spec.padding = padding;
-  spec.activation = act;
-  spec.bias = bias;
-  return spec;
-}
-
 // x -> {conv3x3 -> conv1x1 | avgpool | conv1x1 -> relu} -> concat.
 StatusOr<graph::Graph> ThreeBranches(int64_t batch) {
   GraphBuilder b("three");
   ValueId x = b.Input("x", {batch, 32, 10, 10});
-  ValueId a = b.Conv(b.Conv(x, Spec(32, {3, 3}, {1, 1}), "a1"), Spec(16, {1, 1}, {0, 0}), "a2");
+  ValueId a =
+      b.Conv(b.Conv(x, ConvSpecOf(32, {3, 3}, {1, 1}), "a1"), ConvSpecOf(16, {1, 1}, {0, 0}), "a2");
   ValueId p = b.AveragePool(x, {3, 3}, {1, 1}, {1, 1, 1, 1}, false, "pool");
-  ValueId c = b.Relu(b.Conv(x, Spec(24, {1, 1}, {0, 0}, graph::Activation::kNone), "c1"), "c2");
+  ValueId c =
+      b.Relu(b.Conv(x, ConvSpecOf(24, {1, 1}, {0, 0}, graph::Activation::kNone), "c1"), "c2");
   b.Output(b.Concat({a, p, c}, 1, "cat"));
   return std::move(b).Finish();
 }
@@ -328,10 +316,10 @@ StatusOr<graph::Graph> MergeBlock(int64_t batch) {
   GraphBuilder b("merge");
   ValueId x = b.Input("x", {batch, 24, 9, 9});
   std::vector<ValueId> outs = {
-      b.Conv(x, Spec(16, {1, 1}, {0, 0}), "m1x1"),
-      b.Conv(x, Spec(20, {3, 3}, {1, 1}, graph::Activation::kRelu, false), "m3x3"),
-      b.Conv(x, Spec(8, {1, 3}, {0, 1}), "m1x3"),
-      b.Conv(x, Spec(12, {3, 1}, {1, 0}), "m3x1")};
+      b.Conv(x, ConvSpecOf(16, {1, 1}, {0, 0}), "m1x1"),
+      b.Conv(x, ConvSpecOf(20, {3, 3}, {1, 1}, graph::Activation::kRelu, false), "m3x3"),
+      b.Conv(x, ConvSpecOf(8, {1, 3}, {0, 1}), "m1x3"),
+      b.Conv(x, ConvSpecOf(12, {3, 1}, {1, 0}), "m3x1")};
   b.Output(b.Concat(outs, 1, "cat"));
   return std::move(b).Finish();
 }
@@ -342,12 +330,7 @@ TEST(CudaStageTest, ConcurrentGroupsMatchReference) {
     auto g = ThreeBranches(batch);
     ASSERT_TRUE(g.ok()) << g.status();
     Schedule s = ScheduleOf({ConcurrentStage({{0, 1}, {2}, {3, 4}}), ConcurrentStage({{5}})});
-    for (bool cuda_graph : {false, true}) {
-      Status status = RunAndCompare(*backend, *g, s,
-                                    StrCat("three groups, batch ", batch, cuda_graph ? ", graph" : ""),
-                                    cuda_graph);
-      EXPECT_TRUE(status.ok()) << status;
-    }
+    ExpectMatchesReferenceEagerAndAsGraph(*backend, *g, s, StrCat("three groups, batch ", batch));
   }
 }
 
@@ -359,12 +342,7 @@ TEST(CudaStageTest, MergedConvMatchesReference) {
     auto merge = MergeStage(*g, {0, 1, 2, 3});
     ASSERT_TRUE(merge.ok()) << merge.status();
     Schedule s = ScheduleOf({*merge, ConcurrentStage({{4}})});
-    for (bool cuda_graph : {false, true}) {
-      Status status = RunAndCompare(*backend, *g, s,
-                                    StrCat("merge, batch ", batch, cuda_graph ? ", graph" : ""),
-                                    cuda_graph);
-      EXPECT_TRUE(status.ok()) << status;
-    }
+    ExpectMatchesReferenceEagerAndAsGraph(*backend, *g, s, StrCat("merge, batch ", batch));
   }
 }
 
@@ -555,12 +533,7 @@ TEST(CudaScheduleTest, ZooModelsMatchReferenceWithAndWithoutCudaGraph) {
     ASSERT_TRUE(g.ok()) << g.status();
     auto greedy = scheduler::ios::GreedySchedule(*g, 4);
     ASSERT_TRUE(greedy.ok());
-    for (bool cuda_graph : {false, true}) {
-      Status status = RunAndCompare(*backend, *g, *greedy,
-                                    StrCat(model, cuda_graph ? " greedy, graph" : " greedy"),
-                                    cuda_graph);
-      EXPECT_TRUE(status.ok()) << status;
-    }
+    ExpectMatchesReferenceEagerAndAsGraph(*backend, *g, *greedy, StrCat(model, " greedy"));
   }
 }
 

@@ -223,13 +223,7 @@ TEST(KernelMathTest, Pool2dMatchesReference) {
   };
   auto attrs = [](std::array<int64_t, 2> k, std::array<int64_t, 2> s, std::array<int64_t, 4> p,
                   bool ceil, bool include) {
-    graph::PoolAttrs a;
-    a.kernel = k;
-    a.stride = s;
-    a.pads = p;
-    a.ceil_mode = ceil;
-    a.count_include_pad = include;
-    return a;
+    return graph::PoolAttrs{k, s, p, ceil, include};
   };
   const std::vector<PoolCase> cases = {
       {graph::OpType::kMaxPool, {1, 4, 13, 13}, attrs({3, 3}, {2, 2}, {0, 0, 0, 0}, false, false)},
