@@ -66,6 +66,8 @@ nlohmann::json ProgressJson(const v1::JobProgress& p) {
           {"candidates", p.candidates()},
           {"unique_signatures", p.unique_signatures()},
           {"stages_measured", p.stages_measured()},
+          {"estimated_stages", p.has_estimated_stages() ? nlohmann::json(p.estimated_stages())
+                                                         : nlohmann::json(nullptr)},
           {"elapsed_s", p.elapsed_s()},
           {"eta_s", p.eta_s() < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.eta_s())},
           {"batches_out", p.batches_out()},
@@ -240,6 +242,23 @@ std::string FormatTable(const std::vector<std::vector<std::string>>& raw_rows) {
   return out;
 }
 
+std::string EstimateText(const v1::Job& job) {
+  const v1::JobProgress& p = job.progress();
+  if (!p.has_estimated_stages()) return "-";
+  const int64_t estimated = p.estimated_stages();
+  std::string text = StrCat(estimated, " stages to profile (estimated at submit)");
+  if (job.state() == v1::SUCCEEDED) {
+    const int64_t profiled = p.stages_profiled();
+    text += StrCat("; profiled ", profiled);
+    if (profiled > 0) {
+      text += StrCat(", estimate off by ", Fixed(static_cast<double>(estimated) /
+                                                     static_cast<double>(profiled), 2),
+                     "x");
+    }
+  }
+  return text;
+}
+
 std::string JobText(const v1::Job& job) {
   const v1::JobProgress& p = job.progress();
   const v1::SearchOptions& o = job.options();
@@ -265,6 +284,7 @@ std::string JobText(const v1::Job& job) {
                         " unique signatures, ", p.stages_measured(), " stages measured")},
       {"elapsed", FormatSeconds(p.elapsed_s())},
   };
+  if (p.has_estimated_stages()) rows.push_back({"estimate", EstimateText(job)});
   if (!IsFinal(job.state())) rows.push_back({"eta", FormatSeconds(p.eta_s())});
   if (!job.retune_batch().empty()) rows.push_back({"retune", job.retune_batch()});
   if (!job.error().empty()) rows.push_back({"error", job.error()});
@@ -410,7 +430,10 @@ std::string JobProgressText(const v1::Job& job, double ticked_s) {
   if (job.state() == v1::RUNNING && p.workers_size() > 0) {
     line += StrCat(" on ", p.workers_size(), p.workers_size() == 1 ? " worker" : " workers");
   }
-  line += StrCat(", ", p.stages_profiled(), " stages profiled, ", p.cache_hits(), " cache hits");
+  line += StrCat(", ", p.stages_profiled(), " stages profiled",
+                 p.has_estimated_stages() ? StrCat(" (of ~", p.estimated_stages(), " estimated)")
+                                          : std::string(),
+                 ", ", p.cache_hits(), " cache hits");
   return line;
 }
 

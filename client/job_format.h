@@ -53,6 +53,9 @@ nlohmann::json JobResultJson(const v1::JobResult& result);
 nlohmann::json WorkerJson(const v1::WorkerInfo& worker);
 nlohmann::json PhaseJson(const v1::PhaseEntry& phase);
 
+// The job's estimated stages to profile, and once it succeeded what it
+// profiled and the estimate's ratio to that; "-" when not estimated.
+std::string EstimateText(const v1::Job& job);
 // One job as a key/value block (`iosfarm status`).
 std::string JobText(const v1::Job& job);
 // Jobs as a table, one row each (`iosfarm list`, `iosfarm retune`).

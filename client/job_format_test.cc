@@ -136,6 +136,18 @@ TEST(JobFormatTest, ProgressTextHasBarTimesPhaseAndCounts) {
   EXPECT_THAT(JobProgressText(job), Not(HasSubstr("ETA")));
 }
 
+TEST(JobFormatTest, TheEstimateShowsWhileItRunsAndItsErrorOnceItSucceeded) {
+  v1::Job job = MakeJob();  // 120 stages profiled
+  EXPECT_THAT(JobText(job), Not(HasSubstr("estimate")));
+  EXPECT_TRUE(JobJson(job)["progress"]["estimated_stages"].is_null());
+  job.mutable_progress()->set_estimated_stages(300);
+  EXPECT_THAT(JobProgressText(job), HasSubstr("120 stages profiled (of ~300 estimated)"));
+  EXPECT_THAT(JobText(job), HasSubstr("estimate   300 stages to profile (estimated at submit)\n"));
+  EXPECT_EQ(JobJson(job)["progress"]["estimated_stages"], 300);
+  job.set_state(v1::SUCCEEDED);
+  EXPECT_THAT(JobText(job), HasSubstr("; profiled 120, estimate off by 2.50x"));
+}
+
 TEST(JobFormatTest, ProgressTextShowsBatchesOutAndWorkersOfAParallelJob) {
   v1::Job job = MakeJob();
   job.mutable_progress()->set_batches_out(3);

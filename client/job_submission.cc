@@ -97,7 +97,12 @@ Status WaitAndReport(FarmClient& client, int64_t job_id, const ReportOptions& op
 void PrintSubmitted(const v1::Job& job, CommandContext& context) {
   context.out << "job " << job.id() << " submitted: " << Printable(job.model_name()) << " on "
               << Printable(job.device_key()) << ", batch "
-              << (job.batch() > 0 ? std::to_string(job.batch()) : std::string("default")) << "\n";
+              << (job.batch() > 0 ? std::to_string(job.batch()) : std::string("default"));
+  if (job.progress().has_estimated_stages()) {
+    context.out << ", about " << job.progress().estimated_stages()
+                << " stages to profile (estimated from the farm's history)";
+  }
+  context.out << "\n";
 }
 
 Status SubmitAndReport(FarmClient& client, const v1::SubmitJobRequest& request,

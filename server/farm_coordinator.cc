@@ -4,7 +4,9 @@
 // farm_coordinator_jobs.cc, the workers' side in farm_coordinator_workers.cc.
 #include "server/farm_coordinator.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "common/strings.h"
 #include "server/phase_steps.h"
@@ -23,7 +25,8 @@ FarmCoordinator::FarmCoordinator(CoordinatorOptions options, JobStore* jobs, Lat
       recorder_(jobs),
       import_gate_(options_.import_gate_bytes),
       scheduler_(options_.policy, options_.server_slots),
-      search_places_(options_.max_searches) {
+      admission_(scheduler::farm::AdmissionRules{options_.max_searches, options_.search_min_turn_s,
+                                                 options_.search_max_wait_s}) {
   phase_env_.jobs = job_store_;
   phase_env_.latencies = latency_db_;
   phase_env_.claims = &claims_;
@@ -75,8 +78,18 @@ JobContext& FarmCoordinator::AdmitLocked(JobRow row) {
   return *job;
 }
 
+farm::SearchCandidate FarmCoordinator::CandidateOf(const JobContext& job) const {
+  farm::SearchCandidate candidate;
+  candidate.priority = job.row.options.priority;
+  candidate.owner = job.row.owner;
+  candidate.expected_stages =
+      static_cast<double>(std::max<int64_t>(0, job.row.estimated_stages - job.row.stages_profiled));
+  return candidate;
+}
+
 void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
-  if (search_places_.Take(job.row.id)) {
+  const double now = clock_.NowSeconds();
+  if (admission_.Request(job.row.id, CandidateOf(job), now)) {
     // Registered with the scheduler only now: a policy that waits for every
     // job it knows (synchronous rounds) must not wait for jobs that cannot
     // start their search yet.
@@ -86,7 +99,7 @@ void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
     int parallel = job.row.options.max_parallel_batches;
     if (parallel <= 0) parallel = std::max(1, scheduler_.num_idle_devices(job.row.device_key));
     if (options_.policy == farm::Policy::kSynchronous) parallel = 1;
-    job.lifecycle = farm::JobLifecycle(options_.max_attempts, parallel);
+    job.lifecycle = farm::JobLifecycle(options_.max_attempts, parallel, job.lifecycle.attempts());
     if (Status added =
             scheduler_.AddJob(job.row.id, job.row.device_key, parallel == 1 ? 1 : parallel + 1);
         !added.ok()) {
@@ -97,13 +110,60 @@ void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
     StepLocked(job, job.lifecycle.Start(), "queued");
     return;
   }
-  TouchLocked(job, StrCat("queued: ", search_places_.held(),
-                          " searches hold server memory (at most ",
-                          options_.max_searches, ", --max-searches); starts when one ends"));
+  TouchLocked(job, StrCat("waiting for a search place: ", admission_.QueuePosition(job.row.id, now).value_or(0),
+                          " of ", admission_.waiting(), " in line, ", admission_.held(),
+                          " searches hold one (at most ", options_.max_searches,
+                          ", --max-searches)"));
 }
 
 void FarmCoordinator::EndSearchLocked(JobContext& job) {
-  for (const int64_t next : search_places_.Release(job.row.id)) {
+  for (const int64_t next : admission_.Release(job.row.id, clock_.NowSeconds())) {
+    auto it = jobs_.find(next);
+    if (it != jobs_.end()) StartSearchOrWaitLocked(*it->second);
+  }
+}
+
+void FarmCoordinator::RotateSearchPlacesLocked() {
+  if (admission_.waiting() == 0) return;
+  const double now = clock_.NowSeconds();
+  std::vector<std::shared_ptr<JobContext>> holders;
+  for (auto& [id, job] : jobs_) {
+    if (job->scheduled && admission_.holds(id) && !job->lifecycle.yielding()) holders.push_back(job);
+  }
+  for (const std::shared_ptr<JobContext>& job : holders) {
+    if (!jobs_.contains(job->row.id) || !admission_.ShouldYield(job->row.id, CandidateOf(*job), now)) {
+      continue;
+    }
+    const farm::LifecycleStep step = job->lifecycle.Yield();
+    if (step.action == farm::LifecycleStep::Action::kYield) {
+      YieldSearchLocked(*job);
+    } else if (job->lifecycle.yielding()) {
+      TouchLocked(*job, "turn over: finishing the batches out, then yielding its search place");
+    }
+  }
+}
+
+void FarmCoordinator::YieldSearchLocked(JobContext& job) {
+  const int64_t id = job.row.id;
+  const double now = clock_.NowSeconds();
+  if (job.scheduled) {
+    Status removed = scheduler_.RemoveJob(id, now);
+    if (!removed.ok()) spdlog::warn("job {}: {}", id, ToStd(removed.message()));
+    job.scheduled = false;
+  }
+  FlushRecordsLocked();
+  claims_.Release(id);  // a batch being filled: enumerated again on resume
+  job.parked = false;
+  job.runner.reset();  // the search's memory; its measurements are stored
+  job.row.phase = "yielded";
+  ++job.yields;
+  spdlog::info("job {}: yielded its search place ({} measured so far)", id, job.row.stages_profiled);
+  const std::vector<int64_t> started = admission_.Yielded(id, CandidateOf(job), now);
+  TouchLocked(job, StrCat("turn over: search paused (its measurements are stored); waits for a "
+                          "search place again, ",
+                          admission_.QueuePosition(id, now).value_or(0), " of ",
+                          admission_.waiting(), " in line"));
+  for (const int64_t next : started) {
     auto it = jobs_.find(next);
     if (it != jobs_.end()) StartSearchOrWaitLocked(*it->second);
   }
@@ -203,6 +263,9 @@ void FarmCoordinator::StepLocked(JobContext& job, const farm::LifecycleStep& ste
     case farm::LifecycleStep::Action::kPark:
       job.parked = true;
       break;
+    case farm::LifecycleStep::Action::kYield:
+      YieldSearchLocked(job);
+      return;
     case farm::LifecycleStep::Action::kDone:
       FinishJobLocked(job, JobState::kSucceeded, "");
       return;
@@ -238,7 +301,7 @@ void FarmCoordinator::DispatchLocked(Outbox& out) {
     }
     std::shared_ptr<JobContext> job = it->second;
     if (options_.metrics != nullptr) options_.metrics->PhaseStarted(assignment.kind);
-    PrefetchRing flight;
+    PhaseInFlight flight;
     flight.job = assignment.job;
     flight.kind = assignment.kind;
     flight.worker = assignment.worker;
@@ -323,11 +386,16 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
       if (next == JobRunner::Next::kMeasure) EndSearchLocked(*job);  // the runner freed its search
       if (status.ok() && update) job->batches.erase(assignment.batch);  // stored
       const std::string key = job->row.device_key;
+      if (next != JobRunner::Next::kMeasure &&
+          admission_.ShouldYield(job->row.id, CandidateOf(*job), clock_.NowSeconds())) {
+        job->lifecycle.Yield();  // its turn is over: Next says kYield once nothing is out
+      }
       farm::LifecycleStep lifecycle_step = job->lifecycle.Next(step.end);
       HandOutBatchesLocked(*job, lifecycle_step);
       StepLocked(*job, lifecycle_step, std::move(step.message));
       if (status.ok() && update) WakeParkedLocked(key);
     }
+    RotateSearchPlacesLocked();
     DispatchLocked(out);
   }
   Deliver(std::move(out));

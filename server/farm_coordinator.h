@@ -41,6 +41,7 @@
 #include "graph/graph.h"
 #include "scheduler/farm/farm_scheduler.h"
 #include "scheduler/farm/job_lifecycle.h"
+#include "scheduler/farm/search_admission.h"
 #include "scheduler/ios/search_options.h"
 #include "server/farm_metrics.h"
 #include "server/heartbeat_monitor.h"
@@ -50,7 +51,6 @@
 #include "server/job_runner.h"
 #include "server/job_store.h"
 #include "server/latency_db.h"
-#include "server/search_places.h"
 #include "server/server_phase_pool.h"
 #include "server/server_phases.h"
 #include "server/worker_events.h"
@@ -90,10 +90,15 @@ struct CoordinatorOptions {
   // server's largest accepted model. >= 1.
   int64_t import_gate_bytes = 256LL << 20;
   // Searches that hold memory at once (a job's holds it from its first
-  // enumerate until its search is done); later jobs stay queued until one
-  // ends. With search_budget.max_bytes_per_pass this bounds the server's
+  // enumerate until its search is done or it yields its place); the others
+  // wait. With search_budget.max_bytes_per_pass this bounds the server's
   // memory (FarmSearchBudget). >= 1.
   int max_searches = 6;
+  // Search places are shared in time (scheduler/farm/search_admission.h): a
+  // search keeps its place at least search_min_turn_s, and a job waiting
+  // search_max_wait_s goes before every job of its priority that waited less.
+  double search_min_turn_s = 5;
+  double search_max_wait_s = 60;
 };
 
 // A job's state as the Watch call sees it.
@@ -107,6 +112,7 @@ struct JobSnapshot {
   int batches_out = 0;
   int max_parallel_batches = 0;
   std::vector<std::string> workers;
+  int yields = 0;  // turns it gave its search place back to other jobs
 };
 
 class FarmCoordinator final : public WorkerEvents {
@@ -177,7 +183,7 @@ class FarmCoordinator final : public WorkerEvents {
   void Shutdown();
 
  private:
-  struct PrefetchRing {
+  struct PhaseInFlight {
     int64_t job = 0;
     scheduler::farm::PhaseKind kind = scheduler::farm::PhaseKind::kEnumerate;
     std::string worker;
@@ -197,7 +203,7 @@ class FarmCoordinator final : public WorkerEvents {
   void DispatchLocked(Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends a worker phase of `job` (or fails the job when it cannot be sent).
   void DispatchToWorkerLocked(const scheduler::farm::Assignment& assignment, JobContext& job,
-                              PrefetchRing flight, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                              PhaseInFlight flight, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnqueueLocked(JobContext& job, const scheduler::farm::PhaseRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues the scheduler's finished phase records for the store's phase log.
@@ -208,8 +214,8 @@ class FarmCoordinator final : public WorkerEvents {
   // Ends a job: final state queued for the store, scheduler and claims released.
   void FinishJobLocked(JobContext& job, JobState state, const std::string& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Acts on the job's lifecycle step: queues its next phase, parks it, or
-  // ends it. `message` (when not empty) becomes the job's progress line; a
+  // Acts on the job's lifecycle step: queues its next phase, parks it,
+  // yields its search place, or ends it. `message` (when not empty) becomes the job's progress line; a
   // retry says so instead.
   void StepLocked(JobContext& job, const scheduler::farm::LifecycleStep& step,
                   std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -242,16 +248,30 @@ class FarmCoordinator final : public WorkerEvents {
   // releases it (UnreserveLocked). Retune reserves without the limit.
   Status ReserveLocked(const std::string& owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UnreserveLocked(const std::string& owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets job.estimated_stages (EstimateSearchStages over the store's
+  // history) unless it is set already; outside mu_.
+  Status EstimateStages(JobRow& job, int64_t model_ops) ABSL_LOCKS_EXCLUDED(mu_);
   // Stores a new queued job (outside mu_, on its reservation) and admits it.
   StatusOr<JobRow> CreateAndAdmit(JobRow job) ABSL_LOCKS_EXCLUDED(mu_);
   JobContext& AdmitLocked(JobRow row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Registers the job with the scheduler and queues its first enumerate when
-  // fewer than max_searches searches hold memory; otherwise the job waits in
-  // search_places_, unknown to the scheduler.
+  // admission_ gives it a search place; otherwise the job waits there,
+  // unknown to the scheduler.
   void StartSearchOrWaitLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's search is done or the job ended: its place goes to the next
   // waiting job.
   void EndSearchLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What admission_ orders the job by: its priority, owner and the stages
+  // it is expected to measure from now.
+  scheduler::farm::SearchCandidate CandidateOf(const JobContext& job) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks every search whose turn is over to yield its place (admission_'s
+  // ShouldYield); those with nothing out yield at once.
+  void RotateSearchPlacesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job yielded (its lifecycle's kYield: nothing of it out): it leaves
+  // the scheduler, drops its search (what it measured is stored) and waits
+  // for a place again; the places it frees are started.
+  void YieldSearchLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatorOptions options_;
   const Clock& clock_;
@@ -268,9 +288,9 @@ class FarmCoordinator final : public WorkerEvents {
   // count against max_active_jobs_per_owner until admitted.
   std::map<std::string, int> reserved_ ABSL_GUARDED_BY(mu_);
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<scheduler::farm::PhaseId, PrefetchRing> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<scheduler::farm::PhaseId, PhaseInFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  SearchPlaces search_places_ ABSL_GUARDED_BY(mu_);  // max_searches
+  scheduler::farm::SearchAdmission admission_ ABSL_GUARDED_BY(mu_);  // max_searches
 
   ServerPhaseEnv phase_env_;                    // what server phases use
   std::unique_ptr<ServerPhasePool> pool_;       // enumerate and update

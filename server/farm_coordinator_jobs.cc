@@ -7,6 +7,7 @@
 #include "common/strings.h"
 #include "server/farm_coordinator.h"
 #include "server/phase_steps.h"
+#include "server/search_estimate.h"
 #include "spdlog/spdlog.h"
 
 namespace iosfarm::server {
@@ -26,6 +27,10 @@ Status FarmCoordinator::Resume() {
       spdlog::error("job {} ({}, {}): {}", row.id, row.model_name, row.device_key, *refusal);
       RETURN_IF_ERROR(job_store_->UpdateJobState(row.id, JobState::kFailed, *refusal, clock_.NowUnixMs()));
       continue;
+    }
+    if (row.estimated_stages < 0) {  // stored before jobs were estimated
+      ASSIGN_OR_RETURN(std::optional<ModelRow> model, job_store_->GetModel(row.model_digest));
+      if (model) RETURN_IF_ERROR(EstimateStages(row, model->ops));
     }
     spdlog::info("resuming job {} ({}, {}) from its last completed phase{}", row.id,
                  row.model_name, row.device_key,
@@ -81,6 +86,13 @@ void FarmCoordinator::UnreserveLocked(const std::string& owner) {
   if (--reserved_[owner] == 0) reserved_.erase(owner);
 }
 
+Status FarmCoordinator::EstimateStages(JobRow& job, int64_t model_ops) {
+  if (job.estimated_stages >= 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(SearchHistory history, job_store_->SearchHistoryOf(job));
+  job.estimated_stages = EstimateSearchStages(model_ops, history);
+  return absl::OkStatus();
+}
+
 StatusOr<JobRow> FarmCoordinator::CreateAndAdmit(JobRow job) {
   job.state = JobState::kQueued;
   job.submitted_unix_ms = clock_.NowUnixMs();
@@ -106,7 +118,9 @@ StatusOr<JobRow> FarmCoordinator::Submit(JobRow job, const ModelRow& model) {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(ReserveLocked(job.owner));
   }
-  if (Status stored = job_store_->PutModel(model); !stored.ok()) {
+  Status stored = job_store_->PutModel(model);
+  if (stored.ok()) stored = EstimateStages(job, model.ops);
+  if (!stored.ok()) {
     absl::MutexLock lock(&mu_);
     UnreserveLocked(job.owner);
     return stored;
@@ -135,6 +149,7 @@ StatusOr<std::pair<std::string, std::vector<JobRow>>> FarmCoordinator::Retune(
     job.retune_batch = batch_id;
     job.batch = target.batch;
     job.options = options.value_or(target.options);
+    RETURN_IF_ERROR(EstimateStages(job, model->ops));
     {
       // Held for CreateAndAdmit; a retune batch is not bound by the owner's
       // active-job limit (an operator re-tunes a whole model set).
@@ -188,6 +203,7 @@ StatusOr<JobSnapshot> FarmCoordinator::Snapshot(int64_t job_id) {
       snapshot.job = it->second->row;
       snapshot.version = it->second->version;
       snapshot.message = it->second->message;
+      snapshot.yields = it->second->yields;
       if (it->second->scheduled) {
         snapshot.batches_out = it->second->lifecycle.batches_out();
         snapshot.max_parallel_batches = it->second->lifecycle.max_batches();

@@ -84,6 +84,12 @@ class FakeWorker final : public WorkerLink {
         result.set_error("boom");
       } else {
         result = worker::testing::AnswerAssignment(*executor_, assignment);
+        if (assignment.has_build() && result.ok()) {
+          absl::MutexLock lock(&mu_);
+          for (const v1::StageSpec& stage : assignment.build().stages()) {
+            built_.push_back(stage.signature());
+          }
+        }
       }
       coordinator.PhaseResult(id_, PhaseReportFromProto(result));
     }
@@ -98,6 +104,11 @@ class FakeWorker final : public WorkerLink {
     absl::MutexLock lock(&mu_);
     return closed_;
   }
+  // The stage signatures of every build it ran, in order.
+  std::vector<uint64_t> built() {
+    absl::MutexLock lock(&mu_);
+    return built_;
+  }
   const std::string& id() const { return id_; }
 
  private:
@@ -109,16 +120,18 @@ class FakeWorker final : public WorkerLink {
   std::deque<v1::PhaseAssignment> inbox_ ABSL_GUARDED_BY(mu_);
   int assigned_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<uint64_t> built_ ABSL_GUARDED_BY(mu_);
 };
 
 class FarmCoordinatorTest : public FarmDatabaseTest {
  protected:
   std::unique_ptr<FarmCoordinator> MakeCoordinator(
       int max_attempts = 3, farm::Policy policy = farm::Policy::kInterleaved,
-      int max_searches = 6) {
+      int max_searches = 6, double search_min_turn_s = 5) {
     CoordinatorOptions options;
     options.policy = policy;
     options.max_searches = max_searches;
+    options.search_min_turn_s = search_min_turn_s;
     options.clock = &clock_;
     options.max_attempts = max_attempts;
     // The monitor thread never fires in a test; CheckHeartbeats is called.
@@ -134,7 +147,7 @@ class FarmCoordinatorTest : public FarmDatabaseTest {
   }
 
   StatusOr<JobRow> SubmitZoo(FarmCoordinator& coordinator, const std::string& name,
-                             int64_t batch = 1) {
+                             int64_t batch = 1, int64_t estimated_stages = -1) {
     ASSIGN_OR_RETURN(graph::Graph graph, graph::models::BuildZooModel(name, batch));
     ModelRow model;
     model.source = "zoo";
@@ -148,6 +161,7 @@ class FarmCoordinatorTest : public FarmDatabaseTest {
     job.device_key = "sim-v100";
     job.owner = "test";
     job.batch = batch;
+    job.estimated_stages = estimated_stages;  // -1: the coordinator estimates
     return coordinator.Submit(job, model);
   }
 
@@ -279,6 +293,49 @@ TEST_F(FarmCoordinatorTest, JobsWaitingForASearchPlaceDoNotStallSynchronousRound
     const JobSnapshot end = RunToEnd(*coordinator, id, {worker.get()});
     EXPECT_EQ(end.job.state, JobState::kSucceeded) << "job " << id << ": " << end.job.error;
   }
+}
+
+// One search place: a long search holds it; a small job submitted behind
+// it takes the place once the long search's minimum turn is over (at its
+// next safe point), succeeds, and the long search resumes from the stored
+// latencies: no stage is built twice.
+TEST_F(FarmCoordinatorTest, ASmallSearchTakesALongOnesTurnAndTheLongOneResumesMeasuringNothingTwice) {
+  auto coordinator = MakeCoordinator(3, farm::Policy::kInterleaved, /*max_searches=*/1);
+  auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kExecute);
+  ASSERT_TRUE(Join(*coordinator, worker).ok());
+  auto large = SubmitZoo(*coordinator, "inception_v3", 1, /*estimated_stages=*/1'000'000);
+  ASSERT_TRUE(large.ok()) << large.status();
+  // Let the large search measure a few batches.
+  JobSnapshot seen;
+  for (int i = 0; i < 6000 && seen.job.stages_profiled < 100; ++i) {
+    worker->Answer(*coordinator);
+    auto got = coordinator->WaitForChange(large->id, seen.version, 0.01);
+    ASSERT_TRUE(got.ok()) << got.status();
+    seen = *got;
+  }
+  ASSERT_GE(seen.job.stages_profiled, 100);
+  ASSERT_FALSE(seen.final);
+  auto small = SubmitZoo(*coordinator, "squeezenet", 1, /*estimated_stages=*/50);
+  ASSERT_TRUE(small.ok()) << small.status();
+  auto waiting = coordinator->Snapshot(small->id);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_NE(waiting->message.find("waiting for a search place: 1 of 1 in line"), std::string::npos)
+      << waiting->message;
+  // Within the large search's minimum turn nothing changes hands.
+  clock_.Advance(6.0);
+  const JobSnapshot small_end = RunToEnd(*coordinator, small->id, {worker.get()});
+  EXPECT_EQ(small_end.job.state, JobState::kSucceeded) << small_end.job.error;
+  auto large_then = coordinator->Snapshot(large->id);
+  ASSERT_TRUE(large_then.ok());
+  EXPECT_FALSE(large_then->final) << "the large search ended before the small one";
+  EXPECT_EQ(large_then->yields, 1);
+  const JobSnapshot large_end = RunToEnd(*coordinator, large->id, {worker.get()});
+  EXPECT_EQ(large_end.job.state, JobState::kSucceeded) << large_end.job.error;
+  const std::vector<uint64_t> built = worker->built();
+  const std::set<uint64_t> distinct(built.begin(), built.end());
+  EXPECT_EQ(distinct.size(), built.size()) << "a stage was built twice";
+  // Its resumed search found what it had measured in the database.
+  EXPECT_GE(large_end.job.cache_hits, seen.job.stages_profiled);
 }
 
 TEST_F(FarmCoordinatorTest, ARegistrationOutsideTheBoundsIsRefusedNamingTheField) {

@@ -72,6 +72,9 @@ void FarmCoordinator::CheckHeartbeats() {
       out.to_close.push_back(workers_.Find(id)->link);
       WorkerLostLocked(id, StrCat("no heartbeat for ", options_.heartbeat_timeout_s, " s"), out);
     }
+    // Turns end on time also for searches with nothing to report (parked).
+    RotateSearchPlacesLocked();
+    DispatchLocked(out);
   }
   Deliver(std::move(out));
 }
@@ -106,7 +109,7 @@ void FarmCoordinator::WorkerLostLocked(const std::string& worker, const std::str
 }
 
 void FarmCoordinator::DispatchToWorkerLocked(const farm::Assignment& assignment, JobContext& job,
-                                             PrefetchRing flight, Outbox& out) {
+                                             PhaseInFlight flight, Outbox& out) {
   const WorkerEntry* w = workers_.Find(assignment.worker);
   auto batch = job.batches.find(assignment.batch);
   const BuildRequest* build = batch == job.batches.end() ? nullptr : &batch->second;
@@ -144,7 +147,7 @@ void FarmCoordinator::PhaseResult(const std::string& worker, const PhaseReport& 
   const PhaseReport report = WorkerRegistry::BoundedReport(reported);
   std::shared_ptr<JobContext> job;
   std::string backend;
-  PrefetchRing flight;
+  PhaseInFlight flight;
   {
     absl::MutexLock lock(&mu_);
     auto flight_it = in_flight_.find(report.phase_id);

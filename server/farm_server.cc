@@ -147,6 +147,13 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
         StrCat("--max-searches must be >= 1, got ", options.max_searches));
   }
   coordinator.max_searches = options.max_searches;
+  if (!(options.search_min_turn_s >= 0) || !(options.search_max_wait_s >= 0)) {
+    return absl::InvalidArgumentError(
+        StrCat("--search-min-turn and --search-max-wait must be >= 0 seconds, got ",
+               options.search_min_turn_s, " and ", options.search_max_wait_s));
+  }
+  coordinator.search_min_turn_s = options.search_min_turn_s;
+  coordinator.search_max_wait_s = options.search_max_wait_s;
   coordinator.import_gate_bytes = options.max_model_bytes;
   if (!options.metrics_listen.empty()) RETURN_IF_ERROR(impl->metrics.Serve(options.metrics_listen));
   ASSIGN_OR_RETURN(auto synthetic_phase_seconds,

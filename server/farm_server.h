@@ -40,6 +40,9 @@ struct ServerOptions {
   // Searches in memory at once (CoordinatorOptions::max_searches): the
   // server's search memory stays under max_searches x search_pass_mib.
   int max_searches = 6;
+  // How search places are shared in time (CoordinatorOptions).
+  double search_min_turn_s = 5;
+  double search_max_wait_s = 60;
   // Workers.
   double heartbeat_interval_s = 1.0;
   double heartbeat_timeout_s = 5.0;  // also: how long a new stream may take to register

@@ -34,6 +34,7 @@ struct JobContext {
   scheduler::farm::JobLifecycle lifecycle{1};
   bool resume_counted = false;  // Resume counted this start (crash-loop guard)
   bool parked = false;          // waiting for another job's measurements
+  int yields = 0;               // turns it gave its search place back (SearchAdmission)
   // A server phase of the job runs on the pool: its runner is not to be read.
   bool server_phase_running = false;
   // Batches handed out (the lifecycle's ids) and what their builds send,

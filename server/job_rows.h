@@ -60,6 +60,9 @@ struct JobRow {
   // Stage latencies the search asked for (database hits or profiled;
   // ios::SearchStats::stages_measured).
   int64_t stages_measured = 0;
+  // The stages its search was expected to measure when it was submitted
+  // (search_estimate.h); -1: not estimated.
+  int64_t estimated_stages = -1;
   std::string phase /* current phase name */;
   // Server restarts that found the job unfinished since it last stored a
   // measurement (the crash-loop guard; AddResumes).
@@ -131,6 +134,19 @@ struct RetuneTarget {
   std::string model_digest, model_name;
   int64_t batch = 0;
   JobOptions options;
+};
+
+// What the store knows of searches like a job's (JobStore::SearchHistoryOf).
+struct SearchHistory {
+  // A job of the same model digest, batch and search options (r, s, block
+  // size) succeeded on the job's device key: every stage its search asks
+  // for is in the latency database.
+  bool done_on_this_key = false;
+  // The stages the latest such search on another key asked for; -1: none.
+  int64_t stages_elsewhere = -1;
+  // Over the store's succeeded jobs: the stages their searches asked for and
+  // their models' operators, summed (0 and 0 without any).
+  int64_t searched_stages = 0, searched_ops = 0;
 };
 
 }  // namespace iosfarm::server

@@ -14,7 +14,8 @@ constexpr const char kJobColumns[] =
     "id, model_digest, model_name, device_key, owner, retune_batch, batch, opt_r, opt_s, "
     "opt_block_size, opt_batch_size_limit, priority, state, error, submitted_unix_ms, "
     "started_unix_ms, finished_unix_ms, blocks_total, blocks_done, stages_profiled, cache_hits, "
-    "candidates, unique_signatures, stages_measured, phase, resumes, opt_max_parallel_batches";
+    "candidates, unique_signatures, stages_measured, phase, resumes, opt_max_parallel_batches, "
+    "estimated_stages";
 
 JobOptions OptionsFromRow(const Statement& row, int first_column) {
   JobOptions options;
@@ -35,7 +36,7 @@ StatusOr<JobRow> JobFromRow(const CachedStatement& row) {
            o.s, o.block_size, o.batch_size_limit, o.priority, state, j.error, j.submitted_unix_ms,
            j.started_unix_ms, j.finished_unix_ms, j.blocks_total, j.blocks_done, j.stages_profiled,
            j.cache_hits, j.candidates, j.unique_signatures, j.stages_measured, j.phase, j.resumes,
-           o.max_parallel_batches);
+           o.max_parallel_batches, j.estimated_stages);
   ASSIGN_OR_RETURN(j.state, JobStateFromName(state));
   return j;
 }
@@ -136,14 +137,14 @@ StatusOr<int64_t> JobStore::CreateJob(const JobRow& job) {
         session.Prepare("INSERT INTO jobs (model_digest, model_name, device_key, owner, "
                         "retune_batch, batch, opt_r, opt_s, opt_block_size, "
                         "opt_batch_size_limit, priority, state, error, submitted_unix_ms, "
-                        "opt_max_parallel_batches) "
+                        "opt_max_parallel_batches, estimated_stages) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'queued', ?12, "
-                        "?13, ?14)"));
+                        "?13, ?14, ?15)"));
     const JobOptions& o = job.options;
     RETURN_IF_ERROR(stmt.Bind(job.model_digest, model_name, job.device_key, job.owner,
                               job.retune_batch, job.batch, o.r, o.s, o.block_size,
                               o.batch_size_limit, o.priority, job.error, job.submitted_unix_ms,
-                              o.max_parallel_batches));
+                              o.max_parallel_batches, std::max<int64_t>(-1, job.estimated_stages)));
     RETURN_IF_ERROR(stmt->Step().status());
   }
   const int64_t id = session.db().LastInsertRowId();
@@ -312,6 +313,38 @@ StatusOr<std::vector<PhaseLogRow>> JobStore::ListPhases(std::optional<int64_t> j
 }
 
 // ---------------------------------------------------------------- re-tuning
+
+StatusOr<SearchHistory> JobStore::SearchHistoryOf(const JobRow& job) {
+  SearchHistory history;
+  Session session(*connection_);
+  {
+    ASSIGN_OR_RETURN(
+        CachedStatement stmt,
+        session.Prepare("SELECT device_key = ?6, stages_measured FROM jobs "
+                        "WHERE model_digest = ?1 AND batch = ?2 AND opt_r = ?3 AND opt_s = ?4 "
+                        "AND opt_block_size = ?5 AND state = 'succeeded' "
+                        "ORDER BY device_key = ?6 DESC, finished_unix_ms DESC, id DESC LIMIT 1"));
+    RETURN_IF_ERROR(stmt.Bind(job.model_digest, job.batch, job.options.r, job.options.s,
+                              job.options.block_size, job.device_key));
+    ASSIGN_OR_RETURN(bool row, stmt->Step());
+    if (row && stmt->ColumnInt64(0) != 0) {
+      history.done_on_this_key = true;
+    } else if (row) {
+      history.stages_elsewhere = stmt->ColumnInt64(1);
+    }
+  }
+  ASSIGN_OR_RETURN(CachedStatement stmt,
+                   session.Prepare("SELECT COALESCE(SUM(j.stages_measured), 0), "
+                                   "COALESCE(SUM(m.ops), 0) FROM jobs j "
+                                   "JOIN models m ON m.digest = j.model_digest "
+                                   "WHERE j.state = 'succeeded' AND j.stages_measured > 0"));
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  if (row) {
+    history.searched_stages = stmt->ColumnInt64(0);
+    history.searched_ops = stmt->ColumnInt64(1);
+  }
+  return history;
+}
 
 StatusOr<std::vector<RetuneTarget>> JobStore::RetuneTargets(const RetuneFilter& filter) {
   const absl::flat_hash_set<std::string> names(filter.model_names.begin(),

@@ -94,6 +94,9 @@ class JobStore {
   // the latest such job in any state when none succeeded. Ordered by model
   // name, batch, digest.
   StatusOr<std::vector<RetuneTarget>> RetuneTargets(const RetuneFilter& filter);
+  // What the store knows of searches like `job`'s (its model digest, batch,
+  // options and device key; SearchHistory).
+  StatusOr<SearchHistory> SearchHistoryOf(const JobRow& job);
 
   const std::string& path() const { return connection_->path(); }
 

@@ -340,6 +340,54 @@ TEST_F(JobStoreTest, PhaseLogAppendsAndLists) {
   EXPECT_EQ(store->ListPhases(std::nullopt)->size(), 3u);
 }
 
+TEST_F(JobStoreTest, SearchHistoryFindsTheSameSearchOnThisKeyOrAnotherAndTheStagesPerOp) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutModel(Model("dr", "resnet50")).ok());  // 42 ops
+  ASSERT_TRUE(store->PutModel(Model("ds", "squeezenet")).ok());
+  auto finish = [&](JobRow job, JobState state, int64_t stages_measured) {
+    const int64_t id = *store->CreateJob(job);
+    EXPECT_TRUE(store->UpdateJobState(id, JobState::kRunning, "", 1).ok());
+    JobRow progress = job;
+    progress.id = id;
+    progress.stages_measured = stages_measured;
+    EXPECT_TRUE(store->UpdateJobProgress(progress).ok());
+    EXPECT_TRUE(store->UpdateJobState(id, state, "", 2 + id).ok());
+  };
+  JobRow resnet = Job("dr", "v100");
+  auto empty = store->SearchHistoryOf(resnet);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_FALSE(empty->done_on_this_key);
+  EXPECT_EQ(empty->stages_elsewhere, -1);
+  EXPECT_EQ(empty->searched_stages, 0);
+
+  finish(Job("ds", "v100"), JobState::kSucceeded, 420);
+  finish(Job("dr", "a100"), JobState::kSucceeded, 900);
+  finish(Job("dr", "h100"), JobState::kSucceeded, 1000);  // the latest elsewhere
+  finish(Job("dr", "v100"), JobState::kFailed, 5);         // failed: not a search done
+  JobRow other_options = Job("dr", "v100");
+  other_options.options.r = 2;
+  finish(other_options, JobState::kSucceeded, 77);
+  auto elsewhere = store->SearchHistoryOf(resnet);
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status();
+  EXPECT_FALSE(elsewhere->done_on_this_key);
+  EXPECT_EQ(elsewhere->stages_elsewhere, 1000);
+  EXPECT_EQ(elsewhere->searched_stages, 420 + 900 + 1000 + 77);
+  EXPECT_EQ(elsewhere->searched_ops, 4 * 42);
+
+  finish(Job("dr", "v100"), JobState::kSucceeded, 950);
+  auto here = store->SearchHistoryOf(resnet);
+  ASSERT_TRUE(here.ok()) << here.status();
+  EXPECT_TRUE(here->done_on_this_key);
+  // The estimate is stored with the job and read back.
+  JobRow estimated = Job("ds", "v100");
+  estimated.estimated_stages = 1234;
+  auto id = store->CreateJob(estimated);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ((*store->GetJob(*id))->estimated_stages, 1234);
+  EXPECT_EQ((*store->GetJob(*store->CreateJob(Job("ds", "v100"))))->estimated_stages, -1);
+}
+
 TEST_F(JobStoreTest, RetuneTargetsFilters) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);

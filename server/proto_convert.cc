@@ -51,13 +51,21 @@ v1::Job JobToProto(const JobRow& job, double now_s) {
   p->set_candidates(job.candidates);
   p->set_unique_signatures(job.unique_signatures);
   p->set_stages_measured(job.stages_measured);
+  if (job.estimated_stages >= 0) p->set_estimated_stages(job.estimated_stages);
   const double end_s = job.finished_unix_ms > 0 ? job.finished_unix_ms / 1000.0 : now_s;
   const double elapsed = job.submitted_unix_ms > 0 ? end_s - job.submitted_unix_ms / 1000.0 : 0;
   p->set_elapsed_s(elapsed);
-  // ETA from the fraction of blocks solved (the last block also needs the
-  // end-to-end measurement, so this is a lower bound).
+  // ETA from the stages estimated still to profile at the job's own rate so
+  // far, else from the fraction of blocks solved (the last block also needs
+  // the end-to-end measurement, so both are lower bounds).
+  const double running_s =
+      job.started_unix_ms > 0 ? end_s - job.started_unix_ms / 1000.0 : 0;
   if (job.finished_unix_ms > 0) {
     p->set_eta_s(0);
+  } else if (job.estimated_stages > job.stages_profiled && job.stages_profiled > 0 &&
+             running_s > 0) {
+    p->set_eta_s(running_s * static_cast<double>(job.estimated_stages - job.stages_profiled) /
+                 static_cast<double>(job.stages_profiled));
   } else if (job.blocks_total > 0 && job.blocks_done > 0) {
     p->set_eta_s(elapsed * (job.blocks_total - job.blocks_done) / job.blocks_done);
   } else {

@@ -46,6 +46,14 @@ int main(int argc, char** argv) {
                  "stays under this x --search-pass-mib)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  app.add_option("--search-min-turn", options.search_min_turn_s,
+                 "seconds a search keeps its place at least before a job that outranks it "
+                 "takes the place (docs/farm.md, \"Search places\")")
+      ->capture_default_str();
+  app.add_option("--search-max-wait", options.search_max_wait_s,
+                 "seconds after which a waiting job goes before every job of its priority "
+                 "that waited less")
+      ->capture_default_str();
   app.add_option("--search-total-transitions", options.search_total_transitions,
                  "DP transitions of one job's search at most (past it the job fails)")
       ->capture_default_str();

@@ -285,7 +285,14 @@ ALTER TABLE devices ADD COLUMN floor_contention REAL NOT NULL DEFAULT 0
   CHECK (floor_contention >= 0);
 )sql";
 
-constexpr std::array<Migration, 11> kMigrations = {{
+// Version 12: the stages a job's search was expected to measure when it was
+// submitted (server/search_estimate.h); -1 where nothing estimated it.
+constexpr const char kSchemaV12[] = R"sql(
+ALTER TABLE jobs ADD COLUMN estimated_stages INTEGER NOT NULL DEFAULT -1
+  CHECK (estimated_stages >= -1);
+)sql";
+
+constexpr std::array<Migration, 12> kMigrations = {{
     {1, "devices, latencies, models, jobs, results, phase_log", kSchemaV1},
     {2, "jobs.resumes", kSchemaV2},
     {3, "typed results: results columns, result_latencies, results_unreadable", kSchemaV3},
@@ -297,6 +304,7 @@ constexpr std::array<Migration, 11> kMigrations = {{
     {9, "devices.floor_issue_order", kSchemaV9},
     {10, "devices.floor_back_to_back, floor_free_ops", kSchemaV10},
     {11, "devices.floor_contention", kSchemaV11},
+    {12, "jobs.estimated_stages", kSchemaV12},
 }};
 
 StatusOr<int64_t> PragmaInt(SqliteDb& db, const char* pragma) {

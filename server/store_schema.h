@@ -23,7 +23,7 @@
 namespace iosfarm::server {
 
 // The version this binary creates and understands.
-inline constexpr int64_t kSchemaVersion = 11;
+inline constexpr int64_t kSchemaVersion = 12;
 // PRAGMA application_id of iosfarm databases ("IOSF").
 inline constexpr int64_t kApplicationId = 0x494F5346;
 

@@ -36,6 +36,8 @@ struct JobState {
   size_t updated = 0;                                // batches updated so far
   std::unordered_map<int64_t, size_t> iteration_of;  // lifecycle batch id -> iteration
   bool done = false;
+  int parallel = 1;       // its batches on workers at once
+  bool resuming = false;  // its next enumerate redoes its search first (resume_s)
 };
 
 // A phase started and not ended.
@@ -104,13 +106,16 @@ Status Validate(const SimConfig& config) {
 }
 
 // How long the started phase `a` of `job` takes.
-double Duration(const SimJob& job, const JobState& state, const Assignment& a) {
+double Duration(const SimJob& job, JobState& state, const Assignment& a) {
   auto batch = [&]() -> const SimIteration& {
     return job.iterations[state.iteration_of.at(a.batch)];
   };
   switch (a.kind) {
-    case PhaseKind::kEnumerate:  // it hands out the next iteration
-      return job.iterations[state.enumerated].enumerate_s;
+    case PhaseKind::kEnumerate: {  // it hands out the next iteration
+      const double resume = state.resuming ? job.resume_s : 0;
+      state.resuming = false;
+      return resume + job.iterations[state.enumerated].enumerate_s;
+    }
     case PhaseKind::kBuild:
       return batch().build_s;
     case PhaseKind::kProfile:
@@ -128,7 +133,8 @@ class Simulation {
   explicit Simulation(const SimConfig& config)
       : config_(config),
         scheduler_(config.policy, config.server_slots),
-        states_(config.jobs.size()) {}
+        states_(config.jobs.size()),
+        admission_(config.admission.value_or(AdmissionRules{})) {}
 
   StatusOr<SimResult> Run() {
     for (const SimWorker& w : config_.workers) {
@@ -243,6 +249,9 @@ class Simulation {
           end.enumerated =
               state.lifecycle.batches_out() > 0 ? Enumerated::kWait : Enumerated::kSearchDone;
           step = state.lifecycle.Next(end);
+          if (end.enumerated == Enumerated::kSearchDone && config_.admission) {
+            RETURN_IF_ERROR(StartSearches(admission_.Release(job, t), t));
+          }
           continue;
         }
         case LifecycleStep::Action::kWait:
@@ -251,6 +260,12 @@ class Simulation {
           state.done = true;
           result_.job_end_s[job] = t;
           return scheduler_.RemoveJob(job, t);
+        case LifecycleStep::Action::kYield: {
+          RETURN_IF_ERROR(scheduler_.RemoveJob(job, t));
+          ++result_.yields;
+          state.resuming = true;
+          return StartSearches(admission_.Yielded(job, Candidate(job), t), t);
+        }
         case LifecycleStep::Action::kPark:
         case LifecycleStep::Action::kFail:
           break;
@@ -268,11 +283,12 @@ class Simulation {
         int parallel = spec.max_parallel_batches;
         if (parallel <= 0) parallel = std::max(1, scheduler_.num_idle_devices(spec.device_key));
         if (config_.policy == Policy::kSynchronous) parallel = 1;  // one phase per job
-        states_[job].lifecycle = JobLifecycle(/*max_attempts=*/1, parallel);
+        states_[job].parallel = parallel;
         if (parallel > 1) result_.parallel_batches[job] = parallel;
-        // A batch's worker phase each, and one server phase.
-        RETURN_IF_ERROR(scheduler_.AddJob(job, spec.device_key, parallel == 1 ? 1 : parallel + 1));
-        return Apply(job, states_[job].lifecycle.Start(), e.time_s);
+        if (config_.admission && !admission_.Request(job, Candidate(job), e.time_s)) {
+          return absl::OkStatus();  // waits for a search place
+        }
+        return StartSearch(job, e.time_s);
       }
       case EventType::kPhaseEnd: {
         auto it = running_.find(e.id);
@@ -289,6 +305,10 @@ class Simulation {
         end.batch = phase.batch;
         end.enumerated = Enumerated::kBatch;
         if (phase.kind == PhaseKind::kUpdate) ++state.updated;
+        if (config_.admission && ResourceClassOf(phase.kind) == ResourceClass::kServerCpu &&
+            admission_.ShouldYield(phase.job, Candidate(phase.job), e.time_s)) {
+          state.lifecycle.Yield();  // its turn is over: Next says kYield once nothing is out
+        }
         if (phase.kind != PhaseKind::kEnumerate) {
           return Apply(phase.job, state.lifecycle.Next(end), e.time_s);
         }
@@ -317,9 +337,39 @@ class Simulation {
     return absl::OkStatus();
   }
 
+  // What the admission line orders `job` by: its batches left as its
+  // expected stages.
+  SearchCandidate Candidate(JobId job) const {
+    const SimJob& spec = config_.jobs[job];
+    SearchCandidate candidate;
+    candidate.priority = spec.priority;
+    candidate.owner = spec.owner;
+    candidate.expected_stages =
+        static_cast<double>(spec.iterations.size() - std::min(spec.iterations.size(),
+                                                              states_[job].updated));
+    return candidate;
+  }
+
+  // `job` got its search place (or needs none): it joins the scheduler and
+  // enumerates.
+  Status StartSearch(JobId job, double t) {
+    JobState& state = states_[job];
+    state.lifecycle = JobLifecycle(/*max_attempts=*/1, state.parallel);
+    // A batch's worker phase each, and one server phase.
+    RETURN_IF_ERROR(scheduler_.AddJob(job, config_.jobs[job].device_key,
+                                      state.parallel == 1 ? 1 : state.parallel + 1));
+    return Apply(job, state.lifecycle.Start(), t);
+  }
+
+  Status StartSearches(const std::vector<int64_t>& jobs, double t) {
+    for (const int64_t job : jobs) RETURN_IF_ERROR(StartSearch(static_cast<JobId>(job), t));
+    return absl::OkStatus();
+  }
+
   const SimConfig& config_;
   FarmScheduler scheduler_;
   std::vector<JobState> states_;
+  SearchAdmission admission_;
   std::unordered_map<PhaseId, Running> running_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   int64_t seq_ = 0;

@@ -14,18 +14,27 @@
 // joins = false) ends its phases with kWorkerLost; the lifecycle re-runs the
 // build of each batch it held (build or profile lost) or the measure.
 // Simulated phases never fail and never park.
+// With SimConfig::admission, at most admission->places jobs search at once
+// and places are shared in time (SearchAdmission, the server's rule): a job
+// waits from its arrival for a place; a search whose turn is over yields at
+// its next server phase's end (JobLifecycle::Yield) once nothing of it is
+// out, and its next turn begins with resume_s of server CPU (its search
+// redone from stored latencies) added to its next enumerate. A job's place
+// is freed when its search is done (before its measure).
 // All events at one instant are applied before one Dispatch, as in the
 // thesis's loop. Deterministic: the same config gives the same records.
 #ifndef IOSFARM_SCHEDULER_FARM_FARM_SIMULATION_H_
 #define IOSFARM_SCHEDULER_FARM_FARM_SIMULATION_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "scheduler/farm/farm_scheduler.h"
 #include "scheduler/farm/phase.h"
+#include "scheduler/farm/search_admission.h"
 
 namespace iosfarm::scheduler::farm {
 
@@ -45,6 +54,12 @@ struct SimJob {
   // thesis's serial chain; 0 is as many as its key has idle GPUs when it
   // arrives (at least 1). The synchronous policy runs 1 whatever this says.
   int max_parallel_batches = 1;
+  // Search admission (SimConfig::admission): what the line orders by (its
+  // expected stages are its batches left), and the server CPU a resumed
+  // search spends redoing its DP before it hands out anything new.
+  int priority = 0;
+  std::string owner;
+  double resume_s = 0;
 };
 
 struct SimWorker {
@@ -67,6 +82,8 @@ struct SimConfig {
   std::vector<SimWorker> workers;  // present from time 0
   std::vector<SimWorkerEvent> worker_events;
   bool measure_latency = true;     // time each Dispatch/Finished call
+  // Search places shared in time; nullopt: every job searches from arrival.
+  std::optional<AdmissionRules> admission;
 };
 
 struct SimResult {
@@ -78,6 +95,7 @@ struct SimResult {
   double simple_lower_bound_s = 0;       // SimpleLowerBound(config)
   double gpu_idle_fraction = 0;          // 1 - GPU busy time / (initial GPUs x makespan)
   int phases_lost = 0;                   // phases ended by a worker loss
+  int yields = 0;                        // search places given back (admission)
   // Jobs that ran with parallel batches: their P (> 1), for CheckTimeline.
   std::map<JobId, int> parallel_batches;
   // Wall time (seconds, steady_clock) of each Dispatch and Finished call.

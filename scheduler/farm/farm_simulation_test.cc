@@ -1,6 +1,7 @@
 #include "scheduler/farm/farm_simulation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -115,6 +116,46 @@ TEST(FarmSimulationTest, AJobWithOneBatchDoesNotWaitBehindAnothersTwenty) {
     EXPECT_LE(small_end - small.arrival_s, 2.14 + 2.0 + 1e-9) << PolicyName(policy);
     EXPECT_GT(r.job_end_s[0], small_end);
   }
+}
+
+// Search places shared in time: with one place, a small job arriving behind
+// a 40-batch search gets the place once that search's minimum turn is over
+// and its batch out is stored; the large search yields once, resumes
+// (paying resume_s on the server) and ends. Holding places until a search
+// ends (a minimum turn longer than any search), the small job waits for
+// the whole large search.
+TEST(FarmSimulationTest, ASmallJobTakesALargeSearchsTurnAndTheLargeOneResumes) {
+  auto config_with_turn = [](double min_turn_s) {
+    SimConfig config = OneLongJob(40, 4, 1);
+    config.jobs[0].resume_s = 0.5;
+    SimJob small;
+    small.device_key = "k";
+    small.arrival_s = 1.5;
+    small.iterations = {SimIteration{0.02, 0.1, 1.0, 0.02}};
+    small.measure_s = 1;
+    config.jobs.push_back(small);
+    AdmissionRules rules;
+    rules.places = 1;
+    rules.min_turn_s = min_turn_s;
+    config.admission = rules;
+    return config;
+  };
+  const SimResult shared = RunSim(config_with_turn(1.0));
+  EXPECT_EQ(shared.yields, 1);
+  // Its chain is 2.14 s, after the large search's batch out (at most 1.14 s).
+  EXPECT_LE(shared.job_end_s[1] - 1.5, 2.14 + 1.14 + 1e-9);
+  EXPECT_GT(shared.job_end_s[0], shared.job_end_s[1]);
+  int resumed_enumerates = 0;
+  for (const PhaseRecord& r : shared.records) {
+    resumed_enumerates += r.job == 0 && r.kind == PhaseKind::kEnumerate &&
+                          std::abs(r.end_s - r.start_s - 0.52) < 1e-9;
+  }
+  EXPECT_EQ(resumed_enumerates, 1);  // one enumerate paid the resume
+
+  const SimResult held = RunSim(config_with_turn(1e9));
+  EXPECT_EQ(held.yields, 0);
+  EXPECT_GT(held.job_end_s[1], held.job_end_s[0]);  // waited for the whole search
+  EXPECT_GE(held.job_end_s[1] - 1.5, 40.0);
 }
 
 // A lost worker with parallel batches: only its batches are built again,

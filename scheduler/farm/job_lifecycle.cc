@@ -23,6 +23,8 @@ std::string DescribeStep(const LifecycleStep& step) {
       return "wait";
     case LifecycleStep::Action::kPark:
       return "park";
+    case LifecycleStep::Action::kYield:
+      return "yield";
     case LifecycleStep::Action::kDone:
       return "done";
     case LifecycleStep::Action::kFail:
@@ -31,8 +33,10 @@ std::string DescribeStep(const LifecycleStep& step) {
   return "unknown";
 }
 
-JobLifecycle::JobLifecycle(int max_attempts, int max_batches)
-    : max_attempts_(std::max(1, max_attempts)), max_batches_(std::max(1, max_batches)) {}
+JobLifecycle::JobLifecycle(int max_attempts, int max_batches, int attempts)
+    : max_attempts_(std::max(1, max_attempts)),
+      max_batches_(std::max(1, max_batches)),
+      attempts_(std::max(0, attempts)) {}
 
 PhaseRequest JobLifecycle::Request(PhaseKind kind, int64_t batch, std::string pinned) {
   PhaseRequest request;
@@ -63,8 +67,8 @@ void JobLifecycle::NextServerPhase(LifecycleStep& step) {
   // workers (and fewer than 2P are out in all, so that updates keep up; P = 1
   // is the serial chain: one batch out).
   const int most_out = max_batches_ == 1 ? 1 : 2 * max_batches_;
-  const bool hand_out =
-      may_hand_out_ && batches_on_workers() < max_batches_ && batches_out() < most_out;
+  const bool hand_out = may_hand_out_ && !yielding_ && batches_on_workers() < max_batches_ &&
+                        batches_out() < most_out;
   if (!hand_out && !updates_due_.empty()) {
     const int64_t batch = updates_due_.front();
     updates_due_.pop_front();
@@ -82,19 +86,31 @@ LifecycleStep JobLifecycle::Settle(LifecycleStep step) const {
     step.action = LifecycleStep::Action::kEnqueue;
     return step;
   }
-  step.action = batches_.empty() && !server_phase_ ? LifecycleStep::Action::kPark
-                                                   : LifecycleStep::Action::kWait;
+  if (!batches_.empty() || server_phase_) {
+    step.action = LifecycleStep::Action::kWait;
+  } else {
+    step.action = yielding_ ? LifecycleStep::Action::kYield : LifecycleStep::Action::kPark;
+  }
   return step;
 }
 
 LifecycleStep JobLifecycle::Start() {
+  yielding_ = false;
+  return Woken();
+}
+
+LifecycleStep JobLifecycle::Woken() {
   LifecycleStep step;
   may_hand_out_ = true;
   NextServerPhase(step);
   return Settle(std::move(step));
 }
 
-LifecycleStep JobLifecycle::Woken() { return Start(); }
+LifecycleStep JobLifecycle::Yield() {
+  if (measuring_) return LifecycleStep{LifecycleStep::Action::kWait, {}, "", false};
+  yielding_ = true;
+  return Settle(LifecycleStep{});
+}
 
 LifecycleStep JobLifecycle::Requeue(PhaseKind kind, int64_t batch) {
   LifecycleStep step;

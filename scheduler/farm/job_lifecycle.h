@@ -28,6 +28,12 @@
 // PhaseEnd::batch (with P = 1 it may leave them 0). With P = 1 the chain is
 // exactly the one above.
 //
+// Turns. A job whose turn at a search place is over (SearchAdmission) is
+// asked to Yield: it hands out no new batch, lets the batches out finish
+// (their updates store what they measured), and once nothing of it is out
+// the step is kYield: the caller drops its search and, when the job gets a
+// place again, calls Start (a resumed search reads what was stored).
+//
 // Failures. A worker phase (build, profile, measure) that fails, or an update
 // that rejects the worker's answer, costs an attempt: that batch is built
 // again on any worker of the key (or the measure runs again); at
@@ -78,6 +84,7 @@ struct LifecycleStep {
     kEnqueue,  // queue every request of `enqueue`, in order
     kWait,     // nothing to queue: a phase of the job is queued or in flight
     kPark,     // wait; call Woken() when another job stored measurements
+    kYield,    // nothing of the job is out: give its search place back (Yield)
     kDone,     // the job succeeded (its measure ended ok)
     kFail,     // the job failed with `error`
   };
@@ -88,18 +95,23 @@ struct LifecycleStep {
 };
 
 // "enqueue enumerate", "enqueue profile@w1", "enqueue build + enumerate",
-// "wait", "park", "done", "fail: ...".
+// "wait", "park", "yield", "done", "fail: ...".
 std::string DescribeStep(const LifecycleStep& step);
 
 class JobLifecycle {
  public:
-  // max_attempts < 1 is taken as 1, max_batches < 1 as 1.
-  explicit JobLifecycle(int max_attempts, int max_batches = 1);
+  // max_attempts < 1 is taken as 1, max_batches < 1 as 1. `attempts`: the
+  // failed worker phases it has already used (a job starting a new turn).
+  explicit JobLifecycle(int max_attempts, int max_batches = 1, int attempts = 0);
 
-  // The first phase: enumerate.
+  // The first phase of a turn: enumerate.
   LifecycleStep Start();
-  // A parked job was woken: enumerate again.
+  // A parked job was woken: enumerate again (kYield if it was asked to yield).
   LifecycleStep Woken();
+  // The job's turn is over: no new batch is handed out. kYield at once when
+  // nothing of it is out or queued, else kWait (a later step says kYield).
+  // Ignored once the search is done (the measure is owed).
+  LifecycleStep Yield();
   // A phase of the job ended (a phase that was cancelled with its job is
   // not reported). A batch id that is not out fails the job (a caller bug).
   LifecycleStep Next(const PhaseEnd& end);
@@ -114,6 +126,8 @@ class JobLifecycle {
   bool batch_pending() const { return !batches_.empty(); }
   // The search is done and the measure is owed.
   bool measuring() const { return measuring_; }
+  // Asked to yield, and not yet started again.
+  bool yielding() const { return yielding_; }
 
  private:
   static PhaseRequest Request(PhaseKind kind, int64_t batch = 0, std::string pinned = "");
@@ -121,8 +135,8 @@ class JobLifecycle {
   // flight: a due update first, else an enumerate while batches may still
   // be handed out.
   void NextServerPhase(LifecycleStep& step);
-  // `step` as it stands: kEnqueue with requests, else kWait, or kPark when
-  // nothing of the job is out.
+  // `step` as it stands: kEnqueue with requests, else kWait, or kPark (kYield
+  // when yielding) when nothing of the job is out.
   LifecycleStep Settle(LifecycleStep step) const;
   // A worker phase must run again: rebuild `batch`, or measure again.
   LifecycleStep Requeue(PhaseKind kind, int64_t batch);
@@ -138,6 +152,7 @@ class JobLifecycle {
   bool server_phase_ = false;             // an enumerate or update queued or in flight
   bool may_hand_out_ = true;              // the last enumerate did not say kWait
   bool measuring_ = false;
+  bool yielding_ = false;                 // Yield() since the last Start()
 };
 
 }  // namespace iosfarm::scheduler::farm

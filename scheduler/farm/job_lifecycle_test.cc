@@ -64,6 +64,53 @@ TEST(JobLifecycleTest, WaitParksAndASliceOverEnumeratesAgain) {
   EXPECT_EQ(DescribeStep(job.Next(Enumerate(Enumerated::kBatch))), "enqueue build");
 }
 
+TEST(JobLifecycleTest, AYieldLetsTheBatchesOutFinishThenYieldsAndStartBeginsANewTurn) {
+  JobLifecycle job(3, /*max_batches=*/2);
+  auto of_batch = [](PhaseEnd end, int64_t batch) {
+    end.batch = batch;
+    return end;
+  };
+  job.Start();
+  EXPECT_EQ(DescribeStep(job.Next(Enumerate(Enumerated::kBatch))), "enqueue build + enumerate");
+  // Asked to yield with an enumerate in flight and a batch out: wait.
+  EXPECT_EQ(DescribeStep(job.Yield()), "wait");
+  EXPECT_TRUE(job.yielding());
+  // The enumerate's batch still goes out, but nothing more is enumerated.
+  EXPECT_EQ(DescribeStep(job.Next(Enumerate(Enumerated::kBatch))), "enqueue build");
+  EXPECT_EQ(DescribeStep(job.Next(of_batch(Ok(PhaseKind::kBuild, "w1"), 1))), "enqueue profile@w1");
+  EXPECT_EQ(DescribeStep(job.Next(of_batch(Ok(PhaseKind::kBuild, "w2"), 2))), "enqueue profile@w2");
+  EXPECT_EQ(DescribeStep(job.Next(of_batch(Ok(PhaseKind::kProfile, "w1"), 1))), "enqueue update");
+  EXPECT_EQ(DescribeStep(job.Next(of_batch(Ok(PhaseKind::kProfile, "w2"), 2))), "wait");
+  EXPECT_EQ(DescribeStep(job.Next(of_batch(Ok(PhaseKind::kUpdate), 1))), "enqueue update");
+  EXPECT_EQ(job.batches_out(), 1);
+  EXPECT_EQ(DescribeStep(job.Next(of_batch(Ok(PhaseKind::kUpdate), 2))), "yield");
+  EXPECT_EQ(job.batches_out(), 0);
+  // A new turn enumerates again; the attempts carry over to a new lifecycle.
+  EXPECT_EQ(DescribeStep(job.Start()), "enqueue enumerate");
+  EXPECT_FALSE(job.yielding());
+  EXPECT_EQ(JobLifecycle(3, 1, /*attempts=*/2).attempts(), 2);
+}
+
+TEST(JobLifecycleTest, AParkedOrIdleJobYieldsAtOnceAndAMeasuringOneDoesNot) {
+  JobLifecycle parked(3);
+  parked.Start();
+  EXPECT_EQ(DescribeStep(parked.Next(Enumerate(Enumerated::kWait))), "park");
+  EXPECT_EQ(DescribeStep(parked.Yield()), "yield");
+  EXPECT_EQ(DescribeStep(parked.Woken()), "yield");  // woken while yielding: still yields
+
+  JobLifecycle sliced(3);
+  sliced.Start();
+  sliced.Yield();
+  EXPECT_EQ(DescribeStep(sliced.Next(Enumerate(Enumerated::kSliceOver))), "yield");
+
+  JobLifecycle measuring(3);
+  measuring.Start();
+  measuring.Next(Enumerate(Enumerated::kSearchDone));
+  EXPECT_EQ(DescribeStep(measuring.Yield()), "wait");
+  EXPECT_FALSE(measuring.yielding());
+  EXPECT_EQ(DescribeStep(measuring.Next(Ok(PhaseKind::kMeasure, "w1"))), "done");
+}
+
 TEST(JobLifecycleTest, ALostWorkerRebuildsTheBatchOrMeasuresAgainWithoutAnAttempt) {
   JobLifecycle job(1);
   job.Start();

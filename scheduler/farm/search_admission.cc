@@ -1,0 +1,108 @@
+#include "scheduler/farm/search_admission.h"
+
+#include <algorithm>
+
+namespace iosfarm::scheduler::farm {
+
+SearchAdmission::SearchAdmission(AdmissionRules rules) : rules_(rules) {
+  rules_.places = std::max(1, rules_.places);
+}
+
+int SearchAdmission::HeldBy(const std::string& owner) const {
+  int held = 0;
+  for (const auto& [id, entry] : holders_) held += entry.candidate.owner == owner;
+  return held;
+}
+
+bool SearchAdmission::Before(int64_t a_id, const Entry& a, int64_t b_id, const Entry& b,
+                             double now_s) const {
+  if (a.candidate.priority != b.candidate.priority) {
+    return a.candidate.priority > b.candidate.priority;
+  }
+  const bool a_overdue = Overdue(a, now_s), b_overdue = Overdue(b, now_s);
+  if (a_overdue != b_overdue) return a_overdue;
+  if (!a_overdue) {
+    const int a_held = HeldBy(a.candidate.owner), b_held = HeldBy(b.candidate.owner);
+    if (a_held != b_held) return a_held < b_held;
+    if (a.candidate.expected_stages != b.candidate.expected_stages) {
+      return a.candidate.expected_stages < b.candidate.expected_stages;
+    }
+  }
+  if (a.since_s != b.since_s) return a.since_s < b.since_s;
+  return a_id < b_id;
+}
+
+std::optional<int64_t> SearchAdmission::Best(double now_s) const {
+  std::optional<int64_t> best;
+  for (const auto& [id, entry] : waiting_) {
+    if (!best || Before(id, entry, *best, waiting_.at(*best), now_s)) best = id;
+  }
+  return best;
+}
+
+std::vector<int64_t> SearchAdmission::Fill(double now_s) {
+  std::vector<int64_t> granted;
+  while (held() < rules_.places) {
+    const std::optional<int64_t> best = Best(now_s);
+    if (!best) break;
+    Entry entry = waiting_.at(*best);
+    waiting_.erase(*best);
+    entry.since_s = now_s;
+    holders_[*best] = entry;
+    granted.push_back(*best);
+  }
+  return granted;
+}
+
+bool SearchAdmission::Request(int64_t job, const SearchCandidate& candidate, double now_s) {
+  if (holders_.contains(job)) return true;
+  if (auto it = waiting_.find(job); it != waiting_.end()) {
+    it->second.candidate = candidate;
+  } else {
+    waiting_[job] = Entry{candidate, now_s};
+  }
+  const std::vector<int64_t> granted = Fill(now_s);
+  return std::find(granted.begin(), granted.end(), job) != granted.end();
+}
+
+std::vector<int64_t> SearchAdmission::Release(int64_t job, double now_s) {
+  holders_.erase(job);
+  waiting_.erase(job);
+  return Fill(now_s);
+}
+
+bool SearchAdmission::ShouldYield(int64_t job, const SearchCandidate& candidate,
+                                  double now_s) const {
+  auto holder = holders_.find(job);
+  if (holder == holders_.end() || now_s - holder->second.since_s < rules_.min_turn_s) return false;
+  const std::optional<int64_t> best = Best(now_s);
+  if (!best) return false;
+  const Entry& waiting = waiting_.at(*best);
+  if (waiting.candidate.priority != candidate.priority) {
+    return waiting.candidate.priority > candidate.priority;
+  }
+  if (Overdue(waiting, now_s)) return true;
+  const int waiting_held = HeldBy(waiting.candidate.owner), holder_held = HeldBy(candidate.owner);
+  if (holder_held >= waiting_held + 2) return true;
+  if (waiting_held > holder_held) return false;
+  return 2 * waiting.candidate.expected_stages < candidate.expected_stages;
+}
+
+std::vector<int64_t> SearchAdmission::Yielded(int64_t job, const SearchCandidate& candidate,
+                                              double now_s) {
+  holders_.erase(job);
+  waiting_[job] = Entry{candidate, now_s};
+  return Fill(now_s);
+}
+
+std::optional<int> SearchAdmission::QueuePosition(int64_t job, double now_s) const {
+  auto it = waiting_.find(job);
+  if (it == waiting_.end()) return std::nullopt;
+  int position = 1;
+  for (const auto& [id, entry] : waiting_) {
+    position += id != job && Before(id, entry, job, it->second, now_s);
+  }
+  return position;
+}
+
+}  // namespace iosfarm::scheduler::farm

@@ -1,0 +1,109 @@
+// SearchAdmission: which jobs hold one of the farm's search places, shared
+// in time (FarmCoordinator's), as a pure state machine. It reads no clock
+// (the caller passes the time) and runs nothing.
+//
+// A search holds server memory from its job's first enumerate until it is
+// done, so at most `places` jobs search at once; the others wait. A place is
+// not held until the search ends: a holder whose turn is over (it has held
+// its place for at least min_turn_s) and that a waiting job outranks gives
+// its place back at its next safe point (JobLifecycle::Yield: once nothing
+// of it is out, its search is dropped and resumes later from the latency
+// database, measuring nothing twice) and waits again.
+//
+// The order, best first, between two waiting jobs:
+//   1. higher priority;
+//   2. overdue first: a job that has waited max_wait_s or more goes before
+//      any job that has waited less, the longest waiting first — so no job
+//      waits without bound behind a stream of smaller ones;
+//   3. the owner that holds fewer places now (fair shares between owners);
+//   4. fewer expected stages to measure (SearchCandidate::expected_stages);
+//   5. the one that has waited longer (then the smaller job id).
+// A waiting job outranks a holder (which is never overdue) by the same
+// order, with two margins that keep places from changing hands back and
+// forth: owners count as unequal only when the holder's owner holds at
+// least two places more than the waiting job's, and expected stages only
+// when the waiting job expects fewer than half of what the holder has left.
+//
+// So, with every holder past its minimum turn, a job waits for a place at
+// most max_wait_s plus the time a holder takes to reach its safe point,
+// unless jobs of higher priority or overdue longer go first
+// (docs/farm.md, "Search places").
+//
+// Thread safety: none; one owner (the coordinator's lock guards it).
+#ifndef IOSFARM_SCHEDULER_FARM_SEARCH_ADMISSION_H_
+#define IOSFARM_SCHEDULER_FARM_SEARCH_ADMISSION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace iosfarm::scheduler::farm {
+
+struct AdmissionRules {
+  int places = 6;            // searches at once (< 1 is taken as 1)
+  double min_turn_s = 5;     // a holder keeps its place at least this long
+  double max_wait_s = 60;    // past this a waiting job is overdue (rule 2)
+};
+
+// What the order reads of a job.
+struct SearchCandidate {
+  int priority = 0;
+  std::string owner;
+  double expected_stages = 0;  // stages it is expected to measure, from now
+};
+
+class SearchAdmission {
+ public:
+  explicit SearchAdmission(AdmissionRules rules);
+
+  // `job` asks for a place at `now_s`. True: it holds one now (or already
+  // did). False: it waits (asking again while waiting only updates its
+  // candidate; its wait keeps counting from the first ask).
+  bool Request(int64_t job, const SearchCandidate& candidate, double now_s);
+  // `job`'s search ended, or its job ended (it may hold a place, wait, or
+  // neither): the jobs that hold a place now, in the order they got it.
+  std::vector<int64_t> Release(int64_t job, double now_s);
+  // `job` holds a place, its minimum turn is over and the best waiting job
+  // outranks it (`candidate`: what it has left). The caller then asks the
+  // job to yield (JobLifecycle::Yield) and calls Yielded once it has.
+  bool ShouldYield(int64_t job, const SearchCandidate& candidate, double now_s) const;
+  // `job` gave its place back to wait again from `now_s` (its candidate
+  // updated): the jobs that hold a place now (never `job` itself while
+  // another waits that it does not outrank).
+  std::vector<int64_t> Yielded(int64_t job, const SearchCandidate& candidate, double now_s);
+
+  bool holds(int64_t job) const { return holders_.contains(job); }
+  bool waits(int64_t job) const { return waiting_.contains(job); }
+  int held() const { return static_cast<int>(holders_.size()); }
+  int places() const { return rules_.places; }
+  size_t waiting() const { return waiting_.size(); }
+  const AdmissionRules& rules() const { return rules_; }
+  // 1 for the waiting job that gets the next place, 2 for the one after, ...;
+  // nullopt when `job` does not wait.
+  std::optional<int> QueuePosition(int64_t job, double now_s) const;
+
+ private:
+  struct Entry {
+    SearchCandidate candidate;
+    double since_s = 0;  // waiting since, or holding since
+  };
+  // a waits (a_id) and goes before b, which waits too.
+  bool Before(int64_t a_id, const Entry& a, int64_t b_id, const Entry& b, double now_s) const;
+  bool Overdue(const Entry& e, double now_s) const { return now_s - e.since_s >= rules_.max_wait_s; }
+  int HeldBy(const std::string& owner) const;
+  // The waiting job that goes first, or nullopt.
+  std::optional<int64_t> Best(double now_s) const;
+  // Grants free places to the best waiting jobs.
+  std::vector<int64_t> Fill(double now_s);
+
+  AdmissionRules rules_;
+  std::map<int64_t, Entry> holders_;
+  std::map<int64_t, Entry> waiting_;
+};
+
+}  // namespace iosfarm::scheduler::farm
+
+#endif  // IOSFARM_SCHEDULER_FARM_SEARCH_ADMISSION_H_

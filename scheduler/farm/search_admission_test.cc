@@ -1,0 +1,125 @@
+#include "scheduler/farm/search_admission.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace iosfarm::scheduler::farm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Optional;
+
+SearchCandidate Job(double expected_stages, std::string owner = "a", int priority = 0) {
+  SearchCandidate candidate;
+  candidate.expected_stages = expected_stages;
+  candidate.owner = std::move(owner);
+  candidate.priority = priority;
+  return candidate;
+}
+
+AdmissionRules Places(int places) {
+  AdmissionRules rules;
+  rules.places = places;
+  rules.min_turn_s = 5;
+  rules.max_wait_s = 60;
+  return rules;
+}
+
+TEST(SearchAdmissionTest, AtMostThePlacesHoldAndAFreedPlaceGoesToTheSmallestExpectedSearch) {
+  SearchAdmission admission(Places(2));
+  EXPECT_TRUE(admission.Request(1, Job(1e6), 0));
+  EXPECT_TRUE(admission.Request(2, Job(1e6), 0));
+  EXPECT_FALSE(admission.Request(3, Job(5e5), 1));
+  EXPECT_FALSE(admission.Request(4, Job(100), 2));
+  EXPECT_FALSE(admission.Request(3, Job(5e5), 3));  // asking again keeps its wait
+  EXPECT_EQ(admission.held(), 2);
+  EXPECT_EQ(admission.waiting(), 2u);
+  EXPECT_THAT(admission.QueuePosition(4, 3), Optional(1));
+  EXPECT_THAT(admission.QueuePosition(3, 3), Optional(2));
+  EXPECT_EQ(admission.QueuePosition(1, 3), std::nullopt);
+  EXPECT_THAT(admission.Release(1, 4), ElementsAre(4));
+  EXPECT_TRUE(admission.holds(4));
+  // A waiting job that ends (cancelled) gives up its wait; releasing a job
+  // that holds nothing grants nothing.
+  EXPECT_THAT(admission.Release(3, 5), IsEmpty());
+  EXPECT_THAT(admission.Release(99, 5), IsEmpty());
+  EXPECT_EQ(admission.waiting(), 0u);
+  EXPECT_THAT(admission.Release(2, 6), IsEmpty());
+  EXPECT_TRUE(admission.Request(5, Job(1), 7));
+}
+
+TEST(SearchAdmissionTest, PriorityWinsThenOverdueJobsGoFirstOldestFirst) {
+  SearchAdmission admission(Places(1));
+  EXPECT_TRUE(admission.Request(1, Job(1e6), 0));
+  EXPECT_FALSE(admission.Request(2, Job(1e6), 0));     // large, waits from 0
+  EXPECT_FALSE(admission.Request(3, Job(1e5), 30));    // smaller, waits from 30
+  EXPECT_FALSE(admission.Request(4, Job(10, "a", 1), 50));  // higher priority
+  EXPECT_FALSE(admission.Request(5, Job(10), 59));     // the smallest
+  // At 59 nobody is overdue yet: priority, then the smallest.
+  EXPECT_THAT(admission.QueuePosition(4, 59), Optional(1));
+  EXPECT_THAT(admission.QueuePosition(5, 59), Optional(2));
+  EXPECT_THAT(admission.QueuePosition(2, 59), Optional(4));
+  // At 61 job 2 has waited 61 s: it goes before every job of its priority.
+  EXPECT_THAT(admission.QueuePosition(2, 61), Optional(2));
+  EXPECT_THAT(admission.Release(1, 61), ElementsAre(4));
+  EXPECT_THAT(admission.Release(4, 62), ElementsAre(2));
+  // At 95 job 3 is overdue too (65 s) and job 5 (36 s) is not.
+  EXPECT_THAT(admission.Release(2, 95), ElementsAre(3));
+  EXPECT_THAT(admission.Release(3, 96), ElementsAre(5));
+}
+
+TEST(SearchAdmissionTest, PlacesAreSharedBetweenOwners) {
+  SearchAdmission admission(Places(4));
+  for (int64_t job = 1; job <= 4; ++job) EXPECT_TRUE(admission.Request(job, Job(1e6, "a"), 0));
+  // Owner a holds all four; a's smaller jobs still wait behind b's.
+  EXPECT_FALSE(admission.Request(5, Job(10, "a"), 1));
+  EXPECT_FALSE(admission.Request(6, Job(1e6, "b"), 2));
+  EXPECT_FALSE(admission.Request(7, Job(1e6, "b"), 3));
+  EXPECT_THAT(admission.QueuePosition(6, 3), Optional(1));
+  // A holder of a (which holds 4) yields to b (which holds none) once its
+  // minimum turn is over, whatever the sizes.
+  EXPECT_FALSE(admission.ShouldYield(1, Job(10, "a"), 4));
+  EXPECT_TRUE(admission.ShouldYield(1, Job(10, "a"), 6));
+  EXPECT_THAT(admission.Yielded(1, Job(10, "a"), 6), ElementsAre(6));
+  EXPECT_THAT(admission.Release(2, 7), ElementsAre(7));
+  // Now a holds 2, b holds 2: b's holder yields to a's much smaller job,
+  // and a's small job is the next to get a place.
+  EXPECT_TRUE(admission.ShouldYield(6, Job(1e6, "b"), 20));
+  EXPECT_THAT(admission.Release(3, 21), ElementsAre(5));
+}
+
+TEST(SearchAdmissionTest, AHolderYieldsToAMuchSmallerSearchOrAnOverdueOneAfterItsMinimumTurn) {
+  SearchAdmission admission(Places(1));
+  EXPECT_TRUE(admission.Request(1, Job(1e6), 0));
+  EXPECT_FALSE(admission.ShouldYield(1, Job(1e6), 100));  // nobody waits
+  EXPECT_FALSE(admission.Request(2, Job(6e5), 100));
+  // Not under half of what the holder has left: no yield (until overdue).
+  EXPECT_FALSE(admission.ShouldYield(1, Job(1e6), 101));
+  EXPECT_TRUE(admission.ShouldYield(1, Job(1.3e6), 101));
+  EXPECT_TRUE(admission.ShouldYield(1, Job(1e6), 160));  // job 2 overdue
+  EXPECT_THAT(admission.Yielded(1, Job(9e5), 160), ElementsAre(2));
+  EXPECT_TRUE(admission.waits(1));
+  // Job 2's turn: job 1 (9e5) is not under half of 6e5, so job 2 keeps its
+  // place past its minimum turn, until job 1 is overdue.
+  EXPECT_FALSE(admission.ShouldYield(2, Job(6e5), 166));
+  EXPECT_TRUE(admission.ShouldYield(2, Job(6e5), 220));
+  // A smaller search arrives: after the minimum turn it gets the place.
+  EXPECT_FALSE(admission.Request(3, Job(100), 170));
+  EXPECT_TRUE(admission.ShouldYield(2, Job(5e5), 170));
+  // Lower priority never takes a place from higher.
+  SearchAdmission ranked(Places(1));
+  EXPECT_TRUE(ranked.Request(1, Job(1e6, "a", 2), 0));
+  EXPECT_FALSE(ranked.Request(2, Job(1, "b", 0), 0));
+  EXPECT_FALSE(ranked.ShouldYield(1, Job(1e6, "a", 2), 1000));
+  // Higher priority takes it after the minimum turn.
+  EXPECT_FALSE(ranked.Request(3, Job(1e7, "b", 3), 1000));
+  EXPECT_TRUE(ranked.ShouldYield(1, Job(1e6, "a", 2), 1000));
+  EXPECT_THAT(ranked.Yielded(1, Job(1e6, "a", 2), 1000), ElementsAre(3));
+  EXPECT_FALSE(ranked.ShouldYield(3, Job(1e7, "b", 3), 1003));  // its minimum turn
+}
+
+}  // namespace
+}  // namespace iosfarm::scheduler::farm
