@@ -26,6 +26,15 @@ Python 3 standard library only. Figures: docs/results.md.
            (--max-parallel-batches 1) against as many as there are workers,
            with profile-bound padding (enumerate 0.5 s, build 8.3 s, profile
            39.5 s, update 2.0 s, measure 10.0 s, times --scale).
+  busy     a busy farm: --busy-workers sim workers at --sim-time-scale (profile
+           phases as long as the sim's device model says, times the scale), and
+           --busy-jobs jobs submitted over 10 s (squeezenet, resnet50,
+           inception_v3 and nasnet_a_mobile in turn, batches 1-8); after
+           --busy-seconds: per model the jobs done and the time from
+           submission to result (p50, p99), the longest wait for a first
+           enumerate, search places yielded, the workers' devices' busy
+           fraction, server CPU per profiled stage and the server's peak
+           memory.
   cache    latency-database reuse with the sim backend at time scale 0
            (counts matter, not times): the same model twice, zoo inception_v3
            then the torchvision inception_v3 ONNX export, and candidates vs
@@ -59,7 +68,7 @@ class Farm:
     """One server (fresh database) and `workers` sim workers on loopback."""
 
     def __init__(self, args, policy="interleaved", workers=1, padding="", device="sim-v100",
-                 extra_server_args=()):
+                 extra_server_args=(), sim_time_scale=0.0):
         self.args = args
         self.device = device
         self.dir = tempfile.mkdtemp(prefix="farm_cluster_bench.")
@@ -82,9 +91,10 @@ class Farm:
             log = open(os.path.join(self.dir, f"worker{i}.log"), "w")
             self.procs.append(subprocess.Popen(
                 [args.worker_bin, "--server", self.address, "--device-key", device,
-                 "--backend", "sim", "--sim-time-scale", "0", "--worker-id", f"w{i}",
+                 "--backend", "sim", "--sim-time-scale", f"{sim_time_scale:g}",
+                 "--worker-id", f"w{i}",
                  "--log-level", "warn"], stdout=log, stderr=subprocess.STDOUT))
-        deadline = time.time() + 30
+        deadline = time.time() + 30 + workers * 0.2
         while len(self.cli("workers").get("workers", [])) < workers:
             if time.time() > deadline:
                 raise RuntimeError("workers did not register")
@@ -273,6 +283,68 @@ def parallel_bench(args):
         print(f"| {workers} | {row['0']['batches']} | {row['1']['makespan']:.2f} | "
               f"{row['0']['makespan']:.2f} | {row['0']['makespan'] / row['1']['makespan']:.3f} | "
               f"{one_worker / row['0']['makespan']:.2f}x | {row['0']['most']} |", flush=True)
+
+
+def percentile(values, q):
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def busy_bench(args):
+    models = ["squeezenet", "resnet50", "inception_v3", "nasnet_a_mobile"]
+    jobs = [(10.0 * i / args.busy_jobs, [models[i % 4], "--batch", str(1 + i % 8)])
+            for i in range(args.busy_jobs)]
+    farm = Farm(args, workers=args.busy_workers, sim_time_scale=args.sim_time_scale,
+                extra_server_args=args.server_arg or ())
+    try:
+        t0 = time.time()
+        ids = farm.submit_all(jobs)
+        model_of = dict(zip(ids, (argv[0] for _, argv in jobs)))
+        while time.time() < t0 + args.busy_seconds:
+            listed = {j["id"]: j for j in farm.cli("list", "--limit", "1000").get("jobs", [])}
+            if all(listed.get(i, {}).get("state") in FINAL for i in ids):
+                break
+            time.sleep(1.0)
+        window_s = time.time() - t0
+        listed = {j["id"]: j for j in farm.cli("list", "--limit", "1000").get("jobs", [])}
+        phases = [p for p in farm.cli("timeline").get("phases", []) if p["outcome"] == "ok"]
+        peak_kib = server_memory_kib(farm.procs[0].pid)[1]
+    finally:
+        farm.close()
+    print(f"{args.busy_workers} sim workers at --sim-time-scale {args.sim_time_scale:g}, "
+          f"{len(ids)} jobs submitted over 10 s, {window_s:.0f} s observed, server slots "
+          f"{args.slots}{' ' + ' '.join(args.server_arg) if args.server_arg else ''}\n")
+    print("| model | jobs | done | queued | submission to result p50 / p99 (s) "
+          "| longest wait for a first enumerate (s) | stages profiled |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    first = {}
+    for p in phases:
+        if p["phase"] == "enumerate":
+            first[p["job_id"]] = min(first.get(p["job_id"], 1e300), p["start_s"])
+    for model in models:
+        mine = [listed[i] for i in ids if model_of[i] == model and i in listed]
+        done = [j for j in mine if j["state"] == "succeeded"]
+        queued = [j for j in mine if j["state"] == "queued"]
+        turnaround = [(j["finished_unix_ms"] - j["submitted_unix_ms"]) / 1000.0 for j in done]
+        waits = [first.get(j["id"], time.time()) - j["submitted_unix_ms"] / 1000.0 for j in mine]
+        profiled = sum(j["progress"]["stages_profiled"] for j in mine)
+        print(f"| {model} | {len(mine)} | {len(done)} | {len(queued)} | "
+              f"{percentile(turnaround, 0.5):.1f} / {percentile(turnaround, 0.99):.1f} | "
+              f"{max(waits) if waits else float('nan'):.1f} | {profiled} |")
+    gpu_s = sum(p["end_s"] - p["start_s"] for p in phases if p["phase"] in GPU_PHASES)
+    server_s = sum(p["end_s"] - p["start_s"] for p in phases if not p["worker"])
+    profiled = sum(j["progress"]["stages_profiled"] for j in listed.values())
+    enumerates = sum(1 for p in phases if p["phase"] == "enumerate")
+    profiles = [p for p in phases if p["phase"] == "profile"]
+    print(f"\n- workers' devices busy {100 * gpu_s / (args.busy_workers * window_s):.1f} % of "
+          f"{args.busy_workers} x {window_s:.0f} s")
+    print(f"- server phases {server_s:.0f} s over {enumerates} enumerates: "
+          f"{1000 * server_s / max(1, profiled):.2f} ms of server CPU per profiled stage, "
+          f"{sum(p['stages'] for p in profiles) / max(1, len(profiles)):.1f} stages per profile "
+          f"phase")
+    print(f"- server peak resident memory {peak_kib / 1024:.0f} MiB")
 
 
 def job_stats(farm, job):
@@ -464,7 +536,7 @@ def memory_bench(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["policy", "cache", "memory", "parallel"])
+    parser.add_argument("part", choices=["policy", "cache", "memory", "parallel", "busy"])
     parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     parser.add_argument("--server-bin", help="default: BUILD/server/iosfarm-server")
     parser.add_argument("--worker-bin", help="default: BUILD/worker/iosfarm-worker")
@@ -485,6 +557,12 @@ def main():
                         help="memory: also submit a generated ONNX model of N parallel Relu")
     parser.add_argument("--together", type=int, default=0,
                         help="memory: submit every model N times at once to one server")
+    parser.add_argument("--busy-workers", type=int, default=100, help="busy: sim workers")
+    parser.add_argument("--busy-jobs", type=int, default=40, help="busy: jobs submitted over 10 s")
+    parser.add_argument("--busy-seconds", type=float, default=900,
+                        help="busy: seconds to observe at most (ends when every job has)")
+    parser.add_argument("--sim-time-scale", type=float, default=1.0,
+                        help="busy: the sim workers' --sim-time-scale")
     parser.add_argument("--server-arg", action="append",
                         help="memory: an extra iosfarm-server argument (repeat), e.g. --max-searches=2")
     args = parser.parse_args()
@@ -497,6 +575,8 @@ def main():
         memory_bench(args)
     elif args.part == "parallel":
         parallel_bench(args)
+    elif args.part == "busy":
+        busy_bench(args)
     else:
         cache_bench(args)
     return 0

@@ -24,9 +24,10 @@
 namespace iosfarm::server {
 
 // Stages per operator without any history: the geometric mean of what the
-// zoo's searches ask for under sim:h100 with the server's default options
-// (docs/farm.md, "Search places").
-inline constexpr double kDefaultStagesPerOp = 20;
+// zoo's five models' farm searches profile per operator (1.0 for squeezenet
+// to 17 for randwire; sim backend, batch 1, the server's default options;
+// docs/farm.md, "Search places").
+inline constexpr double kDefaultStagesPerOp = 3.6;
 
 int64_t EstimateSearchStages(int64_t model_ops, const SearchHistory& history);
 

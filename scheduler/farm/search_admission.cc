@@ -1,11 +1,16 @@
 #include "scheduler/farm/search_admission.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace iosfarm::scheduler::farm {
 
 SearchAdmission::SearchAdmission(AdmissionRules rules) : rules_(rules) {
   rules_.places = std::max(1, rules_.places);
+}
+
+double SearchAdmission::MinTurn(const Entry& holder) const {
+  return rules_.min_turn_s * std::ldexp(1.0, std::min(holder.yields, 60));
 }
 
 int SearchAdmission::HeldBy(const std::string& owner) const {
@@ -74,7 +79,9 @@ std::vector<int64_t> SearchAdmission::Release(int64_t job, double now_s) {
 bool SearchAdmission::ShouldYield(int64_t job, const SearchCandidate& candidate,
                                   double now_s) const {
   auto holder = holders_.find(job);
-  if (holder == holders_.end() || now_s - holder->second.since_s < rules_.min_turn_s) return false;
+  if (holder == holders_.end() || now_s - holder->second.since_s < MinTurn(holder->second)) {
+    return false;
+  }
   const std::optional<int64_t> best = Best(now_s);
   if (!best) return false;
   const Entry& waiting = waiting_.at(*best);
@@ -90,8 +97,12 @@ bool SearchAdmission::ShouldYield(int64_t job, const SearchCandidate& candidate,
 
 std::vector<int64_t> SearchAdmission::Yielded(int64_t job, const SearchCandidate& candidate,
                                               double now_s) {
-  holders_.erase(job);
-  waiting_[job] = Entry{candidate, now_s};
+  int yields = 1;
+  if (auto holder = holders_.find(job); holder != holders_.end()) {
+    yields = holder->second.yields + 1;
+    holders_.erase(holder);
+  }
+  waiting_[job] = Entry{candidate, now_s, yields};
   return Fill(now_s);
 }
 

@@ -4,11 +4,14 @@
 //
 // A search holds server memory from its job's first enumerate until it is
 // done, so at most `places` jobs search at once; the others wait. A place is
-// not held until the search ends: a holder whose turn is over (it has held
-// its place for at least min_turn_s) and that a waiting job outranks gives
-// its place back at its next safe point (JobLifecycle::Yield: once nothing
-// of it is out, its search is dropped and resumes later from the latency
-// database, measuring nothing twice) and waits again.
+// not held until the search ends: a holder whose turn is over and that a
+// waiting job outranks gives its place back at its next safe point
+// (JobLifecycle::Yield: once nothing of it is out, its search is dropped and
+// resumes later from the latency database, measuring nothing twice) and
+// waits again. A turn lasts at least min_turn_s x 2^k for a job that has
+// yielded k times: a resumed search first redoes the DP work of its earlier
+// turns (its latencies come from the database), and with turns that double
+// that redone work never exceeds the turn, so every search keeps advancing.
 //
 // The order, best first, between two waiting jobs:
 //   1. higher priority;
@@ -24,10 +27,10 @@
 // least two places more than the waiting job's, and expected stages only
 // when the waiting job expects fewer than half of what the holder has left.
 //
-// So, with every holder past its minimum turn, a job waits for a place at
-// most max_wait_s plus the time a holder takes to reach its safe point,
-// unless jobs of higher priority or overdue longer go first
-// (docs/farm.md, "Search places").
+// So a job waits for a place at most max_wait_s, plus what is left of the
+// shortest minimum turn among the holders, plus the time that holder takes to
+// reach its safe point, unless jobs of higher priority or overdue longer go
+// first (docs/farm.md, "Search places").
 //
 // Thread safety: none; one owner (the coordinator's lock guards it).
 #ifndef IOSFARM_SCHEDULER_FARM_SEARCH_ADMISSION_H_
@@ -44,7 +47,7 @@ namespace iosfarm::scheduler::farm {
 
 struct AdmissionRules {
   int places = 6;            // searches at once (< 1 is taken as 1)
-  double min_turn_s = 5;     // a holder keeps its place at least this long
+  double min_turn_s = 5;     // a holder's first turn at least; doubling per yield
   double max_wait_s = 60;    // past this a waiting job is overdue (rule 2)
 };
 
@@ -89,7 +92,9 @@ class SearchAdmission {
   struct Entry {
     SearchCandidate candidate;
     double since_s = 0;  // waiting since, or holding since
+    int yields = 0;      // turns given back so far
   };
+  double MinTurn(const Entry& holder) const;
   // a waits (a_id) and goes before b, which waits too.
   bool Before(int64_t a_id, const Entry& a, int64_t b_id, const Entry& b, double now_s) const;
   bool Overdue(const Entry& e, double now_s) const { return now_s - e.since_s >= rules_.max_wait_s; }

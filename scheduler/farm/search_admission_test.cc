@@ -121,5 +121,24 @@ TEST(SearchAdmissionTest, AHolderYieldsToAMuchSmallerSearchOrAnOverdueOneAfterIt
   EXPECT_FALSE(ranked.ShouldYield(3, Job(1e7, "b", 3), 1003));  // its minimum turn
 }
 
+TEST(SearchAdmissionTest, EachTurnOfAJobIsAtLeastTwiceItsLast) {
+  SearchAdmission admission(Places(1));
+  EXPECT_TRUE(admission.Request(1, Job(1e6), 0));
+  EXPECT_FALSE(admission.Request(2, Job(1e6), 0));
+  // Job 2 is overdue at 60: job 1 (first turn, 5 s) yields.
+  EXPECT_TRUE(admission.ShouldYield(1, Job(1e6), 60));
+  EXPECT_THAT(admission.Yielded(1, Job(1e6), 60), ElementsAre(2));
+  EXPECT_THAT(admission.Release(2, 61), ElementsAre(1));
+  // Job 1's second turn lasts 10 s at least, even against an overdue job.
+  EXPECT_FALSE(admission.Request(3, Job(1), 0));
+  EXPECT_FALSE(admission.ShouldYield(1, Job(1e6), 70));
+  EXPECT_TRUE(admission.ShouldYield(1, Job(1e6), 71));
+  EXPECT_THAT(admission.Yielded(1, Job(1e6), 71), ElementsAre(3));
+  EXPECT_THAT(admission.Release(3, 72), ElementsAre(1));
+  EXPECT_FALSE(admission.Request(4, Job(1), 72));
+  EXPECT_FALSE(admission.ShouldYield(1, Job(1e6), 91));  // third turn: 20 s
+  EXPECT_TRUE(admission.ShouldYield(1, Job(1e6), 92));
+}
+
 }  // namespace
 }  // namespace iosfarm::scheduler::farm

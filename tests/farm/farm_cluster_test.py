@@ -458,6 +458,63 @@ class FarmClusterTest(FarmTestBase):
         self.assertEqual(ignored, 0)
         self.assertEqual(profiled, rows)
 
+    def test_small_jobs_take_turns_from_long_searches_and_yielded_ones_survive_a_kill(self):
+        # Two search places, both held by randwire searches (thousands of
+        # stages each): a squeezenet job submitted behind them gets a place
+        # once a holder's minimum turn is over and ends within seconds. A
+        # third randwire waits until it is overdue and takes a turn; the
+        # server is killed while a search is yielded; after the restart all
+        # three end, and nothing was measured twice.
+        farm = self.farm("turns")
+        farm.start_server("--max-searches", "2", "--search-min-turn", "1",
+                          "--search-max-wait", "4")
+        for i in range(4):
+            farm.start_worker(f"t{i}", "sim-t", 5.0)
+        farm.wait_workers(4)
+        large = [farm.submit("randwire", "sim-t", "--batch", str(b)) for b in (1, 2)]
+
+        def jobs():
+            return {j["id"]: j for j in farm.cli_json("list")["jobs"]}
+
+        deadline = time.time() + 120
+        while not all(jobs()[i]["progress"]["stages_profiled"] > 0 for i in large):
+            self.assertLess(time.time(), deadline, "the long searches measured nothing")
+            time.sleep(0.2)
+        small = farm.submit("squeezenet", "sim-t")
+        submitted = time.time()
+        done = farm.wait_jobs([small], timeout=60)
+        waited = time.time() - submitted
+        self.assertEqual(done[small]["state"], "succeeded", done[small])
+        self.assertLess(waited, 20, "the small job waited behind the long searches")
+        for i in large:
+            self.assertNotIn(done[i]["state"], ("succeeded", "failed", "cancelled"),
+                             "a long search ended before the small job: the test proves nothing")
+        with open(os.path.join(farm.tmp, "server.log"), errors="replace") as log:
+            self.assertIn("yielded its search place", log.read())
+
+        large.append(farm.submit("randwire", "sim-t", "--batch", "3"))
+        deadline = time.time() + 120
+        while not any(j["progress"]["phase"] == "yielded" and j["progress"]["stages_profiled"] > 0
+                      for j in jobs().values()):
+            self.assertLess(time.time(), deadline, "no search yielded its place")
+            time.sleep(0.1)
+        farm.kill_server()
+        farm.start_server("--max-searches", "2", "--search-min-turn", "1",
+                          "--search-max-wait", "4")
+        finished = farm.wait_jobs(large, timeout=600)
+        for i in large:
+            self.assertEqual(finished[i]["state"], "succeeded", finished[i])
+        phases = farm.timeline()
+        check_timeline(self, phases, restarted=True)
+        db = sqlite3.connect(farm.db)
+        rows = db.execute("SELECT COUNT(*) FROM latencies WHERE device_key='sim-t'").fetchone()[0]
+        ignored = db.execute(
+            "SELECT ignored_measurements FROM devices WHERE key='sim-t'").fetchone()[0]
+        profiled = sum(p["stages"] for p in phases if p["phase"] == "profile" and
+                       p["outcome"] == "ok")
+        self.assertEqual(ignored, 0)
+        self.assertEqual(profiled, rows)
+
     def test_server_killed_mid_job_resumes_without_reprofiling(self):
         # The jobs' searches are the bounded one (the default): killed and
         # resumed, each gives the schedule of an undisturbed run and
