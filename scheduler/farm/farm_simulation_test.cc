@@ -71,6 +71,16 @@ SimConfig OneLongJob(int batches, int workers, int parallel) {
   return config;
 }
 
+// A job of one batch of OneLongJob's shape arriving at `arrival_s` (key "k").
+SimJob OneBatchJob(double arrival_s) {
+  SimJob job;
+  job.device_key = "k";
+  job.arrival_s = arrival_s;
+  job.iterations = {SimIteration{0.02, 0.1, 1.0, 0.02}};
+  job.measure_s = 1;
+  return job;
+}
+
 // Issue 17's goal: one job of 32 batches is at least 6x faster on 8 workers
 // than on one, with as many batches out as the key has idle GPUs (P = 0);
 // with one batch out (P = 1) the 8 workers do not help at all.
@@ -103,17 +113,12 @@ TEST(FarmSimulationTest, AJobWithOneBatchDoesNotWaitBehindAnothersTwenty) {
   for (Policy policy : {Policy::kInterleaved, Policy::kCriticalPath}) {
     SimConfig config = OneLongJob(40, 4, 20);
     config.policy = policy;
-    SimJob small;
-    small.device_key = "k";
-    small.arrival_s = 1.5;
-    small.iterations = {SimIteration{0.02, 0.1, 1.0, 0.02}};
-    small.measure_s = 1;
-    config.jobs.push_back(small);
+    config.jobs.push_back(OneBatchJob(1.5));
     const SimResult r = RunSim(config);
     double small_end = r.job_end_s[1];
     // Its chain is 2.14 s; each of its two GPU phases waits at most for one
     // profile of the big job (1 s) to end.
-    EXPECT_LE(small_end - small.arrival_s, 2.14 + 2.0 + 1e-9) << PolicyName(policy);
+    EXPECT_LE(small_end - 1.5, 2.14 + 2.0 + 1e-9) << PolicyName(policy);
     EXPECT_GT(r.job_end_s[0], small_end);
   }
 }
@@ -128,12 +133,7 @@ TEST(FarmSimulationTest, ASmallJobTakesALargeSearchsTurnAndTheLargeOneResumes) {
   auto config_with_turn = [](double min_turn_s) {
     SimConfig config = OneLongJob(40, 4, 1);
     config.jobs[0].resume_s = 0.5;
-    SimJob small;
-    small.device_key = "k";
-    small.arrival_s = 1.5;
-    small.iterations = {SimIteration{0.02, 0.1, 1.0, 0.02}};
-    small.measure_s = 1;
-    config.jobs.push_back(small);
+    config.jobs.push_back(OneBatchJob(1.5));
     AdmissionRules rules;
     rules.places = 1;
     rules.min_turn_s = min_turn_s;
