@@ -158,6 +158,38 @@ TEST(FarmSimulationTest, ASmallJobTakesALargeSearchsTurnAndTheLargeOneResumes) {
   EXPECT_GE(held.job_end_s[1] - 1.5, 40.0);
 }
 
+// Two owners, 20 identical jobs each, two search places: owner b submits
+// after owner a's twenty are waiting, yet the places alternate between the
+// owners (each holds one) instead of going to a's jobs first.
+TEST(FarmSimulationTest, SearchPlacesAreSharedBetweenTwoOwners) {
+  SimConfig config;
+  for (int w = 0; w < 4; ++w) config.workers.push_back({StrCat("w", w), "k"});
+  for (int i = 0; i < 40; ++i) {
+    SimJob job;
+    job.device_key = "k";
+    job.owner = i < 20 ? "a" : "b";
+    job.arrival_s = i < 20 ? 0.0 : 0.5;
+    job.iterations.assign(3, SimIteration{0.02, 0.1, 1.0, 0.02});
+    job.measure_s = 1;
+    job.max_parallel_batches = 1;
+    config.jobs.push_back(job);
+  }
+  AdmissionRules rules;
+  rules.places = 2;
+  config.admission = rules;
+  const SimResult r = RunSim(config);
+  std::vector<int> order(40);
+  for (int i = 0; i < 40; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](int x, int y) { return r.job_end_s[x] < r.job_end_s[y]; });
+  int b_first_half = 0;
+  for (int i = 0; i < 20; ++i) b_first_half += order[i] >= 20;
+  // a's first two start before b arrives; from then on each owner holds one.
+  EXPECT_GE(b_first_half, 9);
+  EXPECT_LE(b_first_half, 11);
+  EXPECT_EQ(r.yields, 0);  // nobody needed to yield: places freed often enough
+}
+
 // A lost worker with parallel batches: only its batches are built again,
 // elsewhere; every batch is updated once; the job ends.
 TEST(FarmSimulationTest, ALostWorkerRebuildsOnlyTheBatchesItHeld) {
