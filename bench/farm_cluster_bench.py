@@ -296,8 +296,8 @@ def busy_bench(args):
     models = ["squeezenet", "resnet50", "inception_v3", "nasnet_a_mobile"]
     jobs = [(10.0 * i / args.busy_jobs, [models[i % 4], "--batch", str(1 + i % 8)])
             for i in range(args.busy_jobs)]
-    farm = Farm(args, workers=args.busy_workers, sim_time_scale=args.sim_time_scale,
-                extra_server_args=args.server_arg or ())
+    farm = Farm(args, policy=args.busy_policy, workers=args.busy_workers,
+                sim_time_scale=args.sim_time_scale, extra_server_args=args.server_arg or ())
     try:
         t0 = time.time()
         ids = farm.submit_all(jobs)
@@ -314,7 +314,8 @@ def busy_bench(args):
     finally:
         farm.close()
     print(f"{args.busy_workers} sim workers at --sim-time-scale {args.sim_time_scale:g}, "
-          f"{len(ids)} jobs submitted over 10 s, {window_s:.0f} s observed, server slots "
+          f"{len(ids)} jobs submitted over 10 s, {window_s:.0f} s observed, policy "
+          f"{args.busy_policy}, server slots "
           f"{args.slots}{' ' + ' '.join(args.server_arg) if args.server_arg else ''}\n")
     print("| model | jobs | done | queued | submission to result p50 / p99 (s) "
           "| longest wait for a first enumerate (s) | stages profiled |")
@@ -561,6 +562,7 @@ def main():
     parser.add_argument("--busy-jobs", type=int, default=40, help="busy: jobs submitted over 10 s")
     parser.add_argument("--busy-seconds", type=float, default=900,
                         help="busy: seconds to observe at most (ends when every job has)")
+    parser.add_argument("--busy-policy", default="interleaved", help="busy: the server's --policy")
     parser.add_argument("--sim-time-scale", type=float, default=1.0,
                         help="busy: the sim workers' --sim-time-scale")
     parser.add_argument("--server-arg", action="append",
