@@ -9,8 +9,10 @@
 // GPU idle fraction. Part 2 runs 1,000 jobs on 100 workers (4 device keys)
 // and reports the scheduler's decision latency (wall time of each Dispatch
 // and Finished call). Between them, one job of 32 batches on 1-8 workers,
-// one batch at a time against parallel batches. Output is markdown
-// (its figures: docs/results.md).
+// one batch at a time against parallel batches, and search places held
+// until a search ends against places shared in time (SearchAdmission) for
+// small jobs among large searches on 100 and 1,000 workers. Output is
+// markdown (its figures: docs/results.md).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -250,6 +252,64 @@ iosfarm::Status ScaleTable(const Options& o, double* worst_p99_ms) {
   return absl::OkStatus();
 }
 
+// 40 jobs, 6 search places, 2 server slots: 10 large searches (100
+// batches, 2 s enumerates: CPU-bound, as a NASNet's; a resumed turn first
+// redoes 20 s of search) and 30 small ones (2 batches), either mixed over
+// 10 s (every fourth large) or the large ones first (in 1 s, the small ones
+// over the next 10 s). Places held until a search ends against shared in
+// time (5 s first turn, 60 s overdue): the small jobs' time from arrival to
+// end and the large jobs'.
+iosfarm::Status AdmissionTable() {
+  std::printf(
+      "| arrivals | workers | places | small jobs p50 / p99 (s) | large jobs p50 / max (s) "
+      "| yields |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  for (bool large_first : {false, true}) {
+  for (int workers : {100, 1000}) {
+    for (bool shared : {false, true}) {
+      farm::SimConfig config;
+      config.server_slots = 2;
+      config.measure_latency = false;
+      for (int w = 0; w < workers; ++w) config.workers.push_back({StrCat("w", w), "v100"});
+      std::vector<bool> large;
+      for (int i = 0; i < 40; ++i) {
+        farm::SimJob job;
+        job.device_key = "v100";
+        large.push_back(large_first ? i < 10 : i % 4 == 3);
+        job.arrival_s = !large_first ? 10.0 * i / 40 : large.back() ? 0.1 * i : 1 + (i - 10) / 3.0;
+        if (large.back()) {
+          job.iterations.assign(100, farm::SimIteration{2.0, 0.1, 1.0, 0.1});
+          job.resume_s = 20;
+        } else {
+          job.iterations.assign(2, farm::SimIteration{0.05, 0.1, 1.0, 0.02});
+        }
+        job.measure_s = 1;
+        config.jobs.push_back(job);
+      }
+      farm::AdmissionRules rules;
+      rules.places = 6;
+      rules.min_turn_s = shared ? 5 : 1e12;
+      config.admission = rules;
+      ASSIGN_OR_RETURN(farm::SimResult r, farm::RunFarmSimulation(config));
+      std::vector<double> small_s, large_s;
+      for (size_t i = 0; i < config.jobs.size(); ++i) {
+        (large[i] ? large_s : small_s).push_back(r.job_end_s[i] - config.jobs[i].arrival_s);
+      }
+      std::sort(small_s.begin(), small_s.end());
+      std::sort(large_s.begin(), large_s.end());
+      auto at = [](const std::vector<double>& v, double q) {
+        return v[static_cast<size_t>(std::lround(q * static_cast<double>(v.size() - 1)))];
+      };
+      std::printf("| %s | %d | %s | %.1f / %.1f | %.1f / %.1f | %d |\n",
+                  large_first ? "large first" : "mixed", workers,
+                  shared ? "shared in time" : "held until the search ends", at(small_s, 0.5),
+                  at(small_s, 0.99), at(large_s, 0.5), large_s.back(), r.yields);
+    }
+  }
+  }
+  return absl::OkStatus();
+}
+
 iosfarm::Status Run(const Options& o) {
   double p99_ms = 0;
   TableResult t, one_slot;
@@ -264,6 +324,8 @@ iosfarm::Status Run(const Options& o) {
   double speedup8 = 0;
   std::printf("\n## One job on many workers (parallel batches)\n");
   RETURN_IF_ERROR(ParallelTable(o, &speedup8));
+  std::printf("\n## Search places: small jobs among large searches (simulated seconds)\n\n");
+  RETURN_IF_ERROR(AdmissionTable());
   std::printf("\n## Scale: scheduler decision latency\n");
   RETURN_IF_ERROR(ScaleTable(o, &p99_ms));
   std::printf("\n## Goals\n\n");

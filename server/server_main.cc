@@ -54,6 +54,11 @@ int main(int argc, char** argv) {
                  "seconds after which a waiting job goes before every job of its priority "
                  "that waited less")
       ->capture_default_str();
+  app.add_option("--enumerate-slice", options.enumerate_slice_s,
+                 "seconds of search an enumerate phase runs before it gives its server slot "
+                 "back and queues again behind other jobs' server phases (0: no slicing)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_option("--search-total-transitions", options.search_total_transitions,
                  "DP transitions of one job's search at most (past it the job fails)")
       ->capture_default_str();

@@ -88,7 +88,15 @@ bool SearchAdmission::ShouldYield(int64_t job, const SearchCandidate& candidate,
   if (waiting.candidate.priority != candidate.priority) {
     return waiting.candidate.priority > candidate.priority;
   }
-  if (Overdue(waiting, now_s)) return true;
+  // A job of at least the holder's priority that never had a turn is
+  // overdue (the bound on a first enumerate); a job that yielded waits for
+  // a place to free, first in line once overdue, but takes none.
+  for (const auto& [id, entry] : waiting_) {
+    if (entry.yields == 0 && entry.candidate.priority >= candidate.priority &&
+        Overdue(entry, now_s)) {
+      return true;
+    }
+  }
   const int waiting_held = HeldBy(waiting.candidate.owner), holder_held = HeldBy(candidate.owner);
   if (holder_held >= waiting_held + 2) return true;
   if (waiting_held > holder_held) return false;

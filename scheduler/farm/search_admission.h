@@ -22,15 +22,17 @@
 //   4. fewer expected stages to measure (SearchCandidate::expected_stages);
 //   5. the one that has waited longer (then the smaller job id).
 // A waiting job outranks a holder (which is never overdue) by the same
-// order, with two margins that keep places from changing hands back and
-// forth: owners count as unequal only when the holder's owner holds at
-// least two places more than the waiting job's, and expected stages only
-// when the waiting job expects fewer than half of what the holder has left.
+// order, with three limits that keep places from changing hands back and
+// forth: only a job that never had a turn takes a place by being overdue (a
+// job that yielded is first in line once overdue, and waits for a place to
+// free); owners count as unequal only when the holder's owner holds at least
+// two places more than the waiting job's; and expected stages only when the
+// waiting job expects fewer than half of what the holder has left.
 //
-// So a job waits for a place at most max_wait_s, plus what is left of the
-// shortest minimum turn among the holders, plus the time that holder takes to
-// reach its safe point, unless jobs of higher priority or overdue longer go
-// first (docs/farm.md, "Search places").
+// So a job waits for its first turn at most max_wait_s, plus what is left of
+// the shortest minimum turn among the holders, plus the time that holder
+// takes to reach its safe point, unless jobs of higher priority or overdue
+// longer go first (docs/farm.md, "Search places").
 //
 // Thread safety: none; one owner (the coordinator's lock guards it).
 #ifndef IOSFARM_SCHEDULER_FARM_SEARCH_ADMISSION_H_

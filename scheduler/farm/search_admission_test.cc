@@ -103,9 +103,10 @@ TEST(SearchAdmissionTest, AHolderYieldsToAMuchSmallerSearchOrAnOverdueOneAfterIt
   EXPECT_THAT(admission.Yielded(1, Job(9e5), 160), ElementsAre(2));
   EXPECT_TRUE(admission.waits(1));
   // Job 2's turn: job 1 (9e5) is not under half of 6e5, so job 2 keeps its
-  // place past its minimum turn, until job 1 is overdue.
+  // place past its minimum turn; job 1 yielded once, so being overdue puts
+  // it first in line but takes no place.
   EXPECT_FALSE(admission.ShouldYield(2, Job(6e5), 166));
-  EXPECT_TRUE(admission.ShouldYield(2, Job(6e5), 220));
+  EXPECT_FALSE(admission.ShouldYield(2, Job(6e5), 220));
   // A smaller search arrives: after the minimum turn it gets the place.
   EXPECT_FALSE(admission.Request(3, Job(100), 170));
   EXPECT_TRUE(admission.ShouldYield(2, Job(5e5), 170));
