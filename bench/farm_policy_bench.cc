@@ -265,47 +265,49 @@ iosfarm::Status AdmissionTable() {
       "| yields |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   for (bool large_first : {false, true}) {
-  for (int workers : {100, 1000}) {
-    for (bool shared : {false, true}) {
-      farm::SimConfig config;
-      config.server_slots = 2;
-      config.measure_latency = false;
-      for (int w = 0; w < workers; ++w) config.workers.push_back({StrCat("w", w), "v100"});
-      std::vector<bool> large;
-      for (int i = 0; i < 40; ++i) {
-        farm::SimJob job;
-        job.device_key = "v100";
-        large.push_back(large_first ? i < 10 : i % 4 == 3);
-        job.arrival_s = !large_first ? 10.0 * i / 40 : large.back() ? 0.1 * i : 1 + (i - 10) / 3.0;
-        if (large.back()) {
-          job.iterations.assign(100, farm::SimIteration{2.0, 0.1, 1.0, 0.1});
-          job.resume_s = 20;
-        } else {
-          job.iterations.assign(2, farm::SimIteration{0.05, 0.1, 1.0, 0.02});
+    for (int workers : {100, 1000}) {
+      for (bool shared : {false, true}) {
+        farm::SimConfig config;
+        config.server_slots = 2;
+        config.measure_latency = false;
+        for (int w = 0; w < workers; ++w) config.workers.push_back({StrCat("w", w), "v100"});
+        std::vector<bool> large;
+        for (int i = 0; i < 40; ++i) {
+          farm::SimJob job;
+          job.device_key = "v100";
+          large.push_back(large_first ? i < 10 : i % 4 == 3);
+          job.arrival_s = !large_first   ? 10.0 * i / 40
+                          : large.back() ? 0.1 * i
+                                         : 1 + (i - 10) / 3.0;
+          if (large.back()) {
+            job.iterations.assign(100, farm::SimIteration{2.0, 0.1, 1.0, 0.1});
+            job.resume_s = 20;
+          } else {
+            job.iterations.assign(2, farm::SimIteration{0.05, 0.1, 1.0, 0.02});
+          }
+          job.measure_s = 1;
+          config.jobs.push_back(job);
         }
-        job.measure_s = 1;
-        config.jobs.push_back(job);
+        farm::AdmissionRules rules;
+        rules.places = 6;
+        rules.min_turn_s = shared ? 5 : 1e12;
+        config.admission = rules;
+        ASSIGN_OR_RETURN(farm::SimResult r, farm::RunFarmSimulation(config));
+        std::vector<double> small_s, large_s;
+        for (size_t i = 0; i < config.jobs.size(); ++i) {
+          (large[i] ? large_s : small_s).push_back(r.job_end_s[i] - config.jobs[i].arrival_s);
+        }
+        std::sort(small_s.begin(), small_s.end());
+        std::sort(large_s.begin(), large_s.end());
+        auto at = [](const std::vector<double>& v, double q) {
+          return v[static_cast<size_t>(std::lround(q * static_cast<double>(v.size() - 1)))];
+        };
+        std::printf("| %s | %d | %s | %.1f / %.1f | %.1f / %.1f | %d |\n",
+                    large_first ? "large first" : "mixed", workers,
+                    shared ? "shared in time" : "held until the search ends", at(small_s, 0.5),
+                    at(small_s, 0.99), at(large_s, 0.5), large_s.back(), r.yields);
       }
-      farm::AdmissionRules rules;
-      rules.places = 6;
-      rules.min_turn_s = shared ? 5 : 1e12;
-      config.admission = rules;
-      ASSIGN_OR_RETURN(farm::SimResult r, farm::RunFarmSimulation(config));
-      std::vector<double> small_s, large_s;
-      for (size_t i = 0; i < config.jobs.size(); ++i) {
-        (large[i] ? large_s : small_s).push_back(r.job_end_s[i] - config.jobs[i].arrival_s);
-      }
-      std::sort(small_s.begin(), small_s.end());
-      std::sort(large_s.begin(), large_s.end());
-      auto at = [](const std::vector<double>& v, double q) {
-        return v[static_cast<size_t>(std::lround(q * static_cast<double>(v.size() - 1)))];
-      };
-      std::printf("| %s | %d | %s | %.1f / %.1f | %.1f / %.1f | %d |\n",
-                  large_first ? "large first" : "mixed", workers,
-                  shared ? "shared in time" : "held until the search ends", at(small_s, 0.5),
-                  at(small_s, 0.99), at(large_s, 0.5), large_s.back(), r.yields);
     }
-  }
   }
   return absl::OkStatus();
 }

@@ -67,7 +67,7 @@ nlohmann::json ProgressJson(const v1::JobProgress& p) {
           {"unique_signatures", p.unique_signatures()},
           {"stages_measured", p.stages_measured()},
           {"estimated_stages", p.has_estimated_stages() ? nlohmann::json(p.estimated_stages())
-                                                         : nlohmann::json(nullptr)},
+                                                        : nlohmann::json(nullptr)},
           {"elapsed_s", p.elapsed_s()},
           {"eta_s", p.eta_s() < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.eta_s())},
           {"batches_out", p.batches_out()},
@@ -251,9 +251,8 @@ std::string EstimateText(const v1::Job& job) {
     const int64_t profiled = p.stages_profiled();
     text += StrCat("; profiled ", profiled);
     if (profiled > 0) {
-      text += StrCat(", estimate off by ", Fixed(static_cast<double>(estimated) /
-                                                     static_cast<double>(profiled), 2),
-                     "x");
+      text += StrCat(", estimate off by ",
+                     Fixed(static_cast<double>(estimated) / static_cast<double>(profiled), 2), "x");
     }
   }
   return text;

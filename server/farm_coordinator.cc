@@ -110,10 +110,11 @@ void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
     StepLocked(job, job.lifecycle.Start(), "queued");
     return;
   }
-  TouchLocked(job, StrCat("waiting for a search place: ", admission_.QueuePosition(job.row.id, now).value_or(0),
-                          " of ", admission_.waiting(), " in line, ", admission_.held(),
-                          " searches hold one (at most ", options_.max_searches,
-                          ", --max-searches)"));
+  TouchLocked(
+      job,
+      StrCat("waiting for a search place: ", admission_.QueuePosition(job.row.id, now).value_or(0),
+             " of ", admission_.waiting(), " in line, ", admission_.held(),
+             " searches hold one (at most ", options_.max_searches, ", --max-searches)"));
 }
 
 void FarmCoordinator::EndSearchLocked(JobContext& job) {
@@ -128,10 +129,13 @@ void FarmCoordinator::RotateSearchPlacesLocked() {
   const double now = clock_.NowSeconds();
   std::vector<std::shared_ptr<JobContext>> holders;
   for (auto& [id, job] : jobs_) {
-    if (job->scheduled && admission_.holds(id) && !job->lifecycle.yielding()) holders.push_back(job);
+    if (job->scheduled && admission_.holds(id) && !job->lifecycle.yielding()) {
+      holders.push_back(job);
+    }
   }
   for (const std::shared_ptr<JobContext>& job : holders) {
-    if (!jobs_.contains(job->row.id) || !admission_.ShouldYield(job->row.id, CandidateOf(*job), now)) {
+    if (!jobs_.contains(job->row.id) ||
+        !admission_.ShouldYield(job->row.id, CandidateOf(*job), now)) {
       continue;
     }
     const farm::LifecycleStep step = job->lifecycle.Yield();
@@ -157,7 +161,8 @@ void FarmCoordinator::YieldSearchLocked(JobContext& job) {
   job.runner.reset();  // the search's memory; its measurements are stored
   job.row.phase = "yielded";
   ++job.yields;
-  spdlog::info("job {}: yielded its search place ({} measured so far)", id, job.row.stages_profiled);
+  spdlog::info("job {}: yielded its search place ({} measured so far)", id,
+               job.row.stages_profiled);
   const std::vector<int64_t> started = admission_.Yielded(id, CandidateOf(job), now);
   TouchLocked(job, StrCat("turn over: search paused (its measurements are stored); waits for a "
                           "search place again, ",

@@ -215,8 +215,8 @@ class FarmCoordinator final : public WorkerEvents {
   void FinishJobLocked(JobContext& job, JobState state, const std::string& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Acts on the job's lifecycle step: queues its next phase, parks it,
-  // yields its search place, or ends it. `message` (when not empty) becomes the job's progress line; a
-  // retry says so instead.
+  // yields its search place, or ends it. `message` (when not empty) becomes
+  // the job's progress line; a retry says so instead.
   void StepLocked(JobContext& job, const scheduler::farm::LifecycleStep& step,
                   std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeParkedLocked(const std::string& device_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

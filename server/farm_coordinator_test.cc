@@ -8,10 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
-#include <thread>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "graph/models/zoo.h"
@@ -125,9 +125,10 @@ class FakeWorker final : public WorkerLink {
 
 class FarmCoordinatorTest : public FarmDatabaseTest {
  protected:
-  std::unique_ptr<FarmCoordinator> MakeCoordinator(
-      int max_attempts = 3, farm::Policy policy = farm::Policy::kInterleaved,
-      int max_searches = 6, double search_min_turn_s = 5) {
+  std::unique_ptr<FarmCoordinator> MakeCoordinator(int max_attempts = 3,
+                                                   farm::Policy policy = farm::Policy::kInterleaved,
+                                                   int max_searches = 6,
+                                                   double search_min_turn_s = 5) {
     CoordinatorOptions options;
     options.policy = policy;
     options.max_searches = max_searches;
@@ -299,7 +300,8 @@ TEST_F(FarmCoordinatorTest, JobsWaitingForASearchPlaceDoNotStallSynchronousRound
 // it takes the place once the long search's minimum turn is over (at its
 // next safe point), succeeds, and the long search resumes from the stored
 // latencies: no stage is built twice.
-TEST_F(FarmCoordinatorTest, ASmallSearchTakesALongOnesTurnAndTheLongOneResumesMeasuringNothingTwice) {
+TEST_F(FarmCoordinatorTest,
+       ASmallSearchTakesALongOnesTurnAndTheLongOneResumesMeasuringNothingTwice) {
   auto coordinator = MakeCoordinator(3, farm::Policy::kInterleaved, /*max_searches=*/1);
   auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kExecute);
   ASSERT_TRUE(Join(*coordinator, worker).ok());

@@ -364,7 +364,7 @@ TEST_F(JobStoreTest, SearchHistoryFindsTheSameSearchOnThisKeyOrAnotherAndTheStag
   finish(Job("ds", "v100"), JobState::kSucceeded, 420);
   finish(Job("dr", "a100"), JobState::kSucceeded, 900);
   finish(Job("dr", "h100"), JobState::kSucceeded, 1000);  // the latest elsewhere
-  finish(Job("dr", "v100"), JobState::kFailed, 5);         // failed: not a search done
+  finish(Job("dr", "v100"), JobState::kFailed, 5);        // failed: not a search done
   JobRow other_options = Job("dr", "v100");
   other_options.options.r = 2;
   finish(other_options, JobState::kSucceeded, 77);

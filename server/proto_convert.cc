@@ -58,8 +58,7 @@ v1::Job JobToProto(const JobRow& job, double now_s) {
   // ETA from the stages estimated still to profile at the job's own rate so
   // far, else from the fraction of blocks solved (the last block also needs
   // the end-to-end measurement, so both are lower bounds).
-  const double running_s =
-      job.started_unix_ms > 0 ? end_s - job.started_unix_ms / 1000.0 : 0;
+  const double running_s = job.started_unix_ms > 0 ? end_s - job.started_unix_ms / 1000.0 : 0;
   if (job.finished_unix_ms > 0) {
     p->set_eta_s(0);
   } else if (job.estimated_stages > job.stages_profiled && job.stages_profiled > 0 &&

@@ -344,9 +344,8 @@ class Simulation {
     SearchCandidate candidate;
     candidate.priority = spec.priority;
     candidate.owner = spec.owner;
-    candidate.expected_stages =
-        static_cast<double>(spec.iterations.size() - std::min(spec.iterations.size(),
-                                                              states_[job].updated));
+    candidate.expected_stages = static_cast<double>(
+        spec.iterations.size() - std::min(spec.iterations.size(), states_[job].updated));
     return candidate;
   }
 

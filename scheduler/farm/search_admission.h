@@ -48,9 +48,9 @@
 namespace iosfarm::scheduler::farm {
 
 struct AdmissionRules {
-  int places = 6;            // searches at once (< 1 is taken as 1)
-  double min_turn_s = 5;     // a holder's first turn at least; doubling per yield
-  double max_wait_s = 60;    // past this a waiting job is overdue (rule 2)
+  int places = 6;          // searches at once (< 1 is taken as 1)
+  double min_turn_s = 5;   // a holder's first turn at least; doubling per yield
+  double max_wait_s = 60;  // past this a waiting job is overdue (rule 2)
 };
 
 // What the order reads of a job.
@@ -99,7 +99,9 @@ class SearchAdmission {
   double MinTurn(const Entry& holder) const;
   // a waits (a_id) and goes before b, which waits too.
   bool Before(int64_t a_id, const Entry& a, int64_t b_id, const Entry& b, double now_s) const;
-  bool Overdue(const Entry& e, double now_s) const { return now_s - e.since_s >= rules_.max_wait_s; }
+  bool Overdue(const Entry& e, double now_s) const {
+    return now_s - e.since_s >= rules_.max_wait_s;
+  }
   int HeldBy(const std::string& owner) const;
   // The waiting job that goes first, or nullopt.
   std::optional<int64_t> Best(double now_s) const;

@@ -54,10 +54,10 @@ TEST(SearchAdmissionTest, AtMostThePlacesHoldAndAFreedPlaceGoesToTheSmallestExpe
 TEST(SearchAdmissionTest, PriorityWinsThenOverdueJobsGoFirstOldestFirst) {
   SearchAdmission admission(Places(1));
   EXPECT_TRUE(admission.Request(1, Job(1e6), 0));
-  EXPECT_FALSE(admission.Request(2, Job(1e6), 0));     // large, waits from 0
-  EXPECT_FALSE(admission.Request(3, Job(1e5), 30));    // smaller, waits from 30
+  EXPECT_FALSE(admission.Request(2, Job(1e6), 0));          // large, waits from 0
+  EXPECT_FALSE(admission.Request(3, Job(1e5), 30));         // smaller, waits from 30
   EXPECT_FALSE(admission.Request(4, Job(10, "a", 1), 50));  // higher priority
-  EXPECT_FALSE(admission.Request(5, Job(10), 59));     // the smallest
+  EXPECT_FALSE(admission.Request(5, Job(10), 59));          // the smallest
   // At 59 nobody is overdue yet: priority, then the smallest.
   EXPECT_THAT(admission.QueuePosition(4, 59), Optional(1));
   EXPECT_THAT(admission.QueuePosition(5, 59), Optional(2));

@@ -54,8 +54,9 @@ graph::ConvAttrs ConvA(int64_t out, std::array<int64_t, 2> kernel, std::array<in
                        std::array<int64_t, 4> pads, std::array<int64_t, 2> dilation,
                        int64_t groups, bool bias, graph::Activation act, float clip_min = 0,
                        float clip_max = 6) {
-  return graph::ConvAttrs{out, kernel, stride, dilation, pads,
-                          groups, bias, act, clip_min, clip_max};
+  const graph::ConvAttrs a{out, kernel, stride, dilation, pads, groups, bias, act, clip_min,
+                          clip_max};
+  return a;
 }
 
 StatusOr<graph::Graph> Conv(Shape in, const graph::ConvAttrs& a) {

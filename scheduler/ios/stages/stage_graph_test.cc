@@ -1,8 +1,8 @@
 #include "scheduler/ios/stages/stage_graph.h"
 
 #include "graph/graph_builder.h"
-#include "graph/validate.h"
 #include "graph/test_graphs.h"
+#include "graph/validate.h"
 #include "gtest/gtest.h"
 #include "scheduler/ios/stages/signature.h"
 

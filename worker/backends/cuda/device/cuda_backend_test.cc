@@ -93,9 +93,8 @@ Status RunAndCompare(CudaBackend& backend, const graph::Graph& graph, const Sche
 void ExpectMatchesReferenceEagerAndAsGraph(CudaBackend& backend, const graph::Graph& graph,
                                            const Schedule& schedule, const std::string& what) {
   for (bool cuda_graph : {false, true}) {
-    const Status status =
-        RunAndCompare(backend, graph, schedule, cuda_graph ? StrCat(what, ", graph") : what,
-                      cuda_graph);
+    const Status status = RunAndCompare(backend, graph, schedule,
+                                        cuda_graph ? StrCat(what, ", graph") : what, cuda_graph);
     EXPECT_TRUE(status.ok()) << status;
   }
 }
