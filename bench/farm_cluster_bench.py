@@ -313,6 +313,10 @@ def busy_bench(args):
         peak_kib = server_memory_kib(farm.procs[0].pid)[1]
     finally:
         farm.close()
+    if args.busy_dump:
+        with open(args.busy_dump, "w") as out:
+            json.dump({"models": {str(i): model_of[i] for i in ids}, "jobs": listed,
+                       "phases": phases}, out)
     print(f"{args.busy_workers} sim workers at --sim-time-scale {args.sim_time_scale:g}, "
           f"{len(ids)} jobs submitted over 10 s, {window_s:.0f} s observed, policy "
           f"{args.busy_policy}, server slots "
@@ -334,6 +338,7 @@ def busy_bench(args):
         print(f"| {model} | {len(mine)} | {len(done)} | {len(queued)} | "
               f"{percentile(turnaround, 0.5):.1f} / {percentile(turnaround, 0.99):.1f} | "
               f"{max(waits) if waits else float('nan'):.1f} | {profiled} |")
+    print_small_job_breakdown(ids, model_of, listed, phases, first)
     gpu_s = sum(p["end_s"] - p["start_s"] for p in phases if p["phase"] in GPU_PHASES)
     server_s = sum(p["end_s"] - p["start_s"] for p in phases if not p["worker"])
     profiled = sum(j["progress"]["stages_profiled"] for j in listed.values())
@@ -346,6 +351,38 @@ def busy_bench(args):
           f"{sum(p['stages'] for p in profiles) / max(1, len(profiles)):.1f} stages per profile "
           f"phase")
     print(f"- server peak resident memory {peak_kib / 1024:.0f} MiB")
+    server_busy = server_s / (args.slots * window_s)
+    device_busy = gpu_s / (args.busy_workers * window_s)
+    bound = ("the server's CPU slots" if server_busy >= 0.8 and device_busy < 0.8 else
+             "the workers' devices" if device_busy >= 0.8 else "neither (jobs lacked work)")
+    print(f"- bounding resource: {bound} (server slots busy {100 * server_busy:.0f} %, "
+          f"devices {100 * device_busy:.1f} %)")
+
+
+def print_small_job_breakdown(ids, model_of, listed, phases, first):
+    """Where a finished squeezenet or resnet50 job's time went, medians in seconds."""
+    small = [i for i in ids if model_of[i] in ("squeezenet", "resnet50")
+             and listed.get(i, {}).get("state") == "succeeded" and i in first]
+    if not small:
+        return
+    parts = {"waiting for a search place": [], "waiting for a server slot": [],
+             "in server phases": [], "waiting for a worker": [], "in worker phases": [],
+             "submission to result": []}
+    for i in small:
+        job = listed[i]
+        mine = [p for p in phases if p["job_id"] == i]
+        enum = min((p for p in mine if p["phase"] == "enumerate"), key=lambda p: p["start_s"])
+        server = [p for p in mine if not p["worker"]]
+        worker = [p for p in mine if p["worker"]]
+        parts["waiting for a search place"].append(enum["queued_s"] - job["submitted_unix_ms"] / 1000)
+        parts["waiting for a server slot"].append(sum(p["start_s"] - p["queued_s"] for p in server))
+        parts["in server phases"].append(sum(p["end_s"] - p["start_s"] for p in server))
+        parts["waiting for a worker"].append(sum(p["start_s"] - p["queued_s"] for p in worker))
+        parts["in worker phases"].append(sum(p["end_s"] - p["start_s"] for p in worker))
+        parts["submission to result"].append(
+            (job["finished_unix_ms"] - job["submitted_unix_ms"]) / 1000.0)
+    print(f"\n- {len(small)} squeezenet and resnet50 jobs done, p50 / max seconds summed over each job's phases: " +
+          "; ".join(f"{name} {percentile(v, 0.5):.1f} / {max(v):.1f}" for name, v in parts.items()))
 
 
 def job_stats(farm, job):
@@ -562,6 +599,7 @@ def main():
     parser.add_argument("--busy-jobs", type=int, default=40, help="busy: jobs submitted over 10 s")
     parser.add_argument("--busy-seconds", type=float, default=900,
                         help="busy: seconds to observe at most (ends when every job has)")
+    parser.add_argument("--busy-dump", help="busy: write the jobs and phases as JSON here")
     parser.add_argument("--busy-policy", default="interleaved", help="busy: the server's --policy")
     parser.add_argument("--sim-time-scale", type=float, default=1.0,
                         help="busy: the sim workers' --sim-time-scale")

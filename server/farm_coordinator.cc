@@ -17,6 +17,20 @@ namespace iosfarm::server {
 
 namespace farm = scheduler::farm;
 
+namespace {
+
+scheduler::farm::AdmissionRules AdmissionRulesOf(const CoordinatorOptions& options) {
+  scheduler::farm::AdmissionRules rules;
+  const int searches = std::max(1, options.max_searches);
+  rules.first_turn_places = std::clamp(options.search_first_turns, 0, searches - 1);
+  rules.places = searches - rules.first_turn_places;
+  rules.min_turn_s = options.search_min_turn_s;
+  rules.max_wait_s = options.search_max_wait_s;
+  return rules;
+}
+
+}  // namespace
+
 FarmCoordinator::FarmCoordinator(CoordinatorOptions options, JobStore* jobs, LatencyDb* latencies)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock()),
@@ -25,8 +39,7 @@ FarmCoordinator::FarmCoordinator(CoordinatorOptions options, JobStore* jobs, Lat
       recorder_(jobs),
       import_gate_(options_.import_gate_bytes),
       scheduler_(options_.policy, options_.server_slots),
-      admission_(scheduler::farm::AdmissionRules{options_.max_searches, options_.search_min_turn_s,
-                                                 options_.search_max_wait_s}) {
+      admission_(AdmissionRulesOf(options_)) {
   phase_env_.jobs = job_store_;
   phase_env_.latencies = latency_db_;
   phase_env_.claims = &claims_;
@@ -114,7 +127,8 @@ void FarmCoordinator::StartSearchOrWaitLocked(JobContext& job) {
       job,
       StrCat("waiting for a search place: ", admission_.QueuePosition(job.row.id, now).value_or(0),
              " of ", admission_.waiting(), " in line, ", admission_.held(),
-             " searches hold one (at most ", options_.max_searches, ", --max-searches)"));
+             " searches hold one (at most ", options_.max_searches, ", --max-searches, ",
+             admission_.first_turn_places(), " of them for first turns)"));
 }
 
 void FarmCoordinator::EndSearchLocked(JobContext& job) {

@@ -97,6 +97,9 @@ struct CoordinatorOptions {
   // Search places are shared in time (scheduler/farm/search_admission.h): a
   // search keeps its place at least search_min_turn_s, and a job waiting
   // search_max_wait_s goes before every job of its priority that waited less.
+  // search_first_turns of the max_searches places (at most max_searches - 1)
+  // are kept for first turns: jobs that never had one.
+  int search_first_turns = 2;
   double search_min_turn_s = 5;
   double search_max_wait_s = 60;
 };

@@ -152,6 +152,11 @@ StatusOr<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& opt
         StrCat("--search-min-turn and --search-max-wait must be >= 0 seconds, got ",
                options.search_min_turn_s, " and ", options.search_max_wait_s));
   }
+  if (options.search_first_turns < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("--search-first-turns must be >= 0, got ", options.search_first_turns));
+  }
+  coordinator.search_first_turns = options.search_first_turns;
   coordinator.search_min_turn_s = options.search_min_turn_s;
   coordinator.search_max_wait_s = options.search_max_wait_s;
   coordinator.import_gate_bytes = options.max_model_bytes;

@@ -41,6 +41,7 @@ struct ServerOptions {
   // server's search memory stays under max_searches x search_pass_mib.
   int max_searches = 6;
   // How search places are shared in time (CoordinatorOptions).
+  int search_first_turns = 2;
   double search_min_turn_s = 5;
   double search_max_wait_s = 60;
   // Workers.

@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
                  "stays under this x --search-pass-mib)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  app.add_option("--search-first-turns", options.search_first_turns,
+                 "of the --max-searches places, those kept for jobs that never had a turn "
+                 "(at most --max-searches - 1): a short search never waits behind long ones")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   app.add_option("--search-min-turn", options.search_min_turn_s,
                  "seconds a search keeps its place at least before a job that outranks it "
                  "takes the place (docs/farm.md, \"Search places\")")

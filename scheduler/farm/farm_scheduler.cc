@@ -211,6 +211,12 @@ Status FarmScheduler::Finished(PhaseId phase, PhaseOutcome outcome, double now_s
   return absl::OkStatus();
 }
 
+int FarmScheduler::ServerLevel(double server_s) {
+  if (!(server_s >= kServerLevelSeconds)) return 0;
+  return 1 +
+         static_cast<int>(std::min(30.0, std::floor(std::log2(server_s / kServerLevelSeconds))));
+}
+
 void FarmScheduler::MakeReady(Phase& phase, double now_s) {
   phase.state = PhaseState::kReady;
   const Job& job = jobs_.at(phase.job);
@@ -219,6 +225,8 @@ void FarmScheduler::MakeReady(Phase& phase, double now_s) {
   int share = 0;  // fair share (the header's "Fair share")
   switch (ResourceClassOf(phase.kind)) {
     case ResourceClass::kServerCpu:
+      // Synchronous rounds keep Listing 4's order of jobs.
+      if (policy_ != Policy::kSynchronous) share = ServerLevel(job.server_s);
       break;
     case ResourceClass::kWorkerCpu:
       share = job.running_builds;
@@ -364,6 +372,9 @@ void FarmScheduler::EndRunning(Phase& phase, PhaseOutcome outcome, double now_s)
     case ResourceClass::kServerCpu:
       slots_[phase.slot] = 0;
       free_slots_.insert(phase.slot);
+      if (auto jit = jobs_.find(phase.job); jit != jobs_.end()) {
+        jit->second.server_s += std::max(0.0, now_s - phase.start_s);
+      }
       break;
     case ResourceClass::kWorkerCpu:
     case ResourceClass::kWorkerGpu: {

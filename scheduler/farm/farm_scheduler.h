@@ -41,6 +41,13 @@
 // fewest of them (max-min fairness: a job with one batch left never waits
 // behind another job's twenty), and only then the order of the policy below.
 // With one phase per job every share is 0 and the order is the policy's.
+// Ready server phases are ordered first by their job's level of server time
+// so far (ServerLevel: 0 under kServerLevelSeconds, then one level per
+// doubling): least attained service, so the few short phases of a small job
+// never queue behind the time slices of long searches, and long searches
+// share the slots by the server time they have had (not under kSynchronous,
+// whose rounds keep arrival order). A job's server time counts from its
+// AddJob.
 //
 // Built batches. A worker keeps a limited number of built batches
 // (`max_batches` at WorkerJoined; 0: no limit). A batch is held on a worker
@@ -146,6 +153,12 @@ class FarmScheduler {
   Policy policy() const { return policy_; }
   int server_slots() const { return static_cast<int>(slots_.size()); }
 
+  // The server-time levels of "Fair share": a job with less than this of
+  // server phases so far is at level 0; level k >= 1 holds jobs with
+  // [2^(k-1), 2^k) times this (at most level 31).
+  static constexpr double kServerLevelSeconds = 0.1;
+  static int ServerLevel(double server_s);
+
   // Registers a job; arrival order (round-robin order) is call order.
   // `max_phases`: how many phases it may have queued or in flight at once.
   // AlreadyExists if the id is known; InvalidArgument for an empty key,
@@ -216,8 +229,8 @@ class FarmScheduler {
   bool Idle() const { return jobs_.empty() && phases_.empty(); }
 
  private:
-  // Order of ready phases: (job's share, ready time, job arrival rank,
-  // phase id).
+  // Order of ready phases: (job's share or server level, ready time, job
+  // arrival rank, phase id).
   using QueueKey = std::tuple<int, double, int64_t, PhaseId>;
   using Queue = std::set<QueueKey>;
 
@@ -232,6 +245,7 @@ class FarmScheduler {
     int running_builds = 0;   // builds in flight (the share of its build phases)
     int running_devices = 0;  // profile/measure in flight (the share of those)
     double urgency_s = 0;     // kCriticalPath
+    double server_s = 0;      // seconds of its server phases that ended
   };
 
   struct Phase {

@@ -60,6 +60,55 @@ TEST(FarmSchedulerTest, AJobMayHaveUpToItsMaxPhasesQueuedOrInFlight) {
   EXPECT_EQ(s.AddJob(2, "k", 0).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Least attained server time: a job whose server phases have run for
+// seconds queues its next slice behind a new job's short enumerate, even one
+// that became ready later; between two jobs of one level, the older ready
+// phase goes first.
+TEST(FarmSchedulerTest, AServerSlotServesTheJobWithTheLeastServerTimeSoFar) {
+  EXPECT_EQ(FarmScheduler::ServerLevel(0), 0);
+  EXPECT_EQ(FarmScheduler::ServerLevel(0.099), 0);
+  EXPECT_EQ(FarmScheduler::ServerLevel(0.1), 1);
+  EXPECT_EQ(FarmScheduler::ServerLevel(0.25), 2);
+  EXPECT_EQ(FarmScheduler::ServerLevel(1e30), 31);
+  for (Policy policy : {Policy::kInterleaved, Policy::kCriticalPath}) {
+    FarmScheduler s(policy, 1);
+    ASSERT_TRUE(s.AddJob(1, "k").ok());
+    ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kEnumerate), 0).ok());
+    std::vector<Assignment> slice = s.Dispatch(0);
+    ASSERT_THAT(Show(slice), ElementsAre("1:enumerate@server-cpu/0"));
+    ASSERT_TRUE(s.AddJob(2, "k").ok());
+    ASSERT_TRUE(s.AddJob(3, "k").ok());
+    ASSERT_TRUE(s.Enqueue(2, Req(PhaseKind::kEnumerate), 1).ok());
+    ASSERT_TRUE(s.Finished(slice[0].phase, PhaseOutcome::kOk, 2).ok());  // job 1: 2 s
+    ASSERT_TRUE(s.Enqueue(1, Req(PhaseKind::kEnumerate), 2).ok());
+    ASSERT_TRUE(s.Enqueue(3, Req(PhaseKind::kEnumerate), 3).ok());
+    std::vector<std::string> order;
+    for (double t = 4; order.size() < 3; t += 1) {
+      std::vector<Assignment> next = s.Dispatch(t);
+      ASSERT_THAT(next, SizeIs(1));
+      order.push_back(Show(next)[0]);
+      ASSERT_TRUE(s.Finished(next[0].phase, PhaseOutcome::kOk, t + 0.01).ok());
+    }
+    EXPECT_THAT(order, ElementsAre("2:enumerate@server-cpu/0", "3:enumerate@server-cpu/0",
+                                   "1:enumerate@server-cpu/0"))
+        << PolicyName(policy);
+  }
+  // Synchronous rounds keep the order of jobs.
+  FarmScheduler sync(Policy::kSynchronous, 2);
+  ASSERT_TRUE(sync.AddJob(1, "k").ok());
+  ASSERT_TRUE(sync.AddJob(2, "k").ok());
+  ASSERT_TRUE(sync.Enqueue(1, Req(PhaseKind::kEnumerate), 0).ok());
+  ASSERT_TRUE(sync.Enqueue(2, Req(PhaseKind::kEnumerate), 0).ok());
+  std::vector<Assignment> round = sync.Dispatch(0);
+  ASSERT_THAT(Show(round), ElementsAre("1:enumerate@server-cpu/0", "2:enumerate@server-cpu/1"));
+  ASSERT_TRUE(sync.Finished(round[1].phase, PhaseOutcome::kOk, 0.01).ok());
+  ASSERT_TRUE(sync.Finished(round[0].phase, PhaseOutcome::kOk, 5).ok());  // job 1: 5 s
+  ASSERT_TRUE(sync.Enqueue(1, Req(PhaseKind::kUpdate), 5).ok());
+  ASSERT_TRUE(sync.Enqueue(2, Req(PhaseKind::kUpdate), 5).ok());
+  EXPECT_THAT(Show(sync.Dispatch(5)),
+              ElementsAre("1:update@server-cpu/0", "2:update@server-cpu/1"));
+}
+
 // Fair share: a free worker serves the job with the fewest phases of that
 // class running, whatever the order they became ready in.
 TEST(FarmSchedulerTest, AFreeWorkerServesTheJobWithTheFewestRunning) {

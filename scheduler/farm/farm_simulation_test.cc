@@ -158,6 +158,26 @@ TEST(FarmSimulationTest, ASmallJobTakesALargeSearchsTurnAndTheLargeOneResumes) {
   EXPECT_GE(held.job_end_s[1] - 1.5, 40.0);
 }
 
+// With a first-turn place beside the one place, the small job arriving
+// behind the 40-batch search starts at once and ends within its chain; the
+// large search never yields.
+TEST(FarmSimulationTest, AFirstTurnPlaceLetsASmallJobPassWithoutAYield) {
+  SimConfig config = OneLongJob(40, 4, 1);
+  config.jobs[0].resume_s = 0.5;
+  config.jobs.push_back(OneBatchJob(1.5));
+  AdmissionRules rules;
+  rules.places = 1;
+  rules.first_turn_places = 1;
+  rules.min_turn_s = 1.0;
+  config.admission = rules;
+  const SimResult r = RunSim(config);
+  EXPECT_EQ(r.yields, 0);
+  // Its chain is 2.14 s; each of its GPU phases may wait for one profile of
+  // the large job (1 s), its server phases for one of the large job's.
+  EXPECT_LE(r.job_end_s[1] - 1.5, 2.14 + 2.0 + 2 * 0.02 + 1e-9);
+  EXPECT_GT(r.job_end_s[0], r.job_end_s[1]);
+}
+
 // Two owners, 20 identical jobs each, two search places: owner b submits
 // after owner a's twenty are waiting, yet the places alternate between the
 // owners (each holds one) instead of going to a's jobs first.

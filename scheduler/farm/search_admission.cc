@@ -7,6 +7,13 @@ namespace iosfarm::scheduler::farm {
 
 SearchAdmission::SearchAdmission(AdmissionRules rules) : rules_(rules) {
   rules_.places = std::max(1, rules_.places);
+  rules_.first_turn_places = std::max(0, rules_.first_turn_places);
+}
+
+int SearchAdmission::HeldFirstTurns() const {
+  int held = 0;
+  for (const auto& [id, entry] : holders_) held += entry.first_turn_place;
+  return held;
 }
 
 double SearchAdmission::MinTurn(const Entry& holder) const {
@@ -37,24 +44,47 @@ bool SearchAdmission::Before(int64_t a_id, const Entry& a, int64_t b_id, const E
   return a_id < b_id;
 }
 
-std::optional<int64_t> SearchAdmission::Best(double now_s) const {
+std::optional<int64_t> SearchAdmission::Best(double now_s, bool first_turns_only) const {
   std::optional<int64_t> best;
   for (const auto& [id, entry] : waiting_) {
+    if (first_turns_only && entry.yields > 0) continue;
     if (!best || Before(id, entry, *best, waiting_.at(*best), now_s)) best = id;
   }
   return best;
 }
 
 std::vector<int64_t> SearchAdmission::Fill(double now_s) {
+  int first_turns = HeldFirstTurns();
+  int places_held = held() - first_turns;
+  // A first-turn holder takes a freed place before any waiting job: it is
+  // already searching, and its first-turn place frees for a new job.
+  while (places_held < rules_.places && first_turns > 0) {
+    Entry* oldest = nullptr;
+    for (auto& [id, entry] : holders_) {
+      if (entry.first_turn_place && (!oldest || entry.since_s < oldest->since_s)) oldest = &entry;
+    }
+    oldest->first_turn_place = false;
+    --first_turns;
+    ++places_held;
+  }
   std::vector<int64_t> granted;
-  while (held() < rules_.places) {
-    const std::optional<int64_t> best = Best(now_s);
-    if (!best) break;
-    Entry entry = waiting_.at(*best);
-    waiting_.erase(*best);
+  auto grant = [&](int64_t job, bool first_turn_place) {
+    Entry entry = waiting_.at(job);
+    waiting_.erase(job);
     entry.since_s = now_s;
-    holders_[*best] = entry;
-    granted.push_back(*best);
+    entry.first_turn_place = first_turn_place;
+    holders_[job] = entry;
+    granted.push_back(job);
+  };
+  for (; places_held < rules_.places; ++places_held) {
+    const std::optional<int64_t> best = Best(now_s);
+    if (!best) return granted;
+    grant(*best, false);
+  }
+  for (; first_turns < rules_.first_turn_places; ++first_turns) {
+    const std::optional<int64_t> best = Best(now_s, /*first_turns_only=*/true);
+    if (!best) break;
+    grant(*best, true);
   }
   return granted;
 }
@@ -81,6 +111,10 @@ bool SearchAdmission::ShouldYield(int64_t job, const SearchCandidate& candidate,
   auto holder = holders_.find(job);
   if (holder == holders_.end() || now_s - holder->second.since_s < MinTurn(holder->second)) {
     return false;
+  }
+  if (holder->second.first_turn_place) {
+    const std::optional<int64_t> next = Best(now_s, /*first_turns_only=*/true);
+    return next && waiting_.at(*next).candidate.priority >= candidate.priority;
   }
   const std::optional<int64_t> best = Best(now_s);
   if (!best) return false;

@@ -141,5 +141,54 @@ TEST(SearchAdmissionTest, EachTurnOfAJobIsAtLeastTwiceItsLast) {
   EXPECT_TRUE(admission.ShouldYield(1, Job(1e6), 92));
 }
 
+TEST(SearchAdmissionTest, NewJobsTakeFirstTurnPlacesBesideTheHeldOnesAndMoveUpWhenOneFrees) {
+  AdmissionRules rules = Places(1);
+  rules.first_turn_places = 2;
+  SearchAdmission admission(rules);
+  EXPECT_TRUE(admission.Request(1, Job(1e6), 0));  // the place
+  EXPECT_FALSE(admission.holds_first_turn(1));
+  // Every place held: new jobs take first-turn places, whatever their size.
+  EXPECT_TRUE(admission.Request(2, Job(2e6), 1));
+  EXPECT_TRUE(admission.Request(3, Job(50), 2));
+  EXPECT_TRUE(admission.holds_first_turn(2));
+  EXPECT_TRUE(admission.holds_first_turn(3));
+  EXPECT_EQ(admission.held(), 3);
+  EXPECT_FALSE(admission.Request(4, Job(1e6), 3));  // both first-turn places held
+  // The place holder keeps its place: a new job waits for a first turn, not
+  // for its place (job 4 is not under half of what job 1 has left).
+  EXPECT_FALSE(admission.ShouldYield(1, Job(1e6), 10));
+  // Job 3 ends within its first turn; job 4 takes its first-turn place.
+  EXPECT_THAT(admission.Release(3, 4), ElementsAre(4));
+  EXPECT_TRUE(admission.holds_first_turn(4));
+  // A first-turn holder yields once its turn is over while a new job waits;
+  // not before, and not while no new job waits.
+  EXPECT_FALSE(admission.ShouldYield(2, Job(2e6), 5));
+  EXPECT_FALSE(admission.ShouldYield(2, Job(2e6), 7));
+  EXPECT_FALSE(admission.Request(5, Job(1e6), 7));
+  EXPECT_TRUE(admission.ShouldYield(2, Job(2e6), 7));
+  EXPECT_THAT(admission.Yielded(2, Job(2e6), 7), ElementsAre(5));
+  // A job that had its turn waits for a place: freed first-turn places go
+  // to new jobs only.
+  EXPECT_THAT(admission.Release(5, 8), IsEmpty());
+  EXPECT_TRUE(admission.waits(2));
+  EXPECT_FALSE(admission.ShouldYield(4, Job(1e6), 20));  // only job 2 waits
+  // The place frees: the oldest first-turn holder (job 4) moves to it; the
+  // first-turn place it leaves is not for job 2, which still waits...
+  EXPECT_THAT(admission.Release(1, 21), IsEmpty());
+  EXPECT_FALSE(admission.holds_first_turn(4));
+  EXPECT_TRUE(admission.holds(4));
+  EXPECT_TRUE(admission.waits(2));
+  // ...until that place frees.
+  EXPECT_THAT(admission.Release(4, 22), ElementsAre(2));
+  EXPECT_FALSE(admission.holds_first_turn(2));
+  // Lower priority never takes a first turn from higher.
+  SearchAdmission ranked(rules);
+  EXPECT_TRUE(ranked.Request(1, Job(1e6), 0));
+  EXPECT_TRUE(ranked.Request(2, Job(1e6, "a", 1), 0));
+  EXPECT_TRUE(ranked.Request(3, Job(1e6, "a", 1), 0));
+  EXPECT_FALSE(ranked.Request(4, Job(1, "a", 0), 0));
+  EXPECT_FALSE(ranked.ShouldYield(2, Job(1e6, "a", 1), 100));
+}
+
 }  // namespace
 }  // namespace iosfarm::scheduler::farm

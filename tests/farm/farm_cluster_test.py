@@ -513,6 +513,90 @@ class FarmClusterTest(FarmTestBase):
         check_timeline(self, phases, restarted=True)
         check_measured_once(self, farm, phases, "sim-t", lost_at_most=3 * 4 * 64)
 
+    def test_a_hundred_workers_two_owners_small_jobs_pass_long_searches(self):
+        # The mixed set of a busy farm with the server's default search
+        # places: 100 worker processes (profiles as long as the sim's device
+        # model says), two owners submitting 20 jobs each within 10 s
+        # (squeezenet, resnet50, inception_v3 and nasnet_a_mobile in turn,
+        # batches 1-8). Every small job ends while long searches run; every
+        # job gets its first enumerate within the documented bound; both
+        # owners get places and server time; nothing is measured twice.
+        farm = self.farm("hundred")
+        tokens = os.path.join(farm.tmp, "clients")
+        with open(tokens, "w") as f:
+            f.write("alice-token-0123456789 alice\nbob-token-0123456789 bob\n")
+        farm.start_server("--client-tokens", tokens)
+        farm.cli_env = {"IOSFARM_TOKEN": "alice-token-0123456789"}
+        for i in range(100):
+            farm.start_worker(f"h{i}", "sim-h", 1.0)
+        farm.wait_workers(100, timeout=120)
+        models = ["squeezenet", "resnet50", "inception_v3", "nasnet_a_mobile"]
+        owner_of, model_of = {}, {}
+        start = time.time()
+        for i in range(40):
+            owner = ("alice", "bob")[i % 2]
+            farm.cli_env = {"IOSFARM_TOKEN": f"{owner}-token-0123456789"}
+            job = farm.submit(models[(i // 2) % 4], "sim-h", "--batch", str(1 + (i // 2) % 8))
+            owner_of[job], model_of[job] = owner, models[(i // 2) % 4]
+            time.sleep(max(0.0, start + 0.25 * (i + 1) - time.time()))
+        farm.cli_env = {"IOSFARM_TOKEN": "alice-token-0123456789"}
+        small = [j for j in model_of if model_of[j] in ("squeezenet", "resnet50")]
+        large = [j for j in model_of if j not in small]
+
+        def listed():
+            return {j["id"]: j for j in farm.cli_json("list", "--limit", "1000")["jobs"]}
+
+        # The bound on a first enumerate: --search-max-wait (60 s) plus a
+        # minimum turn (5 s) plus a safe point; 40 s more for 2 cores
+        # shared with 100 workers.
+        deadline = start + 10 + 105
+        while time.time() < deadline:
+            jobs = listed()
+            if all(jobs[j]["state"] == "succeeded" for j in small) and all(
+                    jobs[j]["progress"]["phase"] not in ("", "queued") for j in large):
+                break
+            time.sleep(1.0)
+        jobs = listed()
+        phases = farm.timeline()
+        for j in model_of:  # started: its first enumerate began
+            self.assertGreater(jobs[j]["started_unix_ms"], 0,
+                               f"job {j} ({model_of[j]}) never had an enumerate: {jobs[j]}")
+            self.assertLess((jobs[j]["started_unix_ms"] - jobs[j]["submitted_unix_ms"]) / 1000,
+                            105, f"job {j} ({model_of[j]}) waited past the bound: {jobs[j]}")
+        took = {}
+        for j in small:
+            self.assertEqual(jobs[j]["state"], "succeeded", jobs[j])
+            took[j] = (jobs[j]["finished_unix_ms"] - jobs[j]["submitted_unix_ms"]) / 1000
+        print(f"small jobs, submission to result (s): {sorted(round(t, 1) for t in took.values())}",
+              file=sys.stderr)
+        for j, seconds in took.items():
+            self.assertLess(seconds, 60, f"small job {j} ({model_of[j]}) took {seconds:.1f} s")
+        # Long searches were running while the small jobs ran: the test
+        # would prove nothing otherwise.
+        last_small = max(jobs[j]["finished_unix_ms"] for j in small) / 1000
+        self.assertTrue(any(jobs[j]["state"] == "running" or
+                            jobs[j]["finished_unix_ms"] / 1000 > last_small for j in large),
+                        "every long search ended before the small jobs")
+        # Both owners' long searches got turns and server time.
+        server_s = {"alice": 0.0, "bob": 0.0}
+        for p in phases:
+            if not p["worker"] and p["job_id"] in large:
+                server_s[owner_of[p["job_id"]]] += p["end_s"] - p["start_s"]
+        total = sum(server_s.values())
+        self.assertGreater(total, 0)
+        for owner, seconds in server_s.items():
+            self.assertGreater(seconds, 0.25 * total, f"{owner}'s share of server time {server_s}")
+        by_resource = {}
+        for p in phases:  # no GPU, worker CPU or server slot ran two phases at once
+            by_resource.setdefault(p["resource"], []).append(p)
+        for resource, ps in by_resource.items():
+            no_overlaps(self, ps, resource)
+        check_timeline(self, [p for p in phases if jobs[p["job_id"]]["state"] == "succeeded"])
+        farm.stop()
+        db = sqlite3.connect(farm.db)
+        self.assertEqual(db.execute("SELECT ignored_measurements FROM devices WHERE key=?",
+                                    ("sim-h",)).fetchone()[0], 0, "a stage was measured twice")
+
     def test_server_killed_mid_job_resumes_without_reprofiling(self):
         # The jobs' searches are the bounded one (the default): killed and
         # resumed, each gives the schedule of an undisturbed run and
