@@ -32,9 +32,11 @@ Python 3 standard library only. Figures: docs/results.md.
            inception_v3 and nasnet_a_mobile in turn, batches 1-8); after
            --busy-seconds: per model the jobs done and the time from
            submission to result (p50, p99), the longest wait for a first
-           enumerate, search places yielded, the workers' devices' busy
-           fraction, server CPU per profiled stage and the server's peak
-           memory.
+           enumerate, where the finished small jobs' time went (waiting for
+           a search place, a server slot, a worker; in server and worker
+           phases), the workers' devices' busy fraction, server CPU per
+           profiled stage, the server's peak memory and which resource
+           bounds the farm; --busy-dump writes the jobs and phases as JSON.
   cache    latency-database reuse with the sim backend at time scale 0
            (counts matter, not times): the same model twice, zoo inception_v3
            then the torchvision inception_v3 ONNX export, and candidates vs
