@@ -1,5 +1,6 @@
-// The Python module `iosfarm`: the public runtime API (include/iosfarm/runtime.h)
-// for numpy users.
+// The native part of the Python package `iosfarm` (iosfarm._native, re-exported
+// by python/iosfarm/__init__.py): the public runtime API
+// (include/iosfarm/runtime.h) for numpy users.
 //
 //   import iosfarm, numpy as np
 //   s = iosfarm.Session("model.onnx", schedule="model.schedule.json", backend="cpu")
@@ -169,11 +170,12 @@ py::object Run(iosfarm::Session& session, const py::dict& feed, const py::object
 
 }  // namespace
 
-PYBIND11_MODULE(iosfarm, m) {
+PYBIND11_MODULE(_native, m) {
   m.doc() = "iosfarm: run CNNs with their tuned IOS schedules (see include/iosfarm/runtime.h)";
   m.attr("__version__") = iosfarm::Version();
 
   static py::exception<iosfarm::Error> error(m, "Error", PyExc_RuntimeError);
+  error.attr("__module__") = "iosfarm";  // re-exported by the package
   py::register_exception_translator([](std::exception_ptr thrown) {
     try {
       if (thrown) std::rethrow_exception(thrown);
@@ -260,4 +262,5 @@ in place; the dict is returned.)doc")
         return "<iosfarm.Session " + s.model_name() + ", " + s.schedule_kind() + " schedule of " +
                std::to_string(s.num_stages()) + " stages on " + s.device() + ">";
       });
+  m.attr("Session").attr("__module__") = "iosfarm";
 }

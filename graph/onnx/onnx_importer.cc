@@ -337,7 +337,7 @@ StatusOr<Graph> ImportOnnxBytes(std::string_view bytes, std::string_view model_n
         [&](onnx::ModelProto& model) {
           return model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
         },
-        model_name, options);
+        std::filesystem::path(std::string(model_name)).stem().string(), options);
   });
 }
 

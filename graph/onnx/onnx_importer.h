@@ -55,8 +55,9 @@ struct OnnxImportOptions {
 // Reads and imports `path`. The graph is named after the file's stem.
 StatusOr<Graph> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
 
-// Imports a serialized ModelProto. `model_name` names the graph and appears
-// in error messages.
+// Imports a serialized ModelProto. `model_name` appears in error messages;
+// the graph is named after its stem, as ImportOnnxFile names it, so that the
+// bytes of a file import as the file does (same graph, same ModelDigest).
 StatusOr<Graph> ImportOnnxBytes(std::string_view bytes, std::string_view model_name,
                                 const OnnxImportOptions& options = {});
 

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "graph/onnx/onnx_test_util.h"
+#include "graph/serialize.h"
 
 namespace iosfarm::graph::onnx_import {
 namespace {
@@ -564,6 +565,13 @@ TEST(OnnxImporterTest, ImportOnnxFileNamesGraphAfterStem) {
   auto graph = ImportOnnxFile(path);
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(graph->name(), "tiny_relu");
+  // The same bytes under the file's name (as the CLI sends them to a
+  // server) give the same graph: a schedule tuned on a farm opens with the
+  // file.
+  auto from_bytes = ImportOnnxBytes(b.Serialize(), "models/tiny_relu.onnx");
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status();
+  EXPECT_EQ(from_bytes->name(), "tiny_relu");
+  EXPECT_EQ(SerializeGraph(*from_bytes), SerializeGraph(*graph));
 }
 
 }  // namespace

@@ -44,7 +44,10 @@ if "$work/classify/classify" no_such_model 2> "$work/err"; then
 fi
 grep -q "neither a zoo model" "$work/err"
 
-module_dir=$(dirname "$(find "$work/prefix" -name 'iosfarm*.so' -path '*dist-packages*' | head -1)")
+module_dir=$(dirname "$(dirname "$(find "$work/prefix" -name '__init__.py' -path '*dist-packages/iosfarm/*' | head -1)")")
 PYTHONPATH="$module_dir" /usr/bin/python3 -c \
   "import iosfarm; s = iosfarm.Session('squeezenet'); print('python', iosfarm.__version__, s.inputs)"
+# iosfarm.optimize finds the installed CLI beside the package.
+env -u IOSFARM_CLI PYTHONPATH="$module_dir" /usr/bin/python3 -c \
+  "from iosfarm import torch_optimize as t; p = t._find_cli(); assert p.startswith('$work/prefix/'), p"
 echo "install test: OK"

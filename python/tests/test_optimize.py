@@ -1,0 +1,112 @@
+"""iosfarm.optimize with real torchvision modules (Debian's torch and
+torchvision, random weights) on the cpu backend: the module is exported,
+tuned by `iosfarm tune` on this machine (embedded server and cpu worker,
+$IOSFARM_CLI) and run by the runtime; its outputs must equal the module's own
+(rtol 1e-4, atol 1e-5 times the largest |output|, as test_torchvision.py
+explains). The second call must answer from the cache without tuning (a
+tune then fails the test). XDG_CACHE_HOME points into
+the test's directory, so the latency database and the cache start empty."""
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+import iosfarm
+from iosfarm import torch_optimize
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+
+MODELS = ["squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "resnet18", "googlenet"]
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def close(actual, expected, what):
+    scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale, err_msg=what)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_optimized_module_matches_pytorch_and_the_second_call_is_cached(name, fresh_cache,
+                                                                        monkeypatch):
+    torch.manual_seed(0)
+    kwargs = {"weights": None}
+    if name == "googlenet":
+        kwargs.update(aux_logits=False, init_weights=False)
+    model = getattr(torchvision.models, name)(**kwargs).eval()
+    x = torch.randn(1, 3, 224, 224)
+    fast = iosfarm.optimize(model, x, backend="cpu")
+    assert isinstance(fast, torch.nn.Module)
+    assert not fast.from_cache
+    # `iosfarm tune` measured here: its schedule (the fastest of the IOS,
+    # sequential and greedy schedules end to end) is for this machine's key,
+    # and the fresh latency database holds what it measured.
+    with open(fast.schedule_path) as f:
+        assert json.load(f)["device_key"] == "local-cpu"
+    db = sqlite3.connect(fresh_cache / "cache" / "iosfarm" / "latency.db")
+    measured = db.execute("SELECT COUNT(*) FROM latencies WHERE device_key='local-cpu'")
+    assert measured.fetchone()[0] > 0
+    with torch.no_grad():
+        expected = model(x).numpy()
+    actual = fast(x)
+    assert isinstance(actual, torch.Tensor)
+    close(actual.numpy(), expected, f"{name}, tuned")
+    # Another input gives the module's answer too.
+    y = torch.randn(1, 3, 224, 224)
+    with torch.no_grad():
+        close(fast(y).numpy(), model(y).numpy(), f"{name}, a second input")
+
+    def no_tuning(*args):
+        raise AssertionError("the cached call tuned again")
+
+    monkeypatch.setattr(torch_optimize, "_tune", no_tuning)
+    again = iosfarm.optimize(model, x, backend="cpu")
+    assert again.from_cache
+    close(again(x).numpy(), expected, f"{name}, from the cache")
+    # Another shape is another tuning.
+    with pytest.raises(AssertionError, match="tuned again"):
+        iosfarm.optimize(model, torch.randn(2, 3, 224, 224), backend="cpu")
+
+
+class WithGelu(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3)
+        self.head = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 1), torch.nn.GELU())
+
+    def forward(self, x):
+        return self.head(self.stem(x))
+
+
+def test_an_unsupported_operator_is_named_with_its_module_path_before_tuning(fresh_cache,
+                                                                            monkeypatch):
+    monkeypatch.setenv("IOSFARM_CLI", "/nonexistent/iosfarm")  # a tune would fail otherwise
+    with pytest.raises(iosfarm.Error, match=r"unsupported op type 'Erf'.*from head\.1") as e:
+        iosfarm.optimize(WithGelu().eval(), torch.randn(1, 3, 16, 16), backend="cpu")
+    assert "nothing was tuned" in str(e.value)
+    assert not (fresh_cache / "cache" / "iosfarm" / "optimized").exists()
+
+
+def test_bad_inputs_are_refused_by_name(fresh_cache):
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 3, 12, 12)
+    with pytest.raises(iosfarm.Error, match="example input 0 is torch.float64"):
+        iosfarm.optimize(model, x.double(), backend="cpu")
+    with pytest.raises(iosfarm.Error, match="backend must be"):
+        iosfarm.optimize(model, x, backend="tpu")
+    fast = iosfarm.optimize(model, x, backend="cpu")
+    with torch.no_grad():
+        close(fast(x).numpy(), model(x).numpy(), "conv relu")
+    with pytest.raises(iosfarm.Error, match=r"input0: expected shape \(1, 3, 12, 12\)"):
+        fast(torch.randn(1, 3, 13, 12))
+    with pytest.raises(iosfarm.Error, match="input0: expected float32"):
+        fast(x.double())
+    with pytest.raises(iosfarm.Error, match="takes 1 input"):
+        fast(x, x)
+    assert model.training is False
