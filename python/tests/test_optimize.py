@@ -7,7 +7,11 @@ explains). The second call must answer from the cache without tuning (a
 tune then fails the test). XDG_CACHE_HOME points into
 the test's directory, so the latency database and the cache start empty."""
 import json
+import os
+import socket
 import sqlite3
+import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -110,3 +114,44 @@ def test_bad_inputs_are_refused_by_name(fresh_cache):
     with pytest.raises(iosfarm.Error, match="takes 1 input"):
         fast(x, x)
     assert model.training is False
+
+
+def test_optimize_on_a_farm_tunes_there_and_runs_here(fresh_cache):
+    # A real server and one sim worker over loopback: optimize(server=...)
+    # submits the export to the farm under the worker's key, waits, and runs
+    # the farm's schedule on this machine's cpu backend.
+    cli = os.environ["IOSFARM_CLI"]
+    build = os.path.dirname(os.path.dirname(cli))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    procs = [subprocess.Popen([os.path.join(build, "server", "iosfarm-server"), "--db",
+                               str(fresh_cache / "farm.db"), "--listen", address],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        procs.append(subprocess.Popen(
+            [os.path.join(build, "worker", "iosfarm-worker"), "--server", address,
+             "--device-key", "sim-farm", "--backend", "sim", "--worker-id", "w1",
+             "--sim-time-scale", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.time() + 30
+        while subprocess.run([cli, "workers", "--server", address], capture_output=True,
+                             text=True).stdout.count("sim-farm") < 1:
+            assert time.time() < deadline, "the worker did not register"
+            time.sleep(0.2)
+        model = torchvision.models.squeezenet1_1(weights=None).eval()
+        x = torch.randn(1, 3, 224, 224)
+        fast = iosfarm.optimize(model, x, backend="cpu", server=address, device="sim-farm")
+        with open(fast.schedule_path) as f:
+            assert json.load(f)["device_key"] == "sim-farm"
+        with torch.no_grad():
+            close(fast(x).numpy(), model(x).numpy(), "squeezenet1_1 tuned on a farm")
+        jobs = subprocess.run([cli, "list", "--server", address, "--format", "json"],
+                              capture_output=True, text=True, check=True).stdout
+        assert [j["state"] for j in json.loads(jobs)["jobs"]] == ["succeeded"]
+        # Nothing was measured on this machine.
+        assert not (fresh_cache / "cache" / "iosfarm" / "latency.db").exists()
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=10)

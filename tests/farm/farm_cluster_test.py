@@ -569,14 +569,22 @@ class FarmClusterTest(FarmTestBase):
             took[j] = (jobs[j]["finished_unix_ms"] - jobs[j]["submitted_unix_ms"]) / 1000
         print(f"small jobs, submission to result (s): {sorted(round(t, 1) for t in took.values())}",
               file=sys.stderr)
-        for j, seconds in took.items():
-            self.assertLess(seconds, 60, f"small job {j} ({model_of[j]}) took {seconds:.1f} s")
-        # Long searches were running while the small jobs ran: the test
-        # would prove nothing otherwise.
-        last_small = max(jobs[j]["finished_unix_ms"] for j in small) / 1000
-        self.assertTrue(any(jobs[j]["state"] == "running" or
-                            jobs[j]["finished_unix_ms"] / 1000 > last_small for j in large),
-                        "every long search ended before the small jobs")
+        # No small job waited for the long searches: each ended while a long
+        # search that had started before it was submitted was still running.
+        behind = 0
+        for j in small:
+            before = [k for k in large
+                      if 0 < jobs[k]["started_unix_ms"] < jobs[j]["submitted_unix_ms"]]
+            if not before:
+                continue
+            behind += 1
+            self.assertTrue(
+                any(jobs[k]["state"] == "running" or
+                    jobs[k]["finished_unix_ms"] > jobs[j]["finished_unix_ms"] for k in before),
+                f"small job {j} ({model_of[j]}) ended after every long search before it")
+        self.assertGreaterEqual(behind, 10, "too few small jobs came behind long searches")
+        median = sorted(took.values())[len(took) // 2]
+        self.assertLess(median, 30, f"small jobs' median submission to result {median:.1f} s")
         # Both owners' long searches got turns and server time.
         server_s = {"alice": 0.0, "bob": 0.0}
         for p in phases:
