@@ -164,8 +164,8 @@ def optimize(module, example_inputs, *, backend="auto", server=None, device=None
         backend = "cuda" if any(t.is_cuda for t in inputs) or torch.cuda.is_available() else "cpu"
     if backend not in ("cpu", "cuda") and not backend.startswith("cuda:"):
         raise _error(f'backend must be "auto", "cpu", "cuda" or "cuda:N", got {backend!r}')
-    if device is not None and not server and not device.strip():
-        raise _error("device must not be empty")
+    if device is not None and not device.strip():
+        raise _error("device must not be empty: give a device key, or None for the default")
     cache_dir = cache_dir or _default_cache_dir()
     was_training = module.training
     module.eval()
