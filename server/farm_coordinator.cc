@@ -19,8 +19,8 @@ namespace farm = scheduler::farm;
 
 namespace {
 
-scheduler::farm::AdmissionRules AdmissionRulesOf(const CoordinatorOptions& options) {
-  scheduler::farm::AdmissionRules rules;
+farm::AdmissionRules AdmissionRulesOf(const CoordinatorOptions& options) {
+  farm::AdmissionRules rules;
   const int searches = std::max(1, options.max_searches);
   rules.first_turn_places = std::clamp(options.search_first_turns, 0, searches - 1);
   rules.places = searches - rules.first_turn_places;

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--search-first-turns", options.search_first_turns,
                  "of the --max-searches places, those kept for jobs that never had a turn "
-                 "(at most --max-searches - 1): a short search never waits behind long ones")
+                 "(at most --max-searches - 1), so that new jobs need not wait for a long search "
+                 "to yield")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   app.add_option("--search-min-turn", options.search_min_turn_s,

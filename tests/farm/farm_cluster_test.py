@@ -168,13 +168,14 @@ def check_ok_order(test, what, ok, allowed, restarted):
         test.assertIn(nxt, after, f"{what}: {prev} then {nxt} in {ok}")
 
 
-def check_timeline(test, phases, restarted=False, serial=(), caps=None):
+def check_timeline(test, phases, restarted=False, serial=(), caps=None, unfinished=()):
     """The timeline's invariants. Jobs in `serial` (submitted with
     --max-parallel-batches 1) run one phase at a time, in order; the others
     may have several batches out: their server phases (enumerate, update) run
     one at a time, each batch's build, profile and update in order, the
     measure after everything else, and (with `caps`: job -> P) never more
-    than P of their builds and profiles at once."""
+    than P of their builds and profiles at once. Jobs in `unfinished` are
+    still running: all of that but their measure."""
     by_resource, by_job = {}, {}
     for p in phases:
         test.assertLessEqual(p["queued_s"], p["start_s"] + EPS, p)
@@ -188,7 +189,8 @@ def check_timeline(test, phases, restarted=False, serial=(), caps=None):
         ps.sort(key=lambda p: p["start_s"])
         ok = [p["phase"] for p in ps if p["outcome"] == "ok"]
         test.assertEqual(ok[0], "enumerate", f"job {job} did not start with enumerate: {ok}")
-        test.assertEqual(ok[-1], "measure", f"job {job} did not end with measure: {ok}")
+        if job not in unfinished:
+            test.assertEqual(ok[-1], "measure", f"job {job} did not end with measure: {ok}")
         if job in serial:
             no_overlaps(test, ps, f"job {job}")
             allowed = {"enumerate": {"build", "measure", "enumerate"},
@@ -209,10 +211,10 @@ def check_timeline(test, phases, restarted=False, serial=(), caps=None):
                        "update": set()}
             check_ok_order(test, f"job {job} batch {batch}",
                            [p["phase"] for p in bps if p["outcome"] == "ok"], allowed, restarted)
-        measure = [p for p in ps if p["phase"] == "measure" and p["outcome"] == "ok"][-1]
+        measures = [p for p in ps if p["phase"] == "measure" and p["outcome"] == "ok"]
         for p in ps:
-            if p["phase"] != "measure":
-                test.assertLessEqual(p["end_s"], measure["start_s"] + EPS,
+            if measures and p["phase"] != "measure":
+                test.assertLessEqual(p["end_s"], measures[-1]["start_s"] + EPS,
                                      f"job {job}: {p} ended after its measure started")
         if caps and job in caps:
             events = sorted([(p["start_s"], 1) for p in ps if p["phase"] in ("build", "profile")] +
@@ -594,12 +596,8 @@ class FarmClusterTest(FarmTestBase):
         self.assertGreater(total, 0)
         for owner, seconds in server_s.items():
             self.assertGreater(seconds, 0.25 * total, f"{owner}'s share of server time {server_s}")
-        by_resource = {}
-        for p in phases:  # no GPU, worker CPU or server slot ran two phases at once
-            by_resource.setdefault(p["resource"], []).append(p)
-        for resource, ps in by_resource.items():
-            no_overlaps(self, ps, resource)
-        check_timeline(self, [p for p in phases if jobs[p["job_id"]]["state"] == "succeeded"])
+        check_timeline(self, phases,
+                       unfinished={j for j in model_of if jobs[j]["state"] != "succeeded"})
         farm.stop()
         db = sqlite3.connect(farm.db)
         self.assertEqual(db.execute("SELECT ignored_measurements FROM devices WHERE key=?",
