@@ -1,6 +1,5 @@
 #include "scheduler/ios/schedule_json.h"
 
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -8,6 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/atomic_file.h"
 #include "common/strings.h"
 #include "graph/serialize.h"
 #include "scheduler/ios/stages/merge.h"
@@ -339,21 +339,8 @@ StatusOr<ParsedSchedule> ReadScheduleFile(const std::string& path, const graph::
 
 Status WriteScheduleFile(const std::string& path, const graph::Graph& graph,
                          const Schedule& schedule, const ScheduleMetadata& metadata) {
-  const std::string temporary = StrCat(path, ".", getpid(), ".tmp");
-  {
-    std::ofstream file(temporary, std::ios::trunc);
-    file << ScheduleToJson(graph, schedule, metadata).dump(2) << "\n";
-    file.close();
-    if (!file.good()) {
-      std::remove(temporary.c_str());
-      return absl::UnavailableError(StrCat("cannot write schedule file '", path, "'"));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return absl::UnavailableError(StrCat("cannot write schedule file '", path, "'"));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, ScheduleToJson(graph, schedule, metadata).dump(2) + "\n",
+                             "schedule file");
 }
 
 }  // namespace iosfarm::scheduler::ios
