@@ -6,16 +6,22 @@
 
 #include "client/job_format.h"
 #include "client/job_watch.h"
+#include "client/tuned_model_assembly.h"
 #include "common/strings.h"
 #include "common/text.h"
 #include "graph/model_loader.h"
 #include "proto/rpc_util.h"
+#include "tuned_model/tuned_model_file.h"
 
 namespace iosfarm::client {
 
 void AddSearchFlags(CLI::App& command, SearchFlags& flags, const std::string& batch_help) {
   command.add_option("--batch", flags.batch, batch_help)
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  AddSearchBoundFlags(command, flags);
+}
+
+void AddSearchBoundFlags(CLI::App& command, SearchFlags& flags) {
   command.add_option("--r", flags.r, "Most ops per group (server default 3)")
       ->check(CLI::Range(1, 64));
   command.add_option("--s", flags.s, "Most groups per stage (server default 8)")
@@ -49,6 +55,9 @@ StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec) {
   if (ref.source == graph::kZooSource) {
     request.set_zoo_name(ref.name);
     request.set_model_name(ref.name);
+  } else if (tuned_model::IsTunedModelFile(ref.path)) {
+    std::vector<int64_t> batches;
+    ASSIGN_OR_RETURN(request, RequestFromTunedModelFile(ref.path, &batches));
   } else {
     ASSIGN_OR_RETURN(std::string bytes, rpc::ReadFileToString(ref.path));
     request.set_onnx(std::move(bytes));

@@ -3,7 +3,8 @@
 //
 // MODEL is resolved as everywhere in the CLI: a zoo model name first
 // (sent as zoo_name), else an existing file (its bytes sent as onnx, its file
-// name as model_name); the server validates and imports it. Thread-compatible.
+// name as model_name; a tuned model file sends the model it holds); the
+// server validates and imports it. Thread-compatible.
 #ifndef IOSFARM_CLIENT_JOB_SUBMISSION_H_
 #define IOSFARM_CLIENT_JOB_SUBMISSION_H_
 
@@ -35,6 +36,8 @@ struct SearchFlags {
 void AddSearchFlags(CLI::App& command, SearchFlags& flags,
                     const std::string& batch_help =
                         "Batch size (default: the model's own; zoo: 1)");
+// The same but --batch (for commands that take several batch sizes).
+void AddSearchBoundFlags(CLI::App& command, SearchFlags& flags);
 v1::SearchOptions ToSearchOptions(const SearchFlags& flags);
 
 struct SubmitSpec {

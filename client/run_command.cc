@@ -1,7 +1,8 @@
 // `iosfarm run MODEL --backend cuda|cpu|sim [--schedule FILE | --sequential |
 //  --greedy] [--batch N] [--input NAME=FILE.npy ...] [--output DIR]
 //  [--iterations N] [--warmup N] [--verify] [--cuda-graph] [--format text|json]`:
-// executes a schedule end to end and prints latency statistics (--iterations:
+// executes a schedule end to end and prints latency statistics (a tuned
+// model file's own schedule unless another is asked for; --iterations:
 // exactly N timed runs, after --warmup untimed ones; by default the
 // profiler's adaptive count, docs/profiling.md). Inputs are deterministic
 // random values unless --input gives every graph input a .npy file; --output
@@ -18,11 +19,14 @@
 #include "client/cli_usage.h"
 #include "client/command.h"
 #include "client/job_format.h"
+#include "common/local_farm.h"
 #include "common/strings.h"
 #include "graph/model_loader.h"
 #include "graph/npy.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
+#include "tuned_model/held_model.h"
+#include "tuned_model/tuned_model_file.h"
 #include "worker/backends/backend_factory.h"
 #include "worker/backends/reference/compare.h"
 
@@ -50,9 +54,39 @@ struct RunCommandOptions {
 
 constexpr double kVerifyTolerance = 1e-3;
 
-StatusOr<scheduler::ios::Schedule> ChooseSchedule(const RunCommandOptions& o,
-                                                  const graph::Graph& graph,
+// MODEL's graph at --batch and, for a tuned model file, the device key it
+// was tuned for and (unless --schedule, --sequential or --greedy picks
+// another) its schedule of that batch (default batch: its smallest).
+struct RunModel {
+  graph::Graph graph;
+  std::string tuned_for;
+  std::optional<scheduler::ios::ParsedSchedule> held;
+};
+
+StatusOr<RunModel> LoadRunModel(const RunCommandOptions& o) {
+  RunModel model;
+  if (!tuned_model::IsTunedModelFile(o.model)) {
+    ASSIGN_OR_RETURN(graph::LoadedModel loaded, graph::LoadModel(o.model, o.batch));
+    model.graph = std::move(loaded.graph);
+    return model;
+  }
+  ASSIGN_OR_RETURN(v1::TunedModel tuned, tuned_model::ReadTunedModelFile(o.model));
+  const int64_t batch = o.batch.value_or(tuned.batches(0).batch());
+  ASSIGN_OR_RETURN(model.graph, tuned_model::LoadHeldModel(tuned, batch));
+  model.tuned_for = tuned.device_key();
+  if (o.schedule_path.empty() && !o.sequential && !o.greedy) {
+    ASSIGN_OR_RETURN(model.held, tuned_model::HeldSchedule(tuned, o.model, model.graph, batch));
+  }
+  return model;
+}
+
+StatusOr<scheduler::ios::Schedule> ChooseSchedule(const RunCommandOptions& o, RunModel& model,
                                                   std::string& kind) {
+  if (model.held) {
+    kind = model.held->metadata.kind;
+    return std::move(model.held->schedule);
+  }
+  const graph::Graph& graph = model.graph;
   if (!o.schedule_path.empty()) {
     ASSIGN_OR_RETURN(scheduler::ios::ParsedSchedule parsed,
                      scheduler::ios::ReadScheduleFile(o.schedule_path, graph));
@@ -149,14 +183,22 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
   if (o.profiler_range && o.backend != "cuda") {
     return UsageError("--profiler-range needs --backend cuda");
   }
-  ASSIGN_OR_RETURN(graph::LoadedModel model, graph::LoadModel(o.model, o.batch));
+  ASSIGN_OR_RETURN(RunModel model, LoadRunModel(o));
   worker::BackendConfig config;
   config.cpu_threads = o.threads;
   ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
                    worker::CreateBackend(o.backend, config));
   RETURN_IF_ERROR(backend->CheckSupported(model.graph));
+  const std::string device_key = DefaultDeviceKey(o.backend, backend->device_description(),
+                                                  o.backend == "cuda" && o.cuda_graph);
+  if (!model.tuned_for.empty() &&
+      !tuned_model::CompatibleDeviceKeys(model.tuned_for, device_key)) {
+    context.err << "iosfarm: note: " << o.model << " was tuned for device key "
+                << model.tuned_for << "; this backend's is " << device_key
+                << ": its schedule may not be the fastest here\n";
+  }
   std::string kind;
-  ASSIGN_OR_RETURN(scheduler::ios::Schedule schedule, ChooseSchedule(o, model.graph, kind));
+  ASSIGN_OR_RETURN(scheduler::ios::Schedule schedule, ChooseSchedule(o, model, kind));
   worker::RunOptions run;
   if (o.iterations) {
     run.profile.min_repeats = *o.iterations;
@@ -237,7 +279,10 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
 void AddRunCommand(CLI::App& app, CommandContext& context) {
   auto* cmd = app.add_subcommand("run", "Execute a schedule end to end and time it");
   auto o = std::make_shared<RunCommandOptions>();
-  cmd->add_option("MODEL", o->model, "Zoo model name or path to an .onnx file")->required();
+  cmd->add_option("MODEL", o->model,
+                  "Zoo model name, path to an .onnx file, or a tuned model file (.iosfarm: its "
+                  "schedule for --batch, default its smallest)")
+      ->required();
   cmd->add_option("--backend", o->backend,
                   "cuda, cpu, sim, sim:<preset> or sim:<preset>:back-to-back")
       ->capture_default_str();

@@ -17,10 +17,12 @@
 #include "client/farm_client.h"
 #include "client/interrupt_notice.h"
 #include "server/farm_server.h"
+#include "tuned_model/tuned_model_file.h"
 
 namespace iosfarm::client {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -169,6 +171,115 @@ TEST(InterruptNoticeTest, PreviousHandlerComesBack) {
   struct sigaction after {};
   sigaction(SIGINT, nullptr, &after);
   EXPECT_EQ(before.sa_handler, after.sa_handler);
+}
+
+std::vector<int64_t> Batches(const v1::TunedModel& model) {
+  std::vector<int64_t> batches;
+  for (const v1::TunedBatch& entry : model.batches()) batches.push_back(entry.batch());
+  return batches;
+}
+
+// --batch 1,2 tunes one job a batch side by side; --save writes them into
+// one tuned model file, which `tune` takes again as MODEL (its batches by
+// default, every stage from the database) and `run` runs at each batch.
+TEST(TuneCommandTest, SeveralBatchesTuneSideBySideIntoOneTunedModelFile) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("iosfarm_batches_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string db = (dir / "latency.db").string();
+  const std::string file = (dir / "squeezenet.iosfarm").string();
+
+  Result r = RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--db", db, "--batch", "1,2",
+                         "--save", file, "--log-level", "off"});
+  ASSERT_EQ(r.code, kExitOk) << r.err << r.out;
+  EXPECT_THAT(r.out, HasSubstr("job 1 submitted"));
+  EXPECT_THAT(r.out, HasSubstr("job 2 submitted"));
+  EXPECT_THAT(r.out, HasSubstr("job 1: device local-sim"));
+  EXPECT_THAT(r.out, HasSubstr("job 2: device local-sim"));
+  EXPECT_THAT(r.out, HasSubstr("saved " + file +
+                               ": squeezenet, batches 1, 2, device key local-sim\n"));
+  auto model = tuned_model::ReadTunedModelFile(file);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_THAT(Batches(*model), ElementsAre(1, 2));
+  EXPECT_EQ(model->zoo_name(), "squeezenet");
+  EXPECT_EQ(model->backend(), "sim");
+  EXPECT_THAT(model->tuned_on(), HasSubstr("sim"));
+  EXPECT_FALSE(model->iosfarm_version().empty());
+  for (const v1::TunedBatch& entry : model->batches()) {
+    EXPECT_GT(entry.predicted_ms(), 0) << entry.batch();
+    EXPECT_FALSE(entry.measured().empty()) << entry.batch();
+    EXPECT_EQ(nlohmann::json::parse(entry.schedule_json())["model"]["batch"], entry.batch());
+  }
+
+  Result inspect = RunIosfarm({"inspect", file});
+  ASSERT_EQ(inspect.code, kExitOk) << inspect.err;
+  EXPECT_THAT(inspect.out, HasSubstr("model        squeezenet (built-in zoo model)\n"));
+  EXPECT_THAT(inspect.out, HasSubstr("device key   local-sim (backend sim)\n"));
+  EXPECT_THAT(inspect.out, HasSubstr("predicted: the sum of the schedule's stage latencies"));
+  Result inspect_json = RunIosfarm({"inspect", file, "--format", "json"});
+  ASSERT_EQ(inspect_json.code, kExitOk) << inspect_json.err;
+  const nlohmann::json report = nlohmann::json::parse(inspect_json.out);
+  ASSERT_EQ(report["batches"].size(), 2u);
+  EXPECT_EQ(report["batches"][1]["batch"], 2);
+  EXPECT_GT(report["batches"][1]["measured"]["sequential"]["median_ms"].get<double>(), 0);
+  EXPECT_GT(report["batches"][0]["stages"].get<int64_t>(), 0);
+  Result graph = RunIosfarm({"inspect", file, "--batch", "2", "--format", "json"});
+  ASSERT_EQ(graph.code, kExitOk) << graph.err;
+  EXPECT_EQ(nlohmann::json::parse(graph.out)["model"], "squeezenet");
+
+  // The file as MODEL: its batches, nothing measured again.
+  const std::string again_file = (dir / "again.iosfarm").string();
+  Result again = RunIosfarm({"tune", file, "--backend", "sim", "--db", db, "--save", again_file,
+                             "--log-level", "off"});
+  ASSERT_EQ(again.code, kExitOk) << again.err << again.out;
+  EXPECT_THAT(again.out, HasSubstr("saved " + again_file + ": squeezenet, batches 1, 2"));
+  // Both jobs' reports: every stage from the database.
+  size_t reports = 0;
+  for (size_t at = again.out.find("search:  "); at != std::string::npos;
+       at = again.out.find("search:  ", at + 1)) {
+    ++reports;
+    EXPECT_THAT(again.out.substr(at, again.out.find('\n', at) - at),
+                HasSubstr(", 0 stages profiled, "));
+  }
+  EXPECT_EQ(reports, 2u) << again.out;
+
+  Result run = RunIosfarm({"run", file, "--backend", "sim", "--batch", "2", "--iterations", "2"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("schedule  ios, "));
+  EXPECT_THAT(run.err, Not(HasSubstr("tuned for device key")));
+  Result sequential =
+      RunIosfarm({"run", file, "--backend", "sim", "--sequential", "--iterations", "2"});
+  ASSERT_EQ(sequential.code, kExitOk) << sequential.err;
+  EXPECT_THAT(sequential.out, HasSubstr("schedule  sequential, "));
+  Result missing = RunIosfarm({"run", file, "--backend", "sim", "--batch", "4"});
+  EXPECT_EQ(missing.code, kExitFailure);
+  EXPECT_THAT(missing.err, HasSubstr("tuned model file '" + file +
+                                     "' holds batches 1, 2; none for batch 4"));
+  Result elsewhere = RunIosfarm({"run", file, "--backend", "sim:h100", "--iterations", "1"});
+  ASSERT_EQ(elsewhere.code, kExitOk) << elsewhere.err;
+  EXPECT_THAT(elsewhere.err, HasSubstr("was tuned for device key local-sim; this backend's is "
+                                       "local-sim-h100"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TuneCommandTest, BatchListsAreChecked) {
+  Result twice = RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--batch", "1,8,1"});
+  EXPECT_EQ(twice.code, kExitUsage);
+  EXPECT_THAT(twice.err, HasSubstr("--batch 1 is given twice"));
+  Result output =
+      RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--batch", "1,8", "-o", "x.json"});
+  EXPECT_EQ(output.code, kExitUsage);
+  EXPECT_THAT(output.err, HasSubstr("--save FILE writes them all"));
+  Result json =
+      RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--batch", "1,8", "--format", "json"});
+  EXPECT_EQ(json.code, kExitUsage);
+  EXPECT_THAT(json.err, HasSubstr("--format json reports one job"));
+  EXPECT_EQ(RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--batch", "1,0"}).code,
+            kExitUsage);
+  Result junk = RunIosfarm({"tune", "squeezenet", "--backend", "sim", "--batch", "1,x"});
+  EXPECT_EQ(junk.code, kExitUsage);
+  EXPECT_THAT(junk.err, HasSubstr("--batch"));
 }
 
 TEST(TuneCommandTest, RemoteFlagsExcludeEmbeddedOnes) {

@@ -128,7 +128,7 @@ py::object Run(iosfarm::Session& session, const py::dict& feed, const py::object
   std::map<std::string, iosfarm::OutputBuffer> outputs;
   py::dict result;
   if (into.is_none()) {
-    for (const iosfarm::TensorInfo& info : session.outputs()) {
+    for (const iosfarm::TensorInfo& info : session.OutputsFor(inputs)) {
       FloatArray array(std::vector<py::ssize_t>(info.shape.begin(), info.shape.end()));
       outputs.emplace(info.name, iosfarm::OutputBuffer(std::span<float>(
                                      array.mutable_data(), static_cast<size_t>(array.size()))));
@@ -190,9 +190,15 @@ PYBIND11_MODULE(_native, m) {
 A model opened with a schedule on a backend, ready to run.
 
 Session(model, *, schedule=None, backend="cpu", batch=0, threads=0,
-        cuda_graph=True, tune_if_missing=False, latency_db=None, device_key=None)
+        cuda_graph=True, tune_if_missing=False, latency_db=None, device_key=None,
+        sequential_fallback=False)
 
-model: path to an .onnx file (str or os.PathLike) or a zoo model name.
+model: path to an .onnx file or a tuned model file (.iosfarm, from
+  `iosfarm tune --batch 1,8 --save FILE`; str or os.PathLike), or a zoo model
+  name. A tuned model file's session runs each input batch with the schedule
+  tuned for it (`batches`); a batch it lacks, or a file tuned for another
+  device, raises iosfarm.Error saying how to tune it, unless
+  sequential_fallback=True runs those sequentially (`fallback` says why).
 schedule: None or "sequential", "greedy", or a schedule file from
   `iosfarm search -o`; with tune_if_missing=True a missing file is tuned on
   this backend and written.
@@ -206,7 +212,7 @@ latency_db, device_key: where tuning finds and stores stage latencies (by
       .def(py::init([](const py::object& model, const py::object& schedule,
                        const std::string& backend, int64_t batch, int threads, bool cuda_graph,
                        bool tune_if_missing, const py::object& latency_db,
-                       const std::string& device_key) {
+                       const std::string& device_key, bool sequential_fallback) {
              const py::object fspath = py::module_::import("os").attr("fspath");
              const std::string path = py::str(fspath(model)).cast<std::string>();
              iosfarm::SessionOptions options;
@@ -218,13 +224,15 @@ latency_db, device_key: where tuning finds and stores stage latencies (by
              options.tune_if_missing = tune_if_missing;
              if (!latency_db.is_none()) options.latency_db = py::str(fspath(latency_db));
              options.device_key = device_key;
+             options.sequential_fallback = sequential_fallback;
              py::gil_scoped_release release;
              return iosfarm::Session(path, options);
            }),
            py::arg("model"), py::kw_only(), py::arg("schedule") = py::none(),
            py::arg("backend") = "cpu", py::arg("batch") = 0, py::arg("threads") = 0,
            py::arg("cuda_graph") = true, py::arg("tune_if_missing") = false,
-           py::arg("latency_db") = py::none(), py::arg("device_key") = "")
+           py::arg("latency_db") = py::none(), py::arg("device_key") = "",
+           py::arg("sequential_fallback") = false)
       .def("run", &Run, py::arg("inputs"), py::arg("outputs") = py::none(),
            R"doc(Runs the model once: {input name: array} -> {output name: float32 array}.
 
@@ -240,6 +248,30 @@ in place; the dict is returned.)doc")
       .def_property_readonly(
           "outputs", [](const iosfarm::Session& s) { return Shapes(s.outputs()); },
           "{output name: shape}")
+      .def(
+          "outputs_at",
+          [](iosfarm::Session& s, int64_t batch) {
+            std::map<std::string, iosfarm::TensorView> probe;  // shapes only
+            if (!s.inputs().empty()) {
+              std::vector<int64_t> shape = s.inputs().front().shape;
+              if (!shape.empty()) shape.front() = batch;
+              probe.emplace(s.inputs().front().name, iosfarm::TensorView({}, std::move(shape)));
+            }
+            std::vector<iosfarm::TensorInfo> outputs;
+            {
+              py::gil_scoped_release release;
+              outputs = s.OutputsFor(probe);
+            }
+            return Shapes(outputs);
+          },
+          py::arg("batch"),
+          "{output name: shape} of a run at `batch` (raises iosfarm.Error for a batch the "
+          "session does not take)")
+      .def_property_readonly("batches", &iosfarm::Session::batches,
+                             "the batch sizes run takes: a tuned model file's, else the model's")
+      .def_property_readonly("fallback", &iosfarm::Session::fallback,
+                             "why a tuned model file's session runs the sequential schedule "
+                             "(another device or version); '' when it runs the tuned ones")
       .def_property_readonly("model_name", &iosfarm::Session::model_name)
       .def_property_readonly("schedule_kind", &iosfarm::Session::schedule_kind)
       .def_property_readonly("num_stages", &iosfarm::Session::num_stages)

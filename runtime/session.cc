@@ -1,8 +1,11 @@
 // The public Session (include/iosfarm/runtime.h) over the internals: the
 // model loader, the schedule file and the IOS search, and a backend's
 // prepared schedule (worker/backends/backend.h).
+#include <algorithm>
 #include <filesystem>
 #include <optional>
+
+#include "absl/synchronization/mutex.h"
 
 #include "common/local_farm.h"
 #include "common/strings.h"
@@ -13,6 +16,8 @@
 #include "runtime/status_error.h"
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
+#include "tuned_model/held_model.h"
+#include "tuned_model/tuned_model_file.h"
 #include "worker/backends/backend_factory.h"
 
 #ifndef IOSFARM_VERSION
@@ -39,18 +44,42 @@ Error::Error(ErrorCode code, const std::string& message)
     : std::runtime_error(message), code_(code) {}
 Error::~Error() = default;  // the key function: vtable and typeinfo live in the library
 
-struct Session::Impl {
+namespace {
+
+// One batch size a session runs: the model's graph at that batch, its
+// schedule, and the schedule prepared on the session's backend.
+struct Plan {
   graph::Graph graph;
-  std::unique_ptr<worker::Backend> backend;
   scheduler::ios::Schedule schedule;
-  bool cuda_graph = false;
-  std::unique_ptr<worker::PreparedSchedule> prepared;  // over graph, on backend
+  std::string kind;
+  std::unique_ptr<worker::PreparedSchedule> prepared;  // over graph
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
-  std::string kind;
-  int stages = 0;
+};
+
+// A tuned model file's session: the file, and what it needs to prepare a
+// batch the file lacks on first use (with sequential_fallback).
+struct TunedSource {
+  std::string file;
+  v1::TunedModel model;  // without sequential_fallback, its ONNX bytes are dropped
+  bool sequential_fallback = false;
+  std::string fallback;  // why its tuned schedules do not run ("" when they do)
+};
+
+}  // namespace
+
+struct Session::Impl {
+  std::unique_ptr<worker::Backend> backend;
+  bool cuda_graph = false;
   std::string device;
   TuningReport tuning;
+  std::optional<TunedSource> tuned;  // a tuned model file's session
+  std::vector<int64_t> batches;      // what batches() says
+  // Plans by batch. Every session but a tuned model file's has one and runs
+  // it whatever the input's batch (its checks name a wrong shape).
+  absl::Mutex plans_mutex;  // sequential fallback adds plans while others run
+  std::map<int64_t, std::unique_ptr<Plan>> plans ABSL_GUARDED_BY(plans_mutex);
+  Plan* plan = nullptr;  // the session's batch, what inputs() and the rest describe
 };
 
 namespace {
@@ -222,30 +251,6 @@ Status CheckOutput(const TensorInfo& info, const OutputBuffer& buffer) {
 
 }  // namespace
 
-// Opens sessions (a friend of Session, for Impl).
-struct SessionOpener {
-  static std::unique_ptr<Session::Impl> Open(StatusOr<graph::Graph> loaded,
-                                             const SessionOptions& options);
-};
-
-std::unique_ptr<Session::Impl> SessionOpener::Open(StatusOr<graph::Graph> loaded,
-                                                   const SessionOptions& options) {
-  auto impl = std::make_unique<Session::Impl>();
-  impl->graph = ValueOrThrow(std::move(loaded));
-  impl->backend = ValueOrThrow(OpenBackend(options));
-  ThrowIfError(impl->backend->CheckSupported(impl->graph));
-  impl->schedule = ValueOrThrow(ChooseSchedule(options, impl->graph, *impl->backend, impl->kind, impl->tuning));
-  impl->cuda_graph = options.cuda_graph;
-  worker::PrepareOptions prepare;
-  prepare.cuda_graph = options.cuda_graph;
-  impl->prepared = ValueOrThrow(impl->backend->Prepare(impl->graph, impl->schedule, prepare));
-  impl->stages = static_cast<int>(impl->schedule.stages.size());
-  impl->inputs = Describe(impl->graph, impl->graph.inputs());
-  impl->outputs = Describe(impl->graph, impl->graph.outputs());
-  impl->device = StrCat(impl->backend->name(), ": ", impl->backend->device_description());
-  return impl;
-}
-
 namespace {
 
 std::optional<int64_t> BatchOverride(const SessionOptions& options) {
@@ -257,16 +262,198 @@ std::optional<int64_t> BatchOverride(const SessionOptions& options) {
   return options.batch;
 }
 
+// The batch of a graph: its first input's first dimension (0 without one).
+int64_t GraphBatch(const graph::Graph& graph) {
+  if (graph.inputs().empty()) return 0;
+  const std::vector<int64_t>& shape = graph.value(graph.inputs().front()).shape;
+  return shape.empty() ? 0 : shape.front();
+}
+
+// `schedule` over `graph`, prepared on `backend`.
+StatusOr<std::unique_ptr<Plan>> PreparePlan(graph::Graph graph,
+                                            scheduler::ios::Schedule schedule, std::string kind,
+                                            worker::Backend& backend, bool cuda_graph) {
+  auto plan = std::make_unique<Plan>();
+  plan->graph = std::move(graph);
+  plan->schedule = std::move(schedule);
+  plan->kind = std::move(kind);
+  RETURN_IF_ERROR(backend.CheckSupported(plan->graph));
+  worker::PrepareOptions prepare;
+  prepare.cuda_graph = cuda_graph;
+  ASSIGN_OR_RETURN(plan->prepared, backend.Prepare(plan->graph, plan->schedule, prepare));
+  plan->inputs = Describe(plan->graph, plan->graph.inputs());
+  plan->outputs = Describe(plan->graph, plan->graph.outputs());
+  return plan;
+}
+
+// The held model at `batch` with the sequential schedule.
+StatusOr<std::unique_ptr<Plan>> SequentialPlan(const v1::TunedModel& model, int64_t batch,
+                                               worker::Backend& backend, bool cuda_graph) {
+  ASSIGN_OR_RETURN(graph::Graph graph, tuned_model::LoadHeldModel(model, batch));
+  ASSIGN_OR_RETURN(scheduler::ios::Schedule schedule, scheduler::ios::SequentialSchedule(graph));
+  return PreparePlan(std::move(graph), std::move(schedule), "sequential", backend, cuda_graph);
+}
+
+// What a user does about a tuned model file that does not serve this session.
+std::string TuneAdvice(const TunedSource& source, std::string_view batches) {
+  return StrCat("tune it here with `iosfarm tune ", source.file, " --batch ", batches,
+                " --save FILE`, or set sequential_fallback to run the sequential schedule");
+}
+
+// Why the file's schedules do not suit this session ("" when they do): a
+// device key or version they were not tuned for.
+std::string Unsuited(const v1::TunedModel& model, std::string_view file,
+                     std::string_view device_key) {
+  if (!tuned_model::CompatibleDeviceKeys(model.device_key(), device_key)) {
+    return StrCat("tuned model file '", file, "' was tuned for device key ", model.device_key(),
+                  model.tuned_on().empty() ? "" : StrCat(" (", model.tuned_on(), ")"),
+                  "; this session's is ", device_key);
+  }
+  if (!tuned_model::CompatibleVersions(model.iosfarm_version(), IOSFARM_VERSION)) {
+    return StrCat("tuned model file '", file, "' was written by iosfarm ",
+                  model.iosfarm_version(), ", whose schedules iosfarm ", IOSFARM_VERSION,
+                  " does not run");
+  }
+  return "";
+}
+
 }  // namespace
 
+// Opens sessions and picks the plan of each Run (a friend of Session, for
+// Impl).
+struct SessionOpener {
+  static std::unique_ptr<Session::Impl> Open(StatusOr<graph::Graph> loaded,
+                                             const SessionOptions& options);
+  static std::unique_ptr<Session::Impl> OpenTuned(const std::string& file,
+                                                  const SessionOptions& options);
+  // The plan of `batch` (a tuned model file's session), preparing it
+  // sequentially on first use with sequential_fallback.
+  static Plan& PlanForBatch(Session::Impl& impl, int64_t batch);
+  // The plan a Run with `inputs` takes.
+  static Plan& PlanFor(Session::Impl& impl, const std::map<std::string, TensorView>& inputs);
+};
+
+std::unique_ptr<Session::Impl> SessionOpener::Open(StatusOr<graph::Graph> loaded,
+                                                   const SessionOptions& options) {
+  auto impl = std::make_unique<Session::Impl>();
+  graph::Graph graph = ValueOrThrow(std::move(loaded));
+  impl->backend = ValueOrThrow(OpenBackend(options));
+  ThrowIfError(impl->backend->CheckSupported(graph));
+  std::string kind;
+  scheduler::ios::Schedule schedule =
+      ValueOrThrow(ChooseSchedule(options, graph, *impl->backend, kind, impl->tuning));
+  impl->cuda_graph = options.cuda_graph;
+  const int64_t batch = GraphBatch(graph);
+  std::unique_ptr<Plan> plan = ValueOrThrow(PreparePlan(
+      std::move(graph), std::move(schedule), std::move(kind), *impl->backend, options.cuda_graph));
+  impl->plan = plan.get();
+  impl->batches = {batch};
+  absl::MutexLock lock(&impl->plans_mutex);
+  impl->plans.emplace(batch, std::move(plan));
+  impl->device = StrCat(impl->backend->name(), ": ", impl->backend->device_description());
+  return impl;
+}
+
+std::unique_ptr<Session::Impl> SessionOpener::OpenTuned(const std::string& file,
+                                                        const SessionOptions& options) {
+  if (!options.schedule.empty() || options.tune_if_missing) {
+    throw Error(ErrorCode::kInvalidArgument,
+                StrCat("'", file, "' is a tuned model file, which holds its schedules: open it "
+                                  "without schedule and tune_if_missing"));
+  }
+  const std::optional<int64_t> batch_option = BatchOverride(options);
+  TunedSource source{file, ValueOrThrow(tuned_model::ReadTunedModelFile(file)),
+                     options.sequential_fallback, ""};
+  const v1::TunedModel& model = source.model;
+  auto impl = std::make_unique<Session::Impl>();
+  impl->backend = ValueOrThrow(OpenBackend(options));
+  impl->cuda_graph = options.cuda_graph;
+  impl->device = StrCat(impl->backend->name(), ": ", impl->backend->device_description());
+  const std::string device_key =
+      options.device_key.empty()
+          ? DefaultDeviceKey(impl->backend->name(), impl->backend->device_description(),
+                             impl->backend->name() == "cuda" && options.cuda_graph)
+          : options.device_key;
+  const std::string unsuited = Unsuited(model, file, device_key);
+  if (!unsuited.empty() && !source.sequential_fallback) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                StrCat(unsuited, ": ",
+                       TuneAdvice(source, tuned_model::BatchesWith(  // its own batches
+                                              model, model.batches(0).batch()))));
+  }
+  source.fallback = unsuited;
+  for (const v1::TunedBatch& entry : model.batches()) impl->batches.push_back(entry.batch());
+  const int64_t batch = batch_option.value_or(impl->batches.front());
+  {
+    absl::MutexLock lock(&impl->plans_mutex);
+    for (const v1::TunedBatch& entry : model.batches()) {
+      std::unique_ptr<Plan> plan;
+      if (!unsuited.empty()) {
+        plan = ValueOrThrow(
+            SequentialPlan(model, entry.batch(), *impl->backend, options.cuda_graph));
+      } else {
+        graph::Graph graph = ValueOrThrow(tuned_model::LoadHeldModel(model, entry.batch()));
+        scheduler::ios::ParsedSchedule parsed =
+            ValueOrThrow(tuned_model::HeldSchedule(model, file, graph, entry.batch()));
+        plan = ValueOrThrow(PreparePlan(std::move(graph), std::move(parsed.schedule),
+                                        parsed.metadata.kind, *impl->backend,
+                                        options.cuda_graph));
+      }
+      impl->plans.emplace(entry.batch(), std::move(plan));
+    }
+  }
+  if (!source.sequential_fallback) source.model.clear_onnx();  // no batch is prepared later
+  impl->tuned = std::move(source);
+  impl->plan = &PlanForBatch(*impl, batch);
+  return impl;
+}
+
+Plan& SessionOpener::PlanForBatch(Session::Impl& impl, int64_t batch) {
+  absl::MutexLock lock(&impl.plans_mutex);
+  if (auto it = impl.plans.find(batch); it != impl.plans.end()) return *it->second;
+  const TunedSource& source = *impl.tuned;
+  if (!source.sequential_fallback) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                StrCat("tuned model file '", source.file, "' holds schedules for batch",
+                       impl.batches.size() == 1 ? " " : "es ",
+                       tuned_model::ListBatches(source.model), ", not ", batch, ": ",
+                       TuneAdvice(source, tuned_model::BatchesWith(source.model, batch))));
+  }
+  std::unique_ptr<Plan> plan =
+      ValueOrThrow(SequentialPlan(source.model, batch, *impl.backend, impl.cuda_graph));
+  return *impl.plans.emplace(batch, std::move(plan)).first->second;
+}
+
+// The plan a Run with `inputs` takes: a tuned model file's session picks it
+// by the batch of the first graph input when that input has the session's
+// shape but for its first dimension; any other input is checked against the
+// session's batch (whose checks name what is wrong).
+Plan& SessionOpener::PlanFor(Session::Impl& impl,
+                             const std::map<std::string, TensorView>& inputs) {
+  Plan& plan = *impl.plan;
+  if (!impl.tuned || plan.inputs.empty()) return plan;
+  auto it = inputs.find(plan.inputs.front().name);
+  if (it == inputs.end()) return plan;
+  const std::vector<int64_t>& shape = it->second.shape;
+  const std::vector<int64_t>& wanted = plan.inputs.front().shape;
+  if (shape.empty() || shape.size() != wanted.size() || shape.front() < 1 ||
+      shape.front() == wanted.front() ||
+      !std::equal(shape.begin() + 1, shape.end(), wanted.begin() + 1)) {
+    return plan;
+  }
+  return PlanForBatch(impl, shape.front());
+}
+
 Session::Session(const std::string& model, const SessionOptions& options)
-    : impl_(SessionOpener::Open(
-          [&]() -> StatusOr<graph::Graph> {
-            ASSIGN_OR_RETURN(graph::LoadedModel loaded,
-                             graph::LoadModel(model, BatchOverride(options)));
-            return std::move(loaded.graph);
-          }(),
-          options)) {}
+    : impl_(tuned_model::IsTunedModelFile(model)
+                ? SessionOpener::OpenTuned(model, options)
+                : SessionOpener::Open(
+                      [&]() -> StatusOr<graph::Graph> {
+                        ASSIGN_OR_RETURN(graph::LoadedModel loaded,
+                                         graph::LoadModel(model, BatchOverride(options)));
+                        return std::move(loaded.graph);
+                      }(),
+                      options)) {}
 
 Session Session::FromOnnxBytes(std::string_view bytes, std::string_view name,
                                const SessionOptions& options) {
@@ -281,18 +468,23 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
-const std::vector<TensorInfo>& Session::inputs() const { return impl_->inputs; }
-const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs; }
-const std::string& Session::model_name() const { return impl_->graph.name(); }
-const std::string& Session::schedule_kind() const { return impl_->kind; }
-int Session::num_stages() const { return impl_->stages; }
+const std::vector<TensorInfo>& Session::inputs() const { return impl_->plan->inputs; }
+const std::vector<TensorInfo>& Session::outputs() const { return impl_->plan->outputs; }
+std::vector<int64_t> Session::batches() const { return impl_->batches; }
+const std::string& Session::fallback() const {
+  static const std::string kNone;
+  return impl_->tuned ? impl_->tuned->fallback : kNone;
+}
+const std::string& Session::model_name() const { return impl_->plan->graph.name(); }
+const std::string& Session::schedule_kind() const { return impl_->plan->kind; }
+int Session::num_stages() const { return static_cast<int>(impl_->plan->schedule.stages.size()); }
 const std::string& Session::device() const { return impl_->device; }
 const TuningReport& Session::tuning() const { return impl_->tuning; }
 
 std::map<std::string, Tensor> Session::Run(const std::map<std::string, TensorView>& inputs) {
   std::map<std::string, Tensor> outputs;
   std::map<std::string, std::span<float>> buffers;
-  for (const TensorInfo& info : impl_->outputs) {
+  for (const TensorInfo& info : SessionOpener::PlanFor(*impl_, inputs).outputs) {
     Tensor& out = outputs[info.name];
     out.shape = info.shape;
     out.data.resize(static_cast<size_t>(graph::NumElements(info.shape)));
@@ -300,6 +492,10 @@ std::map<std::string, Tensor> Session::Run(const std::map<std::string, TensorVie
   }
   Run(inputs, buffers);
   return outputs;
+}
+
+std::vector<TensorInfo> Session::OutputsFor(const std::map<std::string, TensorView>& inputs) {
+  return SessionOpener::PlanFor(*impl_, inputs).outputs;
 }
 
 void Session::Run(const std::map<std::string, TensorView>& inputs,
@@ -311,10 +507,11 @@ void Session::Run(const std::map<std::string, TensorView>& inputs,
 
 void Session::Run(const std::map<std::string, TensorView>& inputs,
                   const std::map<std::string, OutputBuffer>& outputs) {
+  const Plan& plan = SessionOpener::PlanFor(*impl_, inputs);
   const std::vector<const TensorView*> in =
-      ValueOrThrow(InGraphOrder(inputs, impl_->inputs, "input", CheckInput));
+      ValueOrThrow(InGraphOrder(inputs, plan.inputs, "input", CheckInput));
   const std::vector<const OutputBuffer*> out =
-      ValueOrThrow(InGraphOrder(outputs, impl_->outputs, "output", CheckOutput));
+      ValueOrThrow(InGraphOrder(outputs, plan.outputs, "output", CheckOutput));
   worker::InputBuffers input_buffers;
   worker::BufferPlacement placement;
   for (const TensorView* view : in) {
@@ -328,7 +525,7 @@ void Session::Run(const std::map<std::string, TensorView>& inputs,
     placement.device_outputs.push_back(buffer->memory == Memory::kCuda);
   }
   ThrowIfError(
-      impl_->backend->RunPrepared(*impl_->prepared, input_buffers, output_buffers, placement));
+      impl_->backend->RunPrepared(*plan.prepared, input_buffers, output_buffers, placement));
 }
 
 ScheduleTiming Session::TimeSchedule(int runs, int warmup) {
@@ -344,7 +541,7 @@ ScheduleTiming Session::TimeSchedule(int runs, int warmup) {
   run.profile.max_seconds = 1e9;  // exactly `runs`
   run.cuda_graph = impl_->cuda_graph;
   const worker::RunResult result =
-      ValueOrThrow(impl_->backend->RunSchedule(impl_->graph, impl_->schedule, run));
+      ValueOrThrow(impl_->backend->RunSchedule(impl_->plan->graph, impl_->plan->schedule, run));
   return ScheduleTiming{result.latency.median_ms, result.latency.p10_ms, result.latency.p90_ms,
                         result.latency.repeats};
 }

@@ -1,5 +1,6 @@
 #include "tuned_model/tuned_model_file.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <vector>
@@ -187,6 +188,17 @@ std::string ListBatches(const v1::TunedModel& model) {
     if (!text.empty()) text += ", ";
     text += std::to_string(entry.batch());
   }
+  return text;
+}
+
+std::string BatchesWith(const v1::TunedModel& model, int64_t batch) {
+  std::vector<int64_t> batches = {batch};
+  for (const v1::TunedBatch& entry : model.batches()) {
+    if (entry.batch() != batch) batches.push_back(entry.batch());
+  }
+  std::sort(batches.begin(), batches.end());
+  std::string text;
+  for (int64_t b : batches) text += StrCat(text.empty() ? "" : ",", b);
   return text;
 }
 

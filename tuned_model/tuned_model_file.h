@@ -60,6 +60,10 @@ Status WriteTunedModelFile(const std::string& path, const v1::TunedModel& model)
 // "1, 8, 32": the batches of `model`.
 std::string ListBatches(const v1::TunedModel& model);
 
+// "1,4,8": the batches of `model` and `batch`, ascending, as `iosfarm tune
+// --batch` takes them.
+std::string BatchesWith(const v1::TunedModel& model, int64_t batch);
+
 // The entry for `batch`, or nullptr.
 const v1::TunedBatch* FindBatch(const v1::TunedModel& model, int64_t batch);
 

@@ -30,6 +30,17 @@
 // which ("schedule is for squeezenet, batch 1; this model is resnet50, batch
 // 1").
 //
+// Tuned model files (".iosfarm", from `iosfarm tune MODEL --batch 1,8
+// --save model.iosfarm`; docs/tuned-model-format.md) hold the model and a
+// schedule per batch size: Session("model.iosfarm") prepares every one and
+// each Run takes the schedule of its input's batch (the first dimension).
+// A batch the file lacks, a file tuned for another device key, or written by
+// an iosfarm whose schedules this one does not read (another major version;
+// before 1.0, another minor one) is refused with kFailedPrecondition saying
+// how to tune it, unless SessionOptions::sequential_fallback runs it with
+// the sequential schedule instead (Session::fallback() says why). A changed
+// or truncated file is refused with kInvalidArgument naming it.
+//
 // Backends: "cpu" (oneDNN, every core unless SessionOptions::cpu_threads),
 // "cuda" or "cuda:N" (device N; with SessionOptions::cuda_graph the whole
 // schedule is captured once and replayed as one CUDA graph). A cuda session
@@ -159,6 +170,10 @@ struct SessionOptions {
   int64_t batch = 0;             // 0: the model's own (zoo models: 1); else override it
   int cpu_threads = 0;           // cpu: 0 means every core
   bool cuda_graph = true;        // cuda: replay the schedule as one CUDA graph
+  // A tuned model file: run what it holds no usable schedule for (a batch it
+  // lacks, another device key or version) with the sequential schedule
+  // rather than refuse it (see the top of the file).
+  bool sequential_fallback = false;
 };
 
 // What tuning on first use did (SessionOptions::tune_if_missing).
@@ -172,7 +187,8 @@ struct TuningReport {
 
 class Session {
  public:
-  // Opens `model` (a path to an .onnx file or a zoo model name).
+  // Opens `model`: a path to an .onnx file or a tuned model file
+  // (.iosfarm), or a zoo model name.
   explicit Session(const std::string& model, const SessionOptions& options = {});
   // Opens ONNX `bytes` (a serialized ModelProto) named `name` in messages.
   static Session FromOnnxBytes(std::string_view bytes, std::string_view name,
@@ -182,13 +198,22 @@ class Session {
   Session& operator=(Session&&) noexcept;
   ~Session();
 
+  // The graph's inputs and outputs at the session's batch (a tuned model
+  // file's: SessionOptions::batch if set, else its smallest).
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
+  // The batch sizes Run takes: a tuned model file's, else the one of
+  // inputs(). With sequential_fallback a tuned model file's session also
+  // takes any other (preparing it on first use, sequentially).
+  std::vector<int64_t> batches() const;
+  // Why a tuned model file's session runs the sequential schedule where the
+  // file holds a tuned one (another device key or version); "" otherwise.
+  const std::string& fallback() const;
   // The model's name: the zoo name or the ONNX file's stem.
   const std::string& model_name() const;
-  // "sequential", "greedy" or "ios".
+  // "sequential", "greedy" or "ios": the schedule of the session's batch.
   const std::string& schedule_kind() const;
-  // Stages of the schedule the session runs.
+  // Stages of that schedule.
   int num_stages() const;
   // E.g. "cpu: CPU (oneDNN 3.0, avx2, 8 threads, nChw8c activations)".
   const std::string& device() const;
@@ -197,8 +222,15 @@ class Session {
 
   // Runs the model once. `inputs` names every graph input exactly once, with
   // its shape; returns every graph output by name. Throws kInvalidArgument
-  // naming a missing, unknown or misshapen input.
+  // naming a missing, unknown or misshapen input (a tuned model file's
+  // session: kFailedPrecondition for a batch it does not take).
   std::map<std::string, Tensor> Run(const std::map<std::string, TensorView>& inputs);
+
+  // The outputs a Run with `inputs` writes, with their shapes (a tuned model
+  // file's session: those of the inputs' batch), for sizing caller buffers.
+  // Reads only the shapes of `inputs` (their data may be empty). Throws as
+  // Run does for a batch the session does not take.
+  std::vector<TensorInfo> OutputsFor(const std::map<std::string, TensorView>& inputs);
 
   // The same, writing each output into caller host memory: `outputs` names
   // every graph output with a span of exactly its element count (no
@@ -210,7 +242,7 @@ class Session {
   void Run(const std::map<std::string, TensorView>& inputs,
            const std::map<std::string, OutputBuffer>& outputs);
 
-  // Times the schedule alone, as `iosfarm run --iterations` does: `warmup`
+  // Times the schedule of the session's batch alone, as `iosfarm run --iterations` does: `warmup`
   // untimed then `runs` timed executions with the inputs already in place
   // and nothing copied in or out (on cuda, device time). What a Run call
   // costs beyond this is the runtime's own overhead (bench/runtime_bench).

@@ -7,6 +7,9 @@
 Contract:
 - example_inputs: a float32 tensor or a tuple/list of them. Their shapes are the
   shapes the returned module accepts (the first dimension is the batch).
+- batch_sizes: the batch sizes to tune (e.g. [1, 8, 32]; default: the
+  example's). The returned module takes exactly these, each with the schedule
+  tuned for it; any other batch raises iosfarm.Error naming the ones it takes.
 - The module is exported with torch.onnx.export (the TorchScript exporter,
   opset 13, in eval mode without gradients), inputs named input0, input1, ...,
   outputs output0, ... Before any tuning the export is opened with the
@@ -18,12 +21,16 @@ Contract:
   from $IOSFARM_TOKEN, as for the CLI) under device key `device`. Its progress
   goes to stderr; Ctrl-C stops it (an interrupted local tune resumes from the
   latency database next time) and raises KeyboardInterrupt.
+- Tuning writes one tuned model file (`iosfarm tune --batch ... --save`,
+  docs/tuned-model-format.md): the model and a schedule per batch size.
+  OptimizedModule.save(path) copies it, for iosfarm.Session(path) or the C++
+  runtime elsewhere.
 - Cache: `cache_dir` (default $XDG_CACHE_HOME/iosfarm/optimized, else
-  ~/.cache/iosfarm/optimized) keeps model.onnx, schedule.json and meta.json
-  under a key of the exported graph's sha256, the input shapes, backend,
-  server, device and iosfarm's version. A later call with the same module,
-  shapes and target exports the module again (for the key) and opens the
-  entry: nothing is tuned or measured.
+  ~/.cache/iosfarm/optimized) keeps model.iosfarm and meta.json under a key of
+  the exported graph's sha256, the input shapes, batch sizes, backend, server,
+  device and iosfarm's version. A later call with the same module, shapes and
+  target exports the module again (for the key) and opens the entry: nothing
+  is tuned or measured.
 - The returned OptimizedModule checks the count, shape and dtype of what it is
   given (iosfarm.Error, code "invalid_argument", naming the input) and returns
   one tensor or a tuple. On cuda, CUDA tensors are read in place and the
@@ -131,8 +138,24 @@ def _check_runnable(onnx_path, backend):
         raise
 
 
-def _tune(cli, onnx_path, schedule_path, backend, server, device):
-    cmd = [cli, "tune", onnx_path, "-o", schedule_path]
+def _batch_sizes(batch_sizes, inputs):
+    """The batches to tune, ascending: `batch_sizes`, else the example's."""
+    if batch_sizes is None:
+        return [int(inputs[0].shape[0])] if inputs[0].dim() > 0 else [1]
+    batches = list(batch_sizes)
+    if not batches or any(not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= 4096
+                          for b in batches):
+        raise _error(f"batch_sizes must be a list of integers from 1 to 4096, got {batch_sizes!r}")
+    if len(set(batches)) != len(batches):
+        raise _error(f"batch_sizes repeats a batch size: {batch_sizes!r}")
+    if any(t.dim() == 0 for t in inputs):
+        raise _error("batch_sizes needs example inputs with a batch dimension")
+    return sorted(batches)
+
+
+def _tune(cli, onnx_path, tuned_path, batches, backend, server, device):
+    cmd = [cli, "tune", onnx_path, "--batch", ",".join(str(b) for b in batches),
+           "--save", tuned_path]
     if server:
         cmd += ["--server", server]
     else:
@@ -156,10 +179,11 @@ def _tune(cli, onnx_path, schedule_path, backend, server, device):
 
 
 def optimize(module, example_inputs, *, backend="auto", server=None, device=None,
-             cache_dir=None):
-    """Tunes `module` for `example_inputs`' shapes; returns an OptimizedModule."""
+             batch_sizes=None, cache_dir=None):
+    """Tunes `module` for `example_inputs`' shapes at `batch_sizes`; returns an OptimizedModule."""
     import torch
     inputs = _as_tuple(example_inputs, torch)
+    batches = _batch_sizes(batch_sizes, inputs)
     if backend == "auto":
         backend = "cuda" if any(t.is_cuda for t in inputs) or torch.cuda.is_available() else "cpu"
     if backend not in ("cpu", "cuda") and not backend.startswith("cuda:"):
@@ -178,26 +202,28 @@ def optimize(module, example_inputs, *, backend="auto", server=None, device=None
                 onnx_bytes = f.read()
             key = hashlib.sha256()
             key.update(hashlib.sha256(onnx_bytes).digest())
-            key.update(json.dumps([[list(t.shape) for t in inputs], backend, server or "",
-                                   device or "", __version__]).encode())
+            key.update(json.dumps([[list(t.shape) for t in inputs], batches, backend,
+                                   server or "", device or "", __version__]).encode())
             entry = os.path.join(cache_dir, key.hexdigest()[:32])
-            model_path = os.path.join(entry, "model.onnx")
-            schedule_path = os.path.join(entry, "schedule.json")
+            tuned_path = os.path.join(entry, "model.iosfarm")
             meta_path = os.path.join(entry, "meta.json")
-            cached = all(os.path.isfile(p) for p in (model_path, schedule_path, meta_path))
+            cached = all(os.path.isfile(p) for p in (tuned_path, meta_path))
             if not cached:
                 _check_runnable(exported, backend)
                 os.makedirs(cache_dir, exist_ok=True)
                 staging = tempfile.mkdtemp(prefix=".tuning-", dir=cache_dir)
                 try:
-                    shutil.copyfile(exported, os.path.join(staging, "model.onnx"))
-                    _tune(_find_cli(), os.path.join(staging, "model.onnx"),
-                          os.path.join(staging, "schedule.json"), backend, server, device)
+                    # The export keeps its name: the tuned schedules' digests cover it.
+                    staged = os.path.join(staging, "model.onnx")
+                    shutil.copyfile(exported, staged)
+                    _tune(_find_cli(), staged, os.path.join(staging, "model.iosfarm"), batches,
+                          backend, server, device)
+                    os.remove(staged)  # the tuned model file holds it
                     with open(os.path.join(staging, "meta.json"), "w") as f:
                         json.dump({"iosfarm": __version__, "backend": backend,
                                    "server": server or "", "device": device or "",
                                    "inputs": [list(t.shape) for t in inputs],
-                                   "outputs": outputs}, f)
+                                   "batch_sizes": batches, "outputs": outputs}, f)
                     if os.path.isdir(entry):
                         shutil.rmtree(entry)  # a partial entry of an interrupted call
                     os.replace(staging, entry)
@@ -206,7 +232,7 @@ def optimize(module, example_inputs, *, backend="auto", server=None, device=None
                         shutil.rmtree(staging)
     finally:
         module.train(was_training)
-    return _optimized_module_class()(model_path, schedule_path, backend, cached=cached)
+    return _optimized_module_class()(tuned_path, backend, device=device, cached=cached)
 
 
 _CLASS = None
@@ -235,21 +261,37 @@ def __getattr__(name):
 class _OptimizedModuleBody:
     """A torch.nn.Module that runs a tuned model with iosfarm's runtime.
 
-    OptimizedModule(model_path, schedule_path, backend): what optimize returns;
-    `session` is the iosfarm.Session, `from_cache` whether no tuning ran."""
+    OptimizedModule(tuned_path, backend, device=None): what optimize returns,
+    over a tuned model file; `session` is the iosfarm.Session, `batch_sizes`
+    the batches it takes, `from_cache` whether no tuning ran, save(path)
+    copies the tuned model file."""
 
-    def __init__(self, model_path, schedule_path, backend, cached=False):
+    def __init__(self, tuned_path, backend, device=None, cached=False):
         import torch
         torch.nn.Module.__init__(self)
-        self.session = Session(model_path, schedule=schedule_path, backend=backend)
+        # device: the key the farm tuned for, which this machine's GPU is of.
+        self.session = Session(tuned_path, backend=backend, device_key=device or "")
         self.backend = backend
         self.from_cache = cached
-        self.model_path = model_path
-        self.schedule_path = schedule_path
+        self.tuned_path = tuned_path
+        self.batch_sizes = tuple(self.session.batches)
         self._inputs = sorted(self.session.inputs.items(),
                               key=lambda kv: int(kv[0][len("input"):]))
-        self._outputs = sorted(self.session.outputs.items(),
-                               key=lambda kv: int(kv[0][len("output"):]))
+        self._outputs = {batch: sorted(self.session.outputs_at(batch).items(),
+                                       key=lambda kv: int(kv[0][len("output"):]))
+                         for batch in self.batch_sizes}
+
+    def save(self, path):
+        """Copies the tuned model file to `path` (os.PathLike or str)."""
+        shutil.copyfile(self.tuned_path, os.fspath(path))
+
+    def _batch_of(self, tensors):
+        batch = tensors[0].shape[0] if tensors[0].dim() > 0 else None
+        if batch not in self._outputs:
+            raise _error(f"input0: batch {batch} is not one the model was tuned for "
+                         f"{self.batch_sizes}; optimize it with batch_sizes including it",
+                         "failed_precondition")
+        return batch
 
     def forward(self, *tensors):
         import torch
@@ -257,26 +299,30 @@ class _OptimizedModuleBody:
             raise _error(f"the tuned model takes {len(self._inputs)} input(s), "
                          f"got {len(tensors)}")
         on_cuda = self.backend.startswith("cuda")
-        feed = {}
-        for (name, shape), tensor in zip(self._inputs, tensors):
+        for (name, _), tensor in zip(self._inputs, tensors):
             if not isinstance(tensor, torch.Tensor):
                 raise _error(f"{name}: expected a torch.Tensor, got {type(tensor).__name__}")
             if tensor.dtype != torch.float32:
                 raise _error(f"{name}: expected float32, got {tensor.dtype}")
-            if tuple(tensor.shape) != tuple(shape):
-                raise _error(f"{name}: expected shape {tuple(shape)} (the shape it was tuned "
+        batch = self._batch_of(tensors)
+        feed = {}
+        for (name, shape), tensor in zip(self._inputs, tensors):
+            wanted = (batch,) + tuple(shape[1:])
+            if tuple(tensor.shape) != wanted:
+                raise _error(f"{name}: expected shape {wanted} (the shape it was tuned "
                              f"for), got {tuple(tensor.shape)}")
             tensor = tensor.detach().contiguous()
             feed[name] = tensor if on_cuda and tensor.is_cuda else tensor.cpu().numpy()
+        outputs = self._outputs[batch]
         if on_cuda:
             device = next((t.device for t in tensors if t.is_cuda), torch.device(self.backend))
             out = {name: torch.empty(tuple(shape), dtype=torch.float32, device=device)
-                   for name, shape in self._outputs}
+                   for name, shape in outputs}
             self.session.run(feed, outputs=out)
-            results = [out[name] for name, _ in self._outputs]
+            results = [out[name] for name, _ in outputs]
         else:
             ran = self.session.run(feed)
-            results = [torch.from_numpy(ran[name]) for name, _ in self._outputs]
+            results = [torch.from_numpy(ran[name]) for name, _ in outputs]
         return results[0] if len(results) == 1 else tuple(results)
 
     def extra_repr(self):

@@ -31,6 +31,13 @@ def fresh_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
+def tuned_model_report(path):
+    """`iosfarm inspect FILE --format json`: what a tuned model file holds."""
+    out = subprocess.run([os.environ["IOSFARM_CLI"], "inspect", str(path), "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
 def close(actual, expected, what):
     scale = max(1.0, float(np.abs(expected).max()))
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale, err_msg=what)
@@ -51,8 +58,9 @@ def test_optimized_module_matches_pytorch_and_the_second_call_is_cached(name, fr
     # `iosfarm tune` measured here: its schedule (the fastest of the IOS,
     # sequential and greedy schedules end to end) is for this machine's key,
     # and the fresh latency database holds what it measured.
-    with open(fast.schedule_path) as f:
-        assert json.load(f)["device_key"] == "local-cpu"
+    report = tuned_model_report(fast.tuned_path)
+    assert report["device_key"] == "local-cpu"
+    assert [b["batch"] for b in report["batches"]] == [1]
     db = sqlite3.connect(fresh_cache / "cache" / "iosfarm" / "latency.db")
     measured = db.execute("SELECT COUNT(*) FROM latencies WHERE device_key='local-cpu'")
     assert measured.fetchone()[0] > 0
@@ -76,6 +84,45 @@ def test_optimized_module_matches_pytorch_and_the_second_call_is_cached(name, fr
     # Another shape is another tuning.
     with pytest.raises(AssertionError, match="tuned again"):
         iosfarm.optimize(model, torch.randn(2, 3, 224, 224), backend="cpu")
+
+
+def test_batch_sizes_tune_one_file_that_takes_each_batch(fresh_cache):
+    torch.manual_seed(0)
+    model = torchvision.models.squeezenet1_1(weights=None).eval()
+    fast = iosfarm.optimize(model, torch.randn(1, 3, 224, 224), backend="cpu",
+                            batch_sizes=[2, 1])
+    assert fast.batch_sizes == (1, 2)
+    for batch in (1, 2):
+        x = torch.randn(batch, 3, 224, 224)
+        with torch.no_grad():
+            expected = model(x).numpy()
+        actual = fast(x)
+        assert tuple(actual.shape) == (batch, 1000)
+        close(actual.numpy(), expected, f"squeezenet1_1, batch {batch}")
+    with pytest.raises(iosfarm.Error, match=r"batch 3 is not one the model was tuned for "
+                                            r"\(1, 2\)") as e:
+        fast(torch.randn(3, 3, 224, 224))
+    assert e.value.code == "failed_precondition"
+    # The tuned model file, saved and opened as a plain Session.
+    saved = fresh_cache / "squeezenet.iosfarm"
+    fast.save(saved)
+    session = iosfarm.Session(saved, backend="cpu")
+    assert session.batches == [1, 2]
+    assert session.schedule_kind in ("ios", "sequential", "greedy")
+    assert session.outputs_at(2) == {"output0": (2, 1000)}
+    with pytest.raises(iosfarm.Error, match="holds schedules for batches 1, 2, not 4") as e:
+        session.outputs_at(4)
+    assert e.value.code == "failed_precondition"
+    fallback = iosfarm.Session(saved, backend="cpu", sequential_fallback=True)
+    x = np.random.rand(4, 3, 224, 224).astype(np.float32)
+    with torch.no_grad():
+        close(fallback.run({"input0": x})["output0"], model(torch.from_numpy(x)).numpy(),
+              "squeezenet1_1, batch 4 sequentially")
+    assert fallback.fallback == ""
+    with pytest.raises(iosfarm.Error, match="batch_sizes repeats"):
+        iosfarm.optimize(model, torch.randn(1, 3, 224, 224), backend="cpu", batch_sizes=[1, 1])
+    with pytest.raises(iosfarm.Error, match="batch_sizes must be"):
+        iosfarm.optimize(model, torch.randn(1, 3, 224, 224), backend="cpu", batch_sizes=[0])
 
 
 class WithGelu(torch.nn.Module):
@@ -142,8 +189,7 @@ def test_optimize_on_a_farm_tunes_there_and_runs_here(fresh_cache):
         model = torchvision.models.squeezenet1_1(weights=None).eval()
         x = torch.randn(1, 3, 224, 224)
         fast = iosfarm.optimize(model, x, backend="cpu", server=address, device="sim-farm")
-        with open(fast.schedule_path) as f:
-            assert json.load(f)["device_key"] == "sim-farm"
+        assert tuned_model_report(fast.tuned_path)["device_key"] == "sim-farm"
         with torch.no_grad():
             close(fast(x).numpy(), model(x).numpy(), "squeezenet1_1 tuned on a farm")
         jobs = subprocess.run([cli, "list", "--server", address, "--format", "json"],
