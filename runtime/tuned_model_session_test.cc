@@ -12,6 +12,8 @@
 #include <numeric>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "iosfarm/runtime.h"
 #include "runtime/cli_path_testing.h"
 
@@ -103,6 +105,19 @@ class TunedModelSessionTest : public ::testing::Test {
     delete dir_;
   }
   static std::string File() { return *dir_ + "/squeezenet.iosfarm"; }
+  // What `iosfarm inspect --format json` says the file holds for `batch`.
+  static nlohmann::json Held(int64_t batch) {
+    const std::string report = *dir_ + "/inspect.json";
+    const std::string command =
+        IosfarmCliForTests() + " inspect '" + File() + "' --format json > '" + report + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    const nlohmann::json json = nlohmann::json::parse(ReadBytes(report), nullptr, false);
+    for (const nlohmann::json& entry : json.value("batches", nlohmann::json::array())) {
+      if (entry.value("batch", 0) == batch) return entry;
+    }
+    ADD_FAILURE() << "no batch " << batch << " in " << ReadBytes(report);
+    return nlohmann::json::object();
+  }
   static std::string* dir_;
 };
 std::string* TunedModelSessionTest::dir_ = nullptr;
@@ -113,7 +128,10 @@ TEST_F(TunedModelSessionTest, EachBatchRunsItsTunedSchedule) {
   Session session(File(), Cpu());
   EXPECT_EQ(session.model_name(), "squeezenet");
   EXPECT_THAT(session.batches(), ElementsAre(1, 2));
-  EXPECT_EQ(session.schedule_kind(), "ios");
+  // The schedule `tune` chose for the batch (the fastest measured: on a
+  // small CPU the sequential one may win).
+  EXPECT_EQ(session.schedule_kind(), Held(1)["schedule"]);
+  EXPECT_EQ(session.num_stages(), Held(1)["stages"]);
   EXPECT_THAT(session.fallback(), IsEmpty());
   EXPECT_THAT(session.inputs().at(0).shape, ElementsAre(1, 3, 224, 224));
 
@@ -131,7 +149,8 @@ TEST_F(TunedModelSessionTest, EachBatchRunsItsTunedSchedule) {
   two.batch = 2;
   Session at_two(File(), two);
   EXPECT_THAT(at_two.inputs().at(0).shape, ElementsAre(2, 3, 224, 224));
-  EXPECT_EQ(at_two.schedule_kind(), "ios");
+  EXPECT_EQ(at_two.schedule_kind(), Held(2)["schedule"]);
+  EXPECT_EQ(at_two.num_stages(), Held(2)["stages"]);
   EXPECT_GT(at_two.TimeSchedule(2, 0).median_ms, 0);
 }
 
@@ -166,7 +185,7 @@ TEST_F(TunedModelSessionTest, SequentialFallbackRunsABatchTheFileLacks) {
   EXPECT_THAT(out.shape, ElementsAre(3, 1000));
   ExpectClose(out.data, RunAt(reference, image, AtBatch(session, 3)).data);
   EXPECT_THAT(session.batches(), ElementsAre(1, 2));
-  EXPECT_EQ(session.schedule_kind(), "ios");  // batch 1 still runs its own
+  EXPECT_EQ(session.schedule_kind(), Held(1)["schedule"]);  // batch 1 still runs its own
 }
 
 TEST_F(TunedModelSessionTest, AnotherDeviceKeyIsRefusedOrRunsSequentially) {
@@ -182,6 +201,7 @@ TEST_F(TunedModelSessionTest, AnotherDeviceKeyIsRefusedOrRunsSequentially) {
   other.sequential_fallback = true;
   Session session(File(), other);
   EXPECT_EQ(session.schedule_kind(), "sequential");
+  EXPECT_EQ(session.num_stages(), Session("squeezenet", Cpu()).num_stages());
   EXPECT_THAT(session.fallback(), HasSubstr("tuned for device key local-cpu"));
   EXPECT_THAT(RunAt(session, Ramp(AtBatch(session, 2)), AtBatch(session, 2)).shape,
               ElementsAre(2, 1000));
