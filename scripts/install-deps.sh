@@ -14,10 +14,11 @@ build_packages=(
 )
 # What the tests need besides (`make test`): PyTorch and torchvision export
 # real ONNX models, clang builds the fuzz target, docker-compose and yamllint
-# check the deployment files, grpcio speaks to the server from Python.
+# check the deployment files, grpcio speaks to the server from Python (and
+# the Python Farm client, whose progress bars are tqdm's).
 test_packages=(
   python3-torch python3-torchvision python3-onnx python3-yaml python3-numpy python3-pytest
-  python3-grpcio sqlite3 clang libclang-rt-14-dev docker-compose yamllint
+  python3-grpcio python3-tqdm sqlite3 clang libclang-rt-14-dev docker-compose yamllint
 )
 
 # Usage: install-deps.sh [build|test] (default: test, everything).
