@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 CTEST_ARGS ?=
 
-.PHONY: run test deps deps-build configure build build-cli clean fuzz images images-test
+.PHONY: run test deps deps-build configure build build-cli clean fuzz images images-test deb deb-test
 
 # The main job needs the CLI and its libraries only, not the test suites.
 run: build-cli
@@ -57,5 +57,14 @@ images:
 images-test:
 	/usr/bin/python3 tests/images/images_smoke_test.py
 
+# The Debian package (cpack -G DEB of a cpu build for /usr; scripts/build-deb.sh),
+# and its smoke test in a clean Debian 12 root (slow: debootstrap and apt; not
+# part of `make test`).
+deb: deps-build
+	./scripts/build-deb.sh $(BUILD_DIR)-deb
+
+deb-test: deb
+	./tests/package/deb_smoke_test.sh $$(ls -t $(BUILD_DIR)-deb/iosfarm_*.deb | head -1)
+
 clean:
-	rm -rf $(BUILD_DIR) $(BUILD_DIR)-fuzz
+	rm -rf $(BUILD_DIR) $(BUILD_DIR)-fuzz $(BUILD_DIR)-deb

@@ -25,6 +25,7 @@
 # size. Exit 1 on the first failure, naming the image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/debian-root.sh
 
 images=("$@")
 [ "${#images[@]}" -gt 0 ] || images=(server worker-cpu)
@@ -55,83 +56,15 @@ fi
 echo "build-images: engine $engine"
 
 # --- base images (buildah only: docker pulls what it needs) ---------------
-# The first URI of this machine's apt sources (as apt reads them) that serves
-# the Debian suite $1 with the main component; nothing where none does.
-apt_source_uri() {
-  local suite=$1 etc=/etc/apt f
-  # One-line style: deb [options] URI SUITE COMPONENT...
-  local one_line='$1 == "deb" {
-      i = 2
-      if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-      for (j = i + 2; j <= NF; j++) if ($j == "main" && $(i + 1) == suite) { print $i; exit }
-    }'
-  # deb822 style: paragraphs of Types, URIs, Suites, Components, Enabled.
-  local deb822='function flush() {
-      if (types ~ /(^| )deb( |$)/ && enabled != "no" && (" " suites " ") ~ (" " suite " ") &&
-          (" " comps " ") ~ / main /) { split(uris, u, " "); print u[1]; found = 1 }
-      types = uris = suites = comps = ""; enabled = "yes"
-    }
-    BEGIN { enabled = "yes" }
-    /^[ \t]*#/ { next }
-    /^[ \t]*$/ { flush(); if (found) exit; next }
-    {
-      key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^[ \t]+/, "")
-      if (key == "types") types = $0
-      else if (key == "uris") uris = $0
-      else if (key == "suites") suites = $0
-      else if (key == "components") comps = $0
-      else if (key == "enabled") enabled = tolower($0)
-    }
-    END { if (!found) flush() }'
-  local uri=""
-  for f in "$etc/sources.list" "$etc"/sources.list.d/*.list; do
-    [ -z "$uri" ] && [ -f "$f" ] && uri=$(awk -v suite="$suite" "$one_line" "$f")
-  done
-  for f in "$etc"/sources.list.d/*.sources; do
-    [ -z "$uri" ] && [ -f "$f" ] && uri=$(awk -v suite="$suite" "$deb822" "$f")
-  done
-  echo "$uri"
-}
-
 have_image() { $sudo buildah images --noheading --format '{{.Name}}:{{.Tag}}' 2> /dev/null | grep -qx "$1"; }
 
 debootstrap_base() {
-  local root mirror security
-  mirror=${DEBIAN_MIRROR:-$(apt_source_uri bookworm)}
-  security=${DEBIAN_SECURITY_MIRROR:-$(apt_source_uri bookworm-security)}
-  if [ -z "$mirror" ]; then
-    echo "build-images: no registry answers, and this machine's apt sources serve no Debian" \
-      "bookworm: set DEBIAN_MIRROR to a Debian archive's URI" >&2
-    exit 1
-  fi
+  local root
   root=$(mktemp -d /tmp/iosfarm-debian12.XXXXXX)
   trap '$sudo rm -rf "$root"' RETURN
-  echo "build-images: no registry answers; making debian:12 with debootstrap from $mirror" \
-    "(this machine's apt sources)"
+  echo "build-images: no registry answers; making debian:12 with debootstrap"
   local start=$SECONDS
-  $sudo debootstrap --variant=minbase bookworm "$root/rootfs" "$mirror" > "$root/debootstrap.log" 2>&1 ||
-    { tail -20 "$root/debootstrap.log" >&2; echo "build-images: debootstrap failed" >&2; exit 1; }
-  $sudo rm -f "$root/rootfs/etc/apt/sources.list"
-  $sudo tee "$root/rootfs/etc/apt/sources.list.d/debian.sources" > /dev/null <<EOF
-Types: deb
-URIs: $mirror
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-  if [ -n "$security" ]; then
-    $sudo tee -a "$root/rootfs/etc/apt/sources.list.d/debian.sources" > /dev/null <<EOF
-
-Types: deb
-URIs: $security
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-  else
-    echo "build-images: this machine's apt sources serve no bookworm-security: the base" \
-      "images get no security suite (DEBIAN_SECURITY_MIRROR names one)" >&2
-  fi
+  make_debian_root "$root/rootfs" build-images || exit 1
   $sudo rm -rf "$root"/rootfs/var/lib/apt/lists/* "$root"/rootfs/var/cache/apt/archives/*.deb
   local ctr mnt
   ctr=$($sudo buildah from scratch)

@@ -235,3 +235,25 @@ def test_threads_share_a_session(squeezenet):
     for t in threads:
         t.join()
     assert results == [True] * 9
+
+
+def test_type_stubs_name_what_the_native_module_has():
+    # python/iosfarm/_native.pyi against the module itself: every public
+    # member of Session in one is in the other, and the constructor's
+    # keywords are the same.
+    import ast
+    import inspect
+    stub_path = os.path.join(os.path.dirname(iosfarm.__file__), "_native.pyi")
+    assert os.path.isfile(stub_path), f"{stub_path} is not installed beside the module"
+    tree = ast.parse(open(stub_path).read())
+    session = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Session")
+    stubbed = {n.name for n in session.body if isinstance(n, ast.FunctionDef)}
+    native = {name for name in dir(iosfarm.Session) if not name.startswith("_")}
+    assert stubbed - {"__init__"} == native
+    init = next(n for n in session.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    keywords = {a.arg for a in init.args.kwonlyargs}
+    doc = inspect.getdoc(iosfarm.Session.__init__)
+    bound = set(doc.split("(", 1)[1].split(")", 1)[0].replace(" ", "").split(","))
+    bound = {b.split(":")[0].split("=")[0] for b in bound} - {"self", "model", "*"}
+    assert keywords == bound, (keywords, bound)
+    assert os.path.isfile(os.path.join(os.path.dirname(iosfarm.__file__), "py.typed"))
