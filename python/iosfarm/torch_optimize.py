@@ -43,32 +43,15 @@ import inspect
 import json
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 
+from iosfarm import _cli
+from iosfarm._cli import error as _error
 from iosfarm._native import Error, Session, __version__
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-def _error(message, code="invalid_argument"):
-    error = Error(message)
-    error.code = code
-    return error
 
 
 def _find_cli():
-    """The `iosfarm` CLI: $IOSFARM_CLI, the build tree's or the prefix's, or PATH."""
-    candidates = [os.environ.get("IOSFARM_CLI", ""),
-                  os.path.join(_PACKAGE_DIR, "..", "..", "client", "iosfarm"),    # build tree
-                  os.path.join(_PACKAGE_DIR, "..", "..", "..", "..", "bin", "iosfarm"),  # prefix
-                  shutil.which("iosfarm") or ""]
-    for path in candidates:
-        if path and os.path.isfile(path) and os.access(path, os.X_OK):
-            return os.path.abspath(path)
-    raise _error("the iosfarm CLI was not found (set IOSFARM_CLI, or put iosfarm on PATH); "
-                 "optimize tunes with `iosfarm tune`", "not_found")
+    return _cli.find_cli("optimize tunes with `iosfarm tune`")
 
 
 def _default_cache_dir():
@@ -162,20 +145,9 @@ def _tune(cli, onnx_path, tuned_path, batches, backend, server, device):
         cmd += ["--backend", backend]
     if device:
         cmd += ["--device", device]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    try:
-        code = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)  # the CLI stops its job cleanly
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        raise
+    code, _ = _cli.run(cmd)  # the CLI's progress and messages go to stderr as they are
     if code != 0:
-        raise _error(f"`{' '.join(cmd)}` failed with exit code {code} (its message is above "
-                     "on stderr)", "invalid_argument" if code == 2 else "internal")
+        raise _cli.failure(cmd, code)
 
 
 def optimize(module, example_inputs, *, backend="auto", server=None, device=None,
