@@ -387,3 +387,37 @@ def test_submit_files_an_onnx_model_and_a_tuned_model_file(farm, tmp_path, monke
     assert again.model_digest != job.model_digest  # batch 2's graph
     result = farm.wait(again, progress=False)
     assert result.schedule["model"]["batch"] == 2
+
+
+def test_retune_submits_the_models_tuned_before(farm):
+    first = farm.submit("squeezenet", device="sim-farm", batch=2)
+    farm.wait(first, progress=False)
+    retune = farm.retune("sim-farm", from_device="sim-farm", models=["squeezenet"])
+    assert retune.retune_batch
+    assert [(j.model_name, j.batch, j.device_key) for j in retune.jobs] == [
+        ("squeezenet", 2, "sim-farm")]
+    assert all(j.retune_batch == retune.retune_batch for j in retune.jobs)
+    for job in retune.jobs:
+        farm.wait(job, progress=False)
+    assert [j.id for j in farm.list(retune_batch=retune.retune_batch)] == [
+        j.id for j in retune.jobs]
+    with pytest.raises(iosfarm.Error, match="needs device"):
+        farm.retune("")
+
+
+WITHOUT_GRPC = textwrap.dedent("""
+    import sys
+    sys.modules["grpc"] = None  # as if python3-grpcio were not installed
+    import iosfarm
+    try:
+        iosfarm.Farm("127.0.0.1:1")
+    except iosfarm.Error as e:
+        print(e.code, e)
+""")
+
+
+def test_without_grpc_the_package_imports_and_farm_says_what_is_missing():
+    out = subprocess.run([sys.executable, "-c", WITHOUT_GRPC], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("unimplemented iosfarm.Farm needs gRPC for Python"), out
+    assert "python3-grpcio" in out
