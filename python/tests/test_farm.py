@@ -1,6 +1,7 @@
 """iosfarm.Farm against a real iosfarm-server and a real sim worker over
 loopback (the binaries built beside $IOSFARM_CLI), and iosfarm.search /
-iosfarm.tune running the real CLI on the sim backend.
+iosfarm.tune running the real CLI on the sim backend (and, to be
+interrupted while it measures, on the cpu backend).
 
 A job for a device key whose only worker has left never ends (its search
 starts on the server and waits for a worker to measure): the cancel and
@@ -421,3 +422,40 @@ def test_without_grpc_the_package_imports_and_farm_says_what_is_missing():
                          check=True).stdout
     assert out.startswith("unimplemented iosfarm.Farm needs gRPC for Python"), out
     assert "python3-grpcio" in out
+
+
+TUNE_IN_A_CHILD = textwrap.dedent("""
+    import sys
+    import iosfarm
+    iosfarm.tune("resnet50", backend="cpu", db=sys.argv[1], progress=False)
+""")
+
+
+def test_ctrl_c_during_tune_stops_the_cli(tmp_path):
+    # A cpu tune of resnet50 measures for minutes on this machine: it is
+    # interrupted while it runs.
+    db = tmp_path / "latency.db"
+    child = subprocess.Popen([sys.executable, "-c", TUNE_IN_A_CHILD, str(db)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        children = f"/proc/{child.pid}/task/{child.pid}/children"
+        cli = []
+
+        def cli_started():
+            cli[:] = open(children).read().split() if os.path.exists(children) else []
+            return bool(cli) and db.exists()
+
+        eventually("the child starts `iosfarm tune`", cli_started)
+        time.sleep(3)
+        assert child.poll() is None, child.communicate()
+        child.send_signal(signal.SIGINT)  # to the Python process only: it passes it on
+        _, err = child.communicate(timeout=DEADLINE_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "KeyboardInterrupt" in err
+    # The CLI's own notice, passed on: the job stays in the database to resume.
+    assert "iosfarm: interrupted; job 1 (resnet50) stays unfinished in the latency database" \
+        in err
+    assert not os.path.exists(f"/proc/{cli[0]}"), "the CLI still runs"
