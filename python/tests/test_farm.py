@@ -227,7 +227,7 @@ def test_bad_requests_name_what_is_wrong(farm, tmp_path):
     assert farm.list() == []  # nothing was submitted
 
 
-def test_unreachable_server_names_the_address(monkeypatch):
+def test_unreachable_server_names_the_address(processes, tmp_path, monkeypatch):
     address = free_address()  # nothing listens there
     with pytest.raises(iosfarm.Error, match=f"cannot connect to the iosfarm server at "
                                             f"{address}.*IOSFARM_SERVER") as e:
@@ -236,6 +236,15 @@ def test_unreachable_server_names_the_address(monkeypatch):
     monkeypatch.setenv("IOSFARM_SERVER", address)
     with pytest.raises(iosfarm.Error, match=address) as e:
         iosfarm.Farm()
+    assert e.value.code == "unavailable"
+    # A server that goes away after the connection.
+    running = start_server(processes, tmp_path)
+    farm = iosfarm.Farm(running)
+    assert farm.list() == []
+    processes.stop_all()
+    with pytest.raises(iosfarm.Error, match=f"cannot connect to the iosfarm server at "
+                                            f"{running}") as e:
+        farm.list()
     assert e.value.code == "unavailable"
 
 
@@ -292,7 +301,34 @@ def test_ctrl_c_during_wait_cancels_the_job(farm, departed_key):
     assert farm.status(job_id).state == "cancelled"
 
 
-def test_progress_bar_when_forced_and_not_off_a_terminal(farm, capsys):
+WAIT_ON_A_TERMINAL = textwrap.dedent("""
+    import sys
+    import iosfarm
+    farm = iosfarm.Farm(sys.argv[1])
+    farm.wait(farm.submit("squeezenet", device="sim-farm", batch=4))
+""")
+
+
+def test_progress_bar_when_forced_on_a_terminal_and_not_off_one(farm, capsys):
+    # On a terminal (a pseudo-terminal as stderr), auto draws the bar.
+    import pty
+    master, slave = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-c", WAIT_ON_A_TERMINAL, farm.address],
+                             stderr=slave)
+    os.close(slave)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(master)
+    assert child.wait(timeout=DEADLINE_S) == 0, drawn
+    assert b"succeeded" in drawn and b"blocks" in drawn and b"stages profiled" in drawn
+
     job = farm.submit("squeezenet", device="sim-farm")
     farm.wait(job, progress=True)
     err = capsys.readouterr().err
