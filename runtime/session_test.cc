@@ -12,6 +12,7 @@
 #include "graph/onnx/torchvision_export.h"
 #include "iosfarm/runtime.h"
 #include "runtime/cli_path_testing.h"
+#include "runtime/session_testing.h"
 
 namespace iosfarm {
 namespace {
@@ -28,41 +29,9 @@ SessionOptions Cpu(std::string schedule = "") {
   return options;
 }
 
-// A deterministic image-like input.
-std::vector<float> Ramp(int64_t n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.001f * static_cast<float>(i));
-  return v;
-}
-
-int64_t Count(const std::vector<int64_t>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-}
-
 std::map<std::string, TensorView> Feed(const Session& session, const std::vector<float>& data) {
   const TensorInfo& in = session.inputs().at(0);
   return {{in.name, TensorView(data, in.shape)}};
-}
-
-// `f` throws iosfarm::Error with `code`; returns its message.
-template <typename F>
-std::string ErrorOf(ErrorCode code, F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no iosfarm::Error thrown";
-  return "";
-}
-
-void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, double rtol) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_NEAR(a[i], b[i], rtol * std::max(1.0, std::abs(static_cast<double>(b[i]))))
-        << "element " << i;
-  }
 }
 
 std::string TempPath(const std::string& name) {

@@ -6,16 +6,15 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <numeric>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "iosfarm/runtime.h"
 #include "runtime/cli_path_testing.h"
+#include "runtime/session_testing.h"
 
 namespace iosfarm {
 namespace {
@@ -31,12 +30,9 @@ SessionOptions Cpu() {
   return options;
 }
 
-std::vector<float> Ramp(const std::vector<int64_t>& shape) {
-  const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-  std::vector<float> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.001f * static_cast<float>(i));
-  return v;
-}
+
+// The first input's values at `shape`.
+std::vector<float> Ramp(const std::vector<int64_t>& shape) { return iosfarm::Ramp(Count(shape)); }
 
 // The first input at `batch` (the model's other dimensions).
 std::vector<int64_t> AtBatch(const Session& session, int64_t batch) {
@@ -48,26 +44,6 @@ std::vector<int64_t> AtBatch(const Session& session, int64_t batch) {
 Tensor RunAt(Session& session, const std::vector<float>& data, const std::vector<int64_t>& shape) {
   return session.Run({{session.inputs().at(0).name, TensorView(data, shape)}})
       .at(session.outputs().at(0).name);
-}
-
-template <typename F>
-std::string ErrorOf(ErrorCode code, F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no iosfarm::Error thrown";
-  return "";
-}
-
-void ExpectClose(const std::vector<float>& a, const std::vector<float>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_NEAR(a[i], b[i], 1e-4 * std::max(1.0, std::abs(static_cast<double>(b[i]))))
-        << "element " << i;
-  }
 }
 
 std::string ReadBytes(const std::string& path) {
@@ -141,7 +117,7 @@ TEST_F(TunedModelSessionTest, EachBatchRunsItsTunedSchedule) {
   const std::vector<float> image = Ramp(AtBatch(session, 2));
   const Tensor out = RunAt(session, image, AtBatch(session, 2));
   EXPECT_THAT(out.shape, ElementsAre(2, 1000));
-  ExpectClose(out.data, RunAt(reference, image, AtBatch(session, 2)).data);
+  ExpectClose(out.data, RunAt(reference, image, AtBatch(session, 2)).data, 1e-4);
   // Batch 1 through the same session, then batch 2 as its default.
   EXPECT_THAT(RunAt(session, Ramp(AtBatch(session, 1)), AtBatch(session, 1)).shape,
               ElementsAre(1, 1000));
@@ -183,7 +159,7 @@ TEST_F(TunedModelSessionTest, SequentialFallbackRunsABatchTheFileLacks) {
   const std::vector<float> image = Ramp(AtBatch(session, 3));
   const Tensor out = RunAt(session, image, AtBatch(session, 3));
   EXPECT_THAT(out.shape, ElementsAre(3, 1000));
-  ExpectClose(out.data, RunAt(reference, image, AtBatch(session, 3)).data);
+  ExpectClose(out.data, RunAt(reference, image, AtBatch(session, 3)).data, 1e-4);
   EXPECT_THAT(session.batches(), ElementsAre(1, 2));
   EXPECT_EQ(session.schedule_kind(), Held(1)["schedule"]);  // batch 1 still runs its own
 }
