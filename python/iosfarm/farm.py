@@ -43,12 +43,15 @@ Contract:
   imported when a Farm is made: without them Farm raises Error
   "unimplemented" naming python3-grpcio; `import iosfarm` never needs them.
 - A Farm may be used from several threads (gRPC channels are thread-safe);
-  close() (or `with iosfarm.Farm() as farm:`) closes its channel.
+  close() (or `with iosfarm.Farm() as farm:`) closes its channel, and the
+  channels of Farms still open are closed at exit (atexit).
 """
+import atexit
 import os
 import sys
 import threading
 import time
+import weakref
 
 from iosfarm import _cli, farm_types, tuned_model
 from iosfarm._cli import error
@@ -114,6 +117,18 @@ def _zoo_names():
     return _ZOO
 
 
+# Farms not closed yet. Their channels are closed at exit, before the
+# interpreter's finalization stops gRPC's threads: a channel (or a stream)
+# finalized after that can hang the exit.
+_OPEN = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_farms():
+    for farm in list(_OPEN):
+        farm.close()
+
+
 def _job_id(job):
     job_id = job.id if isinstance(job, farm_types.Job) else job
     if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id <= 0:
@@ -147,9 +162,7 @@ class Farm:
                 self.address, grpc.ssl_channel_credentials(root_certificates=ca), options)
         else:
             self._channel = grpc.insecure_channel(self.address, options)
-        self._state = None
-        self._changed = threading.Condition()
-        self._channel.subscribe(self._on_state, try_to_connect=True)
+        _OPEN.add(self)
         try:
             self._wait_until_ready(connect_timeout)
         except BaseException:
@@ -158,11 +171,6 @@ class Farm:
         self._stub = pb_grpc.TuningServiceStub(self._channel)
 
     # -- connection
-
-    def _on_state(self, state):
-        with self._changed:
-            self._state = state
-            self._changed.notify_all()
 
     def _unreachable(self, why):
         message = f"cannot connect to the iosfarm server at {self.address}"
@@ -173,27 +181,55 @@ class Farm:
         return error(message + f"; is it running? Set the address with Farm(address) or "
                      f"${SERVER_ENV}", "unavailable")
 
+    def _watch_state(self, until, timeout, try_to_connect):
+        """Follows the channel's connectivity (no subscription outlives the call:
+        gRPC's polling thread ends with it) until until(state) is true or
+        `timeout` seconds pass; returns the last state (None: none seen)."""
+        changed = threading.Condition()
+        seen = []
+
+        def on_state(state):
+            with changed:
+                seen.append(state)
+                changed.notify_all()
+
+        deadline = time.monotonic() + timeout
+        self._channel.subscribe(on_state, try_to_connect=try_to_connect)
+        try:
+            with changed:
+                while not (seen and until(seen[-1])):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    changed.wait(min(left, 0.1))  # short waits: Ctrl-C stays prompt
+                return seen[-1] if seen else None
+        finally:
+            self._channel.unsubscribe(on_state)
+
     def _wait_until_ready(self, timeout):
         s = self._grpc.ChannelConnectivity
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while self._state != s.READY:
-                if self._state == s.TRANSIENT_FAILURE:
-                    raise self._unreachable("connection failed")
-                if self._state == s.SHUTDOWN:
-                    raise self._unreachable("channel shut down")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise self._unreachable(f"no answer within {timeout:g} s")
-                self._changed.wait(min(left, 0.1))  # short waits: Ctrl-C stays prompt
+        state = self._watch_state(
+            lambda state: state in (s.READY, s.TRANSIENT_FAILURE, s.SHUTDOWN), timeout,
+            try_to_connect=True)
+        if state == s.TRANSIENT_FAILURE:
+            raise self._unreachable("connection failed")
+        if state == s.SHUTDOWN:
+            raise self._unreachable("channel shut down")
+        if state != s.READY:
+            raise self._unreachable(f"no answer within {timeout:g} s")
+
+    def _connected(self):
+        """Whether the channel is connected now."""
+        return self._watch_state(lambda state: True, 1.0, try_to_connect=False) == \
+            self._grpc.ChannelConnectivity.READY
 
     def close(self):
         """Closes the channel; later calls fail."""
         channel = getattr(self, "_channel", None)
         if channel is not None:
-            channel.unsubscribe(self._on_state)
-            channel.close()
             self._channel = None
+            _OPEN.discard(self)
+            channel.close()
 
     def __enter__(self):
         return self
@@ -217,7 +253,7 @@ class Farm:
             hint = f" (no token given: pass token= or set ${TOKEN_ENV})" if not self._token \
                 else f" (check token= / ${TOKEN_ENV})"
             return error(details + hint, name)
-        if code == c.UNAVAILABLE and self._state != self._grpc.ChannelConnectivity.READY:
+        if code == c.UNAVAILABLE and not self._connected():
             return self._unreachable(details)
         if code == c.DEADLINE_EXCEEDED:
             return error(f"the server at {self.address} did not answer within "

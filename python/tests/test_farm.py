@@ -239,13 +239,13 @@ def test_unreachable_server_names_the_address(processes, tmp_path, monkeypatch):
     assert e.value.code == "unavailable"
     # A server that goes away after the connection.
     running = start_server(processes, tmp_path)
-    farm = iosfarm.Farm(running)
-    assert farm.list() == []
-    processes.stop_all()
-    with pytest.raises(iosfarm.Error, match=f"cannot connect to the iosfarm server at "
-                                            f"{running}") as e:
-        farm.list()
-    assert e.value.code == "unavailable"
+    with iosfarm.Farm(running) as farm:
+        assert farm.list() == []
+        processes.stop_all()
+        with pytest.raises(iosfarm.Error, match=f"cannot connect to the iosfarm server at "
+                                                f"{running}") as e:
+            farm.list()
+        assert e.value.code == "unavailable"
 
 
 def test_a_token_protected_server(processes, tmp_path, monkeypatch):
