@@ -120,7 +120,7 @@ def _flag(cmd, name, value):
 
 
 def _model_arg(model):
-    name = os.fspath(model)
+    name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
     if not isinstance(name, str) or not name:
         raise error(f"model must be a zoo model name or a file's path, got {model!r}")
     return name

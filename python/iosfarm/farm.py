@@ -260,7 +260,13 @@ class Farm:
                          f"{self.timeout:g} s", name)
         return error(details or f"{name} (no message from the server)", name)
 
+    def _check_open(self):
+        if self._channel is None:
+            raise error(f"this Farm ({self.address}) is closed; make another",
+                        "failed_precondition")
+
     def _unary(self, method, request):
+        self._check_open()
         try:
             return method(request, metadata=self._metadata, timeout=self.timeout)
         except self._grpc.RpcError as e:
@@ -270,7 +276,7 @@ class Farm:
 
     def _model_request(self, model):
         request = self._pb.SubmitJobRequest()
-        name = os.fspath(model)
+        name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
         if not isinstance(name, str) or not name:
             raise error(f"model must be a zoo model name or a file's path, got {model!r}")
         zoo = _zoo_names()
@@ -347,6 +353,7 @@ class Farm:
         after every change until the job ends; the last event's job is final.
         Error "unavailable" when the stream ends before the job does."""
         job_id = _job_id(job)
+        self._check_open()
         call = self._stub.WatchJob(self._pb.JobRequest(job_id=job_id), metadata=self._metadata)
         last = None
         try:

@@ -71,7 +71,7 @@ def processes():
     procs.stop_all()
 
 
-def start_server(processes, tmp_path, *flags):
+def start_server(processes, tmp_path, *flags, tls_ca=None):
     address = free_address()
     processes.start(SERVER, "--db", str(tmp_path / "farm.db"), "--listen", address, *flags)
     farm = None
@@ -79,7 +79,7 @@ def start_server(processes, tmp_path, *flags):
     def connected():
         nonlocal farm
         try:
-            farm = iosfarm.Farm(address, token="", connect_timeout=2)
+            farm = iosfarm.Farm(address, token="", tls_ca=tls_ca, connect_timeout=2)
             return True
         except iosfarm.Error:
             return False
@@ -89,10 +89,10 @@ def start_server(processes, tmp_path, *flags):
     return address
 
 
-def start_worker(processes, address, device_key, worker_id):
+def start_worker(processes, address, device_key, worker_id, *flags):
     return processes.start(WORKER, "--server", address, "--device-key", device_key,
                            "--backend", "sim", "--worker-id", worker_id,
-                           "--sim-time-scale", "0")
+                           "--sim-time-scale", "0", *flags)
 
 
 @pytest.fixture
@@ -224,7 +224,13 @@ def test_bad_requests_name_what_is_wrong(farm, tmp_path):
         farm.submit("squeezenet", device="sim-farm", batch=0)
     with pytest.raises(iosfarm.Error, match="positive integer"):
         farm.status(0)
+    with pytest.raises(iosfarm.Error, match="model must be"):
+        farm.submit(42, device="sim-farm")
     assert farm.list() == []  # nothing was submitted
+    farm.close()
+    with pytest.raises(iosfarm.Error, match="is closed") as e:
+        farm.list()
+    assert e.value.code == "failed_precondition"
 
 
 def test_unreachable_server_names_the_address(processes, tmp_path, monkeypatch):
@@ -270,6 +276,37 @@ def test_a_token_protected_server(processes, tmp_path, monkeypatch):
     with pytest.raises(iosfarm.Error, match="space at position 4") as e:
         iosfarm.Farm(address, token="bad token")
     assert e.value.code == "invalid_argument"
+
+
+def test_tls_with_a_token(processes, tmp_path, monkeypatch):
+    for name in ("IOSFARM_TOKEN", "IOSFARM_TLS_CA"):
+        monkeypatch.delenv(name, raising=False)
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True)
+    tokens = tmp_path / "client-tokens"
+    tokens.write_text(f"{TOKEN} alice\n")
+    address = start_server(processes, tmp_path, "--tls-cert", str(cert), "--tls-key", str(key),
+                           "--client-tokens", str(tokens), tls_ca=str(cert))
+    start_worker(processes, address, "sim-tls", "t1", "--tls-ca", str(cert))
+    monkeypatch.setenv("IOSFARM_TLS_CA", str(cert))
+    with iosfarm.Farm(address, token=TOKEN) as farm:
+        assert farm.tls_ca == str(cert)
+        eventually("the worker registers over TLS",
+                   lambda: [w.id for w in farm.workers()] == ["t1"])
+        job = farm.submit("squeezenet", device="sim-tls")
+        assert job.owner == "alice"
+        assert farm.wait(job, progress=False).predicted_ms > 0
+    # Plaintext to a TLS port, and a CA file that is not there.
+    with pytest.raises(iosfarm.Error, match=f"cannot connect to the iosfarm server at "
+                                            f"{address}") as e:
+        iosfarm.Farm(address, token=TOKEN, tls_ca="", connect_timeout=5).list()
+    assert e.value.code == "unavailable"
+    with pytest.raises(iosfarm.Error, match="no-such-ca.pem") as e:
+        iosfarm.Farm(address, tls_ca=str(tmp_path / "no-such-ca.pem"))
+    assert e.value.code == "not_found"
 
 
 WAIT_IN_A_CHILD = textwrap.dedent("""
