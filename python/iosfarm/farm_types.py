@@ -118,7 +118,7 @@ class JobResult(_Dict):
     largest_bound_miss_ms: float = 0.0
     search_cores: int = 0
     noisy: List[str] = field(default_factory=list)  # measured with cv > 0.5
-    schedule_json: str = ""   # docs/schedule-format.md
+    schedule_json: str = field(default="", repr=False)  # docs/schedule-format.md
 
     @property
     def choice_uncertain(self):

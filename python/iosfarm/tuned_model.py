@@ -15,6 +15,7 @@ python3-protobuf); whether a schedule fits the model is the runtime's check
 is_tuned_model_file(path): whether `path` is a readable file with the magic.
 """
 import hashlib
+import json
 import os
 import struct
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ class MeasuredSchedule:
 @dataclass
 class TunedBatch:
     batch: int
-    schedule_json: str = ""   # docs/schedule-format.md, for the model at this batch
+    schedule_json: str = field(default="", repr=False)  # docs/schedule-format.md, this batch
     predicted_ms: float = 0.0  # sum of the schedule's measured stage latencies, not a run
     measured: Dict[str, MeasuredSchedule] = field(default_factory=dict)
     tuning_s: float = 0.0      # wall time of its search
@@ -50,6 +51,11 @@ class TunedBatch:
     def measured_ms(self):
         """{schedule name: measured median ms}."""
         return {name: m.median_ms for name, m in self.measured.items()}
+
+    @property
+    def schedule(self):
+        """schedule_json parsed."""
+        return json.loads(self.schedule_json)
 
 
 @dataclass
