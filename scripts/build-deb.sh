@@ -19,10 +19,8 @@ cmake -S . -B "$build_dir" -G "${generator[0]}" -DCMAKE_BUILD_TYPE=Release \
   > "$build_dir/configure.log" 2>&1 ||
   { tail -20 "$build_dir/configure.log" >&2; echo "build-deb: configure failed" >&2; exit 1; }
 # What install() names: the three binaries, the runtime and the Python package.
+# (iosfarm_python brings the Python stubs of the wire types.)
 targets=(iosfarm iosfarm-server iosfarm-worker iosfarm_runtime iosfarm_python)
-if cmake --build "$build_dir" --target help 2>/dev/null | grep -q "iosfarm_python_stubs"; then
-  targets+=(iosfarm_python_stubs)
-fi
 cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 (cd "$build_dir" && cpack -G DEB > cpack.log 2>&1) ||
   { tail -30 "$build_dir/cpack.log" >&2; echo "build-deb: cpack failed" >&2; exit 1; }
