@@ -30,6 +30,38 @@ std::string_view PadModeName(PadMode mode) {
   return "?";
 }
 
+std::string_view ResizeModeName(ResizeMode mode) {
+  return mode == ResizeMode::kLinear ? "linear" : "nearest";
+}
+
+std::string_view ResizeCoordinatesName(ResizeCoordinates mode) {
+  switch (mode) {
+    case ResizeCoordinates::kHalfPixel:
+      return "half_pixel";
+    case ResizeCoordinates::kPytorchHalfPixel:
+      return "pytorch_half_pixel";
+    case ResizeCoordinates::kAlignCorners:
+      return "align_corners";
+    case ResizeCoordinates::kAsymmetric:
+      return "asymmetric";
+  }
+  return "?";
+}
+
+std::string_view NearestRoundingName(NearestRounding rounding) {
+  switch (rounding) {
+    case NearestRounding::kRoundPreferFloor:
+      return "round_prefer_floor";
+    case NearestRounding::kRoundPreferCeil:
+      return "round_prefer_ceil";
+    case NearestRounding::kFloor:
+      return "floor";
+    case NearestRounding::kCeil:
+      return "ceil";
+  }
+  return "?";
+}
+
 Attributes DefaultAttributes(OpType type) {
   switch (type) {
     case OpType::kConv:
@@ -63,6 +95,8 @@ Attributes DefaultAttributes(OpType type) {
       return SoftmaxAttrs{};
     case OpType::kBatchNormalization:
       return BatchNormAttrs{};
+    case OpType::kResize:
+      return ResizeAttrs{};
     default:
       return NoAttrs{};
   }

@@ -140,11 +140,38 @@ struct BatchNormAttrs {
   bool operator==(const BatchNormAttrs&) const = default;
 };
 
+// Resize of [N, C, H, W] to [N, C, size[0], size[1]] (ONNX Resize of H and
+// W). Output pixel (y, x) samples input coordinates
+// given by `coordinates` from `scale` (the factor the coordinate transform
+// divides by: out / in when the model gives sizes, the model's scales when
+// it gives those), each axis on its own:
+//   half_pixel          (y + 0.5) / scale - 0.5
+//   pytorch_half_pixel  the same, but 0 when the output axis has length 1
+//   align_corners       y * (in - 1) / (out - 1), 0 when out == 1
+//   asymmetric          y / scale
+// kNearest rounds that coordinate by `rounding`; kLinear interpolates the
+// two neighbours (bilinear over H and W). Coordinates are clamped into
+// [0, in - 1], as the edge values the ONNX reference pads with.
+enum class ResizeMode { kNearest, kLinear };
+enum class ResizeCoordinates { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric };
+enum class NearestRounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+std::string_view ResizeModeName(ResizeMode mode);                   // "nearest", "linear"
+std::string_view ResizeCoordinatesName(ResizeCoordinates mode);     // ONNX spelling
+std::string_view NearestRoundingName(NearestRounding rounding);     // ONNX spelling
+struct ResizeAttrs {
+  std::array<int64_t, 2> size = {1, 1};  // output H, W
+  std::array<float, 2> scale = {1.0f, 1.0f};
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::kHalfPixel;
+  NearestRounding rounding = NearestRounding::kRoundPreferFloor;
+  bool operator==(const ResizeAttrs&) const = default;
+};
+
 using Attributes =
     std::variant<NoAttrs, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                  ConcatAttrs, SplitAttrs, SliceAttrs, PadAttrs, ReshapeAttrs,
                  FlattenAttrs, TransposeAttrs, ReduceMeanAttrs, GemmAttrs,
-                 SoftmaxAttrs, BatchNormAttrs>;
+                 SoftmaxAttrs, BatchNormAttrs, ResizeAttrs>;
 
 // True when `attrs` holds the alternative that `type` requires.
 bool AttributesMatch(OpType type, const Attributes& attrs);

@@ -171,6 +171,10 @@ ValueId GraphBuilder::BatchNorm(ValueId x, const std::string& name) {
                  std::move(weights))[0];
 }
 
+ValueId GraphBuilder::Resize(ValueId x, const ResizeAttrs& attrs, const std::string& name) {
+  return AddNode(OpType::kResize, attrs, {x}, name)[0];
+}
+
 StatusOr<Graph> GraphBuilder::Finish() && {
   if (!status_.ok()) return status_;
   if (graph_.outputs().empty()) {

@@ -76,6 +76,8 @@ class GraphBuilder {
   ValueId Linear(ValueId x, int64_t out_features, const std::string& name);
   ValueId Softmax(ValueId x, int64_t axis, const std::string& name);
   ValueId BatchNorm(ValueId x, const std::string& name);
+  // Resize of NCHW `x` to `attrs.size` (ResizeAttrs).
+  ValueId Resize(ValueId x, const ResizeAttrs& attrs, const std::string& name);
 
   // Adds an arbitrary node (attrs must match type); returns its outputs.
   std::vector<ValueId> AddNode(OpType type, Attributes attrs,

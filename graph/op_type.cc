@@ -13,8 +13,8 @@ constexpr std::array<std::string_view, kNumOpTypes> kNames = {
     "Mul",        "Div",        "Concat",      "Split",
     "Slice",      "Pad",        "Reshape",     "Flatten",
     "Transpose",  "ReduceMean", "Gemm",        "MatMul",
-    "Softmax",    "BatchNormalization",        "Identity",
-    "Dropout",
+    "Softmax",    "BatchNormalization",        "Resize",
+    "Identity",   "Dropout",
 };
 
 }  // namespace

@@ -36,6 +36,7 @@ enum class OpType {
   kMatMul,
   kSoftmax,
   kBatchNormalization,
+  kResize,    // spatial resampling of NCHW (ONNX Resize)
   kIdentity,  // removed by Simplify
   kDropout,   // removed by Simplify (inference)
 };

@@ -96,6 +96,13 @@ void WriteAttrs(const Node& node, pb::Node* out) {
           g->set_trans_b(a.trans_b);
         } else if constexpr (std::is_same_v<T, BatchNormAttrs>) {
           out->mutable_batch_norm()->set_epsilon(a.epsilon);
+        } else if constexpr (std::is_same_v<T, ResizeAttrs>) {
+          auto* r = out->mutable_resize();
+          for (int64_t d : a.size) r->add_size(d);
+          for (float s : a.scale) r->add_scale(s);
+          r->set_mode(std::string(ResizeModeName(a.mode)));
+          r->set_coordinates(std::string(ResizeCoordinatesName(a.coordinates)));
+          r->set_rounding(std::string(NearestRoundingName(a.rounding)));
         }
       },
       node.attrs);
@@ -115,6 +122,40 @@ StatusOr<PadMode> ParsePadMode(std::string_view name, const Node& node) {
     if (PadModeName(m) == name) return m;
   }
   return absl::InvalidArgumentError(StrCat("node '", node.name, "': unknown pad mode '", name, "'"));
+}
+
+// One of `values` by its name (`Name`), or InvalidArgument naming `what`.
+template <typename Enum, typename NameOf>
+StatusOr<Enum> ParseName(std::string_view name, std::initializer_list<Enum> values,
+                         NameOf name_of, const Node& node, std::string_view what) {
+  for (Enum v : values) {
+    if (name_of(v) == name) return v;
+  }
+  return absl::InvalidArgumentError(
+      StrCat("node '", node.name, "': unknown ", what, " '", name, "'"));
+}
+
+StatusOr<ResizeAttrs> ParseResize(const pb::ResizeAttrs& r, const Node& node) {
+  ResizeAttrs a;
+  ASSIGN_OR_RETURN(a.size, GetArray<2>(r.size(), node, "size"));
+  if (r.scale_size() != 2) {
+    return absl::InvalidArgumentError(
+        StrCat("node '", node.name, "': 'scale' needs 2 values, got ", r.scale_size()));
+  }
+  a.scale = {r.scale(0), r.scale(1)};
+  ASSIGN_OR_RETURN(a.mode, ParseName(r.mode(), {ResizeMode::kNearest, ResizeMode::kLinear},
+                                     ResizeModeName, node, "resize mode"));
+  ASSIGN_OR_RETURN(a.coordinates,
+                   ParseName(r.coordinates(),
+                             {ResizeCoordinates::kHalfPixel, ResizeCoordinates::kPytorchHalfPixel,
+                              ResizeCoordinates::kAlignCorners, ResizeCoordinates::kAsymmetric},
+                             ResizeCoordinatesName, node, "resize coordinate mode"));
+  ASSIGN_OR_RETURN(a.rounding,
+                   ParseName(r.rounding(),
+                             {NearestRounding::kRoundPreferFloor, NearestRounding::kRoundPreferCeil,
+                              NearestRounding::kFloor, NearestRounding::kCeil},
+                             NearestRoundingName, node, "nearest rounding"));
+  return a;
 }
 
 Status MissingAttrs(const Node& node, std::string_view field) {
@@ -211,6 +252,11 @@ Status ReadAttrs(const pb::Node& in, Node& node) {
       if (!in.has_batch_norm()) return MissingAttrs(node, "batch_norm");
       node.attrs = BatchNormAttrs{in.batch_norm().epsilon()};
       return absl::OkStatus();
+    case OpType::kResize: {
+      if (!in.has_resize()) return MissingAttrs(node, "resize");
+      ASSIGN_OR_RETURN(node.attrs, ParseResize(in.resize(), node));
+      return absl::OkStatus();
+    }
     default:
       node.attrs = NoAttrs{};
       return absl::OkStatus();

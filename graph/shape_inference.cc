@@ -1,6 +1,7 @@
 #include "graph/shape_inference.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common/strings.h"
@@ -228,6 +229,21 @@ StatusOr<std::vector<Shape>> InferPad(const Node& node, const std::vector<Shape>
     out[d] += begin + end;
   }
   return std::vector<Shape>{out};
+}
+
+StatusOr<std::vector<Shape>> InferResize(const Node& node, const std::vector<Shape>& in) {
+  RETURN_IF_ERROR(CheckInputCount(node, in, 1, 1));
+  RETURN_IF_ERROR(CheckRank(node, in[0], 4, "input"));
+  const auto& a = std::get<ResizeAttrs>(node.attrs);
+  for (int d = 0; d < 2; ++d) {
+    if (a.size[d] < 1 || a.size[d] > kMaxElements) {
+      return NodeError(node, StrCat("output size ", a.size[d], " is out of range"));
+    }
+    if (!(a.scale[d] > 0.0f) || !std::isfinite(a.scale[d])) {
+      return NodeError(node, StrCat("scale ", a.scale[d], " must be positive"));
+    }
+  }
+  return std::vector<Shape>{{in[0][0], in[0][1], a.size[0], a.size[1]}};
 }
 
 StatusOr<std::vector<Shape>> InferReshape(const Node& node, const std::vector<Shape>& in) {
@@ -465,6 +481,9 @@ StatusOr<std::vector<Shape>> InferNodeShapes(const Node& node,
       break;
     case OpType::kBatchNormalization:
       result = InferBatchNorm(node, in);
+      break;
+    case OpType::kResize:
+      result = InferResize(node, in);
       break;
   }
   if (!result.ok()) return result.status();

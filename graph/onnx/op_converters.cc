@@ -283,6 +283,7 @@ const std::map<std::string_view, Converter>& Converters() {
       {"ReduceMean", ci::ConvertReduceMean},
       {"Softmax", ci::ConvertSoftmax},
       {"Cast", ci::ConvertCast},
+      {"Resize", ci::ConvertResize},
   };
   return *kConverters;
 }

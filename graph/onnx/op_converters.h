@@ -7,7 +7,8 @@
 // Mul, Div, Gemm, MatMul, BatchNormalization, Identity, Dropout (layer ops,
 // op_converters.cc) and Concat, Split, Slice, Pad, Reshape, Flatten,
 // Transpose, Squeeze, Unsqueeze, ReduceMean, Softmax, Cast (tensor ops,
-// tensor_op_converters.cc). Anything else, and any unsupported attribute
+// tensor_op_converters.cc) and Resize (resize_converter.cc).
+// Anything else, and any unsupported attribute
 // value, is InvalidArgument naming the node and the field.
 #ifndef IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
 #define IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
@@ -45,6 +46,9 @@ Status ConvertSqueezeOrUnsqueeze(const NodeView& node, ImportContext& ctx);
 Status ConvertReduceMean(const NodeView& node, ImportContext& ctx);
 Status ConvertSoftmax(const NodeView& node, ImportContext& ctx);
 Status ConvertCast(const NodeView& node, ImportContext& ctx);
+
+// Resize (resize_converter.cc).
+Status ConvertResize(const NodeView& node, ImportContext& ctx);
 
 }  // namespace converters_internal
 }  // namespace iosfarm::graph::onnx_import

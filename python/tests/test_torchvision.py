@@ -22,17 +22,15 @@ MODELS = ["resnet50", "inception_v3", "googlenet", "squeezenet1_1", "densenet121
           "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x1_0"]
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_matches_pytorch(name, tmp_path):
-    torch = pytest.importorskip("torch")
-    torchvision = pytest.importorskip("torchvision")
-    torch.manual_seed(0)
-    kwargs = {"weights": None}
-    if name in ("inception_v3", "googlenet"):
-        kwargs.update(aux_logits=False, init_weights=False)
-    model = getattr(torchvision.models, name)(**kwargs).eval()
-    size = 299 if name == "inception_v3" else 224
-    x = torch.randn(1, 3, size, size)
+# Segmentation networks (static shapes): their heads upsample with Resize
+# (bilinear, half_pixel) and run parallel branches (DeepLabV3's ASPP).
+SEGMENTATION = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large",
+                "lraspp_mobilenet_v3_large"]
+
+
+def check_against_pytorch(name, model, x, tmp_path, torch):
+    """Exports `model` (one output), searches it and runs every schedule
+    against PyTorch's forward on `x`."""
     with torch.no_grad():
         expected = model(x).numpy()
     path = tmp_path / f"{name}.onnx"
@@ -47,9 +45,42 @@ def test_matches_pytorch(name, tmp_path):
                     "-o", str(ios)], check=True, stdout=subprocess.DEVNULL)
     for schedule in ("sequential", "greedy", str(ios)):
         session = iosfarm.Session(path, schedule=schedule, backend="cpu")
-        assert session.inputs == {"input": (1, 3, size, size)}
+        assert session.inputs == {"input": tuple(x.shape)}
         actual = session.run({"input": x.numpy()})["output"]
         assert actual.shape == expected.shape
         scale = max(1.0, float(np.abs(expected).max()))
         np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale,
                                    err_msg=f"{name}, {schedule} schedule")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_matches_pytorch(name, tmp_path):
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    kwargs = {"weights": None}
+    if name in ("inception_v3", "googlenet"):
+        kwargs.update(aux_logits=False, init_weights=False)
+    model = getattr(torchvision.models, name)(**kwargs).eval()
+    size = 299 if name == "inception_v3" else 224
+    check_against_pytorch(name, model, torch.randn(1, 3, size, size), tmp_path, torch)
+
+
+@pytest.mark.parametrize("name", SEGMENTATION)
+def test_segmentation_matches_pytorch(name, tmp_path):
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    network = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None,
+                                                             aux_loss=False).eval()
+
+    class Out(torch.nn.Module):  # the "out" entry of the network's dict
+        def __init__(self, network):
+            super().__init__()
+            self.network = network
+
+        def forward(self, x):
+            return self.network(x)["out"]
+
+    check_against_pytorch(name, Out(network).eval(), torch.randn(1, 3, 224, 224), tmp_path,
+                          torch)

@@ -223,6 +223,11 @@ std::vector<GraphCase> MakeCases() {
       {"pad_reflect", [] { return SingleOp({{1, 24, 5, 5}}, OpType::kPad, graph::PadAttrs{{0, 0, 2, 1, 0, 0, 1, 2}, graph::PadMode::kReflect, 0.0f}); }},
       {"pad_edge", [] { return SingleOp({{2, 8, 4, 5}}, OpType::kPad, graph::PadAttrs{{0, 0, 3, 0, 0, 0, 0, 2}, graph::PadMode::kEdge, 0.0f}); }},
       {"pad_channels", [] { return SingleOp({{1, 16, 3, 3}}, OpType::kPad, graph::PadAttrs{{0, 2, 0, 0, 0, 1, 0, 0}, graph::PadMode::kConstant, -1.0f}); }},
+      // Resize (segmentation heads: bilinear half_pixel up; nearest, down)
+      {"resize_linear_up", [] { return SingleOp({{1, 16, 7, 5}}, OpType::kResize, graph::ResizeAttrs{{14, 10}, {2.0f, 2.0f}, graph::ResizeMode::kLinear, graph::ResizeCoordinates::kHalfPixel, graph::NearestRounding::kRoundPreferFloor}); }},
+      {"resize_linear_align_corners", [] { return SingleOp({{2, 8, 5, 6}}, OpType::kResize, graph::ResizeAttrs{{9, 13}, {1.8f, 13.0f / 6}, graph::ResizeMode::kLinear, graph::ResizeCoordinates::kAlignCorners, graph::NearestRounding::kRoundPreferFloor}); }},
+      {"resize_nearest_up", [] { return SingleOp({{1, 8, 4, 4}}, OpType::kResize, graph::ResizeAttrs{{12, 8}, {3.0f, 2.0f}, graph::ResizeMode::kNearest, graph::ResizeCoordinates::kAsymmetric, graph::NearestRounding::kFloor}); }},
+      {"resize_nearest_down", [] { return SingleOp({{1, 24, 9, 9}}, OpType::kResize, graph::ResizeAttrs{{4, 3}, {4.0f / 9, 1.0f / 3}, graph::ResizeMode::kNearest, graph::ResizeCoordinates::kHalfPixel, graph::NearestRounding::kRoundPreferCeil}); }},
       // Shape ops
       {"reshape_4d_to_4d", [] { return SingleOp({{2, 24, 4, 4}}, OpType::kReshape, graph::ReshapeAttrs{{2, 12, 8, 4}}); }},
       {"reshape_4d_to_2d", [] { return SingleOp({{2, 24, 4, 4}}, OpType::kReshape, graph::ReshapeAttrs{{2, 384}}); }},

@@ -76,6 +76,11 @@ std::string AttrsString(const Attributes& attrs) {
           return StrCat("axis=", a.axis);
         } else if constexpr (std::is_same_v<T, graph::BatchNormAttrs>) {
           return StrCat("eps=", ExactFloat(a.epsilon));
+        } else if constexpr (std::is_same_v<T, graph::ResizeAttrs>) {
+          return StrCat("size=", List(a.size), " scale=", ExactFloat(a.scale[0]), ",",
+                        ExactFloat(a.scale[1]), " mode=", graph::ResizeModeName(a.mode),
+                        " coord=", graph::ResizeCoordinatesName(a.coordinates),
+                        " round=", graph::NearestRoundingName(a.rounding));
         } else {
           static_assert(sizeof(T) == 0, "OpContentString: unhandled attributes type");
         }

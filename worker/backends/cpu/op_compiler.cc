@@ -73,6 +73,7 @@ internal::OpOrNull CompileWithOneDnn(CompileContext& ctx, const graph::Node& nod
     case OpType::kSlice:
     case OpType::kPad:
     case OpType::kTranspose:
+    case OpType::kResize:
       return std::unique_ptr<CpuOp>();
   }
   return std::unique_ptr<CpuOp>();

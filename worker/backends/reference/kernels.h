@@ -60,6 +60,8 @@ void Split(int64_t axis, const ConstView& x, const std::vector<MutableView>& ys)
 void Slice(const graph::SliceAttrs& attrs, const ConstView& x, const MutableView& y);
 void Pad(const graph::PadAttrs& attrs, const ConstView& x, const MutableView& y);
 void Transpose(const std::vector<int64_t>& perm, const ConstView& x, const MutableView& y);
+// [N, C, H, W] -> [N, C, size[0], size[1]] (ResizeAttrs).
+void Resize(const graph::ResizeAttrs& attrs, const ConstView& x, const MutableView& y);
 // Reshape, Flatten, Identity, Dropout, Constant: element order unchanged.
 void Copy(const ConstView& x, const MutableView& y);
 

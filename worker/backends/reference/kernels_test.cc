@@ -218,6 +218,58 @@ TEST(LayoutTest, PadModes) {
   EXPECT_THAT(y.data, ElementsAre(1, 1, 1, 2, 3, 3));
 }
 
+// The values PyTorch's F.interpolate gives for [[1, 2], [3, 4]].
+TEST(ResizeTest, TwoByTwoToFourByFourInEveryMode) {
+  Buffer x({1, 1, 2, 2}, {1, 2, 3, 4});
+  Buffer y({1, 1, 4, 4});
+  graph::ResizeAttrs a;
+  a.size = {4, 4};
+  a.scale = {2.0f, 2.0f};
+  a.mode = graph::ResizeMode::kLinear;  // bilinear, align_corners=False
+  Resize(a, x.in(), y.out());
+  EXPECT_THAT(y.data, ElementsAre(1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3,
+                                  3.25, 3.75, 4));
+  a.coordinates = graph::ResizeCoordinates::kAlignCorners;  // align_corners=True
+  Resize(a, x.in(), y.out());
+  EXPECT_FLOAT_EQ(y.data[1], 4.0f / 3.0f);
+  EXPECT_FLOAT_EQ(y.data[2], 5.0f / 3.0f);
+  EXPECT_FLOAT_EQ(y.data[4], 5.0f / 3.0f);
+  EXPECT_FLOAT_EQ(y.data[15], 4.0f);
+  a.mode = graph::ResizeMode::kNearest;  // mode="nearest": floor of asymmetric
+  a.coordinates = graph::ResizeCoordinates::kAsymmetric;
+  a.rounding = graph::NearestRounding::kFloor;
+  Resize(a, x.in(), y.out());
+  EXPECT_THAT(y.data, ElementsAre(1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4));
+}
+
+TEST(ResizeTest, RoundingAndOneElementAxes) {
+  Buffer x({1, 1, 1, 4}, {10, 20, 30, 40});
+  graph::ResizeAttrs a;
+  a.size = {1, 2};
+  a.scale = {1.0f, 0.5f};
+  Buffer y({1, 1, 1, 2});
+  // half_pixel: (o + 0.5) * 2 - 0.5 = 0.5, 2.5; ties go down or up.
+  Resize(a, x.in(), y.out());
+  EXPECT_THAT(y.data, ElementsAre(10, 30));
+  a.rounding = graph::NearestRounding::kRoundPreferCeil;
+  Resize(a, x.in(), y.out());
+  EXPECT_THAT(y.data, ElementsAre(20, 40));
+  a.rounding = graph::NearestRounding::kCeil;
+  Resize(a, x.in(), y.out());
+  EXPECT_THAT(y.data, ElementsAre(20, 40));
+  // Linear to one element: half_pixel samples the middle, pytorch_half_pixel
+  // the first.
+  a.mode = graph::ResizeMode::kLinear;
+  a.size = {1, 1};
+  a.scale = {1.0f, 0.25f};
+  Buffer one({1, 1, 1, 1});
+  Resize(a, x.in(), one.out());
+  EXPECT_FLOAT_EQ(one.data[0], 25.0f);  // (0.5) * 4 - 0.5 = 1.5
+  a.coordinates = graph::ResizeCoordinates::kPytorchHalfPixel;
+  Resize(a, x.in(), one.out());
+  EXPECT_FLOAT_EQ(one.data[0], 10.0f);
+}
+
 TEST(LayoutTest, TransposeAndCopy) {
   Buffer x = Iota({2, 3, 2});
   Buffer y({2, 2, 3});

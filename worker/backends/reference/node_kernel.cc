@@ -111,6 +111,9 @@ Status RunNode(const graph::Node& node, const std::map<std::string, graph::Tenso
     case OpType::kTranspose:
       Transpose(std::get<graph::TransposeAttrs>(node.attrs).perm, inputs[0], y);
       return absl::OkStatus();
+    case OpType::kResize:
+      Resize(std::get<graph::ResizeAttrs>(node.attrs), inputs[0], y);
+      return absl::OkStatus();
     case OpType::kReshape:
     case OpType::kFlatten:
     case OpType::kIdentity:

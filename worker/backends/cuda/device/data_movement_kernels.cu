@@ -29,6 +29,12 @@ __global__ void PadKernel(const float* x, float* y, int64_t n, PadParams p) {
   }
 }
 
+__global__ void ResizeKernel(const float* x, float* y, int64_t n, ResizeParams p) {
+  for (int64_t i = GlobalThreadIndex(); i < n; i += GridStride()) {
+    y[i] = math::ResizeValue(x, i, p);
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchCopyRows(const float* src, int64_t src_pitch, float* dst, int64_t dst_pitch,
@@ -59,6 +65,17 @@ cudaError_t LaunchPad(const float* x, float* y, int64_t n, const PadParams& para
     if (params.out_dims[d] < 1 || params.in_dims[d] < 1) return cudaErrorInvalidValue;
   }
   PadKernel<<<GridFor(n), kBlockThreads, 0, stream>>>(x, y, n, params);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchResize(const float* x, float* y, int64_t n, const ResizeParams& params,
+                         cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  if (params.in_h < 1 || params.in_w < 1 || params.out_h < 1 || params.out_w < 1 ||
+      n != params.planes * params.out_h * params.out_w) {
+    return cudaErrorInvalidValue;
+  }
+  ResizeKernel<<<GridFor(n), kBlockThreads, 0, stream>>>(x, y, n, params);
   return cudaGetLastError();
 }
 

@@ -1,5 +1,5 @@
 // Data-movement CUDA kernels of the cuda backend (copies of strided rows,
-// gathers for Slice and Transpose, Pad), callable from host C++.
+// gathers for Slice and Transpose, Pad, Resize), callable from host C++.
 //
 // Plain C-style launchers (no absl): each enqueues one kernel on `stream`
 // and returns the launch error. Dense fp32 tensors; sizes in elements;
@@ -25,6 +25,10 @@ cudaError_t LaunchGather(const float* x, float* y, int64_t n, const GatherParams
 
 cudaError_t LaunchPad(const float* x, float* y, int64_t n, const PadParams& params,
                       cudaStream_t stream);
+
+// Resize of H and W: y[i] for the n = planes * out_h * out_w output elements.
+cudaError_t LaunchResize(const float* x, float* y, int64_t n, const ResizeParams& params,
+                         cudaStream_t stream);
 
 }  // namespace iosfarm::worker::cuda
 

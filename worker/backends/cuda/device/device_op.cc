@@ -31,6 +31,7 @@ StatusOr<std::unique_ptr<DeviceOp>> CreateDeviceOp(const Step& step, const Devic
     case StepKind::kCopyRows:
     case StepKind::kSlice:
     case StepKind::kPad:
+    case StepKind::kResize:
     case StepKind::kTranspose:
     case StepKind::kReduceMean:
     case StepKind::kBatchNorm:

@@ -85,6 +85,16 @@ StatusOr<std::unique_ptr<DeviceOp>> MakePad(const Step& step, const DeviceOpCont
   return Op([=](cudaStream_t s) { return LaunchPad(in, out, n, p, s); }, "pad kernel");
 }
 
+StatusOr<std::unique_ptr<DeviceOp>> MakeResize(const Step& step, const DeviceOpContext& ctx) {
+  ASSIGN_OR_RETURN(const ResizeParams p,
+                   MakeResizeParams(std::get<graph::ResizeAttrs>(step.attrs),
+                                    step.inputs[0].shape, step.outputs[0].shape));
+  const float* in = ctx.Ptr(step.inputs[0]);
+  float* out = ctx.Ptr(step.outputs[0]);
+  const int64_t n = step.outputs[0].num_elements();
+  return Op([=](cudaStream_t s) { return LaunchResize(in, out, n, p, s); }, "resize kernel");
+}
+
 StatusOr<std::unique_ptr<DeviceOp>> MakeReduceMean(const Step& step, const DeviceOpContext& ctx) {
   ASSIGN_OR_RETURN(const ReduceParams p,
                    MakeReduceParams(std::get<graph::ReduceMeanAttrs>(step.attrs),
@@ -145,6 +155,8 @@ StatusOr<std::unique_ptr<DeviceOp>> MakeKernelOp(const Step& step, const DeviceO
       return MakeGather(step, ctx);
     case StepKind::kPad:
       return MakePad(step, ctx);
+    case StepKind::kResize:
+      return MakeResize(step, ctx);
     case StepKind::kReduceMean:
       return MakeReduceMean(step, ctx);
     case StepKind::kGlobalPool:

@@ -22,6 +22,8 @@ std::string_view StepKindName(StepKind kind) {
       return "slice";
     case StepKind::kPad:
       return "pad";
+    case StepKind::kResize:
+      return "resize";
     case StepKind::kTranspose:
       return "transpose";
     case StepKind::kReduceMean:

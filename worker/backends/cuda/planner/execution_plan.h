@@ -60,6 +60,7 @@ enum class StepKind {
   kCopyRows,    // `copy`: rows of a strided 2-D copy (concat, split, merged branches)
   kSlice,       // attrs: SliceAttrs (axes normalised)
   kPad,         // attrs: PadAttrs
+  kResize,      // attrs: ResizeAttrs
   kTranspose,   // attrs: TransposeAttrs
   kReduceMean,  // attrs: ReduceMeanAttrs (axes empty = all)
   kSoftmax,     // attrs: SoftmaxAttrs (axis normalised)

@@ -198,6 +198,77 @@ IOSFARM_HOST_DEVICE inline float Pool2dValue(const float* x, int64_t i, const Po
   return sum / static_cast<float>(divisor);
 }
 
+// The input coordinate output index o of a Resize axis samples. In double,
+// as the reference computes it, so that both pick the same nearest pixel
+// where a coordinate falls next to an integer (one per output row or
+// column: cheap even where double arithmetic is slow).
+IOSFARM_HOST_DEVICE inline double ResizeSource(ResizeCoordinatesKind mode, int64_t o, int64_t in,
+                                               int64_t out, float scale) {
+  const double y = static_cast<double>(o);
+  const double s = static_cast<double>(scale);
+  switch (mode) {
+    case ResizeCoordinatesKind::kHalfPixel:
+      return (y + 0.5) / s - 0.5;
+    case ResizeCoordinatesKind::kPytorchHalfPixel:
+      return out > 1 ? (y + 0.5) / s - 0.5 : 0.0;
+    case ResizeCoordinatesKind::kAlignCorners:
+      return out > 1 ? y * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+    case ResizeCoordinatesKind::kAsymmetric:
+      return y / s;
+  }
+  return 0.0;
+}
+
+IOSFARM_HOST_DEVICE inline int64_t ClampIndex(double i, int64_t in) {
+  const double hi = static_cast<double>(in - 1);
+  return static_cast<int64_t>(i < 0.0 ? 0.0 : (i > hi ? hi : i));
+}
+
+// The nearest input index of coordinate x on an axis of `in` elements.
+IOSFARM_HOST_DEVICE inline int64_t ResizeNearest(NearestRoundingKind rounding, double x,
+                                                 int64_t in) {
+  const double lo = floor(x);
+  const bool half = x - lo == 0.5;
+  switch (rounding) {
+    case NearestRoundingKind::kRoundPreferFloor:
+      return ClampIndex(half ? lo : round(x), in);
+    case NearestRoundingKind::kRoundPreferCeil:
+      return ClampIndex(half ? lo + 1.0 : round(x), in);
+    case NearestRoundingKind::kFloor:
+      return ClampIndex(lo, in);
+    case NearestRoundingKind::kCeil:
+      return ClampIndex(ceil(x), in);
+  }
+  return 0;
+}
+
+// Output element i of a Resize over x (all planes), the reference's
+// semantics (worker/backends/reference/resample_kernels.cc); the weights in
+// float.
+IOSFARM_HOST_DEVICE inline float ResizeValue(const float* x, int64_t i, const ResizeParams& p) {
+  const int64_t ox = i % p.out_w;
+  const int64_t oy = (i / p.out_w) % p.out_h;
+  const int64_t plane = i / (p.out_w * p.out_h);
+  const float* in = x + plane * p.in_h * p.in_w;
+  const double sy = ResizeSource(p.coordinates, oy, p.in_h, p.out_h, p.scale_h);
+  const double sx = ResizeSource(p.coordinates, ox, p.in_w, p.out_w, p.scale_w);
+  if (p.mode == ResizeModeKind::kNearest) {
+    return in[ResizeNearest(p.rounding, sy, p.in_h) * p.in_w +
+              ResizeNearest(p.rounding, sx, p.in_w)];
+  }
+  const double hy = static_cast<double>(p.in_h - 1), hx = static_cast<double>(p.in_w - 1);
+  const double cy = sy < 0.0 ? 0.0 : (sy > hy ? hy : sy);
+  const double cx = sx < 0.0 ? 0.0 : (sx > hx ? hx : sx);
+  const int64_t y0 = static_cast<int64_t>(floor(cy)), x0 = static_cast<int64_t>(floor(cx));
+  const int64_t y1 = y0 + 1 < p.in_h ? y0 + 1 : p.in_h - 1;
+  const int64_t x1 = x0 + 1 < p.in_w ? x0 + 1 : p.in_w - 1;
+  const float wy = static_cast<float>(cy - static_cast<double>(y0));
+  const float wx = static_cast<float>(cx - static_cast<double>(x0));
+  const float top = in[y0 * p.in_w + x0] * (1.0f - wx) + in[y0 * p.in_w + x1] * wx;
+  const float bottom = in[y1 * p.in_w + x0] * (1.0f - wx) + in[y1 * p.in_w + x1] * wx;
+  return top * (1.0f - wy) + bottom * wy;
+}
+
 }  // namespace iosfarm::worker::cuda::math
 
 #endif  // IOSFARM_WORKER_BACKENDS_CUDA_PLANNER_KERNEL_MATH_H_

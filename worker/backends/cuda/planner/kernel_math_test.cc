@@ -185,6 +185,44 @@ TEST(KernelMathTest, PadMatchesReference) {
   }
 }
 
+TEST(KernelMathTest, ResizeMatchesReference) {
+  const Shape xs = {2, 3, 7, 5};
+  const Tensor x = Random(xs, 11);
+  struct Case {
+    std::array<int64_t, 2> size;
+    std::array<float, 2> scale;
+  };
+  // Up (sizes), down (sizes), and scales whose factor is not out / in.
+  for (const Case& c : {Case{{14, 10}, {2.0f, 2.0f}}, Case{{3, 2}, {3.0f / 7, 2.0f / 5}},
+                        Case{{10, 7}, {1.5f, 1.5f}}, Case{{1, 1}, {1.0f / 7, 1.0f / 5}}}) {
+    for (graph::ResizeMode mode : {graph::ResizeMode::kNearest, graph::ResizeMode::kLinear}) {
+      for (graph::ResizeCoordinates coordinates :
+           {graph::ResizeCoordinates::kHalfPixel, graph::ResizeCoordinates::kPytorchHalfPixel,
+            graph::ResizeCoordinates::kAlignCorners, graph::ResizeCoordinates::kAsymmetric}) {
+        for (graph::NearestRounding rounding :
+             {graph::NearestRounding::kRoundPreferFloor, graph::NearestRounding::kRoundPreferCeil,
+              graph::NearestRounding::kFloor, graph::NearestRounding::kCeil}) {
+          graph::ResizeAttrs attrs{c.size, c.scale, mode, coordinates, rounding};
+          const Shape y = {xs[0], xs[1], c.size[0], c.size[1]};
+          auto p = MakeResizeParams(attrs, xs, y);
+          ASSERT_TRUE(p.ok()) << p.status();
+          Tensor actual = Empty(y), expected = Empty(y);
+          for (int64_t i = 0; i < actual.num_elements(); ++i) {
+            actual.data[i] = math::ResizeValue(x.data.data(), i, *p);
+          }
+          reference::Resize(attrs, In(x), Out(expected));
+          ExpectClose(actual, expected, 1e-5,
+                      StrCat("resize to ", graph::ShapeToString(y), " ",
+                             graph::ResizeModeName(mode), " ",
+                             graph::ResizeCoordinatesName(coordinates), " ",
+                             graph::NearestRoundingName(rounding)));
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(MakeResizeParams(graph::ResizeAttrs{}, {1, 3, 4}, {1, 3, 1, 1}).ok());
+}
+
 TEST(KernelMathTest, ReduceMeanMatchesReference) {
   const std::vector<std::pair<Shape, graph::ReduceMeanAttrs>> cases = {
       {{2, 24, 5, 5}, {{2, 3}, true}}, {{2, 24, 5, 5}, {{2, 3}, false}},

@@ -188,6 +188,47 @@ StatusOr<PadParams> MakePadParams(const graph::PadAttrs& attrs, const graph::Sha
   return p;
 }
 
+// ResizeParams' enums mirror graph::ResizeAttrs' member by member.
+static_assert(static_cast<int>(graph::ResizeMode::kLinear) ==
+              static_cast<int>(ResizeModeKind::kLinear));
+static_assert(static_cast<int>(graph::ResizeCoordinates::kHalfPixel) ==
+                  static_cast<int>(ResizeCoordinatesKind::kHalfPixel) &&
+              static_cast<int>(graph::ResizeCoordinates::kPytorchHalfPixel) ==
+                  static_cast<int>(ResizeCoordinatesKind::kPytorchHalfPixel) &&
+              static_cast<int>(graph::ResizeCoordinates::kAlignCorners) ==
+                  static_cast<int>(ResizeCoordinatesKind::kAlignCorners) &&
+              static_cast<int>(graph::ResizeCoordinates::kAsymmetric) ==
+                  static_cast<int>(ResizeCoordinatesKind::kAsymmetric));
+static_assert(static_cast<int>(graph::NearestRounding::kRoundPreferFloor) ==
+                  static_cast<int>(NearestRoundingKind::kRoundPreferFloor) &&
+              static_cast<int>(graph::NearestRounding::kRoundPreferCeil) ==
+                  static_cast<int>(NearestRoundingKind::kRoundPreferCeil) &&
+              static_cast<int>(graph::NearestRounding::kFloor) ==
+                  static_cast<int>(NearestRoundingKind::kFloor) &&
+              static_cast<int>(graph::NearestRounding::kCeil) ==
+                  static_cast<int>(NearestRoundingKind::kCeil));
+
+StatusOr<ResizeParams> MakeResizeParams(const graph::ResizeAttrs& attrs, const graph::Shape& x,
+                                        const graph::Shape& y) {
+  if (x.size() != 4 || y.size() != 4 || x[0] != y[0] || x[1] != y[1] || y[2] != attrs.size[0] ||
+      y[3] != attrs.size[1]) {
+    return absl::InvalidArgumentError(StrCat("resize of ", graph::ShapeToString(x), " to ",
+                                             graph::ShapeToString(y), " is not one of H and W"));
+  }
+  ResizeParams p;
+  p.planes = x[0] * x[1];
+  p.in_h = x[2];
+  p.in_w = x[3];
+  p.out_h = y[2];
+  p.out_w = y[3];
+  p.scale_h = attrs.scale[0];
+  p.scale_w = attrs.scale[1];
+  p.mode = static_cast<ResizeModeKind>(static_cast<int>(attrs.mode));
+  p.coordinates = static_cast<ResizeCoordinatesKind>(static_cast<int>(attrs.coordinates));
+  p.rounding = static_cast<NearestRoundingKind>(static_cast<int>(attrs.rounding));
+  return p;
+}
+
 StatusOr<ReduceParams> MakeReduceParams(const graph::ReduceMeanAttrs& attrs,
                                         const graph::Shape& x) {
   RETURN_IF_ERROR(CheckRank(x));

@@ -37,6 +37,9 @@ StatusOr<PadParams> MakePadParams(const graph::PadAttrs& attrs, const graph::Sha
                                   const graph::Shape& y);
 StatusOr<ReduceParams> MakeReduceParams(const graph::ReduceMeanAttrs& attrs,
                                         const graph::Shape& x);
+// Resize of 4-D x to y.
+StatusOr<ResizeParams> MakeResizeParams(const graph::ResizeAttrs& attrs, const graph::Shape& x,
+                                        const graph::Shape& y);
 // MaxPool or AveragePool on 4-D x and y.
 StatusOr<Pool2dParams> MakePool2dParams(graph::OpType type, const graph::PoolAttrs& attrs,
                                         const graph::Shape& x, const graph::Shape& y);

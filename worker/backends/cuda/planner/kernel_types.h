@@ -96,6 +96,22 @@ struct Pool2dParams {
   bool count_include_pad = false;
 };
 
+// Resize of H and W over planes = N * C planes, as graph::ResizeAttrs
+// describes it (enums with the same order as its ResizeMode,
+// ResizeCoordinates and NearestRounding).
+enum class ResizeModeKind : int { kNearest, kLinear };
+enum class ResizeCoordinatesKind : int { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric };
+enum class NearestRoundingKind : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+struct ResizeParams {
+  int64_t planes = 0;
+  int64_t in_h = 0, in_w = 0;
+  int64_t out_h = 0, out_w = 0;
+  float scale_h = 1.0f, scale_w = 1.0f;
+  ResizeModeKind mode = ResizeModeKind::kNearest;
+  ResizeCoordinatesKind coordinates = ResizeCoordinatesKind::kHalfPixel;
+  NearestRoundingKind rounding = NearestRoundingKind::kRoundPreferFloor;
+};
+
 }  // namespace iosfarm::worker::cuda
 
 #endif  // IOSFARM_WORKER_BACKENDS_CUDA_PLANNER_KERNEL_TYPES_H_

@@ -131,6 +131,10 @@ class Emulator {
         reference::Pad(std::get<graph::PadAttrs>(step.attrs), In(step.inputs[0]),
                        Out(step.outputs[0]));
         return absl::OkStatus();
+      case StepKind::kResize:
+        reference::Resize(std::get<graph::ResizeAttrs>(step.attrs), In(step.inputs[0]),
+                          Out(step.outputs[0]));
+        return absl::OkStatus();
       case StepKind::kTranspose:
         reference::Transpose(std::get<graph::TransposeAttrs>(step.attrs).perm, In(step.inputs[0]),
                              Out(step.outputs[0]));

@@ -129,6 +129,9 @@ Status EmitNode(PlanState& st, NodeId id, std::vector<Step>& steps) {
     case OpType::kPad:
       step.kind = StepKind::kPad;
       break;
+    case OpType::kResize:
+      step.kind = StepKind::kResize;
+      break;
     case OpType::kTranspose:
       step.kind = StepKind::kTranspose;
       break;
