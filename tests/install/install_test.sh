@@ -44,7 +44,10 @@ if "$work/classify/classify" no_such_model 2> "$work/err"; then
 fi
 grep -q "neither a zoo model" "$work/err"
 
-module_dir=$(dirname "$(dirname "$(find "$work/prefix" -name '__init__.py' -path '*dist-packages/iosfarm/*' | head -1)")")
+module_dir=$(dirname "$(dirname "$(find "$work/prefix" -path '*dist-packages/iosfarm/__init__.py' | head -1)")")
+for f in _native.pyi py.typed v1/farm_pb2.py v1/farm_pb2_grpc.py; do
+  test -f "$module_dir/iosfarm/$f" || { echo "iosfarm/$f not installed" >&2; exit 1; }
+done
 PYTHONPATH="$module_dir" /usr/bin/python3 -c \
   "import iosfarm; s = iosfarm.Session('squeezenet'); print('python', iosfarm.__version__, s.inputs)"
 # iosfarm.optimize finds the installed CLI beside the package.
