@@ -73,7 +73,8 @@ check "run" 'iosfarm run /tmp/sq.iosfarm --backend cpu --batch 2 --iterations 3 
 check "python" 'cd / && python3 -c "
 import numpy as np, iosfarm
 s = iosfarm.Session(\"/tmp/sq.iosfarm\", backend=\"cpu\")
-y = s.run({\"input\": np.zeros((2, 3, 224, 224), np.float32)})[\"output\"]
+out = next(iter(s.outputs))
+y = s.run({\"input\": np.zeros((2, 3, 224, 224), np.float32)})[out]
 assert s.batches == [1, 2] and y.shape == (2, 1000), (s.batches, y.shape)
 print(\"iosfarm\", iosfarm.__version__, \"from\", iosfarm.__file__, \"batches\", s.batches, y.shape)
 "'
