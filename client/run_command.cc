@@ -191,10 +191,9 @@ Status RunRunCommand(const RunCommandOptions& o, CommandContext& context) {
   RETURN_IF_ERROR(backend->CheckSupported(model.graph));
   const std::string device_key = DefaultDeviceKey(o.backend, backend->device_description(),
                                                   o.backend == "cuda" && o.cuda_graph);
-  if (!model.tuned_for.empty() &&
-      !tuned_model::CompatibleDeviceKeys(model.tuned_for, device_key)) {
-    context.err << "iosfarm: note: " << o.model << " was tuned for device key "
-                << model.tuned_for << "; this backend's is " << device_key
+  if (!model.tuned_for.empty() && !tuned_model::CompatibleDeviceKeys(model.tuned_for, device_key)) {
+    context.err << "iosfarm: note: " << o.model << " was tuned for device key " << model.tuned_for
+                << "; this backend's is " << device_key
                 << ": its schedule may not be the fastest here\n";
   }
   std::string kind;

@@ -75,10 +75,9 @@ std::string InterruptMessage(const std::vector<v1::Job>& jobs, const TuneCommand
   }
   return StrCat("\niosfarm: interrupted; ", ids, " (", jobs.front().model_name(), ")",
                 one ? " stays" : " stay", " unfinished in the latency database ", db_path,
-                ": the next `iosfarm tune ", o.spec.model,
-                "` with the same options resumes ", one ? "it" : "them",
-                ", keeping what it measured; add --fresh to cancel ", one ? "it" : "them",
-                " and start anew\n");
+                ": the next `iosfarm tune ", o.spec.model, "` with the same options resumes ",
+                one ? "it" : "them", ", keeping what it measured; add --fresh to cancel ",
+                one ? "it" : "them", " and start anew\n");
 }
 
 // The jobs to tune: one per --batch (one at the model's own batch without).
@@ -196,12 +195,14 @@ Status CheckBatches(const TuneCommandOptions& o) {
     }
   }
   if (o.batches.size() > 1 && !o.report.schedule_output.empty()) {
-    return UsageError("-o writes one schedule; with several --batch sizes, --save FILE writes "
-                      "them all into one tuned model file");
+    return UsageError(
+        "-o writes one schedule; with several --batch sizes, --save FILE writes "
+        "them all into one tuned model file");
   }
   if (o.batches.size() > 1 && o.report.format == "json") {
-    return UsageError("--format json reports one job; with several --batch sizes, tune with "
-                      "--format text (and --save FILE)");
+    return UsageError(
+        "--format json reports one job; with several --batch sizes, tune with "
+        "--format text (and --save FILE)");
   }
   return absl::OkStatus();
 }

@@ -197,8 +197,8 @@ TEST(TuneCommandTest, SeveralBatchesTuneSideBySideIntoOneTunedModelFile) {
   EXPECT_THAT(r.out, HasSubstr("job 2 submitted"));
   EXPECT_THAT(r.out, HasSubstr("job 1: device local-sim"));
   EXPECT_THAT(r.out, HasSubstr("job 2: device local-sim"));
-  EXPECT_THAT(r.out, HasSubstr("saved " + file +
-                               ": squeezenet, batches 1, 2, device key local-sim\n"));
+  EXPECT_THAT(r.out,
+              HasSubstr("saved " + file + ": squeezenet, batches 1, 2, device key local-sim\n"));
   auto model = tuned_model::ReadTunedModelFile(file);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_THAT(Batches(*model), ElementsAre(1, 2));
@@ -230,8 +230,8 @@ TEST(TuneCommandTest, SeveralBatchesTuneSideBySideIntoOneTunedModelFile) {
 
   // The file as MODEL: its batches, nothing measured again.
   const std::string again_file = (dir / "again.iosfarm").string();
-  Result again = RunIosfarm({"tune", file, "--backend", "sim", "--db", db, "--save", again_file,
-                             "--log-level", "off"});
+  Result again = RunIosfarm(
+      {"tune", file, "--backend", "sim", "--db", db, "--save", again_file, "--log-level", "off"});
   ASSERT_EQ(again.code, kExitOk) << again.err << again.out;
   EXPECT_THAT(again.out, HasSubstr("saved " + again_file + ": squeezenet, batches 1, 2"));
   // Both jobs' reports: every stage from the database.
@@ -254,8 +254,8 @@ TEST(TuneCommandTest, SeveralBatchesTuneSideBySideIntoOneTunedModelFile) {
   EXPECT_THAT(sequential.out, HasSubstr("schedule  sequential, "));
   Result missing = RunIosfarm({"run", file, "--backend", "sim", "--batch", "4"});
   EXPECT_EQ(missing.code, kExitFailure);
-  EXPECT_THAT(missing.err, HasSubstr("tuned model file '" + file +
-                                     "' holds batches 1, 2; none for batch 4"));
+  EXPECT_THAT(missing.err,
+              HasSubstr("tuned model file '" + file + "' holds batches 1, 2; none for batch 4"));
   Result elsewhere = RunIosfarm({"run", file, "--backend", "sim:h100", "--iterations", "1"});
   ASSERT_EQ(elsewhere.code, kExitOk) << elsewhere.err;
   EXPECT_THAT(elsewhere.err, HasSubstr("was tuned for device key local-sim; this backend's is "

@@ -84,8 +84,7 @@ StatusOr<v1::TunedModel> AssembleTunedModel(const v1::SubmitJobRequest& request,
   // What the runtime will check when it opens the file, checked now.
   for (const v1::TunedBatch& entry : model.batches()) {
     ASSIGN_OR_RETURN(graph::Graph graph, tuned_model::LoadHeldModel(model, entry.batch()));
-    RETURN_IF_ERROR(
-        tuned_model::HeldSchedule(model, file, graph, entry.batch()).status());
+    RETURN_IF_ERROR(tuned_model::HeldSchedule(model, file, graph, entry.batch()).status());
   }
   return model;
 }

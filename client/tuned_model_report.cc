@@ -53,13 +53,11 @@ std::string TunedModelText(const v1::TunedModel& model, const std::string& file)
       model.has_onnx() ? StrCat("ONNX, ", model.onnx().size(), " bytes") : "built-in zoo model";
   std::string out = StrCat(
       "tuned model  ", file, "\n", "model        ", model.model_name(), " (", source, ")\n",
-      "device key   ", model.device_key(), " (backend ", model.backend(), ")\n",
-      "tuned on     ", model.tuned_on().empty() ? "-" : model.tuned_on(), "\n",
-      "written by   iosfarm ", model.iosfarm_version(), ", ",
-      FormatUnixMs(model.created_unix_s() * 1000), "\n");
+      "device key   ", model.device_key(), " (backend ", model.backend(), ")\n", "tuned on     ",
+      model.tuned_on().empty() ? "-" : model.tuned_on(), "\n", "written by   iosfarm ",
+      model.iosfarm_version(), ", ", FormatUnixMs(model.created_unix_s() * 1000), "\n");
   std::vector<std::vector<std::string>> rows = {
-      {"batch", "schedule", "stages", "measured median ms (end to end)", "predicted ms",
-       "tuning"}};
+      {"batch", "schedule", "stages", "measured median ms (end to end)", "predicted ms", "tuning"}};
   for (const v1::TunedBatch& entry : model.batches()) {
     const ScheduleSummary summary = Summarize(entry);
     rows.push_back({std::to_string(entry.batch()), summary.kind, std::to_string(summary.stages),

@@ -155,9 +155,9 @@ struct BatchNormAttrs {
 enum class ResizeMode { kNearest, kLinear };
 enum class ResizeCoordinates { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric };
 enum class NearestRounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
-std::string_view ResizeModeName(ResizeMode mode);                   // "nearest", "linear"
-std::string_view ResizeCoordinatesName(ResizeCoordinates mode);     // ONNX spelling
-std::string_view NearestRoundingName(NearestRounding rounding);     // ONNX spelling
+std::string_view ResizeModeName(ResizeMode mode);                // "nearest", "linear"
+std::string_view ResizeCoordinatesName(ResizeCoordinates mode);  // ONNX spelling
+std::string_view NearestRoundingName(NearestRounding rounding);  // ONNX spelling
 struct ResizeAttrs {
   std::array<int64_t, 2> size = {1, 1};  // output H, W
   std::array<float, 2> scale = {1.0f, 1.0f};
@@ -168,10 +168,9 @@ struct ResizeAttrs {
 };
 
 using Attributes =
-    std::variant<NoAttrs, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
-                 ConcatAttrs, SplitAttrs, SliceAttrs, PadAttrs, ReshapeAttrs,
-                 FlattenAttrs, TransposeAttrs, ReduceMeanAttrs, GemmAttrs,
-                 SoftmaxAttrs, BatchNormAttrs, ResizeAttrs>;
+    std::variant<NoAttrs, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs, ConcatAttrs,
+                 SplitAttrs, SliceAttrs, PadAttrs, ReshapeAttrs, FlattenAttrs, TransposeAttrs,
+                 ReduceMeanAttrs, GemmAttrs, SoftmaxAttrs, BatchNormAttrs, ResizeAttrs>;
 
 // True when `attrs` holds the alternative that `type` requires.
 bool AttributesMatch(OpType type, const Attributes& attrs);

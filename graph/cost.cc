@@ -103,9 +103,8 @@ OpCost ComputeOpCost(const Graph& graph, const Node& node) {
     case OpType::kResize:
       // Bilinear: three lerps (two flops each) and the weights; nearest
       // only copies.
-      cost.flops = std::get<ResizeAttrs>(node.attrs).mode == ResizeMode::kLinear
-                       ? 8 * output_elements
-                       : 0;
+      cost.flops =
+          std::get<ResizeAttrs>(node.attrs).mode == ResizeMode::kLinear ? 8 * output_elements : 0;
       break;
     default:
       cost.flops = ElementwiseFlops(node.type) * output_elements;

@@ -126,8 +126,8 @@ StatusOr<PadMode> ParsePadMode(std::string_view name, const Node& node) {
 
 // One of `values` by its name (`Name`), or InvalidArgument naming `what`.
 template <typename Enum, typename NameOf>
-StatusOr<Enum> ParseName(std::string_view name, std::initializer_list<Enum> values,
-                         NameOf name_of, const Node& node, std::string_view what) {
+StatusOr<Enum> ParseName(std::string_view name, std::initializer_list<Enum> values, NameOf name_of,
+                         const Node& node, std::string_view what) {
   for (Enum v : values) {
     if (name_of(v) == name) return v;
   }

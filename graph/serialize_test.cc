@@ -80,8 +80,11 @@ Graph AllOpsGraph() {
   b.Output(b.AddNode(OpType::kIdentity, NoAttrs{}, {mm}, "identity")[0]);
   b.Output(b.AddNode(OpType::kGlobalMaxPool, NoAttrs{}, {x}, "gmp")[0]);
   b.Output(b.Resize(x,
-                    ResizeAttrs{{18, 5}, {2.0f, 0.55f}, ResizeMode::kLinear,
-                                ResizeCoordinates::kAlignCorners, NearestRounding::kCeil},
+                    ResizeAttrs{{18, 5},
+                                {2.0f, 0.55f},
+                                ResizeMode::kLinear,
+                                ResizeCoordinates::kAlignCorners,
+                                NearestRounding::kCeil},
                     "resize"));
   return *std::move(b).Finish();
 }

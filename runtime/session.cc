@@ -270,9 +270,9 @@ int64_t GraphBatch(const graph::Graph& graph) {
 }
 
 // `schedule` over `graph`, prepared on `backend`.
-StatusOr<std::unique_ptr<Plan>> PreparePlan(graph::Graph graph,
-                                            scheduler::ios::Schedule schedule, std::string kind,
-                                            worker::Backend& backend, bool cuda_graph) {
+StatusOr<std::unique_ptr<Plan>> PreparePlan(graph::Graph graph, scheduler::ios::Schedule schedule,
+                                            std::string kind, worker::Backend& backend,
+                                            bool cuda_graph) {
   auto plan = std::make_unique<Plan>();
   plan->graph = std::move(graph);
   plan->schedule = std::move(schedule);
@@ -310,9 +310,8 @@ std::string Unsuited(const v1::TunedModel& model, std::string_view file,
                   "; this session's is ", device_key);
   }
   if (!tuned_model::CompatibleVersions(model.iosfarm_version(), IOSFARM_VERSION)) {
-    return StrCat("tuned model file '", file, "' was written by iosfarm ",
-                  model.iosfarm_version(), ", whose schedules iosfarm ", IOSFARM_VERSION,
-                  " does not run");
+    return StrCat("tuned model file '", file, "' was written by iosfarm ", model.iosfarm_version(),
+                  ", whose schedules iosfarm ", IOSFARM_VERSION, " does not run");
   }
   return "";
 }
@@ -358,8 +357,9 @@ std::unique_ptr<Session::Impl> SessionOpener::OpenTuned(const std::string& file,
                                                         const SessionOptions& options) {
   if (!options.schedule.empty() || options.tune_if_missing) {
     throw Error(ErrorCode::kInvalidArgument,
-                StrCat("'", file, "' is a tuned model file, which holds its schedules: open it "
-                                  "without schedule and tune_if_missing"));
+                StrCat("'", file,
+                       "' is a tuned model file, which holds its schedules: open it "
+                       "without schedule and tune_if_missing"));
   }
   const std::optional<int64_t> batch_option = BatchOverride(options);
   TunedSource source{file, ValueOrThrow(tuned_model::ReadTunedModelFile(file)),
@@ -389,15 +389,14 @@ std::unique_ptr<Session::Impl> SessionOpener::OpenTuned(const std::string& file,
     for (const v1::TunedBatch& entry : model.batches()) {
       std::unique_ptr<Plan> plan;
       if (!unsuited.empty()) {
-        plan = ValueOrThrow(
-            SequentialPlan(model, entry.batch(), *impl->backend, options.cuda_graph));
+        plan =
+            ValueOrThrow(SequentialPlan(model, entry.batch(), *impl->backend, options.cuda_graph));
       } else {
         graph::Graph graph = ValueOrThrow(tuned_model::LoadHeldModel(model, entry.batch()));
         scheduler::ios::ParsedSchedule parsed =
             ValueOrThrow(tuned_model::HeldSchedule(model, file, graph, entry.batch()));
         plan = ValueOrThrow(PreparePlan(std::move(graph), std::move(parsed.schedule),
-                                        parsed.metadata.kind, *impl->backend,
-                                        options.cuda_graph));
+                                        parsed.metadata.kind, *impl->backend, options.cuda_graph));
       }
       impl->plans.emplace(entry.batch(), std::move(plan));
     }
@@ -428,8 +427,7 @@ Plan& SessionOpener::PlanForBatch(Session::Impl& impl, int64_t batch) {
 // by the batch of the first graph input when that input has the session's
 // shape but for its first dimension; any other input is checked against the
 // session's batch (whose checks name what is wrong).
-Plan& SessionOpener::PlanFor(Session::Impl& impl,
-                             const std::map<std::string, TensorView>& inputs) {
+Plan& SessionOpener::PlanFor(Session::Impl& impl, const std::map<std::string, TensorView>& inputs) {
   Plan& plan = *impl.plan;
   if (!impl.tuned || plan.inputs.empty()) return plan;
   auto it = inputs.find(plan.inputs.front().name);

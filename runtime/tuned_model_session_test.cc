@@ -30,7 +30,6 @@ SessionOptions Cpu() {
   return options;
 }
 
-
 // The first input's values at `shape`.
 std::vector<float> Ramp(const std::vector<int64_t>& shape) { return iosfarm::Ramp(Count(shape)); }
 
@@ -69,8 +68,8 @@ class TunedModelSessionTest : public ::testing::Test {
     std::filesystem::remove_all(*dir_);
     std::filesystem::create_directories(*dir_);
     const char* build = std::getenv("IOSFARM_BINARY_DIR");
-    const std::string db = build != nullptr ? std::string(build) + "/tuned_model_test.db"
-                                            : *dir_ + "/latency.db";
+    const std::string db =
+        build != nullptr ? std::string(build) + "/tuned_model_test.db" : *dir_ + "/latency.db";
     const std::string command = IosfarmCliForTests() +
                                 " tune squeezenet --backend cpu --threads 2 --batch 1,2 --db '" +
                                 db + "' --save '" + File() + "' > '" + *dir_ + "/tune.log' 2>&1";
@@ -145,7 +144,9 @@ TEST_F(TunedModelSessionTest, ABatchTheFileLacksIsRefusedSayingHowToTuneIt) {
               HasSubstr("not 3"));
   // A misshapen input is named as in any session, not taken for a batch.
   EXPECT_THAT(ErrorOf(ErrorCode::kInvalidArgument,
-                      [&] { RunAt(session, Ramp({3, 224, 224}), {3, 224, 224}); }),
+                      [&] {
+                        RunAt(session, Ramp({3, 224, 224}), {3, 224, 224});
+                      }),
               HasSubstr("input 'input' has shape [3,224,224], the model wants [1,3,224,224]"));
 }
 
@@ -169,8 +170,8 @@ TEST_F(TunedModelSessionTest, AnotherDeviceKeyIsRefusedOrRunsSequentially) {
   other.device_key = "nvidia-h200";
   const std::string message =
       ErrorOf(ErrorCode::kFailedPrecondition, [&] { Session(File(), other); });
-  EXPECT_THAT(message, HasSubstr("tuned model file '" + File() +
-                                 "' was tuned for device key local-cpu"));
+  EXPECT_THAT(message,
+              HasSubstr("tuned model file '" + File() + "' was tuned for device key local-cpu"));
   EXPECT_THAT(message, HasSubstr("this session's is nvidia-h200"));
   EXPECT_THAT(message, HasSubstr("--batch 1,2 --save FILE"));
 

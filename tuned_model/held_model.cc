@@ -20,10 +20,10 @@ StatusOr<scheduler::ios::ParsedSchedule> HeldSchedule(const v1::TunedModel& mode
                                                       const graph::Graph& graph, int64_t batch) {
   const v1::TunedBatch* entry = FindBatch(model, batch);
   if (entry == nullptr) {
-    return absl::NotFoundError(StrCat("tuned model file '", file, "' holds batch",
-                                      model.batches_size() == 1 ? " " : "es ", ListBatches(model),
-                                      "; none for batch ", batch, " (`iosfarm tune ", file,
-                                      " --batch ", BatchesWith(model, batch), " --save FILE` tunes it too)"));
+    return absl::NotFoundError(
+        StrCat("tuned model file '", file, "' holds batch", model.batches_size() == 1 ? " " : "es ",
+               ListBatches(model), "; none for batch ", batch, " (`iosfarm tune ", file,
+               " --batch ", BatchesWith(model, batch), " --save FILE` tunes it too)"));
   }
   StatusOr<scheduler::ios::ParsedSchedule> parsed =
       scheduler::ios::ParseScheduleJson(entry->schedule_json(), graph);

@@ -22,8 +22,8 @@ StatusOr<graph::Graph> LoadHeldModel(const v1::TunedModel& model, int64_t batch)
 // The schedule `model` holds for `batch`, checked against `graph` (the held
 // model at that batch). `file` names the file in messages. NotFound
 // "tuned model file '<file>' holds batches 1, 8; none for batch 4" (and the
-// `iosfarm tune` command that adds it) when it holds none; FailedPrecondition naming the batch when the schedule does not
-// fit the graph (a file edited, or written by a version whose stages differ).
+// `iosfarm tune` command that adds it) when it holds none; FailedPrecondition naming the batch when
+// the schedule does not fit the graph (a file edited, or written by a version whose stages differ).
 StatusOr<scheduler::ios::ParsedSchedule> HeldSchedule(const v1::TunedModel& model,
                                                       std::string_view file,
                                                       const graph::Graph& graph, int64_t batch);

@@ -43,11 +43,10 @@ StatusOr<ResizeMode> ParseMode(const NodeView& node) {
 }
 
 StatusOr<ResizeCoordinates> ParseCoordinates(const NodeView& node) {
-  ASSIGN_OR_RETURN(std::string mode, node.GetString("coordinate_transformation_mode",
-                                                    "half_pixel"));
-  for (ResizeCoordinates c :
-       {ResizeCoordinates::kHalfPixel, ResizeCoordinates::kPytorchHalfPixel,
-        ResizeCoordinates::kAlignCorners, ResizeCoordinates::kAsymmetric}) {
+  ASSIGN_OR_RETURN(std::string mode,
+                   node.GetString("coordinate_transformation_mode", "half_pixel"));
+  for (ResizeCoordinates c : {ResizeCoordinates::kHalfPixel, ResizeCoordinates::kPytorchHalfPixel,
+                              ResizeCoordinates::kAlignCorners, ResizeCoordinates::kAsymmetric}) {
     if (ResizeCoordinatesName(c) == mode) return c;
   }
   return node.Errorf("coordinate_transformation_mode '", mode,
@@ -82,7 +81,8 @@ Status ResolveSize(const NodeView& node, const Shape& in,
       const int64_t out = (*sizes)[2 + d];
       if (out < 1) return node.Errorf("'sizes' ", out, " must be positive");
       attrs.size[d] = out;
-      attrs.scale[d] = static_cast<float>(static_cast<double>(out) / static_cast<double>(in[2 + d]));
+      attrs.scale[d] =
+          static_cast<float>(static_cast<double>(out) / static_cast<double>(in[2 + d]));
     }
     return absl::OkStatus();
   }

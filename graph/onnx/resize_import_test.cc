@@ -17,8 +17,7 @@ using testing::SetAttr;
 
 // x [1, 8, 7, 5] -> Resize -> y; `inputs` after x ("" for an absent one).
 struct ResizeModel {
-  explicit ResizeModel(int64_t opset, std::vector<int64_t> dims = {1, 8, 7, 5})
-      : builder(opset) {
+  explicit ResizeModel(int64_t opset, std::vector<int64_t> dims = {1, 8, 7, 5}) : builder(opset) {
     builder.Input("x", dims).Output("y");
     node = &builder.Node("Resize", {"x"}, {"y"}, "up");
   }

@@ -8,8 +8,7 @@ namespace iosfarm::worker::reference {
 namespace {
 
 // The input coordinate that output index `o` of an axis samples.
-double SourceCoordinate(const graph::ResizeAttrs& a, int axis, int64_t o, int64_t in,
-                        int64_t out) {
+double SourceCoordinate(const graph::ResizeAttrs& a, int axis, int64_t o, int64_t in, int64_t out) {
   const double scale = a.scale[axis];
   const double y = static_cast<double>(o);
   switch (a.coordinates) {

@@ -87,8 +87,8 @@ StatusOr<std::unique_ptr<DeviceOp>> MakePad(const Step& step, const DeviceOpCont
 
 StatusOr<std::unique_ptr<DeviceOp>> MakeResize(const Step& step, const DeviceOpContext& ctx) {
   ASSIGN_OR_RETURN(const ResizeParams p,
-                   MakeResizeParams(std::get<graph::ResizeAttrs>(step.attrs),
-                                    step.inputs[0].shape, step.outputs[0].shape));
+                   MakeResizeParams(std::get<graph::ResizeAttrs>(step.attrs), step.inputs[0].shape,
+                                    step.outputs[0].shape));
   const float* in = ctx.Ptr(step.inputs[0]);
   float* out = ctx.Ptr(step.outputs[0]);
   const int64_t n = step.outputs[0].num_elements();

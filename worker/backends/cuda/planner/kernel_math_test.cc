@@ -211,11 +211,11 @@ TEST(KernelMathTest, ResizeMatchesReference) {
             actual.data[i] = math::ResizeValue(x.data.data(), i, *p);
           }
           reference::Resize(attrs, In(x), Out(expected));
-          ExpectClose(actual, expected, 1e-5,
-                      StrCat("resize to ", graph::ShapeToString(y), " ",
-                             graph::ResizeModeName(mode), " ",
-                             graph::ResizeCoordinatesName(coordinates), " ",
-                             graph::NearestRoundingName(rounding)));
+          ExpectClose(
+              actual, expected, 1e-5,
+              StrCat("resize to ", graph::ShapeToString(y), " ", graph::ResizeModeName(mode), " ",
+                     graph::ResizeCoordinatesName(coordinates), " ",
+                     graph::NearestRoundingName(rounding)));
         }
       }
     }

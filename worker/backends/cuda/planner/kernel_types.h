@@ -100,7 +100,12 @@ struct Pool2dParams {
 // describes it (enums with the same order as its ResizeMode,
 // ResizeCoordinates and NearestRounding).
 enum class ResizeModeKind : int { kNearest, kLinear };
-enum class ResizeCoordinatesKind : int { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric };
+enum class ResizeCoordinatesKind : int {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric
+};
 enum class NearestRoundingKind : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 struct ResizeParams {
   int64_t planes = 0;
