@@ -1,12 +1,12 @@
 #include "client/job_submission.h"
 
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "client/job_format.h"
 #include "client/job_watch.h"
 #include "client/tuned_model_assembly.h"
+#include "common/atomic_file.h"
 #include "common/strings.h"
 #include "common/text.h"
 #include "graph/model_loader.h"
@@ -49,14 +49,15 @@ v1::SearchOptions ToSearchOptions(const SearchFlags& flags) {
   return options;
 }
 
-StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec) {
+StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec,
+                                                 std::vector<int64_t>* held_batches) {
   v1::SubmitJobRequest request;
+  std::vector<int64_t> batches;
   ASSIGN_OR_RETURN(graph::ModelRef ref, graph::ResolveModel(spec.model));
   if (ref.source == graph::kZooSource) {
     request.set_zoo_name(ref.name);
     request.set_model_name(ref.name);
   } else if (tuned_model::IsTunedModelFile(ref.path)) {
-    std::vector<int64_t> batches;
     ASSIGN_OR_RETURN(request, RequestFromTunedModelFile(ref.path, &batches));
   } else {
     ASSIGN_OR_RETURN(std::string bytes, rpc::ReadFileToString(ref.path));
@@ -67,16 +68,14 @@ StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec) {
   request.set_device_key(spec.device_key);
   *request.mutable_options() = ToSearchOptions(spec.search);
   request.set_priority(spec.priority);
+  if (held_batches != nullptr) *held_batches = std::move(batches);
   return request;
 }
 
 Status WriteScheduleFile(const std::string& path, const std::string& schedule_json) {
-  std::ofstream file(path, std::ios::binary);
-  file << schedule_json;
-  if (!schedule_json.empty() && schedule_json.back() != '\n') file << "\n";
-  file.close();
-  if (!file) return absl::UnavailableError(StrCat("cannot write schedule file '", path, "'"));
-  return absl::OkStatus();
+  const bool ends_line = !schedule_json.empty() && schedule_json.back() == '\n';
+  return WriteFileAtomically(path, ends_line ? schedule_json : schedule_json + "\n",
+                             "schedule file");
 }
 
 Status WaitAndReport(FarmClient& client, int64_t job_id, const ReportOptions& options,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -48,8 +49,11 @@ struct SubmitSpec {
 };
 
 // NotFound (naming MODEL) when it is neither a zoo model nor an existing file,
-// InvalidArgument for a directory (graph/model_loader.h).
-StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec);
+// InvalidArgument for a directory (graph/model_loader.h). When MODEL is a
+// tuned model file and `held_batches` is given, it receives the file's
+// batches (empty otherwise).
+StatusOr<v1::SubmitJobRequest> MakeSubmitRequest(const SubmitSpec& spec,
+                                                 std::vector<int64_t>* held_batches = nullptr);
 
 struct ReportOptions {
   bool wait = false;            // watch until the job ends, then print its result
@@ -72,7 +76,8 @@ void PrintSubmitted(const v1::Job& job, CommandContext& context);
 Status WaitAndReport(FarmClient& client, int64_t job_id, const ReportOptions& options,
                      CommandContext& context);
 
-// Writes a job's schedule JSON to `path`; Unavailable naming the path on failure.
+// Writes a job's schedule JSON to `path` (atomically, common/atomic_file.h);
+// Unavailable naming the path on failure.
 Status WriteScheduleFile(const std::string& path, const std::string& schedule_json);
 
 // Connects using the resolved --server/--token/--tls-ca flags.

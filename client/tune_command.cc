@@ -213,11 +213,9 @@ Status RunTuneCommand(TuneCommandOptions o, CommandContext& context) {
   if (o.cuda_graph_stages && !o.backend.empty() && o.backend != "cuda") {
     return UsageError("--cuda-graph-stages needs --backend cuda");
   }
-  ASSIGN_OR_RETURN(v1::SubmitJobRequest request, MakeSubmitRequest(o.spec));
-  if (o.batches.empty() && tuned_model::IsTunedModelFile(o.spec.model)) {
-    // Tuning a tuned model file again: for the batches it holds.
-    RETURN_IF_ERROR(RequestFromTunedModelFile(o.spec.model, &o.batches).status());
-  }
+  std::vector<int64_t> held_batches;  // MODEL's, when it is a tuned model file
+  ASSIGN_OR_RETURN(v1::SubmitJobRequest request, MakeSubmitRequest(o.spec, &held_batches));
+  if (o.batches.empty()) o.batches = std::move(held_batches);  // tune its batches again
   RETURN_IF_ERROR(CheckBatches(o));
   const std::vector<v1::SubmitJobRequest> requests = RequestsPerBatch(request, o.batches);
   if (o.remote.server) {
