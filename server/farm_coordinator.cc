@@ -148,10 +148,7 @@ void FarmCoordinator::RotateSearchPlacesLocked() {
     }
   }
   for (const std::shared_ptr<JobContext>& job : holders) {
-    if (!jobs_.contains(job->row.id) ||
-        !admission_.ShouldYield(job->row.id, CandidateOf(*job), now)) {
-      continue;
-    }
+    if (!jobs_.contains(job->row.id) || !TurnOverLocked(*job, now)) continue;
     const farm::LifecycleStep step = job->lifecycle.Yield();
     if (step.action == farm::LifecycleStep::Action::kYield) {
       YieldSearchLocked(*job);
@@ -159,6 +156,16 @@ void FarmCoordinator::RotateSearchPlacesLocked() {
       TouchLocked(*job, "turn over: finishing the batches out, then yielding its search place");
     }
   }
+}
+
+bool FarmCoordinator::TurnOverLocked(const JobContext& job, double now_s) const {
+  const int64_t id = job.row.id;
+  // A server phase in flight owns the runner: its end asks again (ServerPhaseDone).
+  if (job.server_phase_running) return false;
+  if (job.runner != nullptr && job.runner->walking() && !admission_.holds_first_turn(id)) {
+    return false;
+  }
+  return admission_.ShouldYield(id, CandidateOf(job), now_s);
 }
 
 void FarmCoordinator::YieldSearchLocked(JobContext& job) {
@@ -405,8 +412,7 @@ void FarmCoordinator::ServerPhaseDone(const farm::Assignment& assignment,
       if (next == JobRunner::Next::kMeasure) EndSearchLocked(*job);  // the runner freed its search
       if (status.ok() && update) job->batches.erase(assignment.batch);  // stored
       const std::string key = job->row.device_key;
-      if (next != JobRunner::Next::kMeasure &&
-          admission_.ShouldYield(job->row.id, CandidateOf(*job), clock_.NowSeconds())) {
+      if (next != JobRunner::Next::kMeasure && TurnOverLocked(*job, clock_.NowSeconds())) {
         job->lifecycle.Yield();  // its turn is over: Next says kYield once nothing is out
       }
       farm::LifecycleStep lifecycle_step = job->lifecycle.Next(step.end);

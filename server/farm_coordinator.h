@@ -275,6 +275,14 @@ class FarmCoordinator final : public WorkerEvents {
   // the scheduler, drops its search (what it measured is stored) and waits
   // for a place again; the places it frees are started.
   void YieldSearchLocked(JobContext& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the job's turn is over (admission_'s ShouldYield). A search
+  // stopped inside a cost-to-go DP walk keeps an ordinary place until the
+  // walk ends (a yield drops the walk, and turns shorter than a walk would
+  // never finish one); on a first-turn place it yields at the slice's end
+  // all the same (a first turn is short: a new job waits behind it). A job
+  // whose server phase is in flight is asked when that phase ends.
+  bool TurnOverLocked(const JobContext& job, double now_s) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatorOptions options_;
   const Clock& clock_;

@@ -128,8 +128,10 @@ class FarmCoordinatorTest : public FarmDatabaseTest {
   std::unique_ptr<FarmCoordinator> MakeCoordinator(int max_attempts = 3,
                                                    farm::Policy policy = farm::Policy::kInterleaved,
                                                    int max_searches = 6,
-                                                   double search_min_turn_s = 5) {
+                                                   double search_min_turn_s = 5,
+                                                   double enumerate_slice_s = 2.0) {
     CoordinatorOptions options;
+    options.enumerate_slice_s = enumerate_slice_s;
     options.policy = policy;
     options.max_searches = max_searches;
     options.search_min_turn_s = search_min_turn_s;
@@ -299,10 +301,15 @@ TEST_F(FarmCoordinatorTest, JobsWaitingForASearchPlaceDoNotStallSynchronousRound
 // One search place: a long search holds it; a small job submitted behind
 // it takes the place once the long search's minimum turn is over (at its
 // next safe point), succeeds, and the long search resumes from the stored
-// latencies: no stage is built twice.
-TEST_F(FarmCoordinatorTest,
-       ASmallSearchTakesALongOnesTurnAndTheLongOneResumesMeasuringNothingTwice) {
-  auto coordinator = MakeCoordinator(3, farm::Policy::kInterleaved, /*max_searches=*/1);
+// latencies: no stage is built twice. With enumerate slices of a
+// microsecond its cost-to-go DP walks stop between states at every slice's
+// end too (and it keeps its place until a walk ends): the same.
+class SmallSearchPassesALongOne : public FarmCoordinatorTest,
+                                  public ::testing::WithParamInterface<double> {};
+
+TEST_P(SmallSearchPassesALongOne, AndTheLongOneResumesMeasuringNothingTwice) {
+  auto coordinator = MakeCoordinator(3, farm::Policy::kInterleaved, /*max_searches=*/1,
+                                     /*search_min_turn_s=*/5, /*enumerate_slice_s=*/GetParam());
   auto worker = std::make_shared<FakeWorker>("w1", FakeWorker::Mode::kExecute);
   ASSERT_TRUE(Join(*coordinator, worker).ok());
   auto large = SubmitZoo(*coordinator, "inception_v3", 1, /*estimated_stages=*/1'000'000);
@@ -339,6 +346,13 @@ TEST_F(FarmCoordinatorTest,
   // Its resumed search found what it had measured in the database.
   EXPECT_GE(large_end.job.cache_hits, seen.job.stages_profiled);
 }
+
+INSTANTIATE_TEST_SUITE_P(EnumerateSlices, SmallSearchPassesALongOne,
+                         ::testing::Values(2.0, 1e-6),
+                         [](const ::testing::TestParamInfo<double>& info) {
+                           return info.param >= 1 ? std::string("TwoSecondSlices")
+                                                  : std::string("MicrosecondSlices");
+                         });
 
 TEST_F(FarmCoordinatorTest, ARegistrationOutsideTheBoundsIsRefusedNamingTheField) {
   auto coordinator = MakeCoordinator();

@@ -137,8 +137,13 @@ class JobRunner {
   // slice (> 0 s) ran out before the batch was full or the search done (the
   // batch so far is kept and filled by the next call): enumerate again (the caller
   // queues it behind other jobs' server phases, so a long search shares the
-  // server's slots). A slice ends between DP passes (search_session.h).
+  // server's slots). A slice ends between DP passes, or inside a cost-to-go
+  // DP walk between two of its states (walking(); search_session.h).
   StatusOr<Next> Enumerate(LatencyDb& store, SignatureClaims& claims, double slice_s = 0);
+  // The search stopped inside a cost-to-go DP walk at its last slice's end:
+  // dropping the runner now (a yield) would lose the walk's CPU, not a
+  // measurement.
+  bool walking() const { return session_ != nullptr && session_->walking(); }
 
   // Stages of the batch being filled (what kBuild found).
   int64_t batch_size() const { return static_cast<int64_t>(filling_.size()); }

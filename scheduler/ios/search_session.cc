@@ -356,6 +356,18 @@ bool SearchSession::ResolveTwins() {
   return changed;
 }
 
+bool SearchSession::WalkOutOfTime() const {
+  return in_next_unknown_ && deadline_.has_value() &&
+         std::chrono::steady_clock::now() >= *deadline_;
+}
+
+bool SearchSession::walking() const {
+  return shared_walk_ != nullptr ||
+         std::any_of(blocks_.begin(), blocks_.end(), [](const BlockState& state) {
+           return state.bounded != nullptr && state.bounded->walking();
+         });
+}
+
 bool SearchSession::OutOfTime() const {
   return deadline_.has_value() && stats_.dp_passes > passes_before_call_ &&
          std::chrono::steady_clock::now() >= *deadline_;
@@ -385,6 +397,11 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
   }
   paused_ = false;
   passes_before_call_ = stats_.dp_passes;
+  in_next_unknown_ = true;
+  struct Leave {
+    bool& in;
+    ~Leave() { in = false; }
+  } leave{in_next_unknown_};
   RETURN_IF_ERROR(SolveReadyBlocks());
   const auto resume = [this](int b) {
     CollectingSource source(*this, blocks_[b].unknown);
@@ -422,6 +439,9 @@ StatusOr<std::vector<StageRequest>> SearchSession::NextUnknown(int max_batch) {
     if (windows_created_ || solved_blocks_ < num_blocks_) break;
     RETURN_IF_ERROR(CreateWindows());
   }
+  // A walk stopped at the deadline goes on at the next call, needing no
+  // latency.
+  if (!paused_ && walking()) paused_ = true;
   std::vector<StageRequest> batch;
   while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch) {
     StageRequest request = std::move(queue_.front());

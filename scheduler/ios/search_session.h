@@ -231,11 +231,17 @@ class SearchSession {
   // call (so every call makes progress), and returns the requests it has;
   // paused() then says that it stopped for time, not because it needs
   // latencies: call NextUnknown again to go on. A pass that has begun runs to
-  // its end (its length is bounded by the search budget). nullopt: no limit.
+  // its end (its length is bounded by the search budget), but for a
+  // cost-to-go DP walk: that stops between two of its states and goes on at
+  // the next call (walking()). nullopt: no limit.
   void SetDeadline(std::optional<std::chrono::steady_clock::time_point> deadline) {
     deadline_ = deadline;
   }
   bool paused() const { return paused_; }
+  // A cost-to-go DP walk (a block's own or a shared one) stopped at the
+  // deadline and goes on at the next NextUnknown: dropping the session now
+  // loses it (the walk, not a measurement).
+  bool walking() const;
 
  private:
   enum class BlockPhase { kNotStarted, kWaiting, kSolved };
@@ -375,6 +381,9 @@ class SearchSession {
   Status SolveReadyBlocks();
   // The deadline passed and a pass ran since the current NextUnknown began.
   bool OutOfTime() const;
+  // Within NextUnknown, the deadline passed (where walks stop: each walks
+  // some states per call).
+  bool WalkOutOfTime() const;
   void MarkSolved(int b);
   bool IsKnown(Signature signature) const;
   // Finds or adds `signature` (unknown) and stamps it with the current pass.
@@ -425,8 +434,14 @@ class SearchSession {
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   int64_t passes_before_call_ = 0;  // stats_.dp_passes when NextUnknown began
   bool paused_ = false;
+  bool in_next_unknown_ = false;
   std::atomic<int> threads_solved_{0};  // passes SolveInParallel's threads finished
   SearchStats stats_;
+  // A shared walk stopped at the deadline (WalkPausedBlocks), and the
+  // searches it walks (their blocks stay PausedForWalk until it ends).
+  // After blocks_, which own the searches it points into.
+  std::unique_ptr<CostToGoDpWalkInProgress> shared_walk_;
+  std::vector<const BoundedBlockSearch*> shared_walk_searches_;
 };
 
 }  // namespace iosfarm::scheduler::ios

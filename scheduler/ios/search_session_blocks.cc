@@ -161,6 +161,7 @@ BoundedSearchOptions SearchSession::BoundedOptions(const DpOptions& dp) const {
   options.device_floor = knobs.device_floor;
   options.cost_to_go_dp_max_states = knobs.cost_to_go_dp_max_states;
   options.walk_progress = &walk_progress_;
+  options.pause_walk = [this] { return WalkOutOfTime(); };
   if (knobs.device_floor.bounds_anything()) {
     // A floor pays off through the cost-to-go DP: it weighs every state. Its
     // steps are cheap next to the DP's millions of measurements. (Without
@@ -371,51 +372,70 @@ bool SearchSession::PausedForWalk(int b) const {
 
 StatusOr<int> SearchSession::WalkPausedBlocks(bool all, bool timed,
                                               const std::function<Status(int)>& resume) {
-  // Paused blocks, by shape, in block order.
-  const std::vector<std::vector<size_t>> shapes = GroupByShape(
-      blocks_.size(), [&](size_t b) { return PausedForWalk(b) ? &blocks_[b].graph : nullptr; });
-  if (shapes.empty()) return 0;
-  // A block that could still pause: not started (and not waiting for a twin
-  // or a prefix block), or started and waiting for its bounds' latencies.
-  auto could_join = [&](const BlockState& state) {
-    if (state.twin >= 0 || state.prefix >= 0) return false;
-    return state.phase == BlockPhase::kNotStarted ||
-           (state.phase == BlockPhase::kWaiting && state.walk_pending && state.bounded != nullptr &&
-            !state.bounded->paused_before_cost_to_go_dp());
-  };
-  for (const std::vector<size_t>& shape : shapes) {
-    const bool complete =
-        all || std::none_of(blocks_.begin(), blocks_.end(), [&](const BlockState& state) {
-          return could_join(state) && SameShape(blocks_[shape[0]].graph, state.graph);
-        });
-    if (!complete) continue;
+  if (shared_walk_searches_.empty()) {
+    // Paused blocks, by shape, in block order.
+    const std::vector<std::vector<size_t>> shapes = GroupByShape(
+        blocks_.size(), [&](size_t b) { return PausedForWalk(b) ? &blocks_[b].graph : nullptr; });
+    // A block that could still pause: not started (and not waiting for a
+    // twin or a prefix block), or started and waiting for its bounds'
+    // latencies.
+    auto could_join = [&](const BlockState& state) {
+      if (state.twin >= 0 || state.prefix >= 0) return false;
+      return state.phase == BlockPhase::kNotStarted ||
+             (state.phase == BlockPhase::kWaiting && state.walk_pending &&
+              state.bounded != nullptr && !state.bounded->paused_before_cost_to_go_dp());
+    };
+    const auto complete = std::find_if(shapes.begin(), shapes.end(), [&](const auto& shape) {
+      return all || std::none_of(blocks_.begin(), blocks_.end(), [&](const BlockState& state) {
+               return could_join(state) && SameShape(blocks_[shape[0]].graph, state.graph);
+             });
+    });
+    if (complete == shapes.end()) return 0;
     if (timed && OutOfTime()) {
       paused_ = true;
       return 0;
     }
     std::vector<BoundedBlockSearch*> searches;
-    for (size_t b : shape) {
-      searches.push_back(blocks_[b].bounded.get());
+    for (size_t b : *complete) searches.push_back(blocks_[b].bounded.get());
+    if (searches.size() > 1) {
+      ASSIGN_OR_RETURN(shared_walk_, BoundedBlockSearch::StartCostToGoDpWalk(searches));
+    }
+    shared_walk_searches_.assign(searches.begin(), searches.end());
+  }
+  if (shared_walk_ != nullptr) {
+    // Stopped at the deadline, it goes on at the next call (its blocks stay
+    // paused for it).
+    if (!shared_walk_->Continue(timed ? [this] { return WalkOutOfTime(); }
+                                      : std::function<bool()>())) {
+      paused_ = true;
+      return 0;
+    }
+    shared_walk_.reset();
+    stats_.shared_bound_walk_blocks += static_cast<int>(shared_walk_searches_.size());
+  }
+  // The walk's blocks, in block order (a pass since it began may have split
+  // an earlier block, renumbering them).
+  std::vector<size_t> shape;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    if (std::find(shared_walk_searches_.begin(), shared_walk_searches_.end(),
+                  blocks_[b].bounded.get()) != shared_walk_searches_.end()) {
+      shape.push_back(b);
       blocks_[b].walk_pending = false;
     }
-    if (searches.size() > 1) {
-      RETURN_IF_ERROR(BoundedBlockSearch::WalkCostToGoDps(searches));
-      stats_.shared_bound_walk_blocks += static_cast<int>(searches.size());
-    }
-    // Later blocks first: a block's pass may split it, renumbering the
-    // blocks after it. Those left at the deadline are SolveReadyBlocks'
-    // (walked, they wait for nothing).
-    for (auto b = shape.rbegin(); b != shape.rend(); ++b) {
-      if (timed && OutOfTime()) {
-        paused_ = true;
-        break;
-      }
-      RETURN_IF_ERROR(resume(static_cast<int>(*b)));
-    }
-    ResolveTwins();
-    return static_cast<int>(shape.size());
   }
-  return 0;
+  shared_walk_searches_.clear();
+  // Later blocks first: a block's pass may split it, renumbering the
+  // blocks after it. Those left at the deadline are SolveReadyBlocks'
+  // (walked, they wait for nothing).
+  for (auto b = shape.rbegin(); b != shape.rend(); ++b) {
+    if (timed && OutOfTime()) {
+      paused_ = true;
+      break;
+    }
+    RETURN_IF_ERROR(resume(static_cast<int>(*b)));
+  }
+  ResolveTwins();
+  return static_cast<int>(shape.size());
 }
 
 }  // namespace iosfarm::scheduler::ios

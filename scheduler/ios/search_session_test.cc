@@ -168,6 +168,58 @@ TEST(SearchSessionTest, CellsOfOneShapeWalkTheirBoundDpsTogetherOnOneThreadAndBa
   EXPECT_GT(walk_states, 12);
 }
 
+// A deadline always in the past stops the cost-to-go DP walks, shared and
+// alone, between two states (a farm's enumerate slice gives the server's CPU
+// back inside a walk): the session says it is walking, goes on at the next
+// call, and ends with the untimed search's schedule from the same requests,
+// each once, having walked every state once.
+TEST(SearchSessionTest, ADeadlineStopsWalksBetweenStatesAndTheSearchStaysTheSame) {
+  int walking_calls = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const bool tail = seed > 4;  // the tail's block walks alone
+    const graph::Graph graph =
+        tail ? testing::RepeatedCellsWithTail(seed, 4, 12) : testing::RepeatedCells(seed, 7, 7);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    SearchOptions options;
+    options.max_block_ops = tail ? 50 : 12;
+    options.bounded.lookahead = 0;
+    std::vector<Signature> untimed_requests;
+    auto untimed = RunBatched(graph, options, oracle, 1000, &untimed_requests);
+    ASSERT_TRUE(untimed.ok()) << untimed.status();
+    auto session = SearchSession::Create(graph, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    (*session)->SetDeadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+    std::set<Signature> requested;
+    int calls = 0;
+    for (; calls < 100000; ++calls) {
+      auto requests = (*session)->NextUnknown(1000);
+      ASSERT_TRUE(requests.ok()) << requests.status();
+      if ((*session)->walking()) {
+        ++walking_calls;
+        EXPECT_TRUE((*session)->paused());
+      }
+      if (requests->empty() && !(*session)->paused()) break;
+      for (const StageRequest& request : *requests) {
+        EXPECT_TRUE(requested.insert(request.signature).second);
+        ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+      }
+    }
+    ASSERT_TRUE((*session)->Done()) << calls << " calls";
+    EXPECT_FALSE((*session)->walking());
+    auto sliced = (*session)->Result();
+    ASSERT_TRUE(sliced.ok()) << sliced.status();
+    EXPECT_EQ(Describe(graph, sliced->schedule), Describe(graph, untimed->schedule));
+    EXPECT_DOUBLE_EQ(sliced->schedule.latency_ms, untimed->schedule.latency_ms);
+    EXPECT_EQ(requested,
+              std::set<Signature>(untimed_requests.begin(), untimed_requests.end()));
+    EXPECT_EQ(sliced->stats.shared_bound_walk_blocks, untimed->stats.shared_bound_walk_blocks);
+    const WalkProgress& walks = (*session)->walk_progress();
+    EXPECT_EQ(walks.states_walked.load(), walks.states_total.load());
+  }
+  EXPECT_GT(walking_calls, 8);
+}
+
 // NASNet-A's size cut leaves a block of a cell and the next cell's first
 // op. Where the bounded search solved the cell, that block's cost-to-go DP takes
 // the cell's states from the cell's bound table and walks only its own:

@@ -56,7 +56,8 @@ class Search final : public BoundedBlockSearch {
   Status Advance(LatencySource& source) override {
     RETURN_IF_ERROR(status_);
     waiting_.clear();
-    const bool resuming = phase_ == Phase::kReady;  // paused before the cost-to-go DP
+    // Paused before the cost-to-go DP, or in its own walk.
+    const bool resuming = phase_ == Phase::kReady || phase_ == Phase::kWalking;
     if (phase_ == Phase::kGroups) {
       RETURN_IF_ERROR(MeasureGroups(source));
       if (!waiting_.empty()) return absl::OkStatus();
@@ -121,6 +122,7 @@ class Search final : public BoundedBlockSearch {
 
   bool solved() const override { return phase_ == Phase::kSolved; }
   bool paused_before_cost_to_go_dp() const override { return phase_ == Phase::kReady; }
+  bool walking() const override { return phase_ == Phase::kWalking; }
   const BlockGraph& block() const override { return block_; }
   const std::vector<Signature>& waiting_for() const override { return waiting_; }
   const BlockSolution& solution() const override { return solution_; }
@@ -132,15 +134,16 @@ class Search final : public BoundedBlockSearch {
     return stats;
   }
 
-  // WalkCostToGoDps for searches of width W (all paused, of one shape).
-  static void WalkTogether(std::span<Search* const> searches) {
+  // StartCostToGoDpWalk for searches of width W (all paused, of one shape).
+  static std::unique_ptr<CostToGoDpWalk<W>> StartTogether(std::span<Search* const> searches) {
     std::vector<CostToGoDpPart<W>> parts;
     for (Search* search : searches) parts.push_back(search->part());
-    CostToGoDpWalk<W>::Run(parts, /*alone=*/false);
+    return CostToGoDpWalk<W>::Start(parts, /*alone=*/false);
   }
 
  private:
-  enum class Phase { kGroups, kReady, kSearch, kSolved };
+  // kReady: paused before the cost-to-go DP; kWalking: in its own walk, stopped by pause_walk.
+  enum class Phase { kGroups, kReady, kWalking, kSearch, kSolved };
   // An open-list entry: the stage `stage` as the last one of state
   // closed_[parent]. kUnevaluated: the stage's cost is its lower bound;
   // kEvaluated: its latency. kMoreEndings: the parent's endings from rank
@@ -235,10 +238,13 @@ class Search final : public BoundedBlockSearch {
   }
 
   // The rest of Start: the cost-to-go DP (unless WalkCostToGoDps walked it) and the
-  // root state.
+  // root state; kWalking where pause_walk stopped the walk.
   void Begin() {
     const int n = block_.size();
-    if (!costs_.walked()) BoundCostToGo();
+    if (!costs_.walked() && !BoundCostToGo()) {
+      phase_ = Phase::kWalking;
+      return;
+    }
     phase_ = Phase::kSearch;
     if (n == 0) {
       Finish(-1);
@@ -263,10 +269,17 @@ class Search final : public BoundedBlockSearch {
     return {&block_, &options_, &bounds_, &costs_, &stats_, &enumerator_, &status_, &walk_bytes_};
   }
 
-  // The cost-to-go DP of this search alone.
-  void BoundCostToGo() {
-    const CostToGoDpPart<W> own = part();
-    CostToGoDpWalk<W>::Run({&own, 1}, /*alone=*/true);
+  // The cost-to-go DP of this search alone, started or gone on with; false
+  // where pause_walk stopped it (walk_ keeps it).
+  bool BoundCostToGo() {
+    if (walk_ == nullptr) {
+      const CostToGoDpPart<W> own = part();
+      walk_ = CostToGoDpWalk<W>::Start({&own, 1}, /*alone=*/true);
+      if (walk_ == nullptr) return true;  // nothing to walk
+    }
+    if (!walk_->Continue(options_.pause_walk)) return false;
+    walk_.reset();
+    return true;
   }
 
   // h(S): the cost-to-go DP's (which holds the other terms too), else the
@@ -455,6 +468,8 @@ class Search final : public BoundedBlockSearch {
   int64_t steps_ = 0;  // entries taken off the open list
   DpStats stats_;
   BlockSolution solution_;
+  // Its own walk while pause_walk stops it (after what it points into).
+  std::unique_ptr<CostToGoDpWalk<W>> walk_;
 };
 
 }  // namespace iosfarm::scheduler::ios::a_star

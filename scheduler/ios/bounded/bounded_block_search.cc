@@ -11,7 +11,8 @@ using a_star::Search;
 namespace {
 
 template <int W>
-Status WalkCostToGoDpsOf(absl::Span<BoundedBlockSearch* const> searches) {
+StatusOr<std::unique_ptr<CostToGoDpWalkInProgress>> StartWalkOf(
+    absl::Span<BoundedBlockSearch* const> searches) {
   std::vector<Search<W>*> typed;
   for (BoundedBlockSearch* search : searches) {
     auto* of_width = dynamic_cast<Search<W>*>(search);
@@ -20,14 +21,20 @@ Status WalkCostToGoDpsOf(absl::Span<BoundedBlockSearch* const> searches) {
     }
     typed.push_back(of_width);
   }
-  Search<W>::WalkTogether(typed);
-  return absl::OkStatus();
+  return std::unique_ptr<CostToGoDpWalkInProgress>(Search<W>::StartTogether(typed));
 }
 
 }  // namespace
 
 Status BoundedBlockSearch::WalkCostToGoDps(absl::Span<BoundedBlockSearch* const> searches) {
-  if (searches.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::unique_ptr<CostToGoDpWalkInProgress> walk, StartCostToGoDpWalk(searches));
+  if (walk != nullptr) walk->Continue(nullptr);
+  return absl::OkStatus();
+}
+
+StatusOr<std::unique_ptr<CostToGoDpWalkInProgress>> BoundedBlockSearch::StartCostToGoDpWalk(
+    absl::Span<BoundedBlockSearch* const> searches) {
+  if (searches.empty()) return nullptr;
   for (size_t i = 0; i < searches.size(); ++i) {
     if (!searches[i]->paused_before_cost_to_go_dp()) {
       return absl::InvalidArgumentError(
@@ -40,15 +47,15 @@ Status BoundedBlockSearch::WalkCostToGoDps(absl::Span<BoundedBlockSearch* const>
   }
   switch (searches[0]->block().words()) {
     case 1:
-      return WalkCostToGoDpsOf<1>(searches);
+      return StartWalkOf<1>(searches);
     case 2:
-      return WalkCostToGoDpsOf<2>(searches);
+      return StartWalkOf<2>(searches);
     case 4:
-      return WalkCostToGoDpsOf<4>(searches);
+      return StartWalkOf<4>(searches);
     case 8:
-      return WalkCostToGoDpsOf<8>(searches);
+      return StartWalkOf<8>(searches);
     default:
-      return WalkCostToGoDpsOf<16>(searches);
+      return StartWalkOf<16>(searches);
   }
 }
 

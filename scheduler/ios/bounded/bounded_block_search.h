@@ -68,6 +68,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -97,6 +98,19 @@ class BoundTable {
 struct WalkProgress {
   std::atomic<int64_t> states_total{0};
   std::atomic<int64_t> states_walked{0};
+};
+
+// A cost-to-go DP walk under way (BoundedBlockSearch::StartCostToGoDpWalk,
+// or a search's own walk): it walks its states in order and can stop
+// between two of them, keeping its tables, so that a caller with a time
+// slice (a farm's enumerate phase) gives its CPU back without losing the
+// walk. The schedule does not depend on where it stopped.
+class CostToGoDpWalkInProgress {
+ public:
+  virtual ~CostToGoDpWalkInProgress() = default;
+  // Walks on until the walk ends (true) or, after at least one state,
+  // `pause` (if set) says to stop (false: call again).
+  virtual bool Continue(const std::function<bool()>& pause) = 0;
 };
 
 struct BoundedSearchOptions {
@@ -155,6 +169,10 @@ struct BoundedSearchOptions {
   // Where the cost-to-go DP's walks count their states (null: nowhere). Must
   // outlive the search; a shared walk counts into its first search's.
   WalkProgress* walk_progress = nullptr;
+  // A search's own cost-to-go DP walk stops between two states once this
+  // says so (null: never), and Advance returns with walking() true: the
+  // next Advance goes on with the walk.
+  std::function<bool()> pause_walk;
 };
 
 class BoundedBlockSearch {
@@ -186,11 +204,21 @@ class BoundedBlockSearch {
   // walked here, it walks every state. InvalidArgument where one is not
   // paused or of another shape.
   static Status WalkCostToGoDps(absl::Span<BoundedBlockSearch* const> searches);
+  // The same walk in steps: null where there is nothing to walk together
+  // (as WalkCostToGoDps leaves each to walk alone), else a walk to Continue
+  // until it ends. The searches stay paused and must outlive it; they must
+  // not be advanced before it ended (or was destroyed: then each walks
+  // alone).
+  static StatusOr<std::unique_ptr<CostToGoDpWalkInProgress>> StartCostToGoDpWalk(
+      absl::Span<BoundedBlockSearch* const> searches);
 
   virtual bool solved() const = 0;
   // True between an Advance that paused before the cost-to-go DP
   // (BoundedSearchOptions::pause_before_cost_to_go_dp) and the next one.
   virtual bool paused_before_cost_to_go_dp() const = 0;
+  // True between an Advance that stopped in its own cost-to-go DP walk
+  // (BoundedSearchOptions::pause_walk) and the Advance that ends it.
+  virtual bool walking() const = 0;
   virtual const BlockGraph& block() const = 0;
   // The signatures the search stopped for (empty once solved).
   virtual const std::vector<Signature>& waiting_for() const = 0;

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -130,7 +131,7 @@ struct CostToGoDpPart {
 };
 
 template <int W>
-class CostToGoDpWalk {
+class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
  public:
   // The cost-to-go DP of `parts` (blocks of one shape; one where `alone`: a
   // search's own walk) in one walk of their state graph: every state's
@@ -146,24 +147,26 @@ class CostToGoDpWalk {
   // every part's costs untouched (the first has the error in *status), as
   // does a block of more states than cost_to_go_dp_max_states.
   static void Run(std::span<const CostToGoDpPart<W>> parts, bool alone) {
+    std::unique_ptr<CostToGoDpWalk> walk = Start(parts, alone);
+    if (walk != nullptr) walk->Continue(nullptr);
+  }
+
+  // Run in steps: the walk's tables, made here, then Continue. Null where
+  // there is nothing to walk (no cost_to_go_dp_max_states, a block over
+  // it, or billions of (state, sink) pairs). The parts' searches must
+  // outlive the walk.
+  static std::unique_ptr<CostToGoDpWalk> Start(std::span<const CostToGoDpPart<W>> parts,
+                                               bool alone) {
     const CostToGoDpPart<W>& first = parts[0];
-    const BoundedSearchOptions& options = *first.options;
-    const BlockGraph& block = *first.block;
-    const int64_t cap = options.cost_to_go_dp_max_states;
-    if (cap <= 0) return;
+    const int64_t cap = first.options->cost_to_go_dp_max_states;
+    if (cap <= 0) return nullptr;
     std::vector<OpBits<W>> states;
-    ForEachRemainingSet<W>(block, cap + 1, [&](const OpBits<W>& set) { states.push_back(set); });
-    if (static_cast<int64_t>(states.size()) > cap) return;
+    ForEachRemainingSet<W>(*first.block, cap + 1,
+                           [&](const OpBits<W>& set) { states.push_back(set); });
+    if (static_cast<int64_t>(states.size()) > cap) return nullptr;
     std::stable_sort(states.begin(), states.end(),
                      [](const OpBits<W>& a, const OpBits<W>& b) { return a.Count() < b.Count(); });
-    const size_t k_count = parts.size();
-    const OpBitsMap<W, double>* prefix =
-        alone ? BoundCosts<W>::PrefixCosts(options.prefix_bounds.get(), block.size()) : nullptr;
-    const OpBits<W> prefix_ops =
-        prefix != nullptr ? OpBits<W>::FirstN(options.prefix_bounds->ops()) : OpBits<W>();
-    // Each state's row of costs, one per part, in the order walked, and
-    // per part the ending its cost comes from (empty: none). The rows
-    // of every state are known before the walk, and their drops
+    // The rows of every state are known before the walk, and their drops
     // (ChildRows) lead each ending to its child's row; both are kept for
     // A*'s expansions (WalkRows).
     auto walk_rows = std::make_shared<WalkRows<W>>();
@@ -172,155 +175,198 @@ class CostToGoDpWalk {
       rows.Insert(states[row], states[row].Hash(), static_cast<int32_t>(row));
     }
     const ChildRows<W>& drops = walk_rows->drops.emplace(
-        block, states, [&](const OpBits<W>& set) { return *rows.Find(set, set.Hash()); });
-    if (!drops.ok()) return;  // billions of (state, sink) pairs: as over the cap
-    MappedArray<double> costs(states.size() * k_count);
-    std::vector<OpBits<W>> best_ending(states.size() * k_count);
-    // Per part: the state's best so far, the cutoff its guesses give,
-    // and the lesser of the two (an ending at or above it lowers nothing).
-    std::vector<double> best(k_count), limit(k_count), cut(k_count);
-    const std::vector<double> no_costs(k_count, 0.0);  // the empty child's
-    const int s = options.dp.bounds.max_groups;
-    PrefetchRing<Pending> pending;
-    std::vector<int32_t> pending_ids(static_cast<size_t>(kPrefetchRingDepth) * s);
-    int64_t transitions = 0;
-    BlockBounds<W>& first_bounds = *first.bounds;
-    // A bound under every part's (LeastBound), taken first: for one
-    // search it is the cheap part of its own, and drops most endings before
-    // the call (NASNet-A's walks alone: 221 M calls become 9.9 M).
-    std::vector<BlockBounds<W>*> bounds;
-    for (const CostToGoDpPart<W>& part : parts) bounds.push_back(part.bounds);
-    const bool shared_bound = BlockBounds<W>::SameKernels(bounds);
-    const std::vector<typename BlockBounds<W>::GroupTerms> least =
-        shared_bound ? BlockBounds<W>::LeastTerms(bounds)
-                     : std::vector<typename BlockBounds<W>::GroupTerms>();
-    BestEndingCandidates<W> guesses(block, options.dp.bounds);
-    std::vector<int32_t> guess_ids(static_cast<size_t>(s));
-    // The walk's own tables count against the first's budget while it runs.
-    *first.walk_bytes =
-        static_cast<int64_t>((states.capacity() + best_ending.capacity()) * sizeof(OpBits<W>) +
-                             costs.memory_bytes() + rows.memory_bytes() + drops.memory_bytes());
-    struct Done {
-      int64_t& bytes;
-      ~Done() { bytes = 0; }
-    } done{*first.walk_bytes};
-    // The walk's states count into walk_progress as they are walked, and
-    // those left when it stops early as well.
-    struct Counted {
-      WalkProgress* progress;
-      int64_t left;
-      ~Counted() {
-        if (progress != nullptr) progress->states_walked.fetch_add(left, std::memory_order_relaxed);
+        *first.block, states, [&](const OpBits<W>& set) { return *rows.Find(set, set.Hash()); });
+    if (!drops.ok()) return nullptr;  // billions of (state, sink) pairs: as over the cap
+    return std::unique_ptr<CostToGoDpWalk>(
+        new CostToGoDpWalk(parts, alone, std::move(states), std::move(walk_rows)));
+  }
+
+  // Walks on, state by state, until the walk ends (true: each part has its
+  // costs, or none has where the first's budget or stop flag stopped it)
+  // or, after at least one state, `pause` (if any) says to stop (false:
+  // call again; the tables stay and count against the first's budget).
+  bool Continue(const std::function<bool()>& pause) override {
+    const size_t first_row = next_row_;
+    while (next_row_ < states_.size()) {
+      if (pause && next_row_ > first_row && next_row_ % kRowsBetweenPauses == 0 && pause()) {
+        return false;
       }
-    } counted{options.walk_progress, static_cast<int64_t>(states.size())};
-    if (counted.progress != nullptr) {
-      counted.progress->states_total.fetch_add(counted.left, std::memory_order_relaxed);
+      if (counted_.progress != nullptr) {
+        counted_.progress->states_walked.fetch_add(1, std::memory_order_relaxed);
+        --counted_.left;
+      }
+      if (!WalkRow(next_row_++)) return true;
     }
-    for (size_t row = 0; row < states.size(); ++row) {
-      if (counted.progress != nullptr) {
-        counted.progress->states_walked.fetch_add(1, std::memory_order_relaxed);
-        --counted.left;
-      }
-      const OpBits<W>& state = states[row];
-      const uint64_t state_hash = state.Hash();
-      if (prefix != nullptr && state.SubsetOf(prefix_ops)) {
-        if (const double* cost = prefix->Find(state, state_hash)) {
-          costs[row] = std::max(*cost, first_bounds.PathCostToGo(state));
-          ++first.stats->prefix_bound_states;
-          continue;
-        }
-      }
-      std::fill(best.begin(), best.end(), kNever);
-      // Each part's cutoff starts just above its least guess: the ending
-      // its cost comes from stays under it (a guess is an ending listed
-      // below too), and most others are dropped from the first on.
-      std::fill(limit.begin(), limit.end(), kNever);
-      guesses.ForEach(
-          state,
-          [&](const OpBits<W>& child) -> std::span<const OpBits<W>> {
-            const int32_t* found = rows.Find(child, child.Hash());
-            if (found == nullptr) return {};
-            return {&best_ending[*found * k_count], k_count};
-          },
-          [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-            const int found = first_bounds.GroupIds(groups, num_groups, guess_ids.data());
-            const OpBits<W> child = state.Minus(ops);
-            const int32_t* child_row = child.Empty() ? nullptr : rows.Find(child, child.Hash());
-            if (found < num_groups || (!child.Empty() && child_row == nullptr)) return;
-            for (size_t k = 0; k < k_count; ++k) {
-              const double after = child_row ? costs[*child_row * k_count + k] : 0.0;
-              limit[k] =
-                  std::min(limit[k], parts[k].bounds->IdsBound(ops, guess_ids.data(), found,
-                                                               num_groups, limit[k] - after) +
-                                         after);
-            }
-          });
-      for (double& cutoff : limit) cutoff = RoundingLimit(cutoff);
-      cut = limit;
-      OpBits<W>* best_ops = &best_ending[row * k_count];
-      // As an ending is listed, its child's costs are prefetched (a row of
-      // a large table: a miss per ending was a third of the walk), and a
-      // bound of the ending's for every block (LeastBound) is taken once: a
-      // block whose cutoff it already reaches needs no bound of its own (it
-      // would not lower the best). Taken here, kPrefetchRingDepth endings before
-      // settle reads it, its chain of terms overlaps the enumeration.
-      auto listed = [&](int slot) {
-        Pending& ending = pending[slot];
-        if (ending.row >= 0) {
-          const char* begin = reinterpret_cast<const char*>(&costs[ending.row * k_count]);
-          for (size_t line = 0; line < k_count * sizeof(double); line += 64) {
-            __builtin_prefetch(begin + line, 0, 3);
-          }
-          __builtin_prefetch(begin + k_count * sizeof(double) - 1, 0, 3);
-        }
-        ending.shared = shared_bound ? first_bounds.LeastBound(least, &pending_ids[slot * s],
-                                                               ending.found, ending.num_groups)
-                                     : 0.0;
-      };
-      auto settle = [&](int slot) {
-        const Pending& ending = pending[slot];
-        const int32_t* ids = &pending_ids[slot * s];
-        const double shared = ending.shared;
-        const double* after = ending.row >= 0 ? &costs[ending.row * k_count] : no_costs.data();
-        // The blocks the ending may lower, as bits, without a branch per
-        // block: most endings lower none.
-        for (size_t base = 0; base < k_count; base += 64) {
-          const size_t end = std::min(k_count, base + 64);
-          uint64_t lower = 0;
-          for (size_t k = base; k < end; ++k) {
-            lower |= uint64_t{shared + after[k] < cut[k]} << (k - base);
-          }
-          for (; lower != 0; lower &= lower - 1) {
-            const size_t k = base + static_cast<size_t>(std::countr_zero(lower));
-            const double value = parts[k].bounds->IdsBound(ending.ops, ids, ending.found,
-                                                           ending.num_groups, cut[k] - after[k]) +
-                                 after[k];
-            if (value < best[k]) {
-              best[k] = value;
-              best_ops[k] = ending.ops;
-              cut[k] = std::min(value, limit[k]);
-            }
-          }
-        }
-      };
-      const auto count = static_cast<int64_t>(ListEndings(first, state, drops,
-                                                          drops.Root(static_cast<int32_t>(row)),
-                                                          pending, pending_ids, settle, listed));
-      (alone ? first.stats->transitions : transitions) += count;
-      if (!first.status->ok()) return;
-      for (size_t k = 0; k < k_count; ++k) {
-        costs[row * k_count + k] = std::max(best[k], parts[k].bounds->PathCostToGo(state));
-      }
-    }
+    const size_t k_count = parts_.size();
     for (size_t k = 0; k < k_count; ++k) {
-      std::vector<double> own(states.size());
-      for (size_t row = 0; row < states.size(); ++row) own[row] = costs[row * k_count + k];
-      parts[k].costs->Set(walk_rows, std::move(own));
-      parts[k].stats->transitions += transitions;
+      std::vector<double> own(states_.size());
+      for (size_t row = 0; row < states_.size(); ++row) own[row] = costs_[row * k_count + k];
+      parts_[k].costs->Set(walk_rows_, std::move(own));
+      parts_[k].stats->transitions += transitions_;
+    }
+    return true;
+  }
+
+  ~CostToGoDpWalk() override {
+    *parts_[0].walk_bytes = 0;
+    // The states left when it stops early count as walked.
+    if (counted_.progress != nullptr) {
+      counted_.progress->states_walked.fetch_add(counted_.left, std::memory_order_relaxed);
     }
   }
 
  private:
+  // Rows walked between two looks at the pause callback (a row is a state:
+  // microseconds to a tenth of a millisecond).
+  static constexpr size_t kRowsBetweenPauses = 32;
+
+  CostToGoDpWalk(std::span<const CostToGoDpPart<W>> parts, bool alone,
+                 std::vector<OpBits<W>> states, std::shared_ptr<WalkRows<W>> walk_rows)
+      : parts_(parts.begin(), parts.end()),
+        alone_(alone),
+        options_(*parts_[0].options),
+        states_(std::move(states)),
+        walk_rows_(std::move(walk_rows)),
+        drops_(*walk_rows_->drops),
+        costs_(states_.size() * parts_.size()),
+        best_ending_(states_.size() * parts_.size()),
+        best_(parts_.size()),
+        limit_(parts_.size()),
+        cut_(parts_.size()),
+        no_costs_(parts_.size(), 0.0),
+        s_(options_.dp.bounds.max_groups),
+        pending_ids_(static_cast<size_t>(kPrefetchRingDepth) * s_),
+        guesses_(*parts_[0].block, options_.dp.bounds),
+        guess_ids_(static_cast<size_t>(s_)) {
+    const CostToGoDpPart<W>& first = parts_[0];
+    prefix_ = alone_ ? BoundCosts<W>::PrefixCosts(options_.prefix_bounds.get(), first.block->size())
+                     : nullptr;
+    if (prefix_ != nullptr) prefix_ops_ = OpBits<W>::FirstN(options_.prefix_bounds->ops());
+    // A bound under every part's (LeastBound), taken first: for one
+    // search it is the cheap part of its own, and drops most endings before
+    // the call (NASNet-A's walks alone: 221 M calls become 9.9 M).
+    std::vector<BlockBounds<W>*> bounds;
+    for (const CostToGoDpPart<W>& part : parts_) bounds.push_back(part.bounds);
+    shared_bound_ = BlockBounds<W>::SameKernels(bounds);
+    if (shared_bound_) least_ = BlockBounds<W>::LeastTerms(bounds);
+    // The walk's own tables count against the first's budget while it runs.
+    *first.walk_bytes = static_cast<int64_t>(
+        (states_.capacity() + best_ending_.capacity()) * sizeof(OpBits<W>) +
+        costs_.memory_bytes() + walk_rows_->rows.memory_bytes() + drops_.memory_bytes());
+    // The walk's states count into walk_progress as they are walked, and
+    // those left when it stops early as well.
+    counted_ = {options_.walk_progress, static_cast<int64_t>(states_.size())};
+    if (counted_.progress != nullptr) {
+      counted_.progress->states_total.fetch_add(counted_.left, std::memory_order_relaxed);
+    }
+  }
+
+  // The costs of state `row`, one per part. False where the first's budget
+  // stopped the walk.
+  bool WalkRow(size_t row) {
+    const CostToGoDpPart<W>& first = parts_[0];
+    const std::vector<CostToGoDpPart<W>>& parts = parts_;
+    const size_t k_count = parts.size();
+    const OpBitsMap<W, int32_t>& rows = walk_rows_->rows;
+    MappedArray<double>& costs = costs_;
+    std::vector<OpBits<W>>& best_ending = best_ending_;
+    std::vector<double>& best = best_;
+    std::vector<double>& limit = limit_;
+    std::vector<double>& cut = cut_;
+    BlockBounds<W>& first_bounds = *first.bounds;
+    const int s = s_;
+    const OpBits<W>& state = states_[row];
+    const uint64_t state_hash = state.Hash();
+    if (prefix_ != nullptr && state.SubsetOf(prefix_ops_)) {
+      if (const double* cost = prefix_->Find(state, state_hash)) {
+        costs[row] = std::max(*cost, first_bounds.PathCostToGo(state));
+        ++first.stats->prefix_bound_states;
+        return true;
+      }
+    }
+    std::fill(best.begin(), best.end(), kNever);
+    // Each part's cutoff starts just above its least guess: the ending
+    // its cost comes from stays under it (a guess is an ending listed
+    // below too), and most others are dropped from the first on.
+    std::fill(limit.begin(), limit.end(), kNever);
+    guesses_.ForEach(
+        state,
+        [&](const OpBits<W>& child) -> std::span<const OpBits<W>> {
+          const int32_t* found = rows.Find(child, child.Hash());
+          if (found == nullptr) return {};
+          return {&best_ending[*found * k_count], k_count};
+        },
+        [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
+          const int found = first_bounds.GroupIds(groups, num_groups, guess_ids_.data());
+          const OpBits<W> child = state.Minus(ops);
+          const int32_t* child_row = child.Empty() ? nullptr : rows.Find(child, child.Hash());
+          if (found < num_groups || (!child.Empty() && child_row == nullptr)) return;
+          for (size_t k = 0; k < k_count; ++k) {
+            const double after = child_row ? costs[*child_row * k_count + k] : 0.0;
+            limit[k] = std::min(limit[k], parts[k].bounds->IdsBound(ops, guess_ids_.data(), found,
+                                                                    num_groups, limit[k] - after) +
+                                              after);
+          }
+        });
+    for (double& cutoff : limit) cutoff = RoundingLimit(cutoff);
+    cut = limit;
+    OpBits<W>* best_ops = &best_ending[row * k_count];
+    // As an ending is listed, its child's costs are prefetched (a row of
+    // a large table: a miss per ending was a third of the walk), and a
+    // bound of the ending's for every block (LeastBound) is taken once: a
+    // block whose cutoff it already reaches needs no bound of its own (it
+    // would not lower the best). Taken here, kPrefetchRingDepth endings before
+    // settle reads it, its chain of terms overlaps the enumeration.
+    auto listed = [&](int slot) {
+      Pending& ending = pending_[slot];
+      if (ending.row >= 0) {
+        const char* begin = reinterpret_cast<const char*>(&costs[ending.row * k_count]);
+        for (size_t line = 0; line < k_count * sizeof(double); line += 64) {
+          __builtin_prefetch(begin + line, 0, 3);
+        }
+        __builtin_prefetch(begin + k_count * sizeof(double) - 1, 0, 3);
+      }
+      ending.shared = shared_bound_ ? first_bounds.LeastBound(least_, &pending_ids_[slot * s],
+                                                              ending.found, ending.num_groups)
+                                    : 0.0;
+    };
+    auto settle = [&](int slot) {
+      const Pending& ending = pending_[slot];
+      const int32_t* ids = &pending_ids_[slot * s];
+      const double shared = ending.shared;
+      const double* after = ending.row >= 0 ? &costs[ending.row * k_count] : no_costs_.data();
+      // The blocks the ending may lower, as bits, without a branch per
+      // block: most endings lower none.
+      for (size_t base = 0; base < k_count; base += 64) {
+        const size_t end = std::min(k_count, base + 64);
+        uint64_t lower = 0;
+        for (size_t k = base; k < end; ++k) {
+          lower |= uint64_t{shared + after[k] < cut[k]} << (k - base);
+        }
+        for (; lower != 0; lower &= lower - 1) {
+          const size_t k = base + static_cast<size_t>(std::countr_zero(lower));
+          const double value = parts[k].bounds->IdsBound(ending.ops, ids, ending.found,
+                                                         ending.num_groups, cut[k] - after[k]) +
+                               after[k];
+          if (value < best[k]) {
+            best[k] = value;
+            best_ops[k] = ending.ops;
+            cut[k] = std::min(value, limit[k]);
+          }
+        }
+      }
+    };
+    const auto count = static_cast<int64_t>(ListEndings(first, state, drops_,
+                                                        drops_.Root(static_cast<int32_t>(row)),
+                                                        pending_, pending_ids_, settle, listed));
+    (alone_ ? first.stats->transitions : transitions_) += count;
+    if (!first.status->ok()) return false;
+    for (size_t k = 0; k < k_count; ++k) {
+      costs[row * k_count + k] = std::max(best[k], parts[k].bounds->PathCostToGo(state));
+    }
+    return true;
+  }
+
   static constexpr double kNever = std::numeric_limits<double>::infinity();
 
   // An ending whose child's cost is still to be read.
@@ -357,6 +403,36 @@ class CostToGoDpWalk {
     first.enumerator->EnumerateFollowing(state, drops, root, list);
     return pending.Drain(settle);
   }
+
+  const std::vector<CostToGoDpPart<W>> parts_;
+  const bool alone_;
+  const BoundedSearchOptions& options_;  // the first's
+  const std::vector<OpBits<W>> states_;  // in the order walked (by size)
+  const std::shared_ptr<WalkRows<W>> walk_rows_;
+  const ChildRows<W>& drops_;  // walk_rows_'s
+  // Each state's row of costs, one per part, and per part the ending its
+  // cost comes from (empty: none).
+  MappedArray<double> costs_;
+  std::vector<OpBits<W>> best_ending_;
+  // Per part: the state's best so far, the cutoff its guesses give,
+  // and the lesser of the two (an ending at or above it lowers nothing).
+  std::vector<double> best_, limit_, cut_;
+  const std::vector<double> no_costs_;  // the empty child's
+  const int s_;                         // most groups per stage
+  PrefetchRing<Pending> pending_;
+  std::vector<int32_t> pending_ids_;
+  const OpBitsMap<W, double>* prefix_ = nullptr;  // the prefix block's costs (alone only)
+  OpBits<W> prefix_ops_;
+  bool shared_bound_ = false;
+  std::vector<typename BlockBounds<W>::GroupTerms> least_;
+  BestEndingCandidates<W> guesses_;
+  std::vector<int32_t> guess_ids_;
+  int64_t transitions_ = 0;  // a shared walk's, added to each part once done
+  struct Counted {
+    WalkProgress* progress = nullptr;
+    int64_t left = 0;  // states not walked yet
+  } counted_;
+  size_t next_row_ = 0;
 };
 
 }  // namespace iosfarm::scheduler::ios
