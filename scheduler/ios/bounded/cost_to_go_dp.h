@@ -270,9 +270,17 @@ class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
     const OpBitsMap<W, int32_t>& rows = walk_rows_->rows;
     MappedArray<double>& costs = costs_;
     std::vector<OpBits<W>>& best_ending = best_ending_;
-    std::vector<double>& best = best_;
-    std::vector<double>& limit = limit_;
-    std::vector<double>& cut = cut_;
+    // Locals, not members, in the loops below: the compiler keeps them in
+    // registers across the stores of best endings (a member could alias them).
+    double* const best = best_.data();
+    double* const limit = limit_.data();
+    double* const cut = cut_.data();
+    const double* const no_costs = no_costs_.data();
+    int32_t* const pending_ids = pending_ids_.data();
+    int32_t* const guess_ids = guess_ids_.data();
+    const bool shared_bound = shared_bound_;
+    const std::vector<typename BlockBounds<W>::GroupTerms>& least = least_;
+    PrefetchRing<Pending> pending;  // drained by the row's end
     BlockBounds<W>& first_bounds = *first.bounds;
     const int s = s_;
     const OpBits<W>& state = states_[row];
@@ -284,11 +292,11 @@ class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
         return true;
       }
     }
-    std::fill(best.begin(), best.end(), kNever);
+    std::fill(best, best + k_count, kNever);
     // Each part's cutoff starts just above its least guess: the ending
     // its cost comes from stays under it (a guess is an ending listed
     // below too), and most others are dropped from the first on.
-    std::fill(limit.begin(), limit.end(), kNever);
+    std::fill(limit, limit + k_count, kNever);
     guesses_.ForEach(
         state,
         [&](const OpBits<W>& child) -> std::span<const OpBits<W>> {
@@ -297,19 +305,19 @@ class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
           return {&best_ending[*found * k_count], k_count};
         },
         [&](const OpBits<W>& ops, EndingGroup<W>* groups, int num_groups) {
-          const int found = first_bounds.GroupIds(groups, num_groups, guess_ids_.data());
+          const int found = first_bounds.GroupIds(groups, num_groups, guess_ids);
           const OpBits<W> child = state.Minus(ops);
           const int32_t* child_row = child.Empty() ? nullptr : rows.Find(child, child.Hash());
           if (found < num_groups || (!child.Empty() && child_row == nullptr)) return;
           for (size_t k = 0; k < k_count; ++k) {
             const double after = child_row ? costs[*child_row * k_count + k] : 0.0;
-            limit[k] = std::min(limit[k], parts[k].bounds->IdsBound(ops, guess_ids_.data(), found,
+            limit[k] = std::min(limit[k], parts[k].bounds->IdsBound(ops, guess_ids, found,
                                                                     num_groups, limit[k] - after) +
                                               after);
           }
         });
-    for (double& cutoff : limit) cutoff = RoundingLimit(cutoff);
-    cut = limit;
+    for (size_t k = 0; k < k_count; ++k) limit[k] = RoundingLimit(limit[k]);
+    std::copy(limit, limit + k_count, cut);
     OpBits<W>* best_ops = &best_ending[row * k_count];
     // As an ending is listed, its child's costs are prefetched (a row of
     // a large table: a miss per ending was a third of the walk), and a
@@ -318,7 +326,7 @@ class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
     // would not lower the best). Taken here, kPrefetchRingDepth endings before
     // settle reads it, its chain of terms overlaps the enumeration.
     auto listed = [&](int slot) {
-      Pending& ending = pending_[slot];
+      Pending& ending = pending[slot];
       if (ending.row >= 0) {
         const char* begin = reinterpret_cast<const char*>(&costs[ending.row * k_count]);
         for (size_t line = 0; line < k_count * sizeof(double); line += 64) {
@@ -326,15 +334,15 @@ class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
         }
         __builtin_prefetch(begin + k_count * sizeof(double) - 1, 0, 3);
       }
-      ending.shared = shared_bound_ ? first_bounds.LeastBound(least_, &pending_ids_[slot * s],
-                                                              ending.found, ending.num_groups)
-                                    : 0.0;
+      ending.shared = shared_bound ? first_bounds.LeastBound(least, &pending_ids[slot * s],
+                                                             ending.found, ending.num_groups)
+                                   : 0.0;
     };
     auto settle = [&](int slot) {
-      const Pending& ending = pending_[slot];
-      const int32_t* ids = &pending_ids_[slot * s];
+      const Pending& ending = pending[slot];
+      const int32_t* ids = &pending_ids[slot * s];
       const double shared = ending.shared;
-      const double* after = ending.row >= 0 ? &costs[ending.row * k_count] : no_costs_.data();
+      const double* after = ending.row >= 0 ? &costs[ending.row * k_count] : no_costs;
       // The blocks the ending may lower, as bits, without a branch per
       // block: most endings lower none.
       for (size_t base = 0; base < k_count; base += 64) {
@@ -358,7 +366,7 @@ class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
     };
     const auto count = static_cast<int64_t>(ListEndings(first, state, drops_,
                                                         drops_.Root(static_cast<int32_t>(row)),
-                                                        pending_, pending_ids_, settle, listed));
+                                                        pending, pending_ids, settle, listed));
     (alone_ ? first.stats->transitions : transitions_) += count;
     if (!first.status->ok()) return false;
     for (size_t k = 0; k < k_count; ++k) {
@@ -386,7 +394,7 @@ class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
   template <typename Settle, typename Listed>
   static uint64_t ListEndings(const CostToGoDpPart<W>& first, const OpBits<W>& state,
                               const ChildRows<W>& drops, typename ChildRows<W>::Node root,
-                              PrefetchRing<Pending>& pending, std::vector<int32_t>& ids,
+                              PrefetchRing<Pending>& pending, int32_t* ids,
                               Settle&& settle, Listed&& listed) {
     const int s = first.options->dp.bounds.max_groups;
     BlockBounds<W>& bounds = *first.bounds;
@@ -419,7 +427,6 @@ class CostToGoDpWalk final : public CostToGoDpWalkInProgress {
   std::vector<double> best_, limit_, cut_;
   const std::vector<double> no_costs_;  // the empty child's
   const int s_;                         // most groups per stage
-  PrefetchRing<Pending> pending_;
   std::vector<int32_t> pending_ids_;
   const OpBitsMap<W, double>* prefix_ = nullptr;  // the prefix block's costs (alone only)
   OpBits<W> prefix_ops_;
