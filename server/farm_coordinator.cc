@@ -158,14 +158,16 @@ void FarmCoordinator::RotateSearchPlacesLocked() {
   }
 }
 
-bool FarmCoordinator::TurnOverLocked(const JobContext& job, double now_s) const {
+bool FarmCoordinator::TurnOverLocked(JobContext& job, double now_s) {
   const int64_t id = job.row.id;
   // A server phase in flight owns the runner: its end asks again (ServerPhaseDone).
   if (job.server_phase_running) return false;
+  if (!admission_.ShouldYield(id, CandidateOf(job), now_s)) return false;
   if (job.runner != nullptr && job.runner->walking() && !admission_.holds_first_turn(id)) {
+    job.runner->StopAfterTheWalk();  // its next enumerate ends with the walk; then it yields
     return false;
   }
-  return admission_.ShouldYield(id, CandidateOf(job), now_s);
+  return true;
 }
 
 void FarmCoordinator::YieldSearchLocked(JobContext& job) {

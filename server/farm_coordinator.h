@@ -278,11 +278,12 @@ class FarmCoordinator final : public WorkerEvents {
   // Whether the job's turn is over (admission_'s ShouldYield). A search
   // stopped inside a cost-to-go DP walk keeps an ordinary place until the
   // walk ends (a yield drops the walk, and turns shorter than a walk would
-  // never finish one); on a first-turn place it yields at the slice's end
-  // all the same (a first turn is short: a new job waits behind it). A job
-  // whose server phase is in flight is asked when that phase ends.
-  bool TurnOverLocked(const JobContext& job, double now_s) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // never finish one): its next enumerate ends with that walk
+  // (JobRunner::StopAfterTheWalk), and it yields then. On a first-turn place
+  // it yields at the slice's end all the same (a first turn is short: a new
+  // job waits behind it). A job whose server phase is in flight is asked
+  // when that phase ends.
+  bool TurnOverLocked(JobContext& job, double now_s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatorOptions options_;
   const Clock& clock_;

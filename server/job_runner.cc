@@ -172,6 +172,8 @@ StatusOr<JobRunner::Next> JobRunner::Enumerate(LatencyDb& store, SignatureClaims
                                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                       std::chrono::duration<double>(slice_s)))
                   : std::nullopt);
+  session_->SetStopBetweenWalks(stop_after_walk_);
+  stop_after_walk_ = false;
   const int limit = job_.options.batch_size_limit;
   session_->SetCallerBytes(HeldRequestBytes());
   if (filling_.empty()) {

@@ -144,6 +144,9 @@ class JobRunner {
   // dropping the runner now (a yield) would lose the walk's CPU, not a
   // measurement.
   bool walking() const { return session_ != nullptr && session_->walking(); }
+  // The next Enumerate ends as soon as no walk is under way (the turn is
+  // over: SearchSession::SetStopBetweenWalks), whatever is left of its slice.
+  void StopAfterTheWalk() { stop_after_walk_ = true; }
 
   // Stages of the batch being filled (what kBuild found).
   int64_t batch_size() const { return static_cast<int64_t>(filling_.size()); }
@@ -201,6 +204,7 @@ class JobRunner {
   int64_t HeldRequestBytes() const;
 
   JobRow job_;
+  bool stop_after_walk_ = false;  // StopAfterTheWalk, for the next Enumerate
   graph::Graph graph_;              // without weight values
   // SerializeGraph(graph_), sent to workers (shared by the job's orders).
   std::shared_ptr<const std::string> graph_bytes_;

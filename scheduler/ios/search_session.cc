@@ -369,8 +369,9 @@ bool SearchSession::walking() const {
 }
 
 bool SearchSession::OutOfTime() const {
-  return deadline_.has_value() && stats_.dp_passes > passes_before_call_ &&
-         std::chrono::steady_clock::now() >= *deadline_;
+  if (stats_.dp_passes <= passes_before_call_) return false;
+  if (stop_between_walks_ && !walking()) return true;
+  return deadline_.has_value() && std::chrono::steady_clock::now() >= *deadline_;
 }
 
 Status SearchSession::SolveReadyBlocks() {

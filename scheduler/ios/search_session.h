@@ -242,6 +242,11 @@ class SearchSession {
   // deadline and goes on at the next NextUnknown: dropping the session now
   // loses it (the walk, not a measurement).
   bool walking() const;
+  // With `stop`, NextUnknown also stops (paused()) at its first point
+  // between passes where no walk is under way, once a pass ran in that call:
+  // a farm job whose turn is over goes on with the walk it is in, and yields
+  // as soon as that walk ends.
+  void SetStopBetweenWalks(bool stop) { stop_between_walks_ = stop; }
 
  private:
   enum class BlockPhase { kNotStarted, kWaiting, kSolved };
@@ -435,6 +440,7 @@ class SearchSession {
   int64_t passes_before_call_ = 0;  // stats_.dp_passes when NextUnknown began
   bool paused_ = false;
   bool in_next_unknown_ = false;
+  bool stop_between_walks_ = false;
   std::atomic<int> threads_solved_{0};  // passes SolveInParallel's threads finished
   SearchStats stats_;
   // A shared walk stopped at the deadline (WalkPausedBlocks), and the

@@ -220,6 +220,42 @@ TEST(SearchSessionTest, ADeadlineStopsWalksBetweenStatesAndTheSearchStaysTheSame
   EXPECT_GT(walking_calls, 8);
 }
 
+// A farm job whose turn is over goes on with the walk it is in and stops
+// once no walk is under way (SetStopBetweenWalks): no call ends inside a
+// walk, some end early, and the search is the same.
+TEST(SearchSessionTest, StoppingBetweenWalksEndsCallsOutsideWalksAndKeepsTheSearch) {
+  int stops = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(StrCat("seed ", seed));
+    const graph::Graph graph = testing::RepeatedCells(seed, 7, 7);
+    const StageLatencyFn oracle = testing::GroupMonotoneOracle(graph, seed);
+    SearchOptions options;
+    options.max_block_ops = 12;
+    options.bounded.lookahead = 0;
+    std::vector<Signature> untimed_requests;
+    auto untimed = RunBatched(graph, options, oracle, 1000, &untimed_requests);
+    ASSERT_TRUE(untimed.ok()) << untimed.status();
+    auto session = SearchSession::Create(graph, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    (*session)->SetStopBetweenWalks(true);
+    for (int calls = 0; calls < 100000; ++calls) {
+      auto requests = (*session)->NextUnknown(1000);
+      ASSERT_TRUE(requests.ok()) << requests.status();
+      EXPECT_FALSE((*session)->walking());
+      stops += (*session)->paused();
+      if (requests->empty() && !(*session)->paused()) break;
+      for (const StageRequest& request : *requests) {
+        ASSERT_TRUE((*session)->Provide(request.signature, *oracle(request.stage)).ok());
+      }
+    }
+    ASSERT_TRUE((*session)->Done());
+    auto stopped = (*session)->Result();
+    ASSERT_TRUE(stopped.ok()) << stopped.status();
+    EXPECT_EQ(Describe(graph, stopped->schedule), Describe(graph, untimed->schedule));
+  }
+  EXPECT_GT(stops, 4);
+}
+
 // NASNet-A's size cut leaves a block of a cell and the next cell's first
 // op. Where the bounded search solved the cell, that block's cost-to-go DP takes
 // the cell's states from the cell's bound table and walks only its own:
