@@ -30,6 +30,42 @@ std::string_view PadModeName(PadMode mode) {
   return "?";
 }
 
+std::string_view UnaryFunctionName(UnaryFunction function) {
+  switch (function) {
+    case UnaryFunction::kLeakyRelu:
+      return "LeakyRelu";
+    case UnaryFunction::kElu:
+      return "Elu";
+    case UnaryFunction::kSelu:
+      return "Selu";
+    case UnaryFunction::kSoftplus:
+      return "Softplus";
+    case UnaryFunction::kMish:
+      return "Mish";
+    case UnaryFunction::kGelu:
+      return "Gelu";
+    case UnaryFunction::kGeluTanh:
+      return "GeluTanh";
+    case UnaryFunction::kErf:
+      return "Erf";
+    case UnaryFunction::kSqrt:
+      return "Sqrt";
+    case UnaryFunction::kExp:
+      return "Exp";
+    case UnaryFunction::kLog:
+      return "Log";
+    case UnaryFunction::kNeg:
+      return "Neg";
+    case UnaryFunction::kAbs:
+      return "Abs";
+    case UnaryFunction::kReciprocal:
+      return "Reciprocal";
+    case UnaryFunction::kPow:
+      return "Pow";
+  }
+  return "?";
+}
+
 std::string_view ResizeModeName(ResizeMode mode) {
   return mode == ResizeMode::kLinear ? "linear" : "nearest";
 }
@@ -97,6 +133,8 @@ Attributes DefaultAttributes(OpType type) {
       return BatchNormAttrs{};
     case OpType::kResize:
       return ResizeAttrs{};
+    case OpType::kUnaryMath:
+      return UnaryMathAttrs{};
     default:
       return NoAttrs{};
   }

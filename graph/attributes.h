@@ -167,10 +167,55 @@ struct ResizeAttrs {
   bool operator==(const ResizeAttrs&) const = default;
 };
 
+// A function of each element on its own (OpType::kUnaryMath), as the ONNX
+// operator of the same name computes it in fp32:
+//   LeakyRelu   x >= 0 ? x : alpha * x
+//   Elu         x >= 0 ? x : alpha * (exp(x) - 1)
+//   Selu        beta * (x > 0 ? x : alpha * (exp(x) - 1))   (beta: ONNX's gamma)
+//   Softplus    log(1 + exp(x))
+//   Mish        x * tanh(softplus(x))
+//   Gelu        x / 2 * (1 + erf(x / sqrt(2)))
+//   GeluTanh    x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+//               (ONNX Gelu with approximate = "tanh")
+//   Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal (1 / x)
+//   Pow         x ^ alpha (ONNX Pow with a constant scalar exponent)
+enum class UnaryFunction {
+  kLeakyRelu,
+  kElu,
+  kSelu,
+  kSoftplus,
+  kMish,
+  kGelu,
+  kGeluTanh,
+  kErf,
+  kSqrt,
+  kExp,
+  kLog,
+  kNeg,
+  kAbs,
+  kReciprocal,
+  kPow,
+};
+inline constexpr UnaryFunction kAllUnaryFunctions[] = {
+    UnaryFunction::kLeakyRelu, UnaryFunction::kElu,  UnaryFunction::kSelu,
+    UnaryFunction::kSoftplus,  UnaryFunction::kMish, UnaryFunction::kGelu,
+    UnaryFunction::kGeluTanh,  UnaryFunction::kErf,  UnaryFunction::kSqrt,
+    UnaryFunction::kExp,       UnaryFunction::kLog,  UnaryFunction::kNeg,
+    UnaryFunction::kAbs,       UnaryFunction::kReciprocal, UnaryFunction::kPow,
+};
+std::string_view UnaryFunctionName(UnaryFunction function);  // as above ("LeakyRelu", ...)
+struct UnaryMathAttrs {
+  UnaryFunction function = UnaryFunction::kAbs;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+  bool operator==(const UnaryMathAttrs&) const = default;
+};
+
 using Attributes =
     std::variant<NoAttrs, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs, ConcatAttrs,
                  SplitAttrs, SliceAttrs, PadAttrs, ReshapeAttrs, FlattenAttrs, TransposeAttrs,
-                 ReduceMeanAttrs, GemmAttrs, SoftmaxAttrs, BatchNormAttrs, ResizeAttrs>;
+                 ReduceMeanAttrs, GemmAttrs, SoftmaxAttrs, BatchNormAttrs, ResizeAttrs,
+                 UnaryMathAttrs>;
 
 // True when `attrs` holds the alternative that `type` requires.
 bool AttributesMatch(OpType type, const Attributes& attrs);

@@ -30,6 +30,34 @@ int64_t ElementwiseFlops(OpType type) {
   }
 }
 
+// Arithmetic operations per element of a UnaryMath op (a transcendental
+// counted as 4, as Sigmoid and Tanh above).
+int64_t UnaryMathFlops(UnaryFunction function) {
+  switch (function) {
+    case UnaryFunction::kNeg:
+    case UnaryFunction::kAbs:
+    case UnaryFunction::kLeakyRelu:
+      return 1;
+    case UnaryFunction::kReciprocal:
+    case UnaryFunction::kSqrt:
+      return 2;
+    case UnaryFunction::kElu:
+    case UnaryFunction::kSelu:
+    case UnaryFunction::kErf:
+    case UnaryFunction::kExp:
+    case UnaryFunction::kLog:
+    case UnaryFunction::kPow:
+      return 4;
+    case UnaryFunction::kSoftplus:
+    case UnaryFunction::kGelu:
+    case UnaryFunction::kGeluTanh:
+      return 8;
+    case UnaryFunction::kMish:
+      return 12;
+  }
+  return 4;
+}
+
 int64_t ActivationFlops(Activation activation) {
   switch (activation) {
     case Activation::kNone:
@@ -99,6 +127,9 @@ OpCost ComputeOpCost(const Graph& graph, const Node& node) {
     case OpType::kGlobalMaxPool:
     case OpType::kReduceMean:
       cost.flops = input_elements;
+      break;
+    case OpType::kUnaryMath:
+      cost.flops = UnaryMathFlops(std::get<UnaryMathAttrs>(node.attrs).function) * output_elements;
       break;
     case OpType::kResize:
       // Bilinear: three lerps (two flops each) and the weights; nearest

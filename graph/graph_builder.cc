@@ -106,6 +106,11 @@ ValueId GraphBuilder::HardSwish(ValueId x, const std::string& name) {
   return AddNode(OpType::kHardSwish, NoAttrs{}, {x}, name)[0];
 }
 
+ValueId GraphBuilder::UnaryMath(ValueId x, UnaryFunction function, const std::string& name,
+                                float alpha, float beta) {
+  return AddNode(OpType::kUnaryMath, UnaryMathAttrs{function, alpha, beta}, {x}, name)[0];
+}
+
 ValueId GraphBuilder::Tanh(ValueId x, const std::string& name) {
   return AddNode(OpType::kTanh, NoAttrs{}, {x}, name)[0];
 }

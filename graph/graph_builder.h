@@ -56,6 +56,9 @@ class GraphBuilder {
   ValueId HardSigmoid(ValueId x, float alpha, float beta, const std::string& name);
   ValueId HardSwish(ValueId x, const std::string& name);
   ValueId Tanh(ValueId x, const std::string& name);
+  // UnaryMath: `function` of each element (UnaryMathAttrs).
+  ValueId UnaryMath(ValueId x, UnaryFunction function, const std::string& name,
+                    float alpha = 0.0f, float beta = 0.0f);
   ValueId Binary(OpType type, ValueId a, ValueId b, const std::string& name);
   ValueId Add(ValueId a, ValueId b, const std::string& name) {
     return Binary(OpType::kAdd, a, b, name);

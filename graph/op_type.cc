@@ -14,6 +14,7 @@ constexpr std::array<std::string_view, kNumOpTypes> kNames = {
     "Slice",      "Pad",        "Reshape",     "Flatten",
     "Transpose",  "ReduceMean", "Gemm",        "MatMul",
     "Softmax",    "BatchNormalization",        "Resize",
+    "UnaryMath",
     "Identity",   "Dropout",
 };
 

@@ -37,6 +37,7 @@ enum class OpType {
   kSoftmax,
   kBatchNormalization,
   kResize,    // spatial resampling of NCHW (ONNX Resize)
+  kUnaryMath,  // one function per element (UnaryMathAttrs: LeakyRelu, Gelu, Erf, Sqrt, ...)
   kIdentity,  // removed by Simplify
   kDropout,   // removed by Simplify (inference)
 };
@@ -66,6 +67,7 @@ bool IsActivation(OpType type);
   case ::iosfarm::graph::OpType::kSigmoid:     \
   case ::iosfarm::graph::OpType::kHardSigmoid: \
   case ::iosfarm::graph::OpType::kHardSwish:   \
-  case ::iosfarm::graph::OpType::kTanh
+  case ::iosfarm::graph::OpType::kTanh:        \
+  case ::iosfarm::graph::OpType::kUnaryMath
 
 #endif  // IOSFARM_GRAPH_OP_TYPE_H_

@@ -103,6 +103,11 @@ void WriteAttrs(const Node& node, pb::Node* out) {
           r->set_mode(std::string(ResizeModeName(a.mode)));
           r->set_coordinates(std::string(ResizeCoordinatesName(a.coordinates)));
           r->set_rounding(std::string(NearestRoundingName(a.rounding)));
+        } else if constexpr (std::is_same_v<T, UnaryMathAttrs>) {
+          auto* u = out->mutable_unary_math();
+          u->set_function(std::string(UnaryFunctionName(a.function)));
+          u->set_alpha(a.alpha);
+          u->set_beta(a.beta);
         }
       },
       node.attrs);
@@ -255,6 +260,24 @@ Status ReadAttrs(const pb::Node& in, Node& node) {
     case OpType::kResize: {
       if (!in.has_resize()) return MissingAttrs(node, "resize");
       ASSIGN_OR_RETURN(node.attrs, ParseResize(in.resize(), node));
+      return absl::OkStatus();
+    }
+    case OpType::kUnaryMath: {
+      if (!in.has_unary_math()) return MissingAttrs(node, "unary_math");
+      const auto& u = in.unary_math();
+      UnaryMathAttrs a;
+      const auto* function =
+          std::find_if(std::begin(kAllUnaryFunctions), std::end(kAllUnaryFunctions),
+                       [&](UnaryFunction f) { return UnaryFunctionName(f) == u.function(); });
+      if (function == std::end(kAllUnaryFunctions)) {
+        return absl::InvalidArgumentError(StrCat("node '", node.name,
+                                                 "': unknown element-wise function '",
+                                                 u.function(), "'"));
+      }
+      a.function = *function;
+      a.alpha = u.alpha();
+      a.beta = u.beta();
+      node.attrs = a;
       return absl::OkStatus();
     }
     default:

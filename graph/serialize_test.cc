@@ -61,6 +61,7 @@ Graph AllOpsGraph() {
   s = b.Mul(s, b.HardSigmoid(s, 0.25f, 0.4f, "hsig"), "mul");
   s = b.HardSwish(b.Tanh(b.Sigmoid(b.Clip(b.Relu(s, "relu"), -1, 1, "clip"), "sig"), "tanh"),
                   "hswish");
+  s = b.UnaryMath(s, UnaryFunction::kSelu, "selu", 1.67f, 1.05f);
   ValueId cat = b.Concat({c, s}, 1, "concat");
   auto parts = b.Split(cat, 1, {4, 12}, "split");
   ValueId sl = b.AddNode(OpType::kSlice, SliceAttrs{{1}, {2}, {12}, {3}}, {parts[1]}, "slice")[0];

@@ -247,6 +247,10 @@ template <OpType kType>
 Status Pool(const NodeView& node, ImportContext& ctx) {
   return ConvertPool(node, ctx, kType);
 }
+template <UnaryFunction kFunction>
+Status UnaryMath(const NodeView& node, ImportContext& ctx) {
+  return converters_internal::ConvertUnaryMath(node, ctx, kFunction);
+}
 
 const std::map<std::string_view, Converter>& Converters() {
   namespace ci = converters_internal;
@@ -284,6 +288,19 @@ const std::map<std::string_view, Converter>& Converters() {
       {"Softmax", ci::ConvertSoftmax},
       {"Cast", ci::ConvertCast},
       {"Resize", ci::ConvertResize},
+      {"LeakyRelu", UnaryMath<UnaryFunction::kLeakyRelu>},
+      {"Elu", UnaryMath<UnaryFunction::kElu>},
+      {"Selu", UnaryMath<UnaryFunction::kSelu>},
+      {"Softplus", UnaryMath<UnaryFunction::kSoftplus>},
+      {"Mish", UnaryMath<UnaryFunction::kMish>},
+      {"Erf", UnaryMath<UnaryFunction::kErf>},
+      {"Sqrt", UnaryMath<UnaryFunction::kSqrt>},
+      {"Exp", UnaryMath<UnaryFunction::kExp>},
+      {"Log", UnaryMath<UnaryFunction::kLog>},
+      {"Neg", UnaryMath<UnaryFunction::kNeg>},
+      {"Abs", UnaryMath<UnaryFunction::kAbs>},
+      {"Reciprocal", UnaryMath<UnaryFunction::kReciprocal>},
+      {"Pow", UnaryMath<UnaryFunction::kPow>},
   };
   return *kConverters;
 }

@@ -7,7 +7,9 @@
 // Mul, Div, Gemm, MatMul, BatchNormalization, Identity, Dropout (layer ops,
 // op_converters.cc) and Concat, Split, Slice, Pad, Reshape, Flatten,
 // Transpose, Squeeze, Unsqueeze, ReduceMean, Softmax, Cast (tensor ops,
-// tensor_op_converters.cc) and Resize (resize_converter.cc).
+// tensor_op_converters.cc), Resize (resize_converter.cc) and the element-wise
+// functions LeakyRelu, Elu, Selu, Softplus, Mish, Erf, Sqrt, Exp, Log, Neg,
+// Abs, Reciprocal and Pow (unary_math_converter.cc).
 // Anything else, and any unsupported attribute
 // value, is InvalidArgument naming the node and the field.
 #ifndef IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
@@ -49,6 +51,11 @@ Status ConvertCast(const NodeView& node, ImportContext& ctx);
 
 // Resize (resize_converter.cc).
 Status ConvertResize(const NodeView& node, ImportContext& ctx);
+
+// One UnaryMath node of `function` (unary_math_converter.cc): LeakyRelu,
+// Elu, Selu, Softplus, Mish, Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, and
+// Pow of a constant scalar exponent.
+Status ConvertUnaryMath(const NodeView& node, ImportContext& ctx, UnaryFunction function);
 
 }  // namespace converters_internal
 }  // namespace iosfarm::graph::onnx_import

@@ -125,11 +125,12 @@ def test_batch_sizes_tune_one_file_that_takes_each_batch(fresh_cache):
         iosfarm.optimize(model, torch.randn(1, 3, 224, 224), backend="cpu", batch_sizes=[0])
 
 
-class WithGelu(torch.nn.Module):
+class WithDeconvolution(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.stem = torch.nn.Conv2d(3, 8, 3)
-        self.head = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 1), torch.nn.GELU())
+        self.head = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 1),
+                                        torch.nn.ConvTranspose2d(8, 4, 2, stride=2))
 
     def forward(self, x):
         return self.head(self.stem(x))
@@ -138,8 +139,9 @@ class WithGelu(torch.nn.Module):
 def test_an_unsupported_operator_is_named_with_its_module_path_before_tuning(fresh_cache,
                                                                             monkeypatch):
     monkeypatch.setenv("IOSFARM_CLI", "/nonexistent/iosfarm")  # a tune would fail otherwise
-    with pytest.raises(iosfarm.Error, match=r"unsupported op type 'Erf'.*from head\.1") as e:
-        iosfarm.optimize(WithGelu().eval(), torch.randn(1, 3, 16, 16), backend="cpu")
+    with pytest.raises(iosfarm.Error,
+                       match=r"unsupported op type 'ConvTranspose'.*from head\.1") as e:
+        iosfarm.optimize(WithDeconvolution().eval(), torch.randn(1, 3, 16, 16), backend="cpu")
     assert "nothing was tuned" in str(e.value)
     assert not (fresh_cache / "cache" / "iosfarm" / "optimized").exists()
 

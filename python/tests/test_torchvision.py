@@ -84,3 +84,61 @@ def test_segmentation_matches_pytorch(name, tmp_path):
 
     check_against_pytorch(name, Out(network).eval(), torch.randn(1, 3, 224, 224), tmp_path,
                           torch)
+
+
+def darknet_block(torch):
+    """YOLO-style backbone blocks: Conv + BN + LeakyReLU (YOLOv3) and Mish
+    (YOLOv4), a residual, and a nearest-neighbour upsample to a concat."""
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16),
+                                      nn.LeakyReLU(0.1))
+            self.down = nn.Sequential(nn.Conv2d(16, 32, 3, stride=2, padding=1),
+                                      nn.BatchNorm2d(32), nn.Mish())
+            self.res = nn.Sequential(nn.Conv2d(32, 16, 1), nn.LeakyReLU(0.1),
+                                     nn.Conv2d(16, 32, 3, padding=1), nn.Mish())
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.head = nn.Conv2d(48, 8, 1)
+
+        def forward(self, x):
+            s = self.stem(x)
+            d = self.down(s)
+            d = d + self.res(d)
+            return self.head(torch.cat([self.up(d), s], 1))
+
+    return Block()
+
+
+def elementwise_functions(torch):
+    """The element-wise functions of issue 65 on branches of one net: ELU,
+    SELU, Softplus, GELU (exported as Erf), and sqrt, exp, log, abs, neg,
+    reciprocal and pow of tensors."""
+    nn = torch.nn
+
+    class Functions(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.acts = nn.ModuleList([nn.ELU(0.7), nn.SELU(), nn.Softplus(), nn.GELU()])
+
+        def forward(self, x):
+            y = self.conv(x)
+            outs = [act(y) for act in self.acts]
+            positive = y.abs() + 0.5
+            outs.append(torch.sqrt(positive) + torch.log(positive))
+            outs.append(torch.exp(-positive) - torch.reciprocal(positive))
+            outs.append(torch.pow(y, 2) + torch.pow(positive, 0.5))
+            return torch.cat(outs, 1)
+
+    return Functions()
+
+
+@pytest.mark.parametrize("name", ["darknet_block", "elementwise_functions"])
+def test_functions_match_pytorch(name, tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = globals()[name](torch).eval()
+    check_against_pytorch(name, model, torch.randn(1, 3, 32, 32), tmp_path, torch)

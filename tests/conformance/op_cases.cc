@@ -90,6 +90,25 @@ StatusOr<graph::Graph> ActivationCase(OpType type, Attributes attrs, Shape in) {
   return std::move(b).Finish();
 }
 
+// UnaryMath `function` of x * 4 (signed), or of |x * 4| + 0.1 for functions
+// of positive numbers (Sqrt, Log, Reciprocal, a fractional Pow).
+StatusOr<graph::Graph> UnaryMathCase(graph::UnaryFunction function, Shape in, float alpha = 0.0f,
+                                     float beta = 0.0f, bool positive = false) {
+  GraphBuilder b("case");
+  ValueId x = b.Input("x", in);
+  Tensor four = Shaped({1});
+  four.data = {4.0f};
+  ValueId scaled = b.Mul(x, Constant(b, four, "four"), "scale");
+  if (positive) {
+    Tensor tenth = Shaped({1});
+    tenth.data = {0.1f};
+    scaled = b.Add(b.UnaryMath(scaled, graph::UnaryFunction::kAbs, "abs"),
+                   Constant(b, tenth, "tenth"), "shift");
+  }
+  b.Output(b.UnaryMath(scaled, function, "op", alpha, beta));
+  return std::move(b).Finish();
+}
+
 // a (op) b; `b_constant` makes b a Constant in [0.5, 1.5] (safe divisors).
 StatusOr<graph::Graph> Binary(OpType type, Shape a_shape, Shape b_shape, bool b_constant) {
   GraphBuilder b("case");
@@ -195,6 +214,24 @@ std::vector<GraphCase> MakeCases() {
       {"hardsigmoid_onesixth", [] { return ActivationCase(OpType::kHardSigmoid, graph::HardSigmoidAttrs{1.0f / 6, 0.5f}, {3, 17}); }},
       {"hardswish", [] { return ActivationCase(OpType::kHardSwish, graph::NoAttrs{}, {2, 24, 5, 5}); }},
       {"tanh", [] { return ActivationCase(OpType::kTanh, graph::NoAttrs{}, {1, 40, 3, 3}); }},
+      // UnaryMath
+      {"leaky_relu", [] { return UnaryMathCase(graph::UnaryFunction::kLeakyRelu, {2, 24, 5, 5}, 0.01f); }},
+      {"leaky_relu_2d", [] { return UnaryMathCase(graph::UnaryFunction::kLeakyRelu, {3, 17}, 0.2f); }},
+      {"elu", [] { return UnaryMathCase(graph::UnaryFunction::kElu, {2, 24, 5, 5}, 1.0f); }},
+      {"selu", [] { return UnaryMathCase(graph::UnaryFunction::kSelu, {2, 24, 5, 5}, 1.6732632f, 1.0507010f); }},
+      {"softplus", [] { return UnaryMathCase(graph::UnaryFunction::kSoftplus, {2, 24, 5, 5}); }},
+      {"mish", [] { return UnaryMathCase(graph::UnaryFunction::kMish, {2, 24, 5, 5}); }},
+      {"gelu", [] { return UnaryMathCase(graph::UnaryFunction::kGelu, {2, 24, 5, 5}); }},
+      {"gelu_tanh", [] { return UnaryMathCase(graph::UnaryFunction::kGeluTanh, {3, 17}); }},
+      {"erf", [] { return UnaryMathCase(graph::UnaryFunction::kErf, {2, 24, 5, 5}); }},
+      {"sqrt", [] { return UnaryMathCase(graph::UnaryFunction::kSqrt, {2, 24, 5, 5}, 0, 0, true); }},
+      {"exp", [] { return UnaryMathCase(graph::UnaryFunction::kExp, {2, 24, 5, 5}); }},
+      {"log", [] { return UnaryMathCase(graph::UnaryFunction::kLog, {2, 24, 5, 5}, 0, 0, true); }},
+      {"neg", [] { return UnaryMathCase(graph::UnaryFunction::kNeg, {3, 17}); }},
+      {"abs", [] { return UnaryMathCase(graph::UnaryFunction::kAbs, {2, 24, 5, 5}); }},
+      {"reciprocal", [] { return UnaryMathCase(graph::UnaryFunction::kReciprocal, {2, 24, 5, 5}, 0, 0, true); }},
+      {"pow_square", [] { return UnaryMathCase(graph::UnaryFunction::kPow, {2, 24, 5, 5}, 2.0f); }},
+      {"pow_fraction", [] { return UnaryMathCase(graph::UnaryFunction::kPow, {3, 17}, 0.5f, 0, true); }},
       // Element-wise binary with broadcasting
       {"add_same_shape", [] { return Binary(OpType::kAdd, {2, 24, 5, 5}, {2, 24, 5, 5}, false); }},
       {"add_channel_broadcast", [] { return Binary(OpType::kAdd, {2, 24, 5, 5}, {1, 24, 1, 1}, false); }},

@@ -81,6 +81,9 @@ std::string AttrsString(const Attributes& attrs) {
                         ExactFloat(a.scale[1]), " mode=", graph::ResizeModeName(a.mode),
                         " coord=", graph::ResizeCoordinatesName(a.coordinates),
                         " round=", graph::NearestRoundingName(a.rounding));
+        } else if constexpr (std::is_same_v<T, graph::UnaryMathAttrs>) {
+          return StrCat("fn=", graph::UnaryFunctionName(a.function), " alpha=", ExactFloat(a.alpha),
+                        " beta=", ExactFloat(a.beta));
         } else {
           static_assert(sizeof(T) == 0, "OpContentString: unhandled attributes type");
         }

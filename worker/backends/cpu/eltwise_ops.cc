@@ -1,4 +1,5 @@
 // Activations, Identity/Dropout and batch norm on oneDNN.
+#include <optional>
 #include <variant>
 
 #include "worker/backends/cpu/layout.h"
@@ -17,6 +18,48 @@ std::string AddEltwise(CompileContext& ctx, CpuOp& op, algorithm alg, float alph
   dnnl::eltwise_forward::primitive_desc pd(desc, ScratchpadAttr(), ctx.engine());
   AddWithScratchpad(op, dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
   return pd.impl_info_str();
+}
+
+// A UnaryMath function as one oneDNN eltwise primitive (alpha, beta as
+// dnnl_eltwise_desc_t defines them), or nullopt where oneDNN has none.
+struct UnaryPrimitive {
+  algorithm alg;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+std::optional<UnaryPrimitive> UnaryMathPrimitive(const graph::UnaryMathAttrs& a) {
+  switch (a.function) {
+    case graph::UnaryFunction::kLeakyRelu:
+      return UnaryPrimitive{algorithm::eltwise_relu, a.alpha};  // alpha: the negative slope
+    case graph::UnaryFunction::kElu:
+      return UnaryPrimitive{algorithm::eltwise_elu, a.alpha};
+    case graph::UnaryFunction::kSoftplus:
+      return UnaryPrimitive{algorithm::eltwise_soft_relu};
+    case graph::UnaryFunction::kMish:
+      return UnaryPrimitive{algorithm::eltwise_mish};
+    case graph::UnaryFunction::kGelu:
+      return UnaryPrimitive{algorithm::eltwise_gelu_erf};
+    case graph::UnaryFunction::kGeluTanh:
+      return UnaryPrimitive{algorithm::eltwise_gelu_tanh};
+    case graph::UnaryFunction::kSqrt:
+      return UnaryPrimitive{algorithm::eltwise_sqrt};
+    case graph::UnaryFunction::kExp:
+      return UnaryPrimitive{algorithm::eltwise_exp};
+    case graph::UnaryFunction::kLog:
+      return UnaryPrimitive{algorithm::eltwise_log};
+    case graph::UnaryFunction::kNeg:
+      return UnaryPrimitive{algorithm::eltwise_linear, -1.0f, 0.0f};
+    case graph::UnaryFunction::kAbs:
+      return UnaryPrimitive{algorithm::eltwise_abs};
+    case graph::UnaryFunction::kReciprocal:
+      return UnaryPrimitive{algorithm::eltwise_pow, 1.0f, -1.0f};  // 1 * x^-1
+    case graph::UnaryFunction::kPow:
+      return UnaryPrimitive{algorithm::eltwise_pow, 1.0f, a.alpha};
+    case graph::UnaryFunction::kSelu:  // two primitives (CompileEltwise)
+    case graph::UnaryFunction::kErf:   // none in oneDNN
+      return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -53,6 +96,19 @@ OpOrNull CompileEltwise(CompileContext& ctx, const graph::Node& node) {
     case graph::OpType::kTanh:
       impl = AddEltwise(ctx, *op, algorithm::eltwise_tanh, 0, 0, src, dst);
       break;
+    case graph::OpType::kUnaryMath: {
+      const auto& a = std::get<graph::UnaryMathAttrs>(node.attrs);
+      if (a.function == graph::UnaryFunction::kSelu) {
+        // gamma * elu(x): an elu, then a scale in place.
+        impl = AddEltwise(ctx, *op, algorithm::eltwise_elu, a.alpha, 0, src, dst);
+        AddEltwise(ctx, *op, algorithm::eltwise_linear, a.beta, 0, dst, dst);
+        break;
+      }
+      const std::optional<UnaryPrimitive> primitive = UnaryMathPrimitive(a);
+      if (!primitive) return std::unique_ptr<CpuOp>();  // the reference loop (Erf)
+      impl = AddEltwise(ctx, *op, primitive->alg, primitive->alpha, primitive->beta, src, dst);
+      break;
+    }
     case graph::OpType::kIdentity:
     case graph::OpType::kDropout:
       op->AddReorder(src, dst);

@@ -27,7 +27,8 @@ OpOrNull CompileConv(CompileContext& ctx, const graph::Node& node);
 // The Conv + Add (+ Relu) of `fusion` as one convolution (sum post-op).
 OpOrNull CompileResidualConv(CompileContext& ctx, const ResidualFusion& fusion);
 OpOrNull CompilePool(CompileContext& ctx, const graph::Node& node);
-// Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Identity, Dropout.
+// Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, UnaryMath (but Erf:
+// null, the reference loop), Identity, Dropout.
 OpOrNull CompileEltwise(CompileContext& ctx, const graph::Node& node);
 OpOrNull CompileBatchNorm(CompileContext& ctx, const graph::Node& node);
 OpOrNull CompileBinary(CompileContext& ctx, const graph::Node& node);

@@ -9,6 +9,46 @@
 namespace iosfarm::worker::reference {
 namespace {
 
+// UnaryMathAttrs' function, in double.
+double UnaryMathValue(const graph::UnaryMathAttrs& a, double x) {
+  constexpr double kSqrtHalf = 0.70710678118654752440;
+  constexpr double kSqrtTwoOverPi = 0.79788456080286535588;
+  const auto softplus = [](double v) { return v > 20.0 ? v : std::log1p(std::exp(v)); };
+  switch (a.function) {
+    case graph::UnaryFunction::kLeakyRelu:
+      return x >= 0.0 ? x : a.alpha * x;
+    case graph::UnaryFunction::kElu:
+      return x >= 0.0 ? x : a.alpha * std::expm1(x);
+    case graph::UnaryFunction::kSelu:
+      return a.beta * (x > 0.0 ? x : a.alpha * std::expm1(x));
+    case graph::UnaryFunction::kSoftplus:
+      return softplus(x);
+    case graph::UnaryFunction::kMish:
+      return x * std::tanh(softplus(x));
+    case graph::UnaryFunction::kGelu:
+      return 0.5 * x * (1.0 + std::erf(x * kSqrtHalf));
+    case graph::UnaryFunction::kGeluTanh:
+      return 0.5 * x * (1.0 + std::tanh(kSqrtTwoOverPi * (x + 0.044715 * x * x * x)));
+    case graph::UnaryFunction::kErf:
+      return std::erf(x);
+    case graph::UnaryFunction::kSqrt:
+      return std::sqrt(x);
+    case graph::UnaryFunction::kExp:
+      return std::exp(x);
+    case graph::UnaryFunction::kLog:
+      return std::log(x);
+    case graph::UnaryFunction::kNeg:
+      return -x;
+    case graph::UnaryFunction::kAbs:
+      return std::abs(x);
+    case graph::UnaryFunction::kReciprocal:
+      return 1.0 / x;
+    case graph::UnaryFunction::kPow:
+      return std::pow(x, static_cast<double>(a.alpha));
+  }
+  return x;
+}
+
 float UnaryValue(graph::OpType type, const graph::Attributes& attrs, float v) {
   const double x = v;
   switch (type) {
@@ -28,6 +68,8 @@ float UnaryValue(graph::OpType type, const graph::Attributes& attrs, float v) {
       return static_cast<float>(x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0));
     case graph::OpType::kTanh:
       return static_cast<float>(std::tanh(x));
+    case graph::OpType::kUnaryMath:
+      return static_cast<float>(UnaryMathValue(std::get<graph::UnaryMathAttrs>(attrs), x));
     default:
       return v;
   }

@@ -48,7 +48,7 @@ void Pool2D(graph::OpType type, const graph::PoolAttrs& attrs, const ConstView& 
 // GlobalAveragePool / GlobalMaxPool: [N, C, H, W] -> [N, C, 1, 1].
 void GlobalPool(graph::OpType type, const ConstView& x, const MutableView& y);
 
-// Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh (attrs of the op type).
+// Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, UnaryMath (attrs of the op type).
 void Unary(graph::OpType type, const graph::Attributes& attrs, const ConstView& x,
            const MutableView& y);
 

@@ -39,6 +39,36 @@ IOSFARM_HOST_DEVICE inline float ApplyUnary(float v, const UnaryParams& f) {
       return v * Clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
     case UnaryKind::kTanh:
       return tanhf(v);
+    case UnaryKind::kLeakyRelu:
+      return v >= 0.0f ? v : f.a * v;
+    case UnaryKind::kElu:
+      return v >= 0.0f ? v : f.a * expm1f(v);
+    case UnaryKind::kSelu:
+      return f.b * (v > 0.0f ? v : f.a * expm1f(v));
+    case UnaryKind::kSoftplus:
+      return v > 20.0f ? v : log1pf(expf(v));
+    case UnaryKind::kMish:
+      return v * tanhf(v > 20.0f ? v : log1pf(expf(v)));
+    case UnaryKind::kGelu:
+      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case UnaryKind::kGeluTanh:
+      return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    case UnaryKind::kErf:
+      return erff(v);
+    case UnaryKind::kSqrt:
+      return sqrtf(v);
+    case UnaryKind::kExp:
+      return expf(v);
+    case UnaryKind::kLog:
+      return logf(v);
+    case UnaryKind::kNeg:
+      return -v;
+    case UnaryKind::kAbs:
+      return fabsf(v);
+    case UnaryKind::kReciprocal:
+      return 1.0f / v;
+    case UnaryKind::kPow:
+      return powf(v, f.a);
   }
   return v;
 }

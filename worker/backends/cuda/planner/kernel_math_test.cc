@@ -66,6 +66,28 @@ TEST(KernelMathTest, UnaryMatchesReference) {
   EXPECT_FALSE(MakeUnaryParams(graph::OpType::kAdd, graph::NoAttrs{}).ok());
 }
 
+// Every UnaryMath function (fp32 on the device against the reference's
+// double), on positive inputs where it needs them.
+TEST(KernelMathTest, UnaryMathMatchesReference) {
+  const Tensor signed_x = Random({2, 3, 7, 5}, 12, 4.0f);
+  Tensor positive = signed_x;
+  for (float& v : positive.data) v = std::abs(v) + 0.1f;
+  for (graph::UnaryFunction function : graph::kAllUnaryFunctions) {
+    const graph::UnaryMathAttrs attrs{function, function == graph::UnaryFunction::kPow ? 2.5f : 0.2f,
+                                      1.0507f};
+    const bool needs_positive =
+        function == graph::UnaryFunction::kSqrt || function == graph::UnaryFunction::kLog ||
+        function == graph::UnaryFunction::kReciprocal || function == graph::UnaryFunction::kPow;
+    const Tensor& x = needs_positive ? positive : signed_x;
+    auto f = MakeUnaryParams(graph::OpType::kUnaryMath, attrs);
+    ASSERT_TRUE(f.ok()) << f.status();
+    Tensor actual = Empty(x.shape), expected = Empty(x.shape);
+    for (size_t i = 0; i < x.data.size(); ++i) actual.data[i] = math::ApplyUnary(x.data[i], *f);
+    reference::Unary(graph::OpType::kUnaryMath, attrs, In(x), Out(expected));
+    ExpectClose(actual, expected, 1e-5, std::string(graph::UnaryFunctionName(function)));
+  }
+}
+
 TEST(KernelMathTest, BiasActivationAndChannelAffineFindTheChannel) {
   // [2, 3, 4, 5]: element i is in channel (i / 20) % 3.
   for (int64_t i = 0; i < 120; ++i) EXPECT_EQ(math::Channel(i, 3, 20), (i / 20) % 3);

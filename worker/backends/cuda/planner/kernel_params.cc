@@ -24,6 +24,42 @@ std::vector<int64_t> Strides(const graph::Shape& shape) {
   return strides;
 }
 
+UnaryKind UnaryMathKind(graph::UnaryFunction function) {
+  switch (function) {
+    case graph::UnaryFunction::kLeakyRelu:
+      return UnaryKind::kLeakyRelu;
+    case graph::UnaryFunction::kElu:
+      return UnaryKind::kElu;
+    case graph::UnaryFunction::kSelu:
+      return UnaryKind::kSelu;
+    case graph::UnaryFunction::kSoftplus:
+      return UnaryKind::kSoftplus;
+    case graph::UnaryFunction::kMish:
+      return UnaryKind::kMish;
+    case graph::UnaryFunction::kGelu:
+      return UnaryKind::kGelu;
+    case graph::UnaryFunction::kGeluTanh:
+      return UnaryKind::kGeluTanh;
+    case graph::UnaryFunction::kErf:
+      return UnaryKind::kErf;
+    case graph::UnaryFunction::kSqrt:
+      return UnaryKind::kSqrt;
+    case graph::UnaryFunction::kExp:
+      return UnaryKind::kExp;
+    case graph::UnaryFunction::kLog:
+      return UnaryKind::kLog;
+    case graph::UnaryFunction::kNeg:
+      return UnaryKind::kNeg;
+    case graph::UnaryFunction::kAbs:
+      return UnaryKind::kAbs;
+    case graph::UnaryFunction::kReciprocal:
+      return UnaryKind::kReciprocal;
+    case graph::UnaryFunction::kPow:
+      return UnaryKind::kPow;
+  }
+  return UnaryKind::kIdentity;
+}
+
 }  // namespace
 
 StatusOr<UnaryParams> MakeUnaryParams(graph::OpType type, const graph::Attributes& attrs) {
@@ -45,6 +81,11 @@ StatusOr<UnaryParams> MakeUnaryParams(graph::OpType type, const graph::Attribute
       const auto* a = std::get_if<graph::HardSigmoidAttrs>(&attrs);
       if (a == nullptr) return absl::InvalidArgumentError("HardSigmoid without attributes");
       return UnaryParams{UnaryKind::kHardSigmoid, a->alpha, a->beta};
+    }
+    case graph::OpType::kUnaryMath: {
+      const auto* a = std::get_if<graph::UnaryMathAttrs>(&attrs);
+      if (a == nullptr) return absl::InvalidArgumentError("UnaryMath without UnaryMathAttrs");
+      return UnaryParams{UnaryMathKind(a->function), a->alpha, a->beta};
     }
     default:
       return absl::InvalidArgumentError(

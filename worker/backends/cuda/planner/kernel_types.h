@@ -20,6 +20,22 @@ enum class UnaryKind : int {
   kHardSigmoid,  // min(max(a * x + b, 0), 1)
   kHardSwish,    // x * min(max(x / 6 + 1/2, 0), 1)
   kTanh,
+  // UnaryMath (graph::UnaryMathAttrs; a, b: its alpha, beta)
+  kLeakyRelu,   // x >= 0 ? x : a * x
+  kElu,         // x >= 0 ? x : a * (exp(x) - 1)
+  kSelu,        // b * (x > 0 ? x : a * (exp(x) - 1))
+  kSoftplus,    // log(1 + exp(x))
+  kMish,        // x * tanh(softplus(x))
+  kGelu,        // x / 2 * (1 + erf(x / sqrt(2)))
+  kGeluTanh,    // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  kErf,
+  kSqrt,
+  kExp,
+  kLog,
+  kNeg,
+  kAbs,
+  kReciprocal,  // 1 / x
+  kPow,         // x ^ a
 };
 
 struct UnaryParams {
