@@ -18,8 +18,10 @@ import pytest
 
 import iosfarm
 
+# convnext_tiny: LayerNorm (exported at opset 13 as ReduceMean, Sub, Pow,
+# Sqrt, Div, Mul, Add) and GELU (as Erf) on channels-last MatMuls.
 MODELS = ["resnet50", "inception_v3", "googlenet", "squeezenet1_1", "densenet121",
-          "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x1_0"]
+          "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x1_0", "convnext_tiny"]
 
 
 # Segmentation networks (static shapes): their heads upsample with Resize
