@@ -11,6 +11,7 @@
 #include "scheduler/ios/baselines.h"
 #include "scheduler/ios/schedule_json.h"
 #include "server/stored_latencies.h"
+#include "spdlog/spdlog.h"
 
 namespace iosfarm::server {
 
@@ -154,13 +155,31 @@ Status JobRunner::Resolve(std::vector<ios::StageRequest> requests, LatencyDb& st
   for (const auto& request : unknown) signatures.push_back(request.signature);
   std::vector<uint64_t> claimed = claims.Claim(job_.device_key, job_.id, signatures);
   absl::flat_hash_set<uint64_t> mine(claimed.begin(), claimed.end());
+  std::vector<ios::StageRequest> ours;
   for (auto& request : unknown) {
     if (mine.contains(request.signature)) {
-      filling_.push_back(std::move(request));
+      ours.push_back(std::move(request));
     } else {
       awaiting_.push_back(std::move(request));
     }
   }
+  if (ours.empty()) return absl::OkStatus();
+  // Another job may have stored some of them and released its claims since
+  // the lookup above: those are known now, not ours to measure.
+  const size_t ours_count = ours.size();
+  ASSIGN_OR_RETURN(std::vector<ios::StageRequest> still_unknown,
+                   ProvideStoredLatencies(store, job_.device_key, std::move(ours), *session_));
+  if (still_unknown.size() < ours_count) {
+    absl::flat_hash_set<uint64_t> unknown_now;
+    for (const auto& request : still_unknown) unknown_now.insert(request.signature);
+    std::vector<uint64_t> known;
+    for (uint64_t signature : claimed) {
+      if (!unknown_now.contains(signature)) known.push_back(signature);
+    }
+    cache_hits_ += static_cast<int64_t>(known.size());
+    claims.Release(job_.device_key, job_.id, known);
+  }
+  for (auto& request : still_unknown) filling_.push_back(std::move(request));
   return absl::OkStatus();
 }
 
@@ -292,7 +311,11 @@ Status JobRunner::ApplyProfile(int64_t id, const PhaseReport& result, const std:
     rows.emplace_back(l.signature, stored);
   }
   ASSIGN_OR_RETURN(int64_t fresh, store.PutLatencies(job_.device_key, rows));
-  (void)fresh;
+  if (fresh < static_cast<int64_t>(rows.size())) {
+    // Measured twice (the first measurement stays): claims should prevent it.
+    spdlog::warn("job {}: {} of the {} latencies of batch {} from {} were stored already", job_.id,
+                 static_cast<int64_t>(rows.size()) - fresh, rows.size(), id, worker);
+  }
   for (const auto& [signature, stored] : rows) {
     RETURN_IF_ERROR(session_->Provide(signature, stored.median_ms));
   }

@@ -49,13 +49,18 @@
 
 namespace iosfarm::server {
 
-// Which job is measuring which signature, per device key.
+// Which job is measuring which signature, per device key. A job stores what
+// it measured before it releases the claims (ApplyProfile), so a claim
+// granted after a lookup found a signature unknown is looked up once more
+// (JobRunner::Resolve): the other job may have stored it in between.
 class SignatureClaims {
  public:
+  virtual ~SignatureClaims() = default;
   // Claims the signatures nobody holds for `job`; returns them (a subset of
   // `signatures`, in order). Signatures `job` already holds count as claimed.
-  std::vector<uint64_t> Claim(const std::string& device_key, int64_t job,
-                              const std::vector<uint64_t>& signatures);
+  // Virtual for tests that interleave two jobs between a lookup and a claim.
+  virtual std::vector<uint64_t> Claim(const std::string& device_key, int64_t job,
+                                      const std::vector<uint64_t>& signatures);
   // Releases everything `job` holds.
   void Release(int64_t job);
   // Releases those of `signatures` that `job` holds.

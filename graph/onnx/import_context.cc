@@ -156,6 +156,27 @@ StatusOr<ValueId> ImportContext::ActivationInput(const NodeView& node, int i) {
   return value;
 }
 
+StatusOr<std::vector<ValueId>> ImportContext::AddInferredNode(
+    const NodeView& node, Node ir, const std::vector<std::string>& output_names) {
+  std::vector<Shape> input_shapes;
+  for (ValueId v : ir.inputs) input_shapes.push_back(graph_.value(v).shape);
+  ASSIGN_OR_RETURN(std::vector<Shape> shapes, InferNodeShapes(ir, input_shapes));
+  if (shapes.size() != output_names.size()) {
+    return node.Errorf("produces ", shapes.size(), " outputs, expected ", output_names.size());
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    RETURN_IF_ERROR(CheckedElementCount(shapes[i], max_tensor_elements_,
+                                        StrCat(node.Label(), " output '", output_names[i], "'"))
+                        .status());
+    const ValueId value = graph_.AddValue(output_names[i]);
+    graph_.mutable_value(value).shape = shapes[i];
+    ir.outputs.push_back(value);
+  }
+  std::vector<ValueId> outputs = ir.outputs;
+  graph_.AddNode(std::move(ir));
+  return outputs;
+}
+
 StatusOr<std::vector<ValueId>> ImportContext::AddNode(const NodeView& node, OpType type,
                                                       Attributes attrs, std::vector<ValueId> inputs,
                                                       std::map<std::string, Tensor> weights,
@@ -167,28 +188,48 @@ StatusOr<std::vector<ValueId>> ImportContext::AddNode(const NodeView& node, OpTy
   ir.attrs = std::move(attrs);
   ir.inputs = std::move(inputs);
   ir.weights = std::move(weights);
-  std::vector<Shape> input_shapes;
-  for (ValueId v : ir.inputs) input_shapes.push_back(graph_.value(v).shape);
-  ASSIGN_OR_RETURN(std::vector<Shape> shapes, InferNodeShapes(ir, input_shapes));
-  if (static_cast<int>(shapes.size()) != num_outputs) {
-    return node.Errorf("produces ", shapes.size(), " outputs, expected ", num_outputs);
-  }
+  std::vector<std::string> names;
   for (int i = 0; i < num_outputs; ++i) {
-    const std::string name = i < node.num_outputs() && !node.output(i).empty()
-                                 ? node.output(i)
-                                 : StrCat(node.name(), ":", i);
-    RETURN_IF_ERROR(CheckedElementCount(shapes[i], max_tensor_elements_,
-                                        StrCat(node.Label(), " output '", name, "'"))
-                        .status());
-    const ValueId value = graph_.AddValue(name);
-    graph_.mutable_value(value).shape = shapes[i];
-    ir.outputs.push_back(value);
-    // Unnamed ONNX outputs get a display name only: nothing can read them.
-    if (i < node.num_outputs() && !node.output(i).empty()) entries_[name].value = value;
+    names.push_back(i < node.num_outputs() && !node.output(i).empty()
+                        ? node.output(i)
+                        : StrCat(node.name(), ":", i));
   }
-  std::vector<ValueId> outputs = ir.outputs;
-  graph_.AddNode(std::move(ir));
+  ASSIGN_OR_RETURN(std::vector<ValueId> outputs, AddInferredNode(node, std::move(ir), names));
+  // Unnamed ONNX outputs get a display name only: nothing can read them.
+  for (int i = 0; i < num_outputs; ++i) {
+    if (i < node.num_outputs() && !node.output(i).empty()) entries_[names[i]].value = outputs[i];
+  }
   return outputs;
+}
+
+StatusOr<ValueId> ImportContext::AddPartNode(const NodeView& node, std::string_view part,
+                                             OpType type, Attributes attrs,
+                                             std::vector<ValueId> inputs) {
+  Node ir;
+  ir.name = UniqueNodeName(StrCat(node.name(), "/", part));
+  ir.type = type;
+  ir.attrs = std::move(attrs);
+  ir.inputs = std::move(inputs);
+  const std::string output = ir.name;
+  ASSIGN_OR_RETURN(std::vector<ValueId> outputs, AddInferredNode(node, std::move(ir), {output}));
+  return outputs[0];
+}
+
+StatusOr<ValueId> ImportContext::AddPartConstant(const NodeView& node, std::string_view part,
+                                                 Tensor tensor) {
+  const std::string name = UniqueNodeName(StrCat(node.name(), "/", part));
+  RETURN_IF_ERROR(ReserveWeightElements(tensor.num_elements(), StrCat(node.Label(), ": ", part)));
+  Node ir;
+  ir.name = name;
+  ir.type = OpType::kConstant;
+  ir.attrs = NoAttrs{};
+  const Shape shape = tensor.shape;
+  ir.weights.emplace("value", std::move(tensor));
+  ir.outputs.push_back(graph_.AddValue(name));
+  const ValueId value = ir.outputs[0];
+  graph_.AddNode(std::move(ir));
+  graph_.mutable_value(value).shape = shape;
+  return value;
 }
 
 }  // namespace iosfarm::graph::onnx_import

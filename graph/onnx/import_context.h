@@ -95,6 +95,16 @@ class ImportContext {
                                          std::map<std::string, Tensor> weights = {},
                                          int num_outputs = 1);
 
+  // One part of `node`'s decomposition (an ONNX operator imported as several
+  // IR nodes): an IR node named "<node>/<part>" whose one output no ONNX name
+  // refers to. The decomposition's last node is AddNode's (it gives the ONNX
+  // outputs). Shapes and limits as AddNode.
+  StatusOr<ValueId> AddPartNode(const NodeView& node, std::string_view part, OpType type,
+                                Attributes attrs, std::vector<ValueId> inputs);
+  // An IR Constant node holding `tensor`, one part of `node`'s decomposition;
+  // its elements count against the weight limit.
+  StatusOr<ValueId> AddPartConstant(const NodeView& node, std::string_view part, Tensor tensor);
+
   FoldBudget& budget() { return budget_; }
   const std::optional<BatchRewrite>& batch() const { return batch_; }
   int64_t max_tensor_elements() const { return max_tensor_elements_; }
@@ -109,6 +119,10 @@ class ImportContext {
   };
 
   std::string UniqueNodeName(const std::string& base);
+  // Infers `ir`'s output shapes, checks them against the element limit and
+  // adds it with outputs named `output_names` (one per output).
+  StatusOr<std::vector<ValueId>> AddInferredNode(const NodeView& node, Node ir,
+                                                 const std::vector<std::string>& output_names);
   Status ReserveWeightElements(int64_t count, std::string_view what);
   StatusOr<ValueId> MaterializeConstant(const std::string& name, Entry& entry);
 

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "graph/onnx/onnx_importer.h"
+#include "common/strings.h"
 #include "graph/onnx/onnx_test_util.h"
 
 namespace iosfarm::graph::onnx_import {
@@ -46,6 +47,63 @@ TEST(OnnxErrorsTest, UnknownOpNamesOpNodeAndModel) {
   b.Input("x", {1, 4}).Output("y");
   b.Node("FancyOp", {"x"}, {"y"}, "fancy_node");
   ExpectError(Import(b), {"FancyOp", "fancy_node"});
+}
+
+TEST(OnnxErrorsTest, UnsupportedOpsNameWhatToUseInstead) {
+  const struct {
+    const char* op;
+    const char* hint;
+  } cases[] = {
+      {"ConvTranspose", "upsample with Resize"},
+      {"ReduceSum", "ReduceMean over the same axes"},
+      {"ReduceMax", "MaxPool or GlobalMaxPool"},
+      {"Attention", "attention-based networks (Transformers) are out of scope"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.op);
+    OnnxModelBuilder b(17);
+    b.Input("x", {1, 4, 8, 8}).Output("y");
+    b.Node(c.op, {"x"}, {"y"}, "the_node");
+    ExpectError(Import(b), {StrCat("unsupported op type '", c.op, "'"), "the_node", c.hint});
+  }
+}
+
+TEST(OnnxErrorsTest, EinsumIsAMatMulOrRefused) {
+  for (const char* equation : {"bij,bjk->bik", "ij,jk->ik", "...ij,...jk->...ik", "bhij,jk->bhik",
+                               " b i j , b j k -> b i k"}) {
+    SCOPED_TRACE(equation);
+    OnnxModelBuilder b(17);
+    const bool two_d = std::string_view(equation) == "ij,jk->ik";
+    const bool four_d = std::string_view(equation).starts_with("bh");
+    const std::vector<int64_t> a = two_d    ? std::vector<int64_t>{3, 4}
+                                   : four_d ? std::vector<int64_t>{2, 5, 3, 4}
+                                            : std::vector<int64_t>{2, 3, 4};
+    b.Input("a", a).Output("y");
+    b.Weight("w", four_d || two_d ? std::vector<int64_t>{4, 6} : std::vector<int64_t>{2, 4, 6});
+    SetAttr(b.Node("Einsum", {"a", "w"}, {"y"}, "e"), "equation", equation);
+    auto graph = Import(b);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    std::vector<int64_t> expected = a;
+    expected.back() = 6;
+    EXPECT_EQ(graph->value(graph->outputs()[0]).shape, expected);
+    bool matmul = false;
+    for (const Node& node : graph->nodes()) matmul = matmul || node.type == OpType::kMatMul;
+    EXPECT_TRUE(matmul);
+  }
+  for (const char* equation :
+       {"bij,bkj->bik", "bij,bjk->bki", "ij,jk", "iij,ijk->iik", "bij,bjk->bij"}) {
+    SCOPED_TRACE(equation);
+    OnnxModelBuilder b(17);
+    b.Input("a", {2, 3, 4}).Output("y");
+    b.Weight("w", {2, 4, 6});
+    SetAttr(b.Node("Einsum", {"a", "w"}, {"y"}, "e"), "equation", equation);
+    ExpectError(Import(b), {"is not supported: only an Einsum that is a MatMul", "'e'"});
+  }
+  OnnxModelBuilder wrong_rank(17);
+  wrong_rank.Input("a", {2, 2, 3, 4}).Output("y");
+  wrong_rank.Weight("w", {2, 4, 6});
+  SetAttr(wrong_rank.Node("Einsum", {"a", "w"}, {"y"}, "e"), "equation", "bij,bjk->bik");
+  ExpectError(Import(wrong_rank), {"names 3 axes of input 0 of shape [2,2,3,4]"});
 }
 
 TEST(OnnxErrorsTest, OpInOtherDomain) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+#include <string>
 
 #include "graph/onnx/shape_helpers.h"
 
@@ -200,6 +202,56 @@ Status ConvertMatMul(const NodeView& node, ImportContext& ctx) {
   return ctx.AddNode(node, OpType::kMatMul, NoAttrs{}, {a, b}).status();
 }
 
+// Whether an Einsum equation is a MatMul: "<P>ij,<P>jk-><P>ik" or
+// "<P>ij,jk-><P>ik", with P batch letters (or "...") and i, j, k three
+// letters not in P; `a_rank` is the number of letters the first term needs.
+bool IsMatMulEquation(std::string equation, size_t& a_rank) {
+  std::erase(equation, ' ');
+  const size_t comma = equation.find(',');
+  const size_t arrow = equation.find("->");
+  if (comma == std::string::npos || arrow == std::string::npos || arrow < comma) return false;
+  std::string a = equation.substr(0, comma);
+  std::string b = equation.substr(comma + 1, arrow - comma - 1);
+  std::string out = equation.substr(arrow + 2);
+  auto strip = [](std::string& term) {
+    const bool ellipsis = term.starts_with("...");
+    if (ellipsis) term = "." + term.substr(3);  // one letter for the batch axes
+    return ellipsis;
+  };
+  const bool ellipsis = strip(a);
+  strip(b);
+  strip(out);
+  if (a.size() < 2 || b.size() < 2 || out.size() != a.size()) return false;
+  const std::string batch = a.substr(0, a.size() - 2);
+  const char i = a[a.size() - 2], j = a.back(), k = b.back();
+  if (b.size() != 2 && b != batch + j + k) return false;
+  if (b.size() == 2 && b[0] != j) return false;
+  if (out != batch + i + k || i == j || j == k || i == k) return false;
+  for (const char c : {i, j, k}) {
+    if (c == '.' || batch.find(c) != std::string::npos) return false;
+  }
+  if (std::set<char>(batch.begin(), batch.end()).size() != batch.size()) return false;
+  a_rank = ellipsis ? 0 : a.size();
+  return true;
+}
+
+Status ConvertEinsum(const NodeView& node, ImportContext& ctx) {
+  RETURN_IF_ERROR(CheckArity(node, ctx, 2, 2, 1));
+  ASSIGN_OR_RETURN(std::string equation, node.GetString("equation", ""));
+  size_t a_rank = 0;
+  if (!IsMatMulEquation(equation, a_rank)) {
+    return node.Errorf("equation '", equation,
+                       "' is not supported: only an Einsum that is a MatMul ('bij,bjk->bik', "
+                       "'...ij,jk->...ik') is");
+  }
+  ASSIGN_OR_RETURN(ValueId a, ctx.ActivationInput(node, 0));
+  if (a_rank != 0 && ctx.ShapeOf(a).size() != a_rank) {
+    return node.Errorf("equation '", equation, "' names ", a_rank, " axes of input 0 of shape ",
+                       ShapeToString(ctx.ShapeOf(a)));
+  }
+  return ConvertMatMul(node, ctx);
+}
+
 Status ConvertBatchNorm(const NodeView& node, ImportContext& ctx) {
   ASSIGN_OR_RETURN(int64_t training, node.GetInt("training_mode", 0));
   int outputs = 0;
@@ -273,6 +325,7 @@ const std::map<std::string_view, Converter>& Converters() {
       {"Div", Binary<OpType::kDiv>},
       {"Gemm", ConvertGemm},
       {"MatMul", ConvertMatMul},
+      {"Einsum", ConvertEinsum},
       {"BatchNormalization", ConvertBatchNorm},
       {"Dropout", ConvertDropout},
       {"Concat", ci::ConvertConcat},
@@ -288,6 +341,9 @@ const std::map<std::string_view, Converter>& Converters() {
       {"Softmax", ci::ConvertSoftmax},
       {"Cast", ci::ConvertCast},
       {"Resize", ci::ConvertResize},
+      {"PRelu", ci::ConvertPRelu},
+      {"InstanceNormalization", ci::ConvertInstanceNormalization},
+      {"LayerNormalization", ci::ConvertLayerNormalization},
       {"LeakyRelu", UnaryMath<UnaryFunction::kLeakyRelu>},
       {"Elu", UnaryMath<UnaryFunction::kElu>},
       {"Selu", UnaryMath<UnaryFunction::kSelu>},
@@ -305,6 +361,32 @@ const std::map<std::string_view, Converter>& Converters() {
   return *kConverters;
 }
 
+// What to use instead of an operator the importer does not convert, or
+// why there is none ("" when there is nothing more to say).
+std::string UnsupportedOpHint(std::string_view op) {
+  static const auto* const kHints = new std::map<std::string_view, std::string_view>{
+      {"ConvTranspose",
+       "; upsample with Resize (torch.nn.Upsample, F.interpolate) followed by a Conv instead"},
+      {"Upsample",
+       "; it is an operator of opsets 7 to 9: export at opset 11 to 17, where it is "
+       "Resize"},
+      {"ReduceSum", "; ReduceMean over the same axes is supported"},
+      {"ReduceMax", "; MaxPool or GlobalMaxPool over H and W is supported"},
+      {"ReduceMin", "; MaxPool or GlobalMaxPool over H and W is supported"},
+      {"GroupNormalization",
+       "; export at opset 17 or lower, where torch writes GroupNorm as "
+       "InstanceNormalization, which is supported"},
+      {"Attention",
+       "; attention-based networks (Transformers) are out of scope: iosfarm "
+       "schedules CNNs"},
+      {"MultiHeadAttention",
+       "; attention-based networks (Transformers) are out of scope: "
+       "iosfarm schedules CNNs"},
+  };
+  auto it = kHints->find(op);
+  return it == kHints->end() ? std::string() : std::string(it->second);
+}
+
 }  // namespace
 
 bool HasConverter(std::string_view op_type) { return Converters().count(op_type) > 0; }
@@ -312,7 +394,8 @@ bool HasConverter(std::string_view op_type) { return Converters().count(op_type)
 Status ConvertNode(const NodeView& node, ImportContext& ctx) {
   auto it = Converters().find(node.op_type());
   if (it == Converters().end()) {
-    return node.Errorf("unsupported op type '", node.op_type(), "'");
+    return node.Errorf("unsupported op type '", node.op_type(), "'",
+                       UnsupportedOpHint(node.op_type()));
   }
   return it->second(node, ctx);
 }

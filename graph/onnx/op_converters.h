@@ -52,6 +52,12 @@ Status ConvertCast(const NodeView& node, ImportContext& ctx);
 // Resize (resize_converter.cc).
 Status ConvertResize(const NodeView& node, ImportContext& ctx);
 
+// Operators imported as several IR nodes (normalization_converters.cc):
+// PRelu, InstanceNormalization, LayerNormalization.
+Status ConvertPRelu(const NodeView& node, ImportContext& ctx);
+Status ConvertInstanceNormalization(const NodeView& node, ImportContext& ctx);
+Status ConvertLayerNormalization(const NodeView& node, ImportContext& ctx);
+
 // One UnaryMath node of `function` (unary_math_converter.cc): LeakyRelu,
 // Elu, Selu, Softplus, Mish, Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, and
 // Pow of a constant scalar exponent.

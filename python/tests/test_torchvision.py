@@ -30,9 +30,9 @@ SEGMENTATION = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_la
                 "lraspp_mobilenet_v3_large"]
 
 
-def check_against_pytorch(name, model, x, tmp_path, torch):
-    """Exports `model` (one output), searches it and runs every schedule
-    against PyTorch's forward on `x`."""
+def check_against_pytorch(name, model, x, tmp_path, torch, opset=13):
+    """Exports `model` (one output) at `opset`, searches it and runs every
+    schedule against PyTorch's forward on `x`."""
     with torch.no_grad():
         expected = model(x).numpy()
     path = tmp_path / f"{name}.onnx"
@@ -40,7 +40,7 @@ def check_against_pytorch(name, model, x, tmp_path, torch):
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         export_kwargs["dynamo"] = False
     with torch.no_grad():
-        torch.onnx.export(model, x, str(path), opset_version=13, input_names=["input"],
+        torch.onnx.export(model, x, str(path), opset_version=opset, input_names=["input"],
                           output_names=["output"], do_constant_folding=True, **export_kwargs)
     ios = tmp_path / f"{name}.schedule.json"
     subprocess.run([os.environ["IOSFARM_CLI"], "search", str(path), "--backend", "sim:h100",
@@ -115,7 +115,7 @@ def darknet_block(torch):
 
 
 def elementwise_functions(torch):
-    """The element-wise functions of issue 65 on branches of one net: ELU,
+    """Element-wise functions on branches of one net: ELU,
     SELU, Softplus, GELU (exported as Erf), and sqrt, exp, log, abs, neg,
     reciprocal and pow of tensors."""
     nn = torch.nn
@@ -138,9 +138,48 @@ def elementwise_functions(torch):
     return Functions()
 
 
-@pytest.mark.parametrize("name", ["darknet_block", "elementwise_functions"])
+def norms_and_prelu(torch):
+    """PReLU (per channel and shared), InstanceNorm (affine and not), GroupNorm
+    (exported as InstanceNormalization of the input reshaped to its groups)
+    and LayerNorm over channels last (LayerNormalization at opset 17)."""
+    nn = torch.nn
+
+    class Norms(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 16, 3, padding=1)
+            self.prelu, self.shared = nn.PReLU(16), nn.PReLU()
+            self.instance = nn.InstanceNorm2d(16, affine=True)
+            self.plain = nn.InstanceNorm2d(16)
+            self.group = nn.GroupNorm(4, 16)
+            self.layer = nn.LayerNorm(16)
+            for norm in (self.instance, self.group, self.layer):  # not the default 1 and 0
+                nn.init.normal_(norm.weight)
+                nn.init.normal_(norm.bias)
+
+        def forward(self, x):
+            y = self.conv(x)
+            y = self.prelu(y) + self.shared(-y)
+            y = self.instance(y) + self.plain(y) + self.group(y)
+            return self.layer(y.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+    return Norms()
+
+
+# Exported at opset 17 (LayerNormalization).
+@pytest.mark.parametrize("name", ["darknet_block", "elementwise_functions", "norms_and_prelu"])
 def test_functions_match_pytorch(name, tmp_path):
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     model = globals()[name](torch).eval()
-    check_against_pytorch(name, model, torch.randn(1, 3, 32, 32), tmp_path, torch)
+    check_against_pytorch(name, model, torch.randn(1, 3, 32, 32), tmp_path, torch, opset=17)
+
+
+def test_layer_norm_export_matches_pytorch(tmp_path):
+    """ConvNeXt-tiny at opset 17: its LayerNorms as LayerNormalization."""
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = torchvision.models.convnext_tiny(weights=None).eval()
+    check_against_pytorch("convnext_tiny_ln", model, torch.randn(1, 3, 224, 224), tmp_path, torch,
+                          opset=17)
