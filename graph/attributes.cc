@@ -135,6 +135,8 @@ Attributes DefaultAttributes(OpType type) {
       return ResizeAttrs{};
     case OpType::kUnaryMath:
       return UnaryMathAttrs{};
+    case OpType::kConvTranspose:
+      return ConvTransposeAttrs{};
     default:
       return NoAttrs{};
   }

@@ -42,6 +42,25 @@ struct ConvAttrs {
   bool operator==(const ConvAttrs&) const = default;
 };
 
+// ConvTranspose: input [N, C, H, W]; weight "W" [C, out_channels/groups,
+// kh, kw] (ONNX's layout); optional weight "B" [out_channels] when has_bias.
+// Input pixel (h, w) adds its products to output pixel (h * stride - top +
+// i * dilation, w * stride - left + j * dilation) for kernel tap (i, j);
+// output H = (H - 1) * stride - top - bottom + (kh - 1) * dilation +
+// output_padding + 1 (W likewise), output_padding below the stride or the
+// dilation.
+struct ConvTransposeAttrs {
+  int64_t out_channels = 0;
+  std::array<int64_t, 2> kernel = {1, 1};
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> dilation = {1, 1};
+  std::array<int64_t, 4> pads = {0, 0, 0, 0};  // top, left, bottom, right
+  std::array<int64_t, 2> output_padding = {0, 0};
+  int64_t groups = 1;
+  bool has_bias = false;
+  bool operator==(const ConvTransposeAttrs&) const = default;
+};
+
 // MaxPool / AveragePool (global pools use NoAttrs).
 struct PoolAttrs {
   std::array<int64_t, 2> kernel = {1, 1};
@@ -215,7 +234,7 @@ using Attributes =
     std::variant<NoAttrs, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs, ConcatAttrs,
                  SplitAttrs, SliceAttrs, PadAttrs, ReshapeAttrs, FlattenAttrs, TransposeAttrs,
                  ReduceMeanAttrs, GemmAttrs, SoftmaxAttrs, BatchNormAttrs, ResizeAttrs,
-                 UnaryMathAttrs>;
+                 UnaryMathAttrs, ConvTransposeAttrs>;
 
 // True when `attrs` holds the alternative that `type` requires.
 bool AttributesMatch(OpType type, const Attributes& attrs);

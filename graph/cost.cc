@@ -103,6 +103,14 @@ OpCost ComputeOpCost(const Graph& graph, const Node& node) {
                    ActivationFlops(a.activation) * output_elements;
       break;
     }
+    case OpType::kConvTranspose: {
+      // Every input element meets every tap of its group's output channels.
+      const auto& a = std::get<ConvTransposeAttrs>(node.attrs);
+      const int64_t input_elements = NumElements(graph.value(node.inputs[0]).shape);
+      cost.macs = input_elements * (a.out_channels / a.groups) * a.kernel[0] * a.kernel[1];
+      cost.flops = 2 * cost.macs + (a.has_bias ? output_elements : 0);
+      break;
+    }
     case OpType::kGemm: {
       const auto& a = std::get<GemmAttrs>(node.attrs);
       const Shape& in = graph.value(node.inputs[0]).shape;

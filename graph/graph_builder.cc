@@ -176,6 +176,17 @@ ValueId GraphBuilder::BatchNorm(ValueId x, const std::string& name) {
                  std::move(weights))[0];
 }
 
+ValueId GraphBuilder::ConvTranspose(ValueId x, const ConvTransposeAttrs& attrs,
+                                    const std::string& name) {
+  const Shape& in = shape(x);
+  std::map<std::string, Tensor> weights;
+  weights["W"].shape = {in.size() == 4 ? in[1] : 0,
+                        attrs.groups > 0 ? attrs.out_channels / attrs.groups : 0, attrs.kernel[0],
+                        attrs.kernel[1]};
+  if (attrs.has_bias) weights["B"].shape = {attrs.out_channels};
+  return AddNode(OpType::kConvTranspose, attrs, {x}, name, std::move(weights))[0];
+}
+
 ValueId GraphBuilder::Resize(ValueId x, const ResizeAttrs& attrs, const std::string& name) {
   return AddNode(OpType::kResize, attrs, {x}, name)[0];
 }

@@ -79,6 +79,8 @@ class GraphBuilder {
   ValueId Linear(ValueId x, int64_t out_features, const std::string& name);
   ValueId Softmax(ValueId x, int64_t axis, const std::string& name);
   ValueId BatchNorm(ValueId x, const std::string& name);
+  // ConvTranspose of NCHW `x` (ConvTransposeAttrs); weights with shapes only.
+  ValueId ConvTranspose(ValueId x, const ConvTransposeAttrs& attrs, const std::string& name);
   // Resize of NCHW `x` to `attrs.size` (ResizeAttrs).
   ValueId Resize(ValueId x, const ResizeAttrs& attrs, const std::string& name);
 

@@ -14,7 +14,7 @@ constexpr std::array<std::string_view, kNumOpTypes> kNames = {
     "Slice",      "Pad",        "Reshape",     "Flatten",
     "Transpose",  "ReduceMean", "Gemm",        "MatMul",
     "Softmax",    "BatchNormalization",        "Resize",
-    "UnaryMath",
+    "UnaryMath",  "ConvTranspose",
     "Identity",   "Dropout",
 };
 

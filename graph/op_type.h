@@ -36,10 +36,11 @@ enum class OpType {
   kMatMul,
   kSoftmax,
   kBatchNormalization,
-  kResize,    // spatial resampling of NCHW (ONNX Resize)
-  kUnaryMath,  // one function per element (UnaryMathAttrs: LeakyRelu, Gelu, Erf, Sqrt, ...)
-  kIdentity,  // removed by Simplify
-  kDropout,   // removed by Simplify (inference)
+  kResize,         // spatial resampling of NCHW (ONNX Resize)
+  kUnaryMath,      // one function per element (UnaryMathAttrs: LeakyRelu, Gelu, Erf, Sqrt, ...)
+  kConvTranspose,  // a convolution's transpose (ONNX ConvTranspose)
+  kIdentity,       // removed by Simplify
+  kDropout,        // removed by Simplify (inference)
 };
 
 inline constexpr int kNumOpTypes = static_cast<int>(OpType::kDropout) + 1;

@@ -52,6 +52,16 @@ void WriteAttrs(const Node& node, pb::Node* out) {
           c->set_activation(std::string(ActivationName(a.activation)));
           c->set_clip_min(a.clip_min);
           c->set_clip_max(a.clip_max);
+        } else if constexpr (std::is_same_v<T, ConvTransposeAttrs>) {
+          auto* c = out->mutable_conv_transpose();
+          c->set_out_channels(a.out_channels);
+          Put(a.kernel, c->mutable_kernel());
+          Put(a.stride, c->mutable_stride());
+          Put(a.dilation, c->mutable_dilation());
+          Put(a.pads, c->mutable_pads());
+          Put(a.output_padding, c->mutable_output_padding());
+          c->set_groups(a.groups);
+          c->set_has_bias(a.has_bias);
         } else if constexpr (std::is_same_v<T, PoolAttrs>) {
           auto* p = out->mutable_pool();
           Put(a.kernel, p->mutable_kernel());
@@ -185,6 +195,21 @@ Status ReadAttrs(const pb::Node& in, Node& node) {
       ASSIGN_OR_RETURN(a.activation, ParseActivation(c.activation(), node));
       a.clip_min = c.clip_min();
       a.clip_max = c.clip_max();
+      node.attrs = a;
+      return absl::OkStatus();
+    }
+    case OpType::kConvTranspose: {
+      if (!in.has_conv_transpose()) return MissingAttrs(node, "conv_transpose");
+      const auto& c = in.conv_transpose();
+      ConvTransposeAttrs a;
+      a.out_channels = c.out_channels();
+      ASSIGN_OR_RETURN(a.kernel, GetArray<2>(c.kernel(), node, "kernel"));
+      ASSIGN_OR_RETURN(a.stride, GetArray<2>(c.stride(), node, "stride"));
+      ASSIGN_OR_RETURN(a.dilation, GetArray<2>(c.dilation(), node, "dilation"));
+      ASSIGN_OR_RETURN(a.pads, GetArray<4>(c.pads(), node, "pads"));
+      ASSIGN_OR_RETURN(a.output_padding, GetArray<2>(c.output_padding(), node, "output_padding"));
+      a.groups = c.groups();
+      a.has_bias = c.has_bias();
       node.attrs = a;
       return absl::OkStatus();
     }

@@ -114,6 +114,48 @@ StatusOr<std::vector<Shape>> InferConv(const Node& node, const std::vector<Shape
   return std::vector<Shape>{out};
 }
 
+StatusOr<std::vector<Shape>> InferConvTranspose(const Node& node, const std::vector<Shape>& in) {
+  RETURN_IF_ERROR(CheckInputCount(node, in, 1, 1));
+  RETURN_IF_ERROR(CheckRank(node, in[0], 4, "input"));
+  const auto& a = std::get<ConvTransposeAttrs>(node.attrs);
+  ASSIGN_OR_RETURN(const Tensor* w, Weight(node, "W"));
+  const int64_t c = in[0][1];
+  if (a.groups < 1 || c % a.groups != 0 || a.out_channels < 1 || a.out_channels % a.groups != 0) {
+    return NodeError(node, StrCat("groups ", a.groups, " must divide input channels ", c,
+                                  " and output channels ", a.out_channels));
+  }
+  const Shape expected_w = {c, a.out_channels / a.groups, a.kernel[0], a.kernel[1]};
+  if (w->shape != expected_w) {
+    return NodeError(
+        node, StrCat("weight 'W' has shape ", Str(w->shape), ", expected ", Str(expected_w)));
+  }
+  if (a.has_bias) {
+    ASSIGN_OR_RETURN(const Tensor* b, Weight(node, "B"));
+    if (b->shape != Shape{a.out_channels}) {
+      return NodeError(
+          node, StrCat("bias 'B' has shape ", Str(b->shape), ", expected [", a.out_channels, "]"));
+    }
+  }
+  Shape out = {in[0][0], a.out_channels, 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t k = a.kernel[i], s = a.stride[i], d = a.dilation[i], op = a.output_padding[i];
+    const int64_t top = a.pads[i], bottom = a.pads[2 + i];
+    if (k < 1 || s < 1 || d < 1 || top < 0 || bottom < 0 || op < 0 || op >= std::max(s, d) ||
+        k > kMaxElements || s > kMaxElements || d > kMaxElements || top > kMaxElements ||
+        bottom > kMaxElements || in[0][2 + i] > kMaxElements) {
+      return NodeError(
+          node, StrCat("invalid transposed window: kernel ", k, ", stride ", s, ", dilation ", d,
+                       ", pads ", top, "/", bottom, ", output padding ", op));
+    }
+    out[2 + i] = (in[0][2 + i] - 1) * s - top - bottom + (k - 1) * d + op + 1;
+    if (out[2 + i] < 1) {
+      return NodeError(node, StrCat("pads ", top, "/", bottom, " leave no output of an input of ",
+                                    in[0][2 + i]));
+    }
+  }
+  return std::vector<Shape>{out};
+}
+
 StatusOr<std::vector<Shape>> InferPool(const Node& node, const std::vector<Shape>& in) {
   RETURN_IF_ERROR(CheckInputCount(node, in, 1, 1));
   RETURN_IF_ERROR(CheckRank(node, in[0], 4, "input"));
@@ -415,6 +457,9 @@ StatusOr<std::vector<Shape>> InferNodeShapes(const Node& node,
     }
     case OpType::kConv:
       result = InferConv(node, in);
+      break;
+    case OpType::kConvTranspose:
+      result = InferConvTranspose(node, in);
       break;
     case OpType::kMaxPool:
     case OpType::kAveragePool:

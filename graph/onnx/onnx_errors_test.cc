@@ -54,7 +54,7 @@ TEST(OnnxErrorsTest, UnsupportedOpsNameWhatToUseInstead) {
     const char* op;
     const char* hint;
   } cases[] = {
-      {"ConvTranspose", "upsample with Resize"},
+      {"ReduceMin", "MaxPool or GlobalMaxPool"},
       {"ReduceSum", "ReduceMean over the same axes"},
       {"ReduceMax", "MaxPool or GlobalMaxPool"},
       {"Attention", "attention-based networks (Transformers) are out of scope"},

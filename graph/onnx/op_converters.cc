@@ -308,6 +308,7 @@ const std::map<std::string_view, Converter>& Converters() {
   namespace ci = converters_internal;
   static const auto* const kConverters = new std::map<std::string_view, Converter>{
       {"Conv", ConvertConv},
+      {"ConvTranspose", ci::ConvertConvTranspose},
       {"MaxPool", Pool<OpType::kMaxPool>},
       {"AveragePool", Pool<OpType::kAveragePool>},
       {"GlobalAveragePool", Unary<OpType::kGlobalAveragePool>},
@@ -365,8 +366,6 @@ const std::map<std::string_view, Converter>& Converters() {
 // why there is none ("" when there is nothing more to say).
 std::string UnsupportedOpHint(std::string_view op) {
   static const auto* const kHints = new std::map<std::string_view, std::string_view>{
-      {"ConvTranspose",
-       "; upsample with Resize (torch.nn.Upsample, F.interpolate) followed by a Conv instead"},
       {"Upsample",
        "; it is an operator of opsets 7 to 9: export at opset 11 to 17, where it is "
        "Resize"},

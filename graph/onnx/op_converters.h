@@ -49,6 +49,9 @@ Status ConvertReduceMean(const NodeView& node, ImportContext& ctx);
 Status ConvertSoftmax(const NodeView& node, ImportContext& ctx);
 Status ConvertCast(const NodeView& node, ImportContext& ctx);
 
+// ConvTranspose (conv_transpose_converter.cc).
+Status ConvertConvTranspose(const NodeView& node, ImportContext& ctx);
+
 // Resize (resize_converter.cc).
 Status ConvertResize(const NodeView& node, ImportContext& ctx);
 

@@ -166,8 +166,34 @@ def norms_and_prelu(torch):
     return Norms()
 
 
+def unet_decoder(torch):
+    """A U-Net-style decoder: transposed convolutions (4x4 stride 2, 3x3
+    stride 2 with output padding, grouped and dilated) up to a skip
+    connection's concat."""
+    nn = torch.nn
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.down = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.ReLU(),
+                                      nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU())
+            self.up1 = nn.ConvTranspose2d(32, 16, 4, stride=2, padding=1)
+            self.up2 = nn.ConvTranspose2d(32, 8, 3, stride=2, padding=1, output_padding=1)
+            self.mix = nn.ConvTranspose2d(8, 8, 3, padding=2, dilation=2, groups=2, bias=False)
+            self.skip = nn.Conv2d(3, 8, 1)
+
+        def forward(self, x):
+            d = self.down(x)
+            u = torch.relu(self.up1(d))
+            u = self.up2(torch.cat([u, self.down[0](x)], 1))
+            return self.mix(u) + self.skip(x)
+
+    return Decoder()
+
+
 # Exported at opset 17 (LayerNormalization).
-@pytest.mark.parametrize("name", ["darknet_block", "elementwise_functions", "norms_and_prelu"])
+@pytest.mark.parametrize("name", ["darknet_block", "elementwise_functions", "norms_and_prelu",
+                                  "unet_decoder"])
 def test_functions_match_pytorch(name, tmp_path):
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)

@@ -66,6 +66,13 @@ StatusOr<graph::Graph> Conv(Shape in, const graph::ConvAttrs& a) {
   return SingleOp({in}, OpType::kConv, a, std::move(w));
 }
 
+StatusOr<graph::Graph> ConvTranspose(Shape in, const graph::ConvTransposeAttrs& a) {
+  Weights w;
+  w["W"] = Shaped({in[1], a.out_channels / a.groups, a.kernel[0], a.kernel[1]});
+  if (a.has_bias) w["B"] = Shaped({a.out_channels});
+  return SingleOp({in}, OpType::kConvTranspose, a, std::move(w));
+}
+
 StatusOr<graph::Graph> Pool(OpType type, Shape in, std::array<int64_t, 2> kernel,
                             std::array<int64_t, 2> stride, std::array<int64_t, 4> pads,
                             bool ceil_mode, bool include_pad) {
@@ -191,6 +198,12 @@ std::vector<GraphCase> MakeCases() {
        [] { return Conv({1, 3, 32, 32}, ConvA(16, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true, Activation::kRelu)); }},
       {"conv_mixed_stride_dilation",
        [] { return Conv({1, 8, 13, 13}, ConvA(8, {3, 2}, {2, 1}, {1, 0, 0, 1}, {1, 2}, 1, true, Activation::kNone)); }},
+      // ConvTranspose: out, kernel, stride, dilation, pads, output padding, groups, bias
+      {"conv_transpose_4x4_s2", [] { return ConvTranspose({1, 16, 7, 7}, {8, {4, 4}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {0, 0}, 1, true}); }},
+      {"conv_transpose_3x3_s2_output_padding", [] { return ConvTranspose({2, 8, 5, 6}, {12, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false}); }},
+      {"conv_transpose_2x2_s2_grouped", [] { return ConvTranspose({1, 12, 6, 6}, {6, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {0, 0}, 3, true}); }},
+      {"conv_transpose_dilated_asym_pads", [] { return ConvTranspose({1, 6, 8, 7}, {4, {3, 2}, {1, 2}, {2, 1}, {2, 0, 1, 1}, {1, 1}, 2, true}); }},
+      {"conv_transpose_output_padding_past_pads", [] { return ConvTranspose({1, 4, 4, 4}, {4, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false}); }},
       // Pools
       {"maxpool_3x3_s2", [] { return Pool(OpType::kMaxPool, {1, 16, 13, 13}, {3, 3}, {2, 2}, {0, 0, 0, 0}, false, false); }},
       {"maxpool_3x3_s1_p1", [] { return Pool(OpType::kMaxPool, {1, 24, 8, 8}, {3, 3}, {1, 1}, {1, 1, 1, 1}, false, false); }},

@@ -31,11 +31,15 @@ UniformRange Symmetric(double bound) {
   return {static_cast<float>(-bound), static_cast<float>(bound)};
 }
 
-// Fan-in of a Conv, Gemm or MatMul weight; 0 when it cannot be told.
+// Fan-in of a Conv, ConvTranspose, Gemm or MatMul weight; 0 when it cannot
+// be told.
 int64_t FanIn(const graph::Node& node, const graph::Shape& shape) {
   switch (node.type) {
     case graph::OpType::kConv:
       // [out, in / groups, kh, kw]
+      return shape.size() == 4 ? shape[1] * shape[2] * shape[3] : 0;
+    case graph::OpType::kConvTranspose:
+      // [in, out / groups, kh, kw]: PyTorch's fan-in of a transposed conv.
       return shape.size() == 4 ? shape[1] * shape[2] * shape[3] : 0;
     case graph::OpType::kGemm: {
       if (shape.size() != 2) return 0;
@@ -82,9 +86,9 @@ UniformRange WeightRange(const graph::Node& node, std::string_view role,
     if (role == "scale" || role == "var") return {0.8f, 1.2f};
     return Symmetric(0.1);
   }
-  const bool is_matrix = (node.type == OpType::kConv && role == "W") ||
-                         (node.type == OpType::kGemm && role == "B") ||
-                         (node.type == OpType::kMatMul && role == "B");
+  const bool is_matrix =
+      ((node.type == OpType::kConv || node.type == OpType::kConvTranspose) && role == "W") ||
+      (node.type == OpType::kGemm && role == "B") || (node.type == OpType::kMatMul && role == "B");
   if (is_matrix) {
     const int64_t fan_in = FanIn(node, shape);
     if (fan_in <= 0) return Symmetric(1.0);
@@ -97,7 +101,8 @@ UniformRange WeightRange(const graph::Node& node, std::string_view role,
     }
     return Symmetric(gain * std::sqrt(3.0 / static_cast<double>(fan_in)));
   }
-  if ((node.type == OpType::kConv && role == "B") || (node.type == OpType::kGemm && role == "C")) {
+  if (((node.type == OpType::kConv || node.type == OpType::kConvTranspose) && role == "B") ||
+      (node.type == OpType::kGemm && role == "C")) {
     return Symmetric(0.1);
   }
   return Symmetric(1.0);

@@ -44,6 +44,10 @@ std::string AttrsString(const Attributes& attrs) {
                             ? StrCat(" clip=", ExactFloat(a.clip_min), ",",
                                      ExactFloat(a.clip_max))
                             : std::string());
+        } else if constexpr (std::is_same_v<T, graph::ConvTransposeAttrs>) {
+          return StrCat("oc=", a.out_channels, " k=", List(a.kernel), " s=", List(a.stride),
+                        " d=", List(a.dilation), " p=", List(a.pads),
+                        " op=", List(a.output_padding), " g=", a.groups, " bias=", a.has_bias);
         } else if constexpr (std::is_same_v<T, graph::PoolAttrs>) {
           return StrCat("k=", List(a.kernel), " s=", List(a.stride), " p=", List(a.pads),
                         " ceil=", a.ceil_mode, " cip=", a.count_include_pad);

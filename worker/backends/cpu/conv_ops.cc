@@ -1,5 +1,6 @@
 // Convolution on oneDNN: bias and activation fused, weights reordered once;
-// a residual Add (residual_fusion.h) fused as a sum post-op.
+// a residual Add (residual_fusion.h) fused as a sum post-op. ConvTranspose
+// as oneDNN's deconvolution.
 #include <cstring>
 #include <variant>
 
@@ -120,6 +121,67 @@ OpOrNull CompileConv(CompileContext& ctx, const graph::Node& node) {
                                     a.has_bias ? &bias : nullptr, dst,
                                     ctx.Shape(node.outputs[0])));
   return std::move(conv.op);
+}
+
+OpOrNull CompileConvTranspose(CompileContext& ctx, const graph::Node& node) {
+  const auto& a = std::get<graph::ConvTransposeAttrs>(node.attrs);
+  // oneDNN's output size has no output padding: it goes to the end pads,
+  // which must stay non-negative (else the reference loop runs it).
+  const memory::dims pad_l = {a.pads[0], a.pads[1]};
+  const memory::dims pad_r = {a.pads[2] - a.output_padding[0], a.pads[3] - a.output_padding[1]};
+  if (pad_r[0] < 0 || pad_r[1] < 0) return std::unique_ptr<CpuOp>();
+  ASSIGN_OR_RETURN(memory src, ctx.Value(node.inputs[0]));
+  ASSIGN_OR_RETURN(memory dst, ctx.Value(node.outputs[0]));
+  ASSIGN_OR_RETURN(graph::Tensor weight, NodeWeight(node, "W"));
+  graph::Tensor bias;
+  if (a.has_bias) {
+    ASSIGN_OR_RETURN(bias, NodeWeight(node, "B"));
+  }
+  const graph::Shape& src_shape = ctx.Shape(node.inputs[0]);
+  const int64_t channels = src_shape[1], oc = a.out_channels, g = a.groups;
+  // The weight is ONNX's [C, OC/groups, KH, KW]: oneDNN's iohw (giohw).
+  const memory::dims w_dims = g == 1
+                                  ? memory::dims{oc, channels, a.kernel[0], a.kernel[1]}
+                                  : memory::dims{g, oc / g, channels / g, a.kernel[0], a.kernel[1]};
+  const memory::desc w_plain(w_dims, memory::data_type::f32,
+                             g == 1 ? memory::format_tag::iohw : memory::format_tag::giohw);
+  const memory::desc b_md = a.has_bias
+                                ? memory::desc({oc}, memory::data_type::f32, memory::format_tag::x)
+                                : memory::desc();
+  const memory::dims strides = {a.stride[0], a.stride[1]};
+  const memory::dims dilates = {a.dilation[0] - 1, a.dilation[1] - 1};
+  const dnnl::primitive_attr attr = ScratchpadAttr();
+  const auto make = [&](const memory::desc& s, const memory::desc& d) {
+    dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                           dnnl::algorithm::deconvolution_direct, s, Any(w_dims),
+                                           b_md, d, strides, dilates, pad_l, pad_r);
+    return dnnl::deconvolution_forward::primitive_desc(desc, attr, ctx.engine());
+  };
+  dnnl::deconvolution_forward::primitive_desc pd;
+  bool have_pd = false;
+  try {
+    pd = make(src.get_desc(), dst.get_desc());
+    have_pd = !IsReferenceImpl(pd);
+  } catch (const dnnl::error&) {
+  }
+  if (!have_pd) pd = make(Any(ToDims(src_shape)), Any(ToDims(ctx.Shape(node.outputs[0]))));
+  auto op = std::make_unique<CpuOp>(node.name);
+  op->set_implementation(pd.impl_info_str());
+  memory deconv_src = src;
+  if (pd.src_desc() != src.get_desc()) {
+    deconv_src = memory(pd.src_desc(), ctx.engine());
+    op->AddReorder(src, deconv_src);
+  }
+  memory deconv_dst = dst;
+  if (pd.dst_desc() != dst.get_desc()) deconv_dst = memory(pd.dst_desc(), ctx.engine());
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, deconv_src},
+      {DNNL_ARG_WEIGHTS, ConstantMemory(ctx, weight.data, w_plain, pd.weights_desc())},
+      {DNNL_ARG_DST, deconv_dst}};
+  if (a.has_bias) args[DNNL_ARG_BIAS] = ConstantMemory(ctx, bias.data, b_md, pd.bias_desc());
+  AddWithScratchpad(*op, dnnl::deconvolution_forward(pd), pd, std::move(args));
+  if (deconv_dst.get_data_handle() != dst.get_data_handle()) op->AddReorder(deconv_dst, dst);
+  return op;
 }
 
 OpOrNull CompileResidualConv(CompileContext& ctx, const ResidualFusion& fusion) {

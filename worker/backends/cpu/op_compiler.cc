@@ -39,6 +39,8 @@ internal::OpOrNull CompileWithOneDnn(CompileContext& ctx, const graph::Node& nod
   switch (node.type) {
     case OpType::kConv:
       return internal::CompileConv(ctx, node);
+    case OpType::kConvTranspose:
+      return internal::CompileConvTranspose(ctx, node);
     case OpType::kMaxPool:
     case OpType::kAveragePool:
     case OpType::kGlobalAveragePool:

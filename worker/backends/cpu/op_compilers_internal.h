@@ -24,6 +24,8 @@ namespace iosfarm::worker::cpu::internal {
 using OpOrNull = StatusOr<std::unique_ptr<CpuOp>>;
 
 OpOrNull CompileConv(CompileContext& ctx, const graph::Node& node);
+// Null where the output padding exceeds the end pads (the reference loop).
+OpOrNull CompileConvTranspose(CompileContext& ctx, const graph::Node& node);
 // The Conv + Add (+ Relu) of `fusion` as one convolution (sum post-op).
 OpOrNull CompileResidualConv(CompileContext& ctx, const ResidualFusion& fusion);
 OpOrNull CompilePool(CompileContext& ctx, const graph::Node& node);

@@ -34,6 +34,11 @@ struct MutableView {
 void Conv2D(const graph::ConvAttrs& attrs, const ConstView& x, const float* w,
             const float* bias, const MutableView& y);
 
+// y = conv_transpose(x, w) + bias (ConvTransposeAttrs). x [N, C, H, W]; w
+// [C, OC/groups, KH, KW]; bias [OC] or nullptr.
+void ConvTranspose2D(const graph::ConvTransposeAttrs& attrs, const ConstView& x, const float* w,
+                     const float* bias, const MutableView& y);
+
 // Applies a Conv's fused activation in place to `n` values.
 void ApplyActivation(graph::Activation activation, float clip_min, float clip_max, float* data,
                      int64_t n);

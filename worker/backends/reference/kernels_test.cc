@@ -101,6 +101,77 @@ TEST(ConvTest, FusedActivations) {
   EXPECT_NEAR(tanh[3], std::tanh(3.0), 1e-7);
 }
 
+TEST(ConvTransposeTest, StrideTwoOfOnesRepeatsEachPixelOverItsBlock) {
+  Buffer x = Iota({1, 1, 2, 2}, 1);  // 1..4
+  graph::ConvTransposeAttrs a;
+  a.out_channels = 1;
+  a.kernel = {2, 2};
+  a.stride = {2, 2};
+  a.has_bias = true;
+  const std::vector<float> w(4, 1.0f);
+  const float bias = 0.5f;
+  Buffer y({1, 1, 4, 4});
+  ConvTranspose2D(a, x.in(), w.data(), &bias, y.out());
+  EXPECT_THAT(y.data, ElementsAre(1.5, 1.5, 2.5, 2.5, 1.5, 1.5, 2.5, 2.5, 3.5, 3.5, 4.5, 4.5, 3.5,
+                                  3.5, 4.5, 4.5));
+}
+
+// The transposed convolution is the adjoint of the convolution with the same
+// weight: <conv(x), u> = <x, conv_transpose(u)> for every x and u.
+TEST(ConvTransposeTest, IsTheAdjointOfTheConvolution) {
+  struct Case {
+    int64_t channels, out_channels, groups;
+    std::array<int64_t, 2> kernel, stride, dilation;
+    std::array<int64_t, 4> pads;
+  };
+  for (const Case& c : {Case{3, 4, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+                        Case{4, 6, 2, {2, 3}, {1, 2}, {2, 1}, {0, 1, 1, 0}},
+                        Case{2, 2, 2, {3, 1}, {3, 1}, {1, 1}, {2, 0, 0, 0}}}) {
+    graph::ConvAttrs conv;
+    conv.out_channels = c.out_channels;
+    conv.kernel = c.kernel;
+    conv.stride = c.stride;
+    conv.dilation = c.dilation;
+    conv.pads = c.pads;
+    conv.groups = c.groups;
+    const graph::Shape x_shape = {2, c.channels, 9, 8};
+    graph::Shape y_shape = {2, c.out_channels, 0, 0};
+    graph::ConvTransposeAttrs transpose;
+    transpose.out_channels = c.channels;
+    transpose.kernel = c.kernel;
+    transpose.stride = c.stride;
+    transpose.dilation = c.dilation;
+    transpose.pads = c.pads;
+    transpose.groups = c.groups;
+    for (int d = 0; d < 2; ++d) {
+      const int64_t span = c.dilation[d] * (c.kernel[d] - 1) + 1;
+      y_shape[2 + d] = (x_shape[2 + d] + c.pads[d] + c.pads[2 + d] - span) / c.stride[d] + 1;
+      // The rows the convolution's last window leaves out.
+      transpose.output_padding[d] =
+          x_shape[2 + d] - ((y_shape[2 + d] - 1) * c.stride[d] - c.pads[d] - c.pads[2 + d] + span);
+    }
+    Buffer x(x_shape), u(y_shape), y(y_shape), back(x_shape);
+    std::vector<float> w(
+        static_cast<size_t>(c.out_channels * c.channels / c.groups * c.kernel[0] * c.kernel[1]));
+    uint32_t state = 7;
+    auto next = [&state] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
+    };
+    for (float& v : x.data) v = next();
+    for (float& v : u.data) v = next();
+    for (float& v : w) v = next();
+    Conv2D(conv, x.in(), w.data(), nullptr, y.out());
+    ConvTranspose2D(transpose, u.in(), w.data(), nullptr, back.out());
+    double lhs = 0, rhs = 0;
+    for (size_t i = 0; i < y.data.size(); ++i) lhs += double{y.data[i]} * u.data[i];
+    for (size_t i = 0; i < x.data.size(); ++i) rhs += double{x.data[i]} * back.data[i];
+    EXPECT_NEAR(lhs, rhs, 1e-4 * (1 + std::abs(lhs)))
+        << c.channels << " channels, groups " << c.groups;
+    EXPECT_NE(lhs, 0.0);
+  }
+}
+
 TEST(PoolTest, MaxAndAverageWithPadding) {
   Buffer x = Iota({1, 1, 3, 3}, 1);
   graph::PoolAttrs a;

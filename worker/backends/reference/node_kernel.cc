@@ -79,6 +79,17 @@ Status RunNode(const graph::Node& node, const std::map<std::string, graph::Tenso
       Conv2D(attrs, inputs[0], w->data.data(), bias, y);
       return absl::OkStatus();
     }
+    case OpType::kConvTranspose: {
+      const auto& attrs = std::get<graph::ConvTransposeAttrs>(node.attrs);
+      ASSIGN_OR_RETURN(const graph::Tensor* w, GetWeight(node, weights, "W"));
+      const float* bias = nullptr;
+      if (attrs.has_bias) {
+        ASSIGN_OR_RETURN(const graph::Tensor* b, GetWeight(node, weights, "B"));
+        bias = b->data.data();
+      }
+      ConvTranspose2D(attrs, inputs[0], w->data.data(), bias, y);
+      return absl::OkStatus();
+    }
     case OpType::kMaxPool:
     case OpType::kAveragePool:
       Pool2D(node.type, std::get<graph::PoolAttrs>(node.attrs), inputs[0], y);

@@ -69,6 +69,48 @@ void Conv2D(const graph::ConvAttrs& attrs, const ConstView& x, const float* w,
   }
 }
 
+void ConvTranspose2D(const graph::ConvTransposeAttrs& attrs, const ConstView& x, const float* w,
+                     const float* bias, const MutableView& y) {
+  const int64_t batch = x.shape[0], channels = x.shape[1], height = x.shape[2], width = x.shape[3];
+  const int64_t out_channels = y.shape[1], out_h = y.shape[2], out_w = y.shape[3];
+  const int64_t kh = attrs.kernel[0], kw = attrs.kernel[1];
+  const int64_t in_per_group = channels / attrs.groups;
+  const int64_t out_per_group = out_channels / attrs.groups;
+  const int64_t plane = out_h * out_w;
+  // Each input pixel scatters into the output pixels its taps reach.
+  std::vector<double> acc(static_cast<size_t>(out_channels * plane));
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t oc = 0; oc < out_channels; ++oc) {
+      std::fill(acc.begin() + oc * plane, acc.begin() + (oc + 1) * plane,
+                bias != nullptr ? static_cast<double>(bias[oc]) : 0.0);
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t group = c / in_per_group;
+      const float* in = x.data + (n * channels + c) * height * width;
+      for (int64_t o = 0; o < out_per_group; ++o) {
+        const int64_t oc = group * out_per_group + o;
+        double* out = acc.data() + oc * plane;
+        for (int64_t i = 0; i < kh; ++i) {
+          for (int64_t j = 0; j < kw; ++j) {
+            const double weight = w[((c * out_per_group + o) * kh + i) * kw + j];
+            for (int64_t ih = 0; ih < height; ++ih) {
+              const int64_t oh = ih * attrs.stride[0] - attrs.pads[0] + i * attrs.dilation[0];
+              if (oh < 0 || oh >= out_h) continue;
+              for (int64_t iw = 0; iw < width; ++iw) {
+                const int64_t ow = iw * attrs.stride[1] - attrs.pads[1] + j * attrs.dilation[1];
+                if (ow < 0 || ow >= out_w) continue;
+                out[oh * out_w + ow] += weight * in[ih * width + iw];
+              }
+            }
+          }
+        }
+      }
+    }
+    float* out = y.data + n * out_channels * plane;
+    for (int64_t k = 0; k < out_channels * plane; ++k) out[k] = static_cast<float>(acc[k]);
+  }
+}
+
 void Pool2D(graph::OpType type, const graph::PoolAttrs& attrs, const ConstView& x,
             const MutableView& y) {
   const int64_t planes = x.shape[0] * x.shape[1], height = x.shape[2], width = x.shape[3];

@@ -32,6 +32,7 @@ StatusOr<std::unique_ptr<DeviceOp>> CreateDeviceOp(const Step& step, const Devic
     case StepKind::kSlice:
     case StepKind::kPad:
     case StepKind::kResize:
+    case StepKind::kConvTranspose:
     case StepKind::kTranspose:
     case StepKind::kReduceMean:
     case StepKind::kBatchNorm:

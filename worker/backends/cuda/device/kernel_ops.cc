@@ -1,10 +1,11 @@
 // Steps that run on the backend's own kernels (elementwise_kernels.h,
-// data_movement_kernels.h, reduce_kernels.h); their parameters are computed
-// once, on the host (kernel_params.h).
+// data_movement_kernels.h, reduce_kernels.h, conv_transpose_kernels.h); their parameters are
+// computed once, on the host (kernel_params.h).
 #include <functional>
 #include <variant>
 
 #include "common/strings.h"
+#include "worker/backends/cuda/device/conv_transpose_kernels.h"
 #include "worker/backends/cuda/device/cuda_status.h"
 #include "worker/backends/cuda/device/data_movement_kernels.h"
 #include "worker/backends/cuda/device/elementwise_kernels.h"
@@ -95,6 +96,21 @@ StatusOr<std::unique_ptr<DeviceOp>> MakeResize(const Step& step, const DeviceOpC
   return Op([=](cudaStream_t s) { return LaunchResize(in, out, n, p, s); }, "resize kernel");
 }
 
+StatusOr<std::unique_ptr<DeviceOp>> MakeConvTranspose(const Step& step,
+                                                      const DeviceOpContext& ctx) {
+  if (step.weights.empty()) return absl::InternalError("conv-transpose step without a weight");
+  ASSIGN_OR_RETURN(const ConvTransposeParams p,
+                   MakeConvTransposeParams(std::get<graph::ConvTransposeAttrs>(step.attrs),
+                                           step.inputs[0].shape, step.outputs[0].shape));
+  const float* in = ctx.Ptr(step.inputs[0]);
+  const float* w = ctx.Weight(step.weights[0]);
+  const float* bias = step.weights.size() > 1 ? ctx.Weight(step.weights[1]) : nullptr;
+  float* out = ctx.Ptr(step.outputs[0]);
+  const int64_t n = step.outputs[0].num_elements();
+  return Op([=](cudaStream_t s) { return LaunchConvTranspose(in, w, bias, out, n, p, s); },
+            "conv-transpose kernel");
+}
+
 StatusOr<std::unique_ptr<DeviceOp>> MakeReduceMean(const Step& step, const DeviceOpContext& ctx) {
   ASSIGN_OR_RETURN(const ReduceParams p,
                    MakeReduceParams(std::get<graph::ReduceMeanAttrs>(step.attrs),
@@ -157,6 +173,8 @@ StatusOr<std::unique_ptr<DeviceOp>> MakeKernelOp(const Step& step, const DeviceO
       return MakePad(step, ctx);
     case StepKind::kResize:
       return MakeResize(step, ctx);
+    case StepKind::kConvTranspose:
+      return MakeConvTranspose(step, ctx);
     case StepKind::kReduceMean:
       return MakeReduceMean(step, ctx);
     case StepKind::kGlobalPool:

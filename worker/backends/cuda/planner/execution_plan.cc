@@ -24,6 +24,8 @@ std::string_view StepKindName(StepKind kind) {
       return "pad";
     case StepKind::kResize:
       return "resize";
+    case StepKind::kConvTranspose:
+      return "conv_transpose";
     case StepKind::kTranspose:
       return "transpose";
     case StepKind::kReduceMean:

@@ -61,6 +61,9 @@ enum class StepKind {
   kSlice,       // attrs: SliceAttrs (axes normalised)
   kPad,         // attrs: PadAttrs
   kResize,      // attrs: ResizeAttrs
+  // y = conv_transpose(x, W) + B. attrs: ConvTransposeAttrs; weights: W
+  // (ONNX's [C, OC/groups, KH, KW]) [, B].
+  kConvTranspose,
   kTranspose,   // attrs: TransposeAttrs
   kReduceMean,  // attrs: ReduceMeanAttrs (axes empty = all)
   kSoftmax,     // attrs: SoftmaxAttrs (axis normalised)

@@ -228,6 +228,40 @@ IOSFARM_HOST_DEVICE inline float Pool2dValue(const float* x, int64_t i, const Po
   return sum / static_cast<float>(divisor);
 }
 
+// Output element i of a ConvTranspose (the reference's semantics,
+// worker/backends/reference/window_kernels.cc, gathered instead of
+// scattered): the taps whose input pixel lands on it, in float. `bias` is
+// null or out_channels values.
+IOSFARM_HOST_DEVICE inline float ConvTransposeValue(const float* x, const float* w,
+                                                    const float* bias, int64_t i,
+                                                    const ConvTransposeParams& p) {
+  const int64_t ox = i % p.out_w;
+  const int64_t oy = (i / p.out_w) % p.out_h;
+  const int64_t oc = (i / (p.out_w * p.out_h)) % p.out_channels;
+  const int64_t n = i / (p.out_w * p.out_h * p.out_channels);
+  const int64_t in_per_group = p.channels / p.groups;
+  const int64_t out_per_group = p.out_channels / p.groups;
+  const int64_t group = oc / out_per_group, o = oc % out_per_group;
+  float sum = bias != nullptr ? bias[oc] : 0.0f;
+  for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+    const int64_t ty = oy + p.pad_top - ky * p.dilation_h;  // = iy * stride_h
+    if (ty < 0 || ty % p.stride_h != 0) continue;
+    const int64_t iy = ty / p.stride_h;
+    if (iy >= p.in_h) continue;
+    for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+      const int64_t tx = ox + p.pad_left - kx * p.dilation_w;
+      if (tx < 0 || tx % p.stride_w != 0) continue;
+      const int64_t ix = tx / p.stride_w;
+      if (ix >= p.in_w) continue;
+      for (int64_t c = group * in_per_group; c < (group + 1) * in_per_group; ++c) {
+        sum += x[((n * p.channels + c) * p.in_h + iy) * p.in_w + ix] *
+               w[((c * out_per_group + o) * p.kernel_h + ky) * p.kernel_w + kx];
+      }
+    }
+  }
+  return sum;
+}
+
 // The input coordinate output index o of a Resize axis samples. In double,
 // as the reference computes it, so that both pick the same nearest pixel
 // where a coordinate falls next to an integer (one per output row or

@@ -245,6 +245,46 @@ TEST(KernelMathTest, ResizeMatchesReference) {
   EXPECT_FALSE(MakeResizeParams(graph::ResizeAttrs{}, {1, 3, 4}, {1, 3, 1, 1}).ok());
 }
 
+TEST(KernelMathTest, ConvTransposeMatchesReference) {
+  struct Case {
+    Shape x;
+    graph::ConvTransposeAttrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {{1, 8, 5, 6}, {4, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true}},
+      {{2, 6, 4, 4}, {4, {4, 4}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {0, 0}, 2, false}},
+      {{1, 4, 5, 3}, {6, {2, 3}, {1, 3}, {2, 1}, {0, 2, 1, 0}, {1, 2}, 2, true}},
+      {{1, 3, 3, 3}, {3, {1, 1}, {3, 2}, {1, 1}, {0, 0, 0, 0}, {2, 1}, 3, false}},
+  };
+  for (const Case& c : cases) {
+    graph::Node node;
+    node.name = "up";
+    node.type = graph::OpType::kConvTranspose;
+    node.attrs = c.attrs;
+    const Shape ws = {c.x[1], c.attrs.out_channels / c.attrs.groups, c.attrs.kernel[0],
+                      c.attrs.kernel[1]};
+    node.weights["W"] = Random(ws, 3);
+    if (c.attrs.has_bias) node.weights["B"] = Random({c.attrs.out_channels}, 4);
+    auto shapes = graph::InferNodeShapes(node, {c.x});
+    ASSERT_TRUE(shapes.ok()) << shapes.status();
+    const Shape& y = (*shapes)[0];
+    auto p = MakeConvTransposeParams(c.attrs, c.x, y);
+    ASSERT_TRUE(p.ok()) << p.status();
+    const Tensor x = Random(c.x, 5);
+    const float* bias = c.attrs.has_bias ? node.weights["B"].data.data() : nullptr;
+    Tensor actual = Empty(y), expected = Empty(y);
+    for (int64_t i = 0; i < actual.num_elements(); ++i) {
+      actual.data[i] =
+          math::ConvTransposeValue(x.data.data(), node.weights["W"].data.data(), bias, i, *p);
+    }
+    reference::ConvTranspose2D(c.attrs, In(x), node.weights["W"].data.data(), bias, Out(expected));
+    ExpectClose(
+        actual, expected, 1e-5,
+        StrCat("conv-transpose of ", graph::ShapeToString(c.x), " to ", graph::ShapeToString(y)));
+  }
+  EXPECT_FALSE(MakeConvTransposeParams(graph::ConvTransposeAttrs{}, {1, 3, 4}, {1, 3, 1, 1}).ok());
+}
+
 TEST(KernelMathTest, ReduceMeanMatchesReference) {
   const std::vector<std::pair<Shape, graph::ReduceMeanAttrs>> cases = {
       {{2, 24, 5, 5}, {{2, 3}, true}}, {{2, 24, 5, 5}, {{2, 3}, false}},

@@ -229,6 +229,35 @@ StatusOr<PadParams> MakePadParams(const graph::PadAttrs& attrs, const graph::Sha
   return p;
 }
 
+StatusOr<ConvTransposeParams> MakeConvTransposeParams(const graph::ConvTransposeAttrs& attrs,
+                                                      const graph::Shape& x,
+                                                      const graph::Shape& y) {
+  if (x.size() != 4 || y.size() != 4 || x[0] != y[0] || y[1] != attrs.out_channels ||
+      attrs.groups < 1 || x[1] % attrs.groups != 0 || attrs.out_channels % attrs.groups != 0) {
+    return absl::InvalidArgumentError(StrCat("conv-transpose of ", graph::ShapeToString(x), " to ",
+                                             graph::ShapeToString(y),
+                                             " does not match its attributes"));
+  }
+  ConvTransposeParams p;
+  p.batch = x[0];
+  p.channels = x[1];
+  p.out_channels = attrs.out_channels;
+  p.groups = attrs.groups;
+  p.in_h = x[2];
+  p.in_w = x[3];
+  p.out_h = y[2];
+  p.out_w = y[3];
+  p.kernel_h = attrs.kernel[0];
+  p.kernel_w = attrs.kernel[1];
+  p.stride_h = attrs.stride[0];
+  p.stride_w = attrs.stride[1];
+  p.dilation_h = attrs.dilation[0];
+  p.dilation_w = attrs.dilation[1];
+  p.pad_top = attrs.pads[0];
+  p.pad_left = attrs.pads[1];
+  return p;
+}
+
 // ResizeParams' enums mirror graph::ResizeAttrs' member by member.
 static_assert(static_cast<int>(graph::ResizeMode::kLinear) ==
               static_cast<int>(ResizeModeKind::kLinear));

@@ -37,6 +37,10 @@ StatusOr<PadParams> MakePadParams(const graph::PadAttrs& attrs, const graph::Sha
                                   const graph::Shape& y);
 StatusOr<ReduceParams> MakeReduceParams(const graph::ReduceMeanAttrs& attrs,
                                         const graph::Shape& x);
+// ConvTranspose of 4-D x to y (shapes as shape inference gives them).
+StatusOr<ConvTransposeParams> MakeConvTransposeParams(const graph::ConvTransposeAttrs& attrs,
+                                                      const graph::Shape& x, const graph::Shape& y);
+
 // Resize of 4-D x to y.
 StatusOr<ResizeParams> MakeResizeParams(const graph::ResizeAttrs& attrs, const graph::Shape& x,
                                         const graph::Shape& y);

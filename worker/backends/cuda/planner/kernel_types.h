@@ -133,6 +133,19 @@ struct ResizeParams {
   NearestRoundingKind rounding = NearestRoundingKind::kRoundPreferFloor;
 };
 
+// ConvTranspose of [batch, channels, in_h, in_w] to [batch, out_channels,
+// out_h, out_w], as graph::ConvTransposeAttrs describes it; the weight is
+// [channels, out_channels / groups, kernel_h, kernel_w].
+struct ConvTransposeParams {
+  int64_t batch = 0, channels = 0, out_channels = 0, groups = 1;
+  int64_t in_h = 0, in_w = 0;
+  int64_t out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+};
+
 }  // namespace iosfarm::worker::cuda
 
 #endif  // IOSFARM_WORKER_BACKENDS_CUDA_PLANNER_KERNEL_TYPES_H_

@@ -135,6 +135,11 @@ class Emulator {
         reference::Resize(std::get<graph::ResizeAttrs>(step.attrs), In(step.inputs[0]),
                           Out(step.outputs[0]));
         return absl::OkStatus();
+      case StepKind::kConvTranspose:
+        reference::ConvTranspose2D(
+            std::get<graph::ConvTransposeAttrs>(step.attrs), In(step.inputs[0]), W(step.weights[0]),
+            step.weights.size() > 1 ? W(step.weights[1]) : nullptr, Out(step.outputs[0]));
+        return absl::OkStatus();
       case StepKind::kTranspose:
         reference::Transpose(std::get<graph::TransposeAttrs>(step.attrs).perm, In(step.inputs[0]),
                              Out(step.outputs[0]));

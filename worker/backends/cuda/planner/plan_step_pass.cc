@@ -132,6 +132,16 @@ Status EmitNode(PlanState& st, NodeId id, std::vector<Step>& steps) {
     case OpType::kResize:
       step.kind = StepKind::kResize;
       break;
+    case OpType::kConvTranspose: {
+      step.kind = StepKind::kConvTranspose;
+      ASSIGN_OR_RETURN(const WeightRef w, st.AddNodeWeight(node, "W"));
+      step.weights = {w};
+      if (std::get<graph::ConvTransposeAttrs>(node.attrs).has_bias) {
+        ASSIGN_OR_RETURN(const WeightRef b, st.AddNodeWeight(node, "B"));
+        step.weights.push_back(b);
+      }
+      break;
+    }
     case OpType::kTranspose:
       step.kind = StepKind::kTranspose;
       break;
