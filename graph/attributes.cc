@@ -123,8 +123,8 @@ Attributes DefaultAttributes(OpType type) {
       return FlattenAttrs{};
     case OpType::kTranspose:
       return TransposeAttrs{};
-    case OpType::kReduceMean:
-      return ReduceMeanAttrs{};
+    IOSFARM_REDUCE_OP_CASES:
+      return ReduceAttrs{};
     case OpType::kGemm:
       return GemmAttrs{};
     case OpType::kSoftmax:

@@ -132,10 +132,11 @@ struct TransposeAttrs {
   bool operator==(const TransposeAttrs&) const = default;
 };
 
-struct ReduceMeanAttrs {
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin over `axes` (empty: all).
+struct ReduceAttrs {
   std::vector<int64_t> axes;  // sorted, unique
   bool keepdims = true;
-  bool operator==(const ReduceMeanAttrs&) const = default;
+  bool operator==(const ReduceAttrs&) const = default;
 };
 
 // Gemm: Y = alpha * A' * B' + beta * C with A the node's input [M, K] (or
@@ -230,11 +231,10 @@ struct UnaryMathAttrs {
   bool operator==(const UnaryMathAttrs&) const = default;
 };
 
-using Attributes =
-    std::variant<NoAttrs, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs, ConcatAttrs,
-                 SplitAttrs, SliceAttrs, PadAttrs, ReshapeAttrs, FlattenAttrs, TransposeAttrs,
-                 ReduceMeanAttrs, GemmAttrs, SoftmaxAttrs, BatchNormAttrs, ResizeAttrs,
-                 UnaryMathAttrs, ConvTransposeAttrs>;
+using Attributes = std::variant<NoAttrs, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
+                                ConcatAttrs, SplitAttrs, SliceAttrs, PadAttrs, ReshapeAttrs,
+                                FlattenAttrs, TransposeAttrs, ReduceAttrs, GemmAttrs, SoftmaxAttrs,
+                                BatchNormAttrs, ResizeAttrs, UnaryMathAttrs, ConvTransposeAttrs>;
 
 // True when `attrs` holds the alternative that `type` requires.
 bool AttributesMatch(OpType type, const Attributes& attrs);

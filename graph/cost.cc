@@ -133,7 +133,7 @@ OpCost ComputeOpCost(const Graph& graph, const Node& node) {
     }
     case OpType::kGlobalAveragePool:
     case OpType::kGlobalMaxPool:
-    case OpType::kReduceMean:
+    IOSFARM_REDUCE_OP_CASES:
       cost.flops = input_elements;
       break;
     case OpType::kUnaryMath:

@@ -149,8 +149,7 @@ ValueId GraphBuilder::Transpose(ValueId x, std::vector<int64_t> perm, const std:
 
 ValueId GraphBuilder::ReduceMean(ValueId x, std::vector<int64_t> axes, bool keepdims,
                                  const std::string& name) {
-  return AddNode(OpType::kReduceMean, ReduceMeanAttrs{std::move(axes), keepdims}, {x},
-                 name)[0];
+  return AddNode(OpType::kReduceMean, ReduceAttrs{std::move(axes), keepdims}, {x}, name)[0];
 }
 
 ValueId GraphBuilder::Linear(ValueId x, int64_t out_features, const std::string& name) {

@@ -14,7 +14,8 @@ constexpr std::array<std::string_view, kNumOpTypes> kNames = {
     "Slice",      "Pad",        "Reshape",     "Flatten",
     "Transpose",  "ReduceMean", "Gemm",        "MatMul",
     "Softmax",    "BatchNormalization",        "Resize",
-    "UnaryMath",  "ConvTranspose",
+    "UnaryMath",  "ConvTranspose", "ReduceSum",   "ReduceMax",
+    "ReduceMin",
     "Identity",   "Dropout",
 };
 

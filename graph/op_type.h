@@ -39,8 +39,11 @@ enum class OpType {
   kResize,         // spatial resampling of NCHW (ONNX Resize)
   kUnaryMath,      // one function per element (UnaryMathAttrs: LeakyRelu, Gelu, Erf, Sqrt, ...)
   kConvTranspose,  // a convolution's transpose (ONNX ConvTranspose)
-  kIdentity,       // removed by Simplify
-  kDropout,        // removed by Simplify (inference)
+  kReduceSum,      // ReduceAttrs, as kReduceMean
+  kReduceMax,
+  kReduceMin,
+  kIdentity,  // removed by Simplify
+  kDropout,   // removed by Simplify (inference)
 };
 
 inline constexpr int kNumOpTypes = static_cast<int>(OpType::kDropout) + 1;
@@ -70,5 +73,12 @@ bool IsActivation(OpType type);
   case ::iosfarm::graph::OpType::kHardSwish:   \
   case ::iosfarm::graph::OpType::kTanh:        \
   case ::iosfarm::graph::OpType::kUnaryMath
+
+// The case labels of the reductions over axes (ReduceAttrs), likewise.
+#define IOSFARM_REDUCE_OP_CASES               \
+  case ::iosfarm::graph::OpType::kReduceMean: \
+  case ::iosfarm::graph::OpType::kReduceSum:  \
+  case ::iosfarm::graph::OpType::kReduceMax:  \
+  case ::iosfarm::graph::OpType::kReduceMin
 
 #endif  // IOSFARM_GRAPH_OP_TYPE_H_

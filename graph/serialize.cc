@@ -95,7 +95,7 @@ void WriteAttrs(const Node& node, pb::Node* out) {
           Put(a.shape, out->mutable_shape()->mutable_dims());
         } else if constexpr (std::is_same_v<T, TransposeAttrs>) {
           Put(a.perm, out->mutable_shape()->mutable_dims());
-        } else if constexpr (std::is_same_v<T, ReduceMeanAttrs>) {
+        } else if constexpr (std::is_same_v<T, ReduceAttrs>) {
           Put(a.axes, out->mutable_reduce_mean()->mutable_axes());
           out->mutable_reduce_mean()->set_keepdims(a.keepdims);
         } else if constexpr (std::is_same_v<T, GemmAttrs>) {
@@ -268,9 +268,9 @@ Status ReadAttrs(const pb::Node& in, Node& node) {
         node.attrs = TransposeAttrs{GetVector(in.shape().dims())};
       }
       return absl::OkStatus();
-    case OpType::kReduceMean:
+    IOSFARM_REDUCE_OP_CASES:
       if (!in.has_reduce_mean()) return MissingAttrs(node, "reduce_mean");
-      node.attrs = ReduceMeanAttrs{GetVector(in.reduce_mean().axes()), in.reduce_mean().keepdims()};
+      node.attrs = ReduceAttrs{GetVector(in.reduce_mean().axes()), in.reduce_mean().keepdims()};
       return absl::OkStatus();
     case OpType::kGemm: {
       if (!in.has_gemm()) return MissingAttrs(node, "gemm");

@@ -87,6 +87,11 @@ Graph AllOpsGraph() {
                                 ResizeCoordinates::kAlignCorners,
                                 NearestRounding::kCeil},
                     "resize"));
+  b.Output(b.ConvTranspose(
+      x, ConvTransposeAttrs{4, {3, 3}, {2, 2}, {1, 1}, {1, 0, 1, 1}, {1, 1}, 1, true}, "deconv"));
+  b.Output(b.AddNode(OpType::kReduceSum, ReduceAttrs{{1}, true}, {x}, "sum")[0]);
+  b.Output(b.AddNode(OpType::kReduceMax, ReduceAttrs{{2, 3}, false}, {x}, "max")[0]);
+  b.Output(b.AddNode(OpType::kReduceMin, ReduceAttrs{{}, false}, {x}, "min")[0]);
   return *std::move(b).Finish();
 }
 

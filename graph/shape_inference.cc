@@ -331,9 +331,9 @@ StatusOr<std::vector<Shape>> InferTranspose(const Node& node, const std::vector<
   return std::vector<Shape>{out};
 }
 
-StatusOr<std::vector<Shape>> InferReduceMean(const Node& node, const std::vector<Shape>& in) {
+StatusOr<std::vector<Shape>> InferReduce(const Node& node, const std::vector<Shape>& in) {
   RETURN_IF_ERROR(CheckInputCount(node, in, 1, 1));
-  const auto& a = std::get<ReduceMeanAttrs>(node.attrs);
+  const auto& a = std::get<ReduceAttrs>(node.attrs);
   std::vector<bool> reduce(in[0].size(), a.axes.empty());
   for (int64_t axis : a.axes) {
     ASSIGN_OR_RETURN(int64_t normalized, NormalizeAxis(node, axis, in[0].size()));
@@ -515,8 +515,8 @@ StatusOr<std::vector<Shape>> InferNodeShapes(const Node& node,
     case OpType::kTranspose:
       result = InferTranspose(node, in);
       break;
-    case OpType::kReduceMean:
-      result = InferReduceMean(node, in);
+    IOSFARM_REDUCE_OP_CASES:
+      result = InferReduce(node, in);
       break;
     case OpType::kGemm:
       result = InferGemm(node, in);

@@ -45,7 +45,7 @@ StatusOr<Tensor> ConstantAs(const NodeView& node, ImportContext& ctx, int i, std
 Status AddNormalization(const NodeView& node, ImportContext& ctx, ValueId x,
                         std::vector<int64_t> axes, float epsilon, Tensor scale,
                         std::optional<Tensor> bias) {
-  const ReduceMeanAttrs reduce{std::move(axes), true};
+  const ReduceAttrs reduce{std::move(axes), true};
   ASSIGN_OR_RETURN(ValueId mean, ctx.AddPartNode(node, "mean", OpType::kReduceMean, reduce, {x}));
   ASSIGN_OR_RETURN(ValueId d,
                    ctx.AddPartNode(node, "centered", OpType::kSub, NoAttrs{}, {x, mean}));

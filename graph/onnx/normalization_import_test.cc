@@ -77,8 +77,7 @@ TEST(NormalizationImportTest, PReluRefusesASlopeThatDoesNotBroadcast) {
 std::vector<std::vector<int64_t>> ReducedAxes(const Graph& graph) {
   std::vector<std::vector<int64_t>> axes;
   for (const Node& node : graph.nodes()) {
-    if (node.type == OpType::kReduceMean)
-      axes.push_back(std::get<ReduceMeanAttrs>(node.attrs).axes);
+    if (node.type == OpType::kReduceMean) axes.push_back(std::get<ReduceAttrs>(node.attrs).axes);
   }
   return axes;
 }

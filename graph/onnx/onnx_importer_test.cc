@@ -291,8 +291,7 @@ TEST(OnnxImporterTest, ConcatTransposeReduceMeanPad) {
   auto graph = Import(b);
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(std::get<ConcatAttrs>(FindNode(*graph, OpType::kConcat)->attrs).axis, 1);
-  const auto& reduce_attrs =
-      std::get<ReduceMeanAttrs>(FindNode(*graph, OpType::kReduceMean)->attrs);
+  const auto& reduce_attrs = std::get<ReduceAttrs>(FindNode(*graph, OpType::kReduceMean)->attrs);
   EXPECT_THAT(reduce_attrs.axes, ElementsAre(2, 3));
   EXPECT_FALSE(reduce_attrs.keepdims);
   const auto& pad_attrs = std::get<PadAttrs>(FindNode(*graph, OpType::kPad)->attrs);

@@ -299,6 +299,10 @@ template <OpType kType>
 Status Pool(const NodeView& node, ImportContext& ctx) {
   return ConvertPool(node, ctx, kType);
 }
+template <OpType kType>
+Status Reduce(const NodeView& node, ImportContext& ctx) {
+  return converters_internal::ConvertReduce(node, ctx, kType);
+}
 template <UnaryFunction kFunction>
 Status UnaryMath(const NodeView& node, ImportContext& ctx) {
   return converters_internal::ConvertUnaryMath(node, ctx, kFunction);
@@ -338,7 +342,10 @@ const std::map<std::string_view, Converter>& Converters() {
       {"Transpose", ci::ConvertTranspose},
       {"Squeeze", ci::ConvertSqueezeOrUnsqueeze},
       {"Unsqueeze", ci::ConvertSqueezeOrUnsqueeze},
-      {"ReduceMean", ci::ConvertReduceMean},
+      {"ReduceMean", Reduce<OpType::kReduceMean>},
+      {"ReduceSum", Reduce<OpType::kReduceSum>},
+      {"ReduceMax", Reduce<OpType::kReduceMax>},
+      {"ReduceMin", Reduce<OpType::kReduceMin>},
       {"Softmax", ci::ConvertSoftmax},
       {"Cast", ci::ConvertCast},
       {"Resize", ci::ConvertResize},
@@ -369,9 +376,6 @@ std::string UnsupportedOpHint(std::string_view op) {
       {"Upsample",
        "; it is an operator of opsets 7 to 9: export at opset 11 to 17, where it is "
        "Resize"},
-      {"ReduceSum", "; ReduceMean over the same axes is supported"},
-      {"ReduceMax", "; MaxPool or GlobalMaxPool over H and W is supported"},
-      {"ReduceMin", "; MaxPool or GlobalMaxPool over H and W is supported"},
       {"GroupNormalization",
        "; export at opset 17 or lower, where torch writes GroupNorm as "
        "InstanceNormalization, which is supported"},

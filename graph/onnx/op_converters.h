@@ -45,7 +45,8 @@ Status ConvertReshape(const NodeView& node, ImportContext& ctx);
 Status ConvertFlatten(const NodeView& node, ImportContext& ctx);
 Status ConvertTranspose(const NodeView& node, ImportContext& ctx);
 Status ConvertSqueezeOrUnsqueeze(const NodeView& node, ImportContext& ctx);
-Status ConvertReduceMean(const NodeView& node, ImportContext& ctx);
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin (`type`).
+Status ConvertReduce(const NodeView& node, ImportContext& ctx, OpType type);
 Status ConvertSoftmax(const NodeView& node, ImportContext& ctx);
 Status ConvertCast(const NodeView& node, ImportContext& ctx);
 

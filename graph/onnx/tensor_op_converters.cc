@@ -214,13 +214,28 @@ Status ConvertSqueezeOrUnsqueeze(const NodeView& node, ImportContext& ctx) {
   return AddReshape(node, ctx, x, std::move(out));
 }
 
-Status ConvertReduceMean(const NodeView& node, ImportContext& ctx) {
-  RETURN_IF_ERROR(CheckArity(node, ctx, 1, 1, 1));
+Status ConvertReduce(const NodeView& node, ImportContext& ctx, OpType type) {
+  // ReduceSum takes its axes as input 1 from opset 13 on; the others keep
+  // the attribute through opset 17.
+  const bool axes_input = type == OpType::kReduceSum && node.opset() >= 13;
+  RETURN_IF_ERROR(CheckArity(node, ctx, 1, axes_input ? 2 : 1, 1));
   ASSIGN_OR_RETURN(ValueId x, ctx.ActivationInput(node, 0));
   const int64_t rank = Rank(ctx.ShapeOf(x));
-  ASSIGN_OR_RETURN(auto axes, node.GetInts("axes"));
+  std::optional<std::vector<int64_t>> axes;
+  if (axes_input) {
+    ASSIGN_OR_RETURN(ConstPtr given, ctx.OptionalConstantInput(node, 1, "axes"));
+    if (given != nullptr && given->num_elements() > 0) {
+      ASSIGN_OR_RETURN(axes, ToIntList(*given, StrCat(node.Label(), " input 'axes'")));
+    }
+    ASSIGN_OR_RETURN(int64_t noop, node.GetInt("noop_with_empty_axes", 0));
+    if (!axes.has_value() && noop != 0) {
+      return ctx.AddNode(node, OpType::kIdentity, NoAttrs{}, {x}).status();
+    }
+  } else {
+    ASSIGN_OR_RETURN(axes, node.GetInts("axes"));
+  }
   ASSIGN_OR_RETURN(int64_t keepdims, node.GetInt("keepdims", 1));
-  ReduceMeanAttrs attrs;
+  ReduceAttrs attrs;
   attrs.keepdims = keepdims != 0;
   if (axes.has_value() && !axes->empty()) {
     ASSIGN_OR_RETURN(attrs.axes, NormalizeAxes(node, *axes, rank, "axes"));
@@ -229,7 +244,7 @@ Status ConvertReduceMean(const NodeView& node, ImportContext& ctx) {
     attrs.axes.resize(static_cast<size_t>(rank));
     std::iota(attrs.axes.begin(), attrs.axes.end(), 0);
   }
-  return ctx.AddNode(node, OpType::kReduceMean, std::move(attrs), {x}).status();
+  return ctx.AddNode(node, type, std::move(attrs), {x}).status();
 }
 
 Status ConvertSoftmax(const NodeView& node, ImportContext& ctx) {

@@ -1,7 +1,8 @@
-"""Operators that import as several IR nodes (PRelu, InstanceNormalization,
-LayerNormalization), each on an ONNX model built node by node with the onnx
-helper, run through iosfarm.Session on the cpu backend and compared with a
-numpy reference of the ONNX operator's definition (rtol 1e-4, atol 1e-5)."""
+"""Operators built node by node with the onnx helper (PRelu,
+InstanceNormalization and LayerNormalization, which import as several IR
+nodes; ReduceSum, ReduceMax and ReduceMin), run through iosfarm.Session on the
+cpu backend and compared with a numpy reference of the ONNX operator's
+definition (rtol 1e-4, atol 1e-5)."""
 import numpy as np
 import pytest
 
@@ -75,3 +76,25 @@ def test_layer_normalization(tmp_path, axis, with_bias):
     actual = run_model(tmp_path, node, x, initializers)
     expected = normalize(x, tuple(range(first, x.ndim)), scale, bias if with_bias else 0.0, 1e-5)
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,axes,keepdims", [("ReduceSum", [1], 1), ("ReduceSum", [2, 3], 0),
+                                              ("ReduceMax", [1], 1), ("ReduceMax", [-1], 0),
+                                              ("ReduceMin", [2, 3], 1), ("ReduceMin", None, 0)])
+def test_reduction(tmp_path, op, axes, keepdims):
+    onnx = pytest.importorskip("onnx")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 8, 5, 6)).astype(np.float32)
+    initializers, inputs, attrs = {}, ["x"], {"keepdims": keepdims}
+    if op == "ReduceSum" and axes is not None:  # an input from opset 13 on
+        initializers["axes"] = np.array(axes, dtype=np.int64)
+        inputs.append("axes")
+    elif axes is not None:
+        attrs["axes"] = axes
+    node = onnx.helper.make_node(op, inputs, ["y"], name="reduce", **attrs)
+    actual = run_model(tmp_path, node, x, initializers)
+    numpy_op = {"ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min}[op]
+    expected = numpy_op(x.astype(np.float64), axis=None if axes is None else tuple(axes),
+                        keepdims=bool(keepdims)).astype(np.float32)
+    np.testing.assert_allclose(actual, np.asarray(expected).reshape(actual.shape), rtol=1e-4,
+                               atol=1e-5)

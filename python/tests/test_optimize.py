@@ -125,16 +125,16 @@ def test_batch_sizes_tune_one_file_that_takes_each_batch(fresh_cache):
         iosfarm.optimize(model, torch.randn(1, 3, 224, 224), backend="cpu", batch_sizes=[0])
 
 
-class ChannelPeak(torch.nn.Module):
+class RunningSum(torch.nn.Module):
     def forward(self, x):
-        return x.amax(dim=1, keepdim=True)  # ReduceMax: not supported
+        return x.cumsum(dim=1)  # CumSum: not supported
 
 
-class WithChannelPeak(torch.nn.Module):
+class WithRunningSum(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.stem = torch.nn.Conv2d(3, 8, 3)
-        self.head = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 1), ChannelPeak())
+        self.head = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 1), RunningSum())
 
     def forward(self, x):
         return self.head(self.stem(x))
@@ -144,8 +144,8 @@ def test_an_unsupported_operator_is_named_with_its_module_path_before_tuning(fre
                                                                             monkeypatch):
     monkeypatch.setenv("IOSFARM_CLI", "/nonexistent/iosfarm")  # a tune would fail otherwise
     with pytest.raises(iosfarm.Error,
-                       match=r"unsupported op type 'ReduceMax'.*from head\.1") as e:
-        iosfarm.optimize(WithChannelPeak().eval(), torch.randn(1, 3, 16, 16), backend="cpu")
+                       match=r"unsupported op type 'CumSum'.*from head\.1") as e:
+        iosfarm.optimize(WithRunningSum().eval(), torch.randn(1, 3, 16, 16), backend="cpu")
     assert "nothing was tuned" in str(e.value)
     assert not (fresh_cache / "cache" / "iosfarm" / "optimized").exists()
 

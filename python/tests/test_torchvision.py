@@ -191,9 +191,35 @@ def unet_decoder(torch):
     return Decoder()
 
 
+def cbam_block(torch):
+    """CBAM-style attention: channel attention from the mean and the max over
+    H and W, spatial attention from the mean and the max over the channels
+    (ReduceMean, ReduceMax), and a head with a channel sum and minimum
+    (ReduceSum, ReduceMin)."""
+    nn = torch.nn
+
+    class Cbam(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 16, 3, padding=1)
+            self.mlp = nn.Sequential(nn.Conv2d(16, 4, 1), nn.ReLU(), nn.Conv2d(4, 16, 1))
+            self.spatial = nn.Conv2d(2, 1, 7, padding=3)
+
+        def forward(self, x):
+            y = self.conv(x)
+            pooled = self.mlp(y.mean(dim=(2, 3), keepdim=True)) + self.mlp(
+                y.amax(dim=(2, 3), keepdim=True))
+            y = y * torch.sigmoid(pooled)
+            s = torch.cat([y.mean(dim=1, keepdim=True), y.amax(dim=1, keepdim=True)], 1)
+            y = y * torch.sigmoid(self.spatial(s))
+            return y + 0.1 * y.sum(dim=1, keepdim=True) - y.amin(dim=1, keepdim=True)
+
+    return Cbam()
+
+
 # Exported at opset 17 (LayerNormalization).
 @pytest.mark.parametrize("name", ["darknet_block", "elementwise_functions", "norms_and_prelu",
-                                  "unet_decoder"])
+                                  "unet_decoder", "cbam_block"])
 def test_functions_match_pytorch(name, tmp_path):
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)

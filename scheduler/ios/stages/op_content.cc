@@ -71,7 +71,7 @@ std::string AttrsString(const Attributes& attrs) {
           return StrCat("axis=", a.axis);
         } else if constexpr (std::is_same_v<T, graph::TransposeAttrs>) {
           return StrCat("perm=", List(a.perm));
-        } else if constexpr (std::is_same_v<T, graph::ReduceMeanAttrs>) {
+        } else if constexpr (std::is_same_v<T, graph::ReduceAttrs>) {
           return StrCat("axes=", List(a.axes), " keepdims=", a.keepdims);
         } else if constexpr (std::is_same_v<T, graph::GemmAttrs>) {
           return StrCat("alpha=", ExactFloat(a.alpha), " beta=", ExactFloat(a.beta),

@@ -69,8 +69,8 @@ internal::OpOrNull CompileWithOneDnn(CompileContext& ctx, const graph::Node& nod
       return internal::CompileMatMul(ctx, node);
     case OpType::kSoftmax:
       return internal::CompileSoftmax(ctx, node);
-    case OpType::kReduceMean:
-      return internal::CompileReduceMean(ctx, node);
+    IOSFARM_REDUCE_OP_CASES:
+      return internal::CompileReduce(ctx, node);
     case OpType::kConstant:
     case OpType::kSlice:
     case OpType::kPad:

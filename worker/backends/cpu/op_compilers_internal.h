@@ -41,7 +41,8 @@ OpOrNull CompileReshape(CompileContext& ctx, const graph::Node& node);
 OpOrNull CompileGemm(CompileContext& ctx, const graph::Node& node);
 OpOrNull CompileMatMul(CompileContext& ctx, const graph::Node& node);
 OpOrNull CompileSoftmax(CompileContext& ctx, const graph::Node& node);
-OpOrNull CompileReduceMean(CompileContext& ctx, const graph::Node& node);
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin.
+OpOrNull CompileReduce(CompileContext& ctx, const graph::Node& node);
 
 struct Convolution {
   std::unique_ptr<CpuOp> op;

@@ -1,4 +1,5 @@
-// Softmax and ReduceMean on oneDNN.
+// Softmax and the reductions (ReduceMean, ReduceSum, ReduceMax, ReduceMin)
+// on oneDNN.
 #include <variant>
 
 #include "worker/backends/cpu/layout.h"
@@ -55,8 +56,8 @@ OpOrNull SpatialMean(CompileContext& ctx, const graph::Node& node, const dnnl::m
 
 }  // namespace
 
-OpOrNull CompileReduceMean(CompileContext& ctx, const graph::Node& node) {
-  const auto& a = std::get<graph::ReduceMeanAttrs>(node.attrs);
+OpOrNull CompileReduce(CompileContext& ctx, const graph::Node& node) {
+  const auto& a = std::get<graph::ReduceAttrs>(node.attrs);
   const graph::Shape& in = ctx.Shape(node.inputs[0]);
   graph::Shape kept = in;
   for (size_t d = 0; d < kept.size(); ++d) {
@@ -66,7 +67,8 @@ OpOrNull CompileReduceMean(CompileContext& ctx, const graph::Node& node) {
   }
   ASSIGN_OR_RETURN(dnnl::memory src, ctx.Value(node.inputs[0]));
   ASSIGN_OR_RETURN(dnnl::memory dst, ctx.Value(node.outputs[0]));
-  if (in.size() == 4 && a.axes == std::vector<int64_t>{2, 3}) {
+  if (node.type == graph::OpType::kReduceMean && in.size() == 4 &&
+      a.axes == std::vector<int64_t>{2, 3}) {
     return SpatialMean(ctx, node, src, dst, kept);
   }
   dnnl::memory reduce_dst = dst;
@@ -75,8 +77,12 @@ OpOrNull CompileReduceMean(CompileContext& ctx, const graph::Node& node) {
     if (!IsPlain(dst.get_desc())) return std::unique_ptr<CpuOp>();
     reduce_dst = dnnl::memory(PlainDesc(kept), ctx.engine(), dst.get_data_handle());
   }
-  dnnl::reduction::desc desc(dnnl::algorithm::reduction_mean, src.get_desc(),
-                             reduce_dst.get_desc(), 0.0f, 0.0f);
+  const dnnl::algorithm algorithm =
+      node.type == graph::OpType::kReduceSum   ? dnnl::algorithm::reduction_sum
+      : node.type == graph::OpType::kReduceMax ? dnnl::algorithm::reduction_max
+      : node.type == graph::OpType::kReduceMin ? dnnl::algorithm::reduction_min
+                                               : dnnl::algorithm::reduction_mean;
+  dnnl::reduction::desc desc(algorithm, src.get_desc(), reduce_dst.get_desc(), 0.0f, 0.0f);
   dnnl::reduction::primitive_desc pd(desc, ScratchpadAttr(), ctx.engine());
   auto op = std::make_unique<CpuOp>(node.name);
   op->set_implementation(pd.impl_info_str());

@@ -1,6 +1,7 @@
 // Reference element-wise, normalisation and reduction kernels.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <variant>
 
 #include "worker/backends/reference/kernels.h"
@@ -150,7 +151,8 @@ void Softmax(int64_t axis, const ConstView& x, const MutableView& y) {
   }
 }
 
-void ReduceMean(const graph::ReduceMeanAttrs& attrs, const ConstView& x, const MutableView& y) {
+void Reduce(graph::OpType type, const graph::ReduceAttrs& attrs, const ConstView& x,
+            const MutableView& y) {
   const size_t rank = x.shape.size();
   std::vector<bool> reduced(rank, attrs.axes.empty());
   for (int64_t axis : attrs.axes) reduced[static_cast<size_t>(axis)] = true;
@@ -164,17 +166,23 @@ void ReduceMean(const graph::ReduceMeanAttrs& attrs, const ConstView& x, const M
     }
   }
   const std::vector<int64_t> out_strides = BroadcastStrides(kept, rank);
-  std::vector<double> sums(static_cast<size_t>(graph::NumElements(kept)), 0.0);
+  const bool is_max = type == graph::OpType::kReduceMax;
+  const bool is_min = type == graph::OpType::kReduceMin;
+  const double identity = is_max   ? -std::numeric_limits<double>::infinity()
+                          : is_min ? std::numeric_limits<double>::infinity()
+                                   : 0.0;
+  std::vector<double> acc(static_cast<size_t>(graph::NumElements(kept)), identity);
   std::vector<int64_t> index(rank, 0);
   int64_t in = 0;
   do {
     int64_t out = 0;
     for (size_t d = 0; d < rank; ++d) out += index[d] * out_strides[d];
-    sums[static_cast<size_t>(out)] += x.data[in++];
+    double& a = acc[static_cast<size_t>(out)];
+    const double v = x.data[in++];
+    a = is_max ? std::max(a, v) : is_min ? std::min(a, v) : a + v;
   } while (NextIndex(x.shape, index));
-  for (size_t i = 0; i < sums.size(); ++i) {
-    y.data[i] = static_cast<float>(sums[i] / static_cast<double>(count));
-  }
+  const double divisor = type == graph::OpType::kReduceMean ? static_cast<double>(count) : 1.0;
+  for (size_t i = 0; i < acc.size(); ++i) y.data[i] = static_cast<float>(acc[i] / divisor);
 }
 
 }  // namespace iosfarm::worker::reference

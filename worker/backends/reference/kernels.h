@@ -70,7 +70,9 @@ void Resize(const graph::ResizeAttrs& attrs, const ConstView& x, const MutableVi
 // Reshape, Flatten, Identity, Dropout, Constant: element order unchanged.
 void Copy(const ConstView& x, const MutableView& y);
 
-void ReduceMean(const graph::ReduceMeanAttrs& attrs, const ConstView& x, const MutableView& y);
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin (`type`) over attrs.axes.
+void Reduce(graph::OpType type, const graph::ReduceAttrs& attrs, const ConstView& x,
+            const MutableView& y);
 void Softmax(int64_t axis, const ConstView& x, const MutableView& y);
 // Inference batch norm over axis 1; the four parameters have x.shape[1] values.
 void BatchNorm(float epsilon, const ConstView& x, const float* scale, const float* bias,

@@ -354,17 +354,26 @@ TEST(LayoutTest, TransposeAndCopy) {
   EXPECT_EQ(c.data, x.data);
 }
 
-TEST(NormalizationTest, ReduceMeanSoftmaxBatchNorm) {
+TEST(NormalizationTest, ReductionsSoftmaxBatchNorm) {
   Buffer x = Iota({2, 3});
   Buffer rows({2, 1});
-  ReduceMean({{1}, true}, x.in(), rows.out());
+  const graph::OpType reduce_mean = graph::OpType::kReduceMean;
+  Reduce(reduce_mean, {{1}, true}, x.in(), rows.out());
   EXPECT_THAT(rows.data, ElementsAre(1, 4));
   Buffer cols({3});
-  ReduceMean({{0}, false}, x.in(), cols.out());
+  Reduce(reduce_mean, {{0}, false}, x.in(), cols.out());
   EXPECT_THAT(cols.data, ElementsAre(1.5, 2.5, 3.5));
   Buffer all({1});
-  ReduceMean({{}, false}, x.in(), all.out());
+  Reduce(reduce_mean, {{}, false}, x.in(), all.out());
   EXPECT_THAT(all.data, ElementsAre(2.5));
+  // [[0, -1, 2], [3, 4, -5]] for the sum, max and min.
+  Buffer signed_x({2, 3}, {0, -1, 2, 3, 4, -5});
+  Reduce(graph::OpType::kReduceSum, {{1}, true}, signed_x.in(), rows.out());
+  EXPECT_THAT(rows.data, ElementsAre(1, 2));
+  Reduce(graph::OpType::kReduceMax, {{0}, false}, signed_x.in(), cols.out());
+  EXPECT_THAT(cols.data, ElementsAre(3, 4, 2));
+  Reduce(graph::OpType::kReduceMin, {{}, false}, signed_x.in(), all.out());
+  EXPECT_THAT(all.data, ElementsAre(-5));
 
   Buffer s({2, 3});
   Softmax(1, x.in(), s.out());

@@ -131,8 +131,8 @@ Status RunNode(const graph::Node& node, const std::map<std::string, graph::Tenso
     case OpType::kDropout:
       Copy(inputs[0], y);
       return absl::OkStatus();
-    case OpType::kReduceMean:
-      ReduceMean(std::get<graph::ReduceMeanAttrs>(node.attrs), inputs[0], y);
+    IOSFARM_REDUCE_OP_CASES:
+      Reduce(node.type, std::get<graph::ReduceAttrs>(node.attrs), inputs[0], y);
       return absl::OkStatus();
     case OpType::kSoftmax:
       Softmax(std::get<graph::SoftmaxAttrs>(node.attrs).axis, inputs[0], y);

@@ -221,9 +221,9 @@ std::vector<OpCase> OpCases() {
       {"flatten", [] { return SingleOp({{2, 24, 3, 3}}, OpType::kFlatten, graph::FlattenAttrs{2}); }},
       {"identity", [] { return SingleOp({{3, 17}}, OpType::kIdentity, graph::NoAttrs{}); }},
       // Reductions and normalisation.
-      {"reducemean_spatial", [] { return SingleOp({{2, 24, 5, 5}}, OpType::kReduceMean, graph::ReduceMeanAttrs{{2, 3}, false}); }},
-      {"reducemean_channels", [] { return SingleOp({{2, 24, 5, 5}}, OpType::kReduceMean, graph::ReduceMeanAttrs{{1}, true}); }},
-      {"reducemean_all", [] { return SingleOp({{3, 17}}, OpType::kReduceMean, graph::ReduceMeanAttrs{{}, false}); }},
+      {"reducemean_spatial", [] { return SingleOp({{2, 24, 5, 5}}, OpType::kReduceMean, graph::ReduceAttrs{{2, 3}, false}); }},
+      {"reducemean_channels", [] { return SingleOp({{2, 24, 5, 5}}, OpType::kReduceMean, graph::ReduceAttrs{{1}, true}); }},
+      {"reducemean_all", [] { return SingleOp({{3, 17}}, OpType::kReduceMean, graph::ReduceAttrs{{}, false}); }},
       {"softmax_logits", [] { return SingleOp({{3, 1000}}, OpType::kSoftmax, graph::SoftmaxAttrs{1}); }},
       {"softmax_channels", [] { return SingleOp({{2, 8, 3, 3}}, OpType::kSoftmax, graph::SoftmaxAttrs{1}); }},
       {"softmax_axis0", [] { return SingleOp({{4, 6}}, OpType::kSoftmax, graph::SoftmaxAttrs{0}); }},

@@ -34,7 +34,7 @@ StatusOr<std::unique_ptr<DeviceOp>> CreateDeviceOp(const Step& step, const Devic
     case StepKind::kResize:
     case StepKind::kConvTranspose:
     case StepKind::kTranspose:
-    case StepKind::kReduceMean:
+    case StepKind::kReduce:
     case StepKind::kBatchNorm:
       op = MakeKernelOp(step, ctx);
       break;

@@ -111,15 +111,14 @@ StatusOr<std::unique_ptr<DeviceOp>> MakeConvTranspose(const Step& step,
             "conv-transpose kernel");
 }
 
-StatusOr<std::unique_ptr<DeviceOp>> MakeReduceMean(const Step& step, const DeviceOpContext& ctx) {
-  ASSIGN_OR_RETURN(const ReduceParams p,
-                   MakeReduceParams(std::get<graph::ReduceMeanAttrs>(step.attrs),
-                                    step.inputs[0].shape));
+StatusOr<std::unique_ptr<DeviceOp>> MakeReduce(const Step& step, const DeviceOpContext& ctx) {
+  ASSIGN_OR_RETURN(
+      const ReduceParams p,
+      MakeReduceParams(step.op, std::get<graph::ReduceAttrs>(step.attrs), step.inputs[0].shape));
   const float* in = ctx.Ptr(step.inputs[0]);
   float* out = ctx.Ptr(step.outputs[0]);
   const int64_t n_out = step.outputs[0].num_elements();
-  return Op([=](cudaStream_t s) { return LaunchReduceMean(in, out, n_out, p, s); },
-            "reduce-mean kernel");
+  return Op([=](cudaStream_t s) { return LaunchReduce(in, out, n_out, p, s); }, "reduce kernel");
 }
 
 StatusOr<std::unique_ptr<DeviceOp>> MakeGlobalPool(const Step& step, const DeviceOpContext& ctx) {
@@ -175,8 +174,8 @@ StatusOr<std::unique_ptr<DeviceOp>> MakeKernelOp(const Step& step, const DeviceO
       return MakeResize(step, ctx);
     case StepKind::kConvTranspose:
       return MakeConvTranspose(step, ctx);
-    case StepKind::kReduceMean:
-      return MakeReduceMean(step, ctx);
+    case StepKind::kReduce:
+      return MakeReduce(step, ctx);
     case StepKind::kGlobalPool:
       return MakeGlobalPool(step, ctx);
     case StepKind::kBatchNorm:

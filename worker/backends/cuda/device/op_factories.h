@@ -28,7 +28,7 @@ StatusOr<std::unique_ptr<DeviceOp>> MakeGemmOp(const Step& step, const DeviceOpC
 StatusOr<std::unique_ptr<DeviceOp>> MakeMatMulOp(const Step& step, const DeviceOpContext& ctx);
 
 // kernel_ops.cc: kGlobalPool, kBinary, kCopyRows, kSlice, kPad, kTranspose,
-// kReduceMean, kBatchNorm.
+// kReduce, kBatchNorm.
 StatusOr<std::unique_ptr<DeviceOp>> MakeKernelOp(const Step& step, const DeviceOpContext& ctx);
 
 // An int dimension for cuDNN/cuBLAS; InvalidArgument naming `what` if it does

@@ -25,18 +25,27 @@ __device__ inline float WarpMax(float v) {
   return v;
 }
 
+__device__ inline float WarpCombine(ReduceFunctionKind f, float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    v = math::ReduceCombine(f, v, __shfl_down_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
 // One warp per output element; every lane of a warp runs the same number of
 // loop iterations over outputs so the shuffles see full warps.
-__global__ void ReduceMeanKernel(const float* x, float* y, int64_t n_out, ReduceParams p) {
+__global__ void ReduceKernel(const float* x, float* y, int64_t n_out, ReduceParams p) {
   const int lane = threadIdx.x % kWarp;
   const int64_t first_warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t o = first_warp; o < n_out; o += warps) {
     const int64_t base = math::ReduceBase(o, p);
-    float sum = 0.0f;
-    for (int64_t r = lane; r < p.count; r += kWarp) sum += x[base + math::ReduceOffset(r, p)];
-    sum = WarpSum(sum);
-    if (lane == 0) y[o] = sum / static_cast<float>(p.count);
+    float acc = math::ReduceIdentity(p.function);
+    for (int64_t r = lane; r < p.count; r += kWarp) {
+      acc = math::ReduceCombine(p.function, acc, x[base + math::ReduceOffset(r, p)]);
+    }
+    acc = WarpCombine(p.function, acc);
+    if (lane == 0) y[o] = math::ReduceFinish(p.function, acc, p.count);
   }
 }
 
@@ -69,14 +78,14 @@ unsigned int WarpGridFor(int64_t items) {
 
 }  // namespace
 
-cudaError_t LaunchReduceMean(const float* x, float* y, int64_t n_out, const ReduceParams& params,
-                             cudaStream_t stream) {
+cudaError_t LaunchReduce(const float* x, float* y, int64_t n_out, const ReduceParams& params,
+                         cudaStream_t stream) {
   if (n_out <= 0) return cudaSuccess;
   if (params.kept_rank < 0 || params.kept_rank > kMaxKernelRank || params.reduced_rank < 0 ||
       params.reduced_rank > kMaxKernelRank || params.count < 1) {
     return cudaErrorInvalidValue;
   }
-  ReduceMeanKernel<<<WarpGridFor(n_out), kBlockThreads, 0, stream>>>(x, y, n_out, params);
+  ReduceKernel<<<WarpGridFor(n_out), kBlockThreads, 0, stream>>>(x, y, n_out, params);
   return cudaGetLastError();
 }
 

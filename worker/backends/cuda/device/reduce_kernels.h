@@ -1,4 +1,5 @@
-// Reduction CUDA kernels of the cuda backend (ReduceMean, global pools, and
+// Reduction CUDA kernels of the cuda backend (ReduceMean, ReduceSum,
+// ReduceMax, ReduceMin, global pools, and
 // the 2-D pooling cases cuDNN cannot express), callable from host C++.
 //
 // Plain C-style launchers (no absl): each enqueues one kernel on `stream`
@@ -14,8 +15,9 @@
 
 namespace iosfarm::worker::cuda {
 
-cudaError_t LaunchReduceMean(const float* x, float* y, int64_t n_out, const ReduceParams& params,
-                             cudaStream_t stream);
+// y[o] for the n_out outputs, params.function over each one's reduced elements.
+cudaError_t LaunchReduce(const float* x, float* y, int64_t n_out, const ReduceParams& params,
+                         cudaStream_t stream);
 
 // y[p] = max or mean of x[p * size, (p + 1) * size), p < planes.
 cudaError_t LaunchGlobalPool(const float* x, float* y, int64_t planes, int64_t size, bool is_max,

@@ -28,8 +28,8 @@ std::string_view StepKindName(StepKind kind) {
       return "conv_transpose";
     case StepKind::kTranspose:
       return "transpose";
-    case StepKind::kReduceMean:
-      return "reduce_mean";
+    case StepKind::kReduce:
+      return "reduce";
     case StepKind::kSoftmax:
       return "softmax";
     case StepKind::kBatchNorm:

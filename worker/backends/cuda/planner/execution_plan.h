@@ -64,10 +64,10 @@ enum class StepKind {
   // y = conv_transpose(x, W) + B. attrs: ConvTransposeAttrs; weights: W
   // (ONNX's [C, OC/groups, KH, KW]) [, B].
   kConvTranspose,
-  kTranspose,   // attrs: TransposeAttrs
-  kReduceMean,  // attrs: ReduceMeanAttrs (axes empty = all)
-  kSoftmax,     // attrs: SoftmaxAttrs (axis normalised)
-  kBatchNorm,   // y = x * scale[c] + shift[c] over axis 1; weights: scale, shift
+  kTranspose,  // attrs: TransposeAttrs
+  kReduce,     // ReduceMean/Sum/Max/Min (op), attrs: ReduceAttrs (axes empty = all)
+  kSoftmax,    // attrs: SoftmaxAttrs (axis normalised)
+  kBatchNorm,  // y = x * scale[c] + shift[c] over axis 1; weights: scale, shift
   // Y = alpha * A' B' + C'. attrs: GemmAttrs (beta unused: C' = beta * C
   // broadcast to [M, N] is precomputed). weights: B [, C'].
   kGemm,

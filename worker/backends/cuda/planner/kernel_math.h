@@ -192,6 +192,22 @@ IOSFARM_HOST_DEVICE inline int64_t ReduceOffset(int64_t r, const ReduceParams& p
   return offset;
 }
 
+// What a reduction starts from (and lanes that see no element keep), how it
+// takes in one more value, and its result over `count` values.
+IOSFARM_HOST_DEVICE inline float ReduceIdentity(ReduceFunctionKind f) {
+  return f == ReduceFunctionKind::kMax   ? -INFINITY
+         : f == ReduceFunctionKind::kMin ? INFINITY
+                                         : 0.0f;
+}
+IOSFARM_HOST_DEVICE inline float ReduceCombine(ReduceFunctionKind f, float a, float b) {
+  return f == ReduceFunctionKind::kMax   ? fmaxf(a, b)
+         : f == ReduceFunctionKind::kMin ? fminf(a, b)
+                                         : a + b;
+}
+IOSFARM_HOST_DEVICE inline float ReduceFinish(ReduceFunctionKind f, float acc, int64_t count) {
+  return f == ReduceFunctionKind::kMean ? acc / static_cast<float>(count) : acc;
+}
+
 // Output element i of a 2-D pool over x (all planes), the reference's
 // semantics: windows clipped to the input; average divisor = elements
 // inside the input, or with count_include_pad the window clipped to the

@@ -285,34 +285,42 @@ TEST(KernelMathTest, ConvTransposeMatchesReference) {
   EXPECT_FALSE(MakeConvTransposeParams(graph::ConvTransposeAttrs{}, {1, 3, 4}, {1, 3, 1, 1}).ok());
 }
 
-TEST(KernelMathTest, ReduceMeanMatchesReference) {
-  const std::vector<std::pair<Shape, graph::ReduceMeanAttrs>> cases = {
-      {{2, 24, 5, 5}, {{2, 3}, true}}, {{2, 24, 5, 5}, {{2, 3}, false}},
-      {{2, 24, 5, 5}, {{1}, false}},   {{3, 17}, {{}, false}},
-      {{2, 3, 4, 5}, {{0, 2}, true}}};
-  for (const auto& [xs, attrs] : cases) {
-    const Tensor x = Random(xs, 6);
-    auto p = MakeReduceParams(attrs, xs);
-    ASSERT_TRUE(p.ok()) << p.status();
-    int64_t n_out = 1;
-    Shape kept = xs;
-    for (size_t d = 0; d < xs.size(); ++d) {
-      const bool reduced = attrs.axes.empty() ||
-                           std::find(attrs.axes.begin(), attrs.axes.end(),
-                                     static_cast<int64_t>(d)) != attrs.axes.end();
-      if (reduced) kept[d] = 1;
-      n_out *= kept[d];
+TEST(KernelMathTest, ReductionsMatchReference) {
+  const std::vector<std::pair<Shape, graph::ReduceAttrs>> cases = {{{2, 24, 5, 5}, {{2, 3}, true}},
+                                                                   {{2, 24, 5, 5}, {{2, 3}, false}},
+                                                                   {{2, 24, 5, 5}, {{1}, false}},
+                                                                   {{3, 17}, {{}, false}},
+                                                                   {{2, 3, 4, 5}, {{0, 2}, true}}};
+  for (const graph::OpType type : {graph::OpType::kReduceMean, graph::OpType::kReduceSum,
+                                   graph::OpType::kReduceMax, graph::OpType::kReduceMin}) {
+    for (const auto& [xs, attrs] : cases) {
+      const Tensor x = Random(xs, 6);
+      auto p = MakeReduceParams(type, attrs, xs);
+      ASSERT_TRUE(p.ok()) << p.status();
+      int64_t n_out = 1;
+      Shape kept = xs;
+      for (size_t d = 0; d < xs.size(); ++d) {
+        const bool reduced =
+            attrs.axes.empty() || std::find(attrs.axes.begin(), attrs.axes.end(),
+                                            static_cast<int64_t>(d)) != attrs.axes.end();
+        if (reduced) kept[d] = 1;
+        n_out *= kept[d];
+      }
+      Tensor actual = Empty(kept), expected = Empty(kept);
+      for (int64_t o = 0; o < n_out; ++o) {
+        const int64_t base = math::ReduceBase(o, *p);
+        float acc = math::ReduceIdentity(p->function);
+        for (int64_t r = 0; r < p->count; ++r) {
+          acc = math::ReduceCombine(p->function, acc, x.data[base + math::ReduceOffset(r, *p)]);
+        }
+        actual.data[o] = math::ReduceFinish(p->function, acc, p->count);
+      }
+      reference::Reduce(type, attrs, In(x), Out(expected));
+      ExpectClose(actual, expected, 1e-5,
+                  StrCat(graph::OpTypeName(type), " ", graph::ShapeToString(xs)));
     }
-    Tensor actual = Empty(kept), expected = Empty(kept);
-    for (int64_t o = 0; o < n_out; ++o) {
-      const int64_t base = math::ReduceBase(o, *p);
-      float sum = 0.0f;
-      for (int64_t r = 0; r < p->count; ++r) sum += x.data[base + math::ReduceOffset(r, *p)];
-      actual.data[o] = sum / static_cast<float>(p->count);
-    }
-    reference::ReduceMean(attrs, In(x), Out(expected));
-    ExpectClose(actual, expected, 1e-5, "reduce " + graph::ShapeToString(xs));
   }
+  EXPECT_FALSE(MakeReduceParams(graph::OpType::kRelu, {}, {2, 3}).ok());
 }
 
 TEST(KernelMathTest, Pool2dMatchesReference) {

@@ -299,9 +299,26 @@ StatusOr<ResizeParams> MakeResizeParams(const graph::ResizeAttrs& attrs, const g
   return p;
 }
 
-StatusOr<ReduceParams> MakeReduceParams(const graph::ReduceMeanAttrs& attrs,
+StatusOr<ReduceParams> MakeReduceParams(graph::OpType type, const graph::ReduceAttrs& attrs,
                                         const graph::Shape& x) {
   RETURN_IF_ERROR(CheckRank(x));
+  ReduceFunctionKind function = ReduceFunctionKind::kMean;
+  switch (type) {
+    case graph::OpType::kReduceMean:
+      break;
+    case graph::OpType::kReduceSum:
+      function = ReduceFunctionKind::kSum;
+      break;
+    case graph::OpType::kReduceMax:
+      function = ReduceFunctionKind::kMax;
+      break;
+    case graph::OpType::kReduceMin:
+      function = ReduceFunctionKind::kMin;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          StrCat(graph::OpTypeName(type), " is not a reduction over axes"));
+  }
   std::vector<bool> reduced(x.size(), attrs.axes.empty());
   for (int64_t axis : attrs.axes) {
     if (axis < 0 || axis >= static_cast<int64_t>(x.size())) {
@@ -311,6 +328,7 @@ StatusOr<ReduceParams> MakeReduceParams(const graph::ReduceMeanAttrs& attrs,
   }
   const std::vector<int64_t> strides = Strides(x);
   ReduceParams p;
+  p.function = function;
   for (size_t d = 0; d < x.size(); ++d) {
     if (reduced[d]) {
       p.reduced_dims[p.reduced_rank] = x[d];

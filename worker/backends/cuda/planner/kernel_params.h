@@ -35,7 +35,8 @@ StatusOr<GatherParams> MakeTransposeParams(const std::vector<int64_t>& perm,
                                            const graph::Shape& x, const graph::Shape& y);
 StatusOr<PadParams> MakePadParams(const graph::PadAttrs& attrs, const graph::Shape& x,
                                   const graph::Shape& y);
-StatusOr<ReduceParams> MakeReduceParams(const graph::ReduceMeanAttrs& attrs,
+// The reduction `type` (kReduceMean, kReduceSum, kReduceMax, kReduceMin).
+StatusOr<ReduceParams> MakeReduceParams(graph::OpType type, const graph::ReduceAttrs& attrs,
                                         const graph::Shape& x);
 // ConvTranspose of 4-D x to y (shapes as shape inference gives them).
 StatusOr<ConvTransposeParams> MakeConvTransposeParams(const graph::ConvTransposeAttrs& attrs,

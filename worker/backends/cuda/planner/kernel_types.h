@@ -83,11 +83,17 @@ struct PadParams {
   int64_t pad_begin[kMaxKernelRank] = {};
 };
 
-// Output element o (o < n_out) is the mean of x over the reduced dimensions:
-// o's multi-index over kept_dims (last fastest) gives the base offset
-// sum idx[d] * kept_strides[d]; r < count's multi-index over reduced_dims
-// adds sum idx[d] * reduced_strides[d]. kept_rank may be 0 (one output).
+// The reductions, in graph::OpType's words: kReduceMean, kReduceSum,
+// kReduceMax, kReduceMin.
+enum class ReduceFunctionKind : int { kMean, kSum, kMax, kMin };
+
+// Output element o (o < n_out) is the `function` of x over the reduced
+// dimensions: o's multi-index over kept_dims (last fastest) gives the base
+// offset sum idx[d] * kept_strides[d]; r < count's multi-index over
+// reduced_dims adds sum idx[d] * reduced_strides[d]. kept_rank may be 0 (one
+// output).
 struct ReduceParams {
+  ReduceFunctionKind function = ReduceFunctionKind::kMean;
   int kept_rank = 0;
   int reduced_rank = 0;
   int64_t count = 1;  // prod(reduced_dims)

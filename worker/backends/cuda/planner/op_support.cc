@@ -32,7 +32,7 @@ bool UsesNdKernel(graph::OpType type) {
     case graph::OpType::kSlice:
     case graph::OpType::kPad:
     case graph::OpType::kTranspose:
-    case graph::OpType::kReduceMean:
+    IOSFARM_REDUCE_OP_CASES:
       return true;
     default:
       return false;

@@ -144,9 +144,9 @@ class Emulator {
         reference::Transpose(std::get<graph::TransposeAttrs>(step.attrs).perm, In(step.inputs[0]),
                              Out(step.outputs[0]));
         return absl::OkStatus();
-      case StepKind::kReduceMean:
-        reference::ReduceMean(std::get<graph::ReduceMeanAttrs>(step.attrs), In(step.inputs[0]),
-                              Out(step.outputs[0]));
+      case StepKind::kReduce:
+        reference::Reduce(step.op, std::get<graph::ReduceAttrs>(step.attrs), In(step.inputs[0]),
+                          Out(step.outputs[0]));
         return absl::OkStatus();
       case StepKind::kSoftmax:
         reference::Softmax(std::get<graph::SoftmaxAttrs>(step.attrs).axis, In(step.inputs[0]),

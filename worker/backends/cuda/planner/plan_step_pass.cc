@@ -145,9 +145,9 @@ Status EmitNode(PlanState& st, NodeId id, std::vector<Step>& steps) {
     case OpType::kTranspose:
       step.kind = StepKind::kTranspose;
       break;
-    case OpType::kReduceMean: {
-      step.kind = StepKind::kReduceMean;
-      auto a = std::get<graph::ReduceMeanAttrs>(node.attrs);
+    IOSFARM_REDUCE_OP_CASES : {
+      step.kind = StepKind::kReduce;
+      auto a = std::get<graph::ReduceAttrs>(node.attrs);
       for (int64_t& axis : a.axes) axis = NormalizeAxis(axis, step.inputs[0].shape.size());
       std::sort(a.axes.begin(), a.axes.end());
       a.axes.erase(std::unique(a.axes.begin(), a.axes.end()), a.axes.end());
