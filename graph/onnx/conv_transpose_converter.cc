@@ -9,13 +9,6 @@
 namespace iosfarm::graph::onnx_import::converters_internal {
 namespace {
 
-StatusOr<std::array<int64_t, 2>> SpatialPair(const NodeView& node, std::string_view name,
-                                             int64_t default_value) {
-  ASSIGN_OR_RETURN(auto values, node.GetIntsOfSize(name, 2));
-  if (!values.has_value()) return std::array<int64_t, 2>{default_value, default_value};
-  return std::array<int64_t, 2>{(*values)[0], (*values)[1]};
-}
-
 // The output's spatial dims that `output_shape` asks for (2 entries, or 4
 // with N and C), nullopt when absent.
 StatusOr<std::optional<std::array<int64_t, 2>>> OutputShape(const NodeView& node) {
@@ -54,12 +47,7 @@ Status ConvertConvTranspose(const NodeView& node, ImportContext& ctx) {
   }
   attrs.out_channels = w->dims[1] * attrs.groups;
   attrs.kernel = {w->dims[2], w->dims[3]};
-  ASSIGN_OR_RETURN(auto kernel_shape, node.GetIntsOfSize("kernel_shape", 2));
-  if (kernel_shape.has_value() &&
-      ((*kernel_shape)[0] != attrs.kernel[0] || (*kernel_shape)[1] != attrs.kernel[1])) {
-    return node.Errorf("attribute 'kernel_shape' does not match weight 'W' of shape ",
-                       ShapeToString(w->dims));
-  }
+  RETURN_IF_ERROR(CheckKernelShape(node, *w));
   ASSIGN_OR_RETURN(attrs.stride, SpatialPair(node, "strides", 1));
   ASSIGN_OR_RETURN(attrs.dilation, SpatialPair(node, "dilations", 1));
   ASSIGN_OR_RETURN(attrs.output_padding, SpatialPair(node, "output_padding", 0));

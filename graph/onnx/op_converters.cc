@@ -31,11 +31,30 @@ Status CheckArity(const NodeView& node, const ImportContext& ctx, int min_inputs
   return absl::OkStatus();
 }
 
+StatusOr<std::array<int64_t, 2>> SpatialPair(const NodeView& node, std::string_view name,
+                                             int64_t default_value) {
+  ASSIGN_OR_RETURN(auto values, node.GetIntsOfSize(name, 2));
+  if (!values.has_value()) return std::array<int64_t, 2>{default_value, default_value};
+  return std::array<int64_t, 2>{(*values)[0], (*values)[1]};
+}
+
+Status CheckKernelShape(const NodeView& node, const ConstTensor& w) {
+  ASSIGN_OR_RETURN(auto kernel_shape, node.GetIntsOfSize("kernel_shape", 2));
+  if (kernel_shape.has_value() &&
+      ((*kernel_shape)[0] != w.dims[2] || (*kernel_shape)[1] != w.dims[3])) {
+    return node.Errorf("attribute 'kernel_shape' does not match weight 'W' of shape ",
+                       ShapeToString(w.dims));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace converters_internal
 
 namespace {
 
 using converters_internal::CheckArity;
+using converters_internal::CheckKernelShape;
+using converters_internal::SpatialPair;
 
 StatusOr<Tensor> Weight(const NodeView& node, ImportContext& ctx, const ConstPtr& constant,
                         std::string_view role) {
@@ -44,13 +63,6 @@ StatusOr<Tensor> Weight(const NodeView& node, ImportContext& ctx, const ConstPtr
                        ConstKindName(constant->kind));
   }
   return ctx.WeightTensor(node, *constant, role);
-}
-
-StatusOr<std::array<int64_t, 2>> Pair(const NodeView& node, std::string_view name,
-                                      int64_t default_value) {
-  ASSIGN_OR_RETURN(auto values, node.GetIntsOfSize(name, 2));
-  if (!values.has_value()) return std::array<int64_t, 2>{default_value, default_value};
-  return std::array<int64_t, 2>{(*values)[0], (*values)[1]};
 }
 
 StatusOr<ValueId> Rank4Input(const NodeView& node, ImportContext& ctx, std::string_view what) {
@@ -74,14 +86,9 @@ Status ConvertConv(const NodeView& node, ImportContext& ctx) {
   ConvAttrs attrs;
   attrs.out_channels = w->dims[0];
   attrs.kernel = {w->dims[2], w->dims[3]};
-  ASSIGN_OR_RETURN(auto kernel_shape, node.GetIntsOfSize("kernel_shape", 2));
-  if (kernel_shape.has_value() &&
-      ((*kernel_shape)[0] != attrs.kernel[0] || (*kernel_shape)[1] != attrs.kernel[1])) {
-    return node.Errorf("attribute 'kernel_shape' does not match weight 'W' of shape ",
-                       ShapeToString(w->dims));
-  }
-  ASSIGN_OR_RETURN(attrs.stride, Pair(node, "strides", 1));
-  ASSIGN_OR_RETURN(attrs.dilation, Pair(node, "dilations", 1));
+  RETURN_IF_ERROR(CheckKernelShape(node, *w));
+  ASSIGN_OR_RETURN(attrs.stride, SpatialPair(node, "strides", 1));
+  ASSIGN_OR_RETURN(attrs.dilation, SpatialPair(node, "dilations", 1));
   ASSIGN_OR_RETURN(attrs.groups, node.GetInt("group", 1));
   if (attrs.groups < 1) return node.Errorf("attribute 'group' must be >= 1, got ", attrs.groups);
   ASSIGN_OR_RETURN(std::string auto_pad, node.GetString("auto_pad", "NOTSET"));
@@ -111,7 +118,7 @@ Status ConvertPool(const NodeView& node, ImportContext& ctx, OpType type) {
   }
   PoolAttrs attrs;
   attrs.kernel = {(*kernel)[0], (*kernel)[1]};
-  ASSIGN_OR_RETURN(attrs.stride, Pair(node, "strides", 1));
+  ASSIGN_OR_RETURN(attrs.stride, SpatialPair(node, "strides", 1));
   ASSIGN_OR_RETURN(int64_t ceil_mode, node.GetInt("ceil_mode", 0));
   attrs.ceil_mode = ceil_mode != 0;
   if (type == OpType::kAveragePool) {

@@ -15,6 +15,7 @@
 #ifndef IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
 #define IOSFARM_GRAPH_ONNX_OP_CONVERTERS_H_
 
+#include <array>
 #include <string_view>
 
 #include "common/status.h"
@@ -35,6 +36,14 @@ namespace converters_internal {
 // the extra ones are unused.
 Status CheckArity(const NodeView& node, const ImportContext& ctx, int min_inputs, int max_inputs,
                   int outputs);
+
+// Attribute `name` of two ints (H, W); {default_value, default_value} when
+// absent.
+StatusOr<std::array<int64_t, 2>> SpatialPair(const NodeView& node, std::string_view name,
+                                             int64_t default_value);
+// Fails unless attribute 'kernel_shape', when given, is the 4-D weight's
+// [kH, kW] (dims 2 and 3).
+Status CheckKernelShape(const NodeView& node, const ConstTensor& w);
 
 // Tensor ops (tensor_op_converters.cc).
 Status ConvertConcat(const NodeView& node, ImportContext& ctx);
