@@ -1,8 +1,9 @@
 // ConvTranspose (opsets 11-17) as the IR's ConvTranspose of 4-D NCHW inputs
 // (graph/attributes.h ConvTransposeAttrs): strides, dilations, groups,
 // explicit pads, output_padding, output_shape, and auto_pad (NOTSET, VALID,
-// SAME_UPPER, SAME_LOWER), with the pads ONNX derives from output_shape and
-// auto_pad resolved at import. Anything else is refused naming the attribute.
+// SAME_UPPER, SAME_LOWER), with the pads that the ONNX operator's text
+// derives from output_shape and auto_pad resolved at import. Anything else is
+// refused naming the attribute.
 #include "graph/onnx/op_converters.h"
 #include "graph/onnx/shape_helpers.h"
 
@@ -78,9 +79,10 @@ Status ConvertConvTranspose(const NodeView& node, ImportContext& ctx) {
       const int64_t total = attrs.stride[i] * (in[2 + i] - 1) + attrs.output_padding[i] +
                             (attrs.kernel[i] - 1) * attrs.dilation[i] + 1 - (*output_shape)[i];
       if (total < 0) {
-        return node.Errorf("output_shape ", (*output_shape)[i], " is larger than the ",
+        return node.Errorf("output_shape ", (*output_shape)[i], " is larger than ",
                            (*output_shape)[i] + total,
-                           " the kernel, strides and output_padding reach; not supported");
+                           ", what the kernel, strides and output_padding reach without pads; "
+                           "not supported");
       }
       const bool upper = auto_pad == "SAME_UPPER";
       attrs.pads[i] = upper ? total / 2 : total - total / 2;

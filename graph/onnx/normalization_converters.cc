@@ -6,8 +6,7 @@
 //   InstanceNormalization     per (n, c) over the spatial axes, and
 //   LayerNormalization        over axes [axis, rank) (opset 17):
 //                             d = X - mean(X); Y = d / sqrt(mean(d * d) + eps)
-//                             * scale + B (the two-pass variance, as
-//                             PyTorch's kernels compute it)
+//                             * scale + B (the two-pass variance)
 // torch exports GroupNorm as InstanceNormalization of the input reshaped to
 // [N, groups, -1], so it imports through the same path.
 #include "graph/onnx/op_converters.h"
