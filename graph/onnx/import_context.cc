@@ -124,17 +124,22 @@ StatusOr<ValueId> ImportContext::MaterializeConstant(const std::string& name, En
   const std::string what = StrCat("constant '", name, "'");
   RETURN_IF_ERROR(ReserveWeightElements(entry.constant->num_elements(), what));
   ASSIGN_OR_RETURN(Tensor tensor, ToIrTensor(*entry.constant, what));
+  entry.value = AddConstantNode(UniqueNodeName(StrCat(name, "_const")), name, std::move(tensor));
+  return entry.value;
+}
+
+ValueId ImportContext::AddConstantNode(std::string node_name, const std::string& value_name,
+                                       Tensor tensor) {
   Node node;
-  node.name = UniqueNodeName(StrCat(name, "_const"));
+  node.name = std::move(node_name);
   node.type = OpType::kConstant;
   node.attrs = NoAttrs{};
   const Shape shape = tensor.shape;
   node.weights.emplace("value", std::move(tensor));
-  node.outputs.push_back(graph_.AddValue(name));
+  node.outputs.push_back(graph_.AddValue(value_name));
   const ValueId value = node.outputs[0];
   graph_.AddNode(std::move(node));
   graph_.mutable_value(value).shape = shape;
-  entry.value = value;
   return value;
 }
 
@@ -217,19 +222,9 @@ StatusOr<ValueId> ImportContext::AddPartNode(const NodeView& node, std::string_v
 
 StatusOr<ValueId> ImportContext::AddPartConstant(const NodeView& node, std::string_view part,
                                                  Tensor tensor) {
-  const std::string name = UniqueNodeName(StrCat(node.name(), "/", part));
   RETURN_IF_ERROR(ReserveWeightElements(tensor.num_elements(), StrCat(node.Label(), ": ", part)));
-  Node ir;
-  ir.name = name;
-  ir.type = OpType::kConstant;
-  ir.attrs = NoAttrs{};
-  const Shape shape = tensor.shape;
-  ir.weights.emplace("value", std::move(tensor));
-  ir.outputs.push_back(graph_.AddValue(name));
-  const ValueId value = ir.outputs[0];
-  graph_.AddNode(std::move(ir));
-  graph_.mutable_value(value).shape = shape;
-  return value;
+  const std::string name = UniqueNodeName(StrCat(node.name(), "/", part));
+  return AddConstantNode(name, name, std::move(tensor));
 }
 
 }  // namespace iosfarm::graph::onnx_import

@@ -125,6 +125,8 @@ class ImportContext {
                                                  const std::vector<std::string>& output_names);
   Status ReserveWeightElements(int64_t count, std::string_view what);
   StatusOr<ValueId> MaterializeConstant(const std::string& name, Entry& entry);
+  // An IR Constant node `node_name` holding `tensor` as value `value_name`.
+  ValueId AddConstantNode(std::string node_name, const std::string& value_name, Tensor tensor);
 
   Graph& graph_;
   int64_t max_tensor_elements_;
