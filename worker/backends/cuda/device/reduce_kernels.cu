@@ -11,20 +11,6 @@ namespace {
 constexpr int kWarp = 32;
 constexpr int kWarpsPerBlock = kBlockThreads / kWarp;
 
-__device__ inline float WarpSum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    v += __shfl_down_sync(0xffffffffu, v, offset);
-  }
-  return v;
-}
-
-__device__ inline float WarpMax(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, offset));
-  }
-  return v;
-}
-
 __device__ inline float WarpCombine(ReduceFunctionKind f, float v) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) {
     v = math::ReduceCombine(f, v, __shfl_down_sync(0xffffffffu, v, offset));
@@ -56,11 +42,12 @@ __global__ void GlobalPoolKernel(const float* x, float* y, int64_t planes, int64
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t plane = first_warp; plane < planes; plane += warps) {
     const float* in = x + plane * size;
+    const ReduceFunctionKind f = is_max ? ReduceFunctionKind::kMax : ReduceFunctionKind::kMean;
     // Lanes that see no element keep the identity (-inf for max, 0 for sum).
-    float acc = is_max ? -INFINITY : 0.0f;
-    for (int64_t i = lane; i < size; i += kWarp) acc = is_max ? fmaxf(acc, in[i]) : acc + in[i];
-    acc = is_max ? WarpMax(acc) : WarpSum(acc);
-    if (lane == 0) y[plane] = is_max ? acc : acc / static_cast<float>(size);
+    float acc = math::ReduceIdentity(f);
+    for (int64_t i = lane; i < size; i += kWarp) acc = math::ReduceCombine(f, acc, in[i]);
+    acc = WarpCombine(f, acc);
+    if (lane == 0) y[plane] = math::ReduceFinish(f, acc, size);
   }
 }
 
